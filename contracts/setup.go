@@ -1,0 +1,295 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// Setup-step statuses.
+const (
+	StepPending  = "pending"
+	StepAwaiting = "awaiting"
+	StepDone     = "done"
+	StepSkipped  = "skipped"
+)
+
+// SetupPlan is the typed description of a guided job setup (V2SetupPlan,
+// fields.md §4). ConfirmationRequired nil means true.
+type SetupPlan struct {
+	ConfirmationRequired *bool         `json:"confirmation_required" sv:"nonull"`
+	Steps                []SetupStep   `json:"steps"`
+	CostEstimate         *CostEstimate `json:"cost_estimate,omitempty" sv:"nonull"`
+	Extra                Extra         `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (p SetupPlan) MarshalJSON() ([]byte, error) {
+	type alias SetupPlan
+	if p.ConfirmationRequired == nil {
+		t := true
+		p.ConfirmationRequired = &t
+	}
+	return marshalOpen((*alias)(&p), p.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (p *SetupPlan) UnmarshalJSON(b []byte) error {
+	type alias SetupPlan
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	if v.ConfirmationRequired == nil {
+		t := true
+		v.ConfirmationRequired = &t
+	}
+	*p = SetupPlan(v)
+	p.Extra = extra
+	return err
+}
+
+// SetupStep is one step of a setup plan (V2SetupStep, fields.md §4.2).
+type SetupStep struct {
+	ID          string   `json:"id" sv:"required,nonblank"`
+	Title       string   `json:"title" sv:"required,nonblank,maxLen=120"`
+	Description string   `json:"description,omitempty" sv:"maxLen=300"`
+	Status      string   `json:"status" sv:"enum=pending|awaiting|done|skipped"`
+	Fields      []Field  `json:"fields"`
+	HelpActions []string `json:"help_actions"`
+	Extra       Extra    `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler; an empty status is written as "pending".
+func (s SetupStep) MarshalJSON() ([]byte, error) {
+	type alias SetupStep
+	if s.Status == "" {
+		s.Status = StepPending
+	}
+	return marshalOpen((*alias)(&s), s.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *SetupStep) UnmarshalJSON(b []byte) error {
+	type alias SetupStep
+	v := alias{Status: StepPending}
+	extra, err := unmarshalOpen(b, &v)
+	*s = SetupStep(v)
+	s.Extra = extra
+	return err
+}
+
+// PlanValue is a setup plan given either typed (validated by every rule of
+// fields.md) or as a plain JSON object that passes through unchanged (only its
+// steps[].help_actions are checked against the registration, open-questions item 4).
+// A decoded PlanValue always holds the raw form.
+type PlanValue struct {
+	Plan *SetupPlan
+	Raw  json.RawMessage
+}
+
+// TypedPlan wraps a typed plan.
+func TypedPlan(p SetupPlan) *PlanValue { return &PlanValue{Plan: &p} }
+
+// RawPlan wraps a plain JSON object. It fails when raw is not a JSON object.
+func RawPlan(raw json.RawMessage) (*PlanValue, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return nil, errors.New("contracts: a raw setup plan must be a JSON object")
+	}
+	return &PlanValue{Raw: bytes.Clone(raw)}, nil
+}
+
+func (PlanValue) jsonSchema(*schemaGen) map[string]any { return map[string]any{"type": "object"} }
+
+// MarshalJSON implements json.Marshaler.
+func (p PlanValue) MarshalJSON() ([]byte, error) {
+	if p.Plan != nil {
+		return json.Marshal(p.Plan)
+	}
+	if p.Raw != nil {
+		return p.Raw, nil
+	}
+	return []byte("{}"), nil
+}
+
+// UnmarshalJSON keeps the plan as raw JSON.
+func (p *PlanValue) UnmarshalJSON(b []byte) error {
+	v, err := RawPlan(b)
+	if err != nil {
+		return err
+	}
+	*p = *v
+	return nil
+}
+
+// helpActions returns the help-action ids the plan references, in order.
+func (p *PlanValue) helpActions() []string {
+	if p == nil {
+		return nil
+	}
+	var ids []string
+	if p.Plan != nil {
+		for _, s := range p.Plan.Steps {
+			ids = append(ids, s.HelpActions...)
+		}
+		return ids
+	}
+	var doc struct {
+		Steps []struct {
+			HelpActions []json.RawMessage `json:"help_actions"`
+		} `json:"steps"`
+	}
+	if json.Unmarshal(p.Raw, &doc) != nil {
+		return nil
+	}
+	for _, s := range doc.Steps {
+		for _, raw := range s.HelpActions {
+			var id string
+			if json.Unmarshal(raw, &id) == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Cost-estimate statuses.
+const (
+	CostEstimated = "estimated"
+	CostUnknown   = "unknown"
+)
+
+// CostEstimate is a cost range (V2CostEstimate, fields.md §8). Unset keys are omitted.
+type CostEstimate struct {
+	Status string   `json:"status" sv:"required,enum=estimated|unknown"`
+	Unit   string   `json:"unit,omitempty"`
+	Min    *float64 `json:"min,omitempty" sv:"minimum=0,nonull"`
+	Max    *float64 `json:"max,omitempty" sv:"minimum=0,nonull"`
+	Basis  string   `json:"basis,omitempty" sv:"maxLen=300"`
+	Extra  Extra    `json:"-"`
+}
+
+func (CostEstimate) extendSchema(s map[string]any) {
+	status := func(v string) map[string]any {
+		return map[string]any{"properties": map[string]any{"status": map[string]any{"const": v}}}
+	}
+	s["allOf"] = []any{
+		rule("an unknown cost estimate has no unit, min or max", status(CostUnknown), map[string]any{"not": map[string]any{"anyOf": []any{
+			map[string]any{"required": []string{"unit"}},
+			map[string]any{"required": []string{"min"}},
+			map[string]any{"required": []string{"max"}},
+		}}}),
+		rule("an estimated cost needs min and max", status(CostEstimated), map[string]any{"required": []string{"min", "max"}}),
+	}
+}
+
+// MarshalJSON implements json.Marshaler.
+func (c CostEstimate) MarshalJSON() ([]byte, error) {
+	type alias CostEstimate
+	return marshalOpen((*alias)(&c), c.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *CostEstimate) UnmarshalJSON(b []byte) error {
+	type alias CostEstimate
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*c = CostEstimate(v)
+	c.Extra = extra
+	return err
+}
+
+// FieldDraft is the result of a help action (V2FieldDraft, fields.md §9). A nil
+// Value means null (a pure check).
+type FieldDraft struct {
+	Field       string          `json:"field" sv:"required,nonblank"`
+	Value       json.RawMessage `json:"value,omitempty"`
+	Suggestions []Suggestion    `json:"suggestions"`
+	Extra       Extra           `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler. A null value is dropped, like every
+// null of an action result.
+func (d FieldDraft) MarshalJSON() ([]byte, error) {
+	type alias FieldDraft
+	if string(d.Value) == "null" {
+		d.Value = nil
+	}
+	return marshalResult((*alias)(&d), d.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *FieldDraft) UnmarshalJSON(b []byte) error {
+	type alias FieldDraft
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	if string(v.Value) == "null" {
+		v.Value = nil
+	}
+	*d = FieldDraft(v)
+	d.Extra = extra
+	return err
+}
+
+// Suggestion severities.
+const (
+	SeverityInfo    = "info"
+	SeverityWarning = "warning"
+	SeverityError   = "error"
+)
+
+// Suggestion is one remark of a help action (V2Suggestion). An empty severity is
+// written as "info".
+type Suggestion struct {
+	Message       string          `json:"message" sv:"required,nonblank"`
+	Severity      string          `json:"severity" sv:"enum=info|warning|error"`
+	Field         string          `json:"field,omitempty" sv:"null"`
+	ProposedValue json.RawMessage `json:"proposed_value,omitempty"`
+	Extra         Extra           `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s Suggestion) MarshalJSON() ([]byte, error) {
+	type alias Suggestion
+	if s.Severity == "" {
+		s.Severity = SeverityInfo
+	}
+	if string(s.ProposedValue) == "null" {
+		s.ProposedValue = nil
+	}
+	return marshalResult((*alias)(&s), s.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *Suggestion) UnmarshalJSON(b []byte) error {
+	type alias Suggestion
+	v := alias{Severity: SeverityInfo}
+	extra, err := unmarshalOpen(b, &v)
+	*s = Suggestion(v)
+	s.Extra = extra
+	return err
+}
+
+// DryRunOutcome describes what a dry-run action left behind (V2DryRunOutcome,
+// fields.md §10). Every key is optional.
+type DryRunOutcome struct {
+	ExpiresAt    string        `json:"expires_at,omitempty" sv:"format=date-time,null"`
+	Deletable    bool          `json:"deletable,omitempty"`
+	CostIncurred *CostEstimate `json:"cost_incurred,omitempty"`
+	Extra        Extra         `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d DryRunOutcome) MarshalJSON() ([]byte, error) {
+	type alias DryRunOutcome
+	return marshalResult((*alias)(&d), d.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *DryRunOutcome) UnmarshalJSON(b []byte) error {
+	type alias DryRunOutcome
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*d = DryRunOutcome(v)
+	d.Extra = extra
+	return err
+}

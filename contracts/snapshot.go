@@ -1,0 +1,286 @@
+package contracts
+
+// Job-source types.
+const (
+	SourceFreshStart = "fresh_start"
+	SourceExternal   = "external"
+)
+
+// Step activities.
+const (
+	ActivityOperation  = "operation"
+	ActivityDelegation = "delegation"
+)
+
+// DefaultLane is the lane of a case that declares none.
+const DefaultLane = "work"
+
+// JobState is a complete snapshot of a job, its cases and steps
+// (V2JobStateSnapshot, model.md §6). Inside an action result every null is dropped.
+type JobState struct {
+	Job   Job    `json:"job" sv:"required"`
+	Cases []Case `json:"cases"`
+	Extra Extra  `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s JobState) MarshalJSON() ([]byte, error) {
+	type alias JobState
+	return marshalResult((*alias)(&s), s.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *JobState) UnmarshalJSON(b []byte) error {
+	type alias JobState
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*s = JobState(v)
+	s.Extra = extra
+	return err
+}
+
+// Job is job_state.job (V2JobSnapshot, model.md §1).
+type Job struct {
+	ID          string       `json:"id" sv:"required,nonblank"`
+	AgentSlug   string       `json:"agent_slug" sv:"required,nonblank"`
+	MissionID   string       `json:"mission_id" sv:"required,nonblank"`
+	Status      string       `json:"status" sv:"required,nonblank"`
+	Source      JobSource    `json:"source" sv:"required"`
+	Information *Information `json:"information,omitempty"`
+	Display     *JobDisplay  `json:"display,omitempty"`
+	Extra       Extra        `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type alias Job
+	return marshalResult((*alias)(&j), j.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	type alias Job
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*j = Job(v)
+	j.Extra = extra
+	return err
+}
+
+// Information is the open information object of a job or step snapshot; Studio
+// reads cost.total_cost from it.
+type Information struct {
+	Cost  *Cost `json:"cost,omitempty"`
+	Extra Extra `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (i Information) MarshalJSON() ([]byte, error) {
+	type alias Information
+	return marshalResult((*alias)(&i), i.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (i *Information) UnmarshalJSON(b []byte) error {
+	type alias Information
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*i = Information(v)
+	i.Extra = extra
+	return err
+}
+
+// Cost is information.cost.
+type Cost struct {
+	TotalCost *float64 `json:"total_cost,omitempty"`
+	Extra     Extra    `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (c Cost) MarshalJSON() ([]byte, error) {
+	type alias Cost
+	return marshalResult((*alias)(&c), c.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Cost) UnmarshalJSON(b []byte) error {
+	type alias Cost
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*c = Cost(v)
+	c.Extra = extra
+	return err
+}
+
+// JobDisplay is the agent's vocabulary for a job's list entry and title line
+// (model.md §1.1). Each text is at most 120 code points; unset texts are omitted.
+type JobDisplay struct {
+	EntityLabel        string `json:"entity_label,omitempty" sv:"maxLen=120,null"`
+	StateLabel         string `json:"state_label,omitempty" sv:"maxLen=120,null"`
+	PrimaryActionLabel string `json:"primary_action_label,omitempty" sv:"maxLen=120,null"`
+	Extra              Extra  `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d JobDisplay) MarshalJSON() ([]byte, error) {
+	type alias JobDisplay
+	return marshalResult((*alias)(&d), d.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *JobDisplay) UnmarshalJSON(b []byte) error {
+	type alias JobDisplay
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*d = JobDisplay(v)
+	d.Extra = extra
+	return err
+}
+
+// JobSource says where a job came from (V2JobSource, model.md §2).
+type JobSource struct {
+	Type          string `json:"type" sv:"required,enum=fresh_start|external"`
+	ExternalRef   string `json:"external_ref,omitempty" sv:"null"`
+	PreviousJobID string `json:"previous_job_id,omitempty" sv:"null"`
+	TargetType    string `json:"target_type,omitempty" sv:"null"`
+	Extra         Extra  `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s JobSource) MarshalJSON() ([]byte, error) {
+	type alias JobSource
+	return marshalResult((*alias)(&s), s.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *JobSource) UnmarshalJSON(b []byte) error {
+	type alias JobSource
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*s = JobSource(v)
+	s.Extra = extra
+	return err
+}
+
+// Case is a unit of work inside a job (V2CaseSnapshot, model.md §3). An empty
+// lane is written as "work"; metadata and steps are always written.
+type Case struct {
+	ID         string         `json:"id" sv:"required,nonblank"`
+	Lane       string         `json:"lane" sv:"nonblank"`
+	Title      string         `json:"title,omitempty" sv:"null"`
+	Status     string         `json:"status,omitempty" sv:"null"`
+	ExternalID string         `json:"external_id,omitempty" sv:"null"`
+	Metadata   map[string]any `json:"metadata" sv:"object"`
+	Steps      []Step         `json:"steps"`
+	Extra      Extra          `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (c Case) MarshalJSON() ([]byte, error) {
+	type alias Case
+	if c.Lane == "" {
+		c.Lane = DefaultLane
+	}
+	return marshalResult((*alias)(&c), c.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *Case) UnmarshalJSON(b []byte) error {
+	type alias Case
+	v := alias{Lane: DefaultLane}
+	extra, err := unmarshalOpen(b, &v)
+	*c = Case(v)
+	c.Extra = extra
+	return err
+}
+
+// Step is an observable activity inside a case (V2StepSnapshot, model.md §4).
+// Human-in-the-loop is Status "awaiting" plus Awaiting, not a step kind.
+type Step struct {
+	ID          string        `json:"id" sv:"required,nonblank"`
+	Activity    string        `json:"activity" sv:"required,enum=operation|delegation"`
+	Status      string        `json:"status" sv:"required,nonblank"`
+	Title       string        `json:"title,omitempty" sv:"null"`
+	ExternalID  string        `json:"external_id,omitempty" sv:"null"`
+	Awaiting    *Awaiting     `json:"awaiting,omitempty"`
+	Outputs     []ArtifactRef `json:"outputs"`
+	Information *Information  `json:"information,omitempty"`
+	Extra       Extra         `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s Step) MarshalJSON() ([]byte, error) {
+	type alias Step
+	return marshalResult((*alias)(&s), s.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (s *Step) UnmarshalJSON(b []byte) error {
+	type alias Step
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*s = Step(v)
+	s.Extra = extra
+	return err
+}
+
+// Awaiting is the human-in-the-loop state of a step (V2AwaitingState, model.md §4.1).
+type Awaiting struct {
+	Reason     string          `json:"reason" sv:"required,nonblank"`
+	Surface    string          `json:"surface" sv:"required,nonblank"`
+	Action     string          `json:"action" sv:"required,nonblank"`
+	Fields     []AwaitingField `json:"fields"`
+	Reopenable bool            `json:"reopenable"`
+	Extra      Extra           `json:"-"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (a Awaiting) MarshalJSON() ([]byte, error) {
+	type alias Awaiting
+	return marshalResult((*alias)(&a), a.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *Awaiting) UnmarshalJSON(b []byte) error {
+	type alias Awaiting
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*a = Awaiting(v)
+	a.Extra = extra
+	return err
+}
+
+// ArtifactRef references an agent-owned output (V2ArtifactRef, model.md §5). A
+// Studio-stored artifact (Storage "studio") carries the Studio FileID.
+type ArtifactRef struct {
+	ID         string `json:"id" sv:"required,nonblank"`
+	Type       string `json:"type" sv:"required,nonblank"`
+	Title      string `json:"title,omitempty" sv:"null"`
+	ExternalID string `json:"external_id,omitempty" sv:"null"`
+	MediaType  string `json:"media_type,omitempty" sv:"null"`
+	Storage    string `json:"storage,omitempty" sv:"null"`
+	FileID     string `json:"file_id,omitempty" sv:"null"`
+	Extra      Extra  `json:"-"`
+}
+
+func (ArtifactRef) extendSchema(s map[string]any) {
+	s["allOf"] = []any{rule("a Studio-stored artifact requires file_id",
+		map[string]any{"required": []string{"storage"}, "properties": map[string]any{"storage": map[string]any{"const": StorageStudio}}},
+		map[string]any{"required": []string{"file_id"}, "properties": map[string]any{"file_id": map[string]any{"type": "string", "minLength": 1}}})}
+}
+
+// MarshalJSON implements json.Marshaler.
+func (a ArtifactRef) MarshalJSON() ([]byte, error) {
+	type alias ArtifactRef
+	return marshalResult((*alias)(&a), a.Extra)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *ArtifactRef) UnmarshalJSON(b []byte) error {
+	type alias ArtifactRef
+	var v alias
+	extra, err := unmarshalOpen(b, &v)
+	*a = ArtifactRef(v)
+	a.Extra = extra
+	return err
+}
