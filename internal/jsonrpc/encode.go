@@ -1,0 +1,145 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendResult appends the success response {"jsonrpc":"2.0","id":…,"result":…}
+// to dst and returns the extended slice.
+//
+// id must be nil, the literal null, or a valid JSON id such as [Request.ID];
+// the "id" key is omitted when id is nil or null (controller.md §4.2, §8).
+// result must be valid JSON and is copied verbatim; a nil result is written
+// as null, since a JSON-RPC success response always has a "result" member.
+func AppendResult(dst []byte, id, result json.RawMessage) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	dst = appendID(dst, id)
+	dst = append(dst, `,"result":`...)
+	if len(result) == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, result...)
+	}
+	return append(dst, '}')
+}
+
+// AppendError appends the error response
+// {"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…,"data":…}} to dst and
+// returns the extended slice.
+//
+// The "id" key is omitted when id is nil or null, as in [AppendResult], and
+// "data" is omitted when e.Data is nil or marshals to null. The message and
+// data are written without HTML escaping; invalid UTF-8 in the message is
+// replaced by U+FFFD, so the output is always valid JSON.
+//
+// AppendError fails, returning dst unchanged, when e is nil, e.Code is 0
+// (never sent on the wire) or e.Data cannot be marshalled.
+func AppendError(dst []byte, id json.RawMessage, e *Error) ([]byte, error) {
+	if e == nil {
+		return dst, errors.New("jsonrpc: AppendError called with a nil *Error")
+	}
+	if e.Code == 0 {
+		return dst, errors.New("jsonrpc: error code 0 is not a valid JSON-RPC code")
+	}
+	start := len(dst)
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	dst = appendID(dst, id)
+	dst = append(dst, `,"error":{"code":`...)
+	dst = strconv.AppendInt(dst, int64(e.Code), 10)
+	dst = append(dst, `,"message":`...)
+	dst = appendString(dst, e.Message)
+	if e.Data != nil {
+		withoutData := len(dst)
+		dst = append(dst, `,"data":`...)
+		valueStart := len(dst)
+		var err error
+		if dst, err = appendValue(dst, e.Data); err != nil {
+			return dst[:start], fmt.Errorf("jsonrpc: encoding error data: %w", err)
+		}
+		if string(dst[valueStart:]) == "null" {
+			dst = dst[:withoutData]
+		}
+	}
+	return append(dst, "}}"...), nil
+}
+
+// appendID appends `,"id":<id>` unless id is absent or null.
+func appendID(dst []byte, id json.RawMessage) []byte {
+	if len(id) == 0 || string(id) == "null" {
+		return dst
+	}
+	dst = append(dst, `,"id":`...)
+	return append(dst, id...)
+}
+
+// appendValue appends v marshalled as compact JSON without HTML escaping.
+func appendValue(dst []byte, v any) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return dst, err
+	}
+	// Encode terminates the value with a newline.
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string literal. It escapes like
+// encoding/json without HTML escaping: quotes, backslashes, control
+// characters, U+2028 and U+2029; invalid UTF-8 becomes \ufffd.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			// Valid JSON, but line terminators in JavaScript; escaped like encoding/json.
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

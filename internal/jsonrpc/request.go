@@ -1,0 +1,221 @@
+// Package jsonrpc decodes and encodes the JSON-RPC 2.0 envelopes of the
+// controller's POST /a2a endpoint (spec controller.md §4, §8 and §9).
+//
+// [DecodeRequest] validates the envelope only: params are handed on as raw
+// bytes for the method's request model. [AppendResult] and [AppendError]
+// write responses with a fixed key order and without HTML escaping.
+//
+// Decoding follows the SDK's decisions (open-questions items 13 and 14):
+// a body that is not valid JSON is -32700 "Parse error"; valid JSON that is
+// not a request object is -32600 "Invalid Request" with data.errors listing
+// every problem. Keys are matched exactly: a key that differs from an
+// envelope key only in letter case, or a key given twice, is rejected
+// because lenient decoders (encoding/json matches keys case-insensitively)
+// could read a different request from the same bytes.
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// Request is a decoded, validated JSON-RPC 2.0 request envelope.
+//
+// ID and Params alias the body given to [DecodeRequest], which must not be
+// modified while the Request is in use. Their capacity is clipped, so
+// appending to them never writes into the body.
+type Request struct {
+	// ID is the normalized request id: nil when absent or null; otherwise
+	// a JSON string literal exactly as received, or a JSON integer literal
+	// (decimal digits with an optional leading '-'; never "-0"). Integral
+	// numbers such as 7.0 or 1e2 are normalized to 7 and 100.
+	ID json.RawMessage
+	// Method is the decoded method name; it may be empty.
+	Method string
+	// Params is the params object exactly as received, or {} when absent.
+	Params json.RawMessage
+}
+
+// MaxIDDigits bounds the integer literal that an id in exponent or
+// fractional notation (such as 1e2 or 7.0) may expand to. Larger values,
+// such as 1e999999, make the request invalid instead of allocating
+// their digits. Integer ids written without exponent are kept as received.
+const MaxIDDigits = 1024
+
+// Envelope keys (controller.md §4.2).
+const (
+	keyJSONRPC = "jsonrpc"
+	keyID      = "id"
+	keyMethod  = "method"
+	keyParams  = "params"
+)
+
+// envelopeKeys lists the envelope keys, for the letter-case check.
+var envelopeKeys = [...][]byte{[]byte(keyJSONRPC), []byte(keyID), []byte(keyMethod), []byte(keyParams)}
+
+// DecodeRequest decodes and validates a JSON-RPC 2.0 request body.
+//
+// It always returns a non-nil *Request. On failure the *Error is -32700
+// "Parse error" (body not valid JSON or not valid UTF-8, including an empty
+// body or trailing data) or -32600 "Invalid Request" (with data
+// {"errors": []Detail}), and only req.ID is meaningful: it is the id to echo
+// in the error response, nil unless the body held exactly one valid id.
+//
+// A valid request is a JSON object whose "jsonrpc" is absent or "2.0",
+// whose "method" is a string, whose "id" is absent, null, a string or an
+// integral number, and whose "params" is absent or an object. Other keys are
+// ignored, except that a key given twice or a key that differs from an
+// envelope key only in letter case makes the request invalid.
+func DecodeRequest(body []byte) (*Request, *Error) {
+	// encoding/json accepts invalid UTF-8 inside strings; the envelope does not.
+	if !utf8.Valid(body) || !json.Valid(body) {
+		return &Request{}, newParseError()
+	}
+	return decodeEnvelope(body)
+}
+
+// decodeEnvelope validates the envelope of body, which is valid JSON.
+func decodeEnvelope(body []byte) (*Request, *Error) {
+	s := scanner{data: body}
+	s.skipSpace()
+	if c := s.data[s.pos]; c != '{' {
+		msg := "request must be a JSON object"
+		if c == '[' {
+			msg = "batch requests are not supported; the request must be a JSON object"
+		}
+		return &Request{}, newInvalidRequest([]Detail{{Loc: []any{}, Msg: msg, Type: DetailTypeTypeError}})
+	}
+	s.pos++
+	s.skipSpace()
+
+	var env envelope
+	for s.data[s.pos] != '}' {
+		key := s.scanString()
+		s.skipSpace()
+		s.pos++ // ':'
+		s.skipSpace()
+		valueStart := s.pos
+		s.skipValue()
+		env.member(unquote(key), s.data[valueStart:s.pos:s.pos])
+		s.skipSpace()
+		if s.data[s.pos] == ',' {
+			s.pos++
+			s.skipSpace()
+		}
+	}
+
+	if !env.methodSeen {
+		env.problem(keyMethod, "field required", DetailTypeMissing)
+	}
+	if len(env.problems) > 0 {
+		req := &Request{}
+		if env.idValid {
+			req.ID = env.id
+		}
+		return req, newInvalidRequest(env.problems)
+	}
+	params := env.params
+	if params == nil {
+		params = []byte("{}")
+	}
+	return &Request{ID: env.id, Method: string(unquote(env.method)), Params: params}, nil
+}
+
+// envelope collects the members of one request object and their problems.
+type envelope struct {
+	jsonrpcSeen, idSeen, methodSeen, paramsSeen bool
+
+	id      []byte // normalized id
+	idValid bool   // the only id seen is valid
+	method  []byte // string literal
+	params  []byte // object
+	others  keySet // names of the non-envelope members, for duplicates
+
+	problems []Detail
+}
+
+// member checks the member name: value (value is valid JSON).
+func (e *envelope) member(name, value []byte) {
+	switch string(name) {
+	case keyJSONRPC:
+		if !e.first(&e.jsonrpcSeen, keyJSONRPC) {
+			return
+		}
+		switch {
+		case value[0] != '"':
+			e.problem(keyJSONRPC, `must be the string "2.0"`, DetailTypeTypeError)
+		case string(unquote(value)) != "2.0":
+			e.problem(keyJSONRPC, `must be the string "2.0"`, DetailTypeValueError)
+		}
+	case keyID:
+		if !e.first(&e.idSeen, keyID) {
+			e.idValid = false // ambiguous: echo no id
+			return
+		}
+		var d *Detail
+		e.id, d = normalizeID(value)
+		if e.idValid = d == nil; !e.idValid {
+			e.problems = append(e.problems, *d)
+		}
+	case keyMethod:
+		if !e.first(&e.methodSeen, keyMethod) {
+			return
+		}
+		if value[0] == '"' {
+			e.method = value
+		} else {
+			e.problem(keyMethod, "must be a string", DetailTypeTypeError)
+		}
+	case keyParams:
+		if !e.first(&e.paramsSeen, keyParams) {
+			return
+		}
+		if value[0] == '{' {
+			e.params = value
+		} else {
+			e.problem(keyParams, "must be an object", DetailTypeTypeError)
+		}
+	default:
+		if e.others.add(name) {
+			// The name is not echoed: it may be arbitrarily long.
+			e.problems = append(e.problems, Detail{Loc: []any{}, Msg: "duplicate key", Type: DetailTypeValueError})
+		}
+		for _, k := range envelopeKeys {
+			if bytes.EqualFold(name, k) {
+				// Short by construction, since it folds to an envelope key.
+				e.problem(string(name), `key differs only in letter case from "`+string(k)+`"`, DetailTypeValueError)
+			}
+		}
+	}
+}
+
+// first marks the envelope key as seen and reports whether it was the first
+// occurrence; a repeated key is a problem.
+func (e *envelope) first(seen *bool, key string) bool {
+	if *seen {
+		e.problem(key, "duplicate key", DetailTypeValueError)
+		return false
+	}
+	*seen = true
+	return true
+}
+
+// problem records a problem with the top-level key.
+func (e *envelope) problem(key, msg, typ string) {
+	e.problems = append(e.problems, keyDetail(key, msg, typ))
+}
+
+// keyDetail returns the problem for the top-level key.
+func keyDetail(key, msg, typ string) Detail {
+	return Detail{Loc: []any{key}, Msg: msg, Type: typ, Path: "/" + escapePointerToken(key)}
+}
+
+// pointerEscaper escapes a JSON Pointer reference token (RFC 6901 §3).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// escapePointerToken escapes a JSON Pointer reference token.
+func escapePointerToken(s string) string {
+	return pointerEscaper.Replace(s)
+}
