@@ -1,0 +1,37 @@
+// Package store is the persistence layer of the SDK. Everything that must
+// survive a restart (job.start idempotency records, rule-checkpoint progress,
+// an agent's own state) goes through the small [Store] interface: get,
+// put-if-absent, compare-and-swap, delete and scan by prefix.
+//
+// Two implementations ship here:
+//
+//   - [Memory], from [NewMemory]: in memory, for tests and stateless agents.
+//   - [Bolt], from [Open]: one local file (go.etcd.io/bbolt) that needs no
+//     server; every write is fsynced before it returns. [DefaultPath] gives its
+//     default location.
+//
+// A multi-instance deployment plugs a Store backed by a database engine into
+// the same interface and checks it with package storetest.
+//
+// # Quick start
+//
+//	s, err := store.Open(store.DefaultPath())
+//	if err != nil {
+//		return err // for example store.ErrLocked: another process holds the file
+//	}
+//	defer s.Close()
+//	key := store.Key("idempotency", agentSlug, action, idempotencyKey)
+//	existing, stored, err := s.PutIfAbsent(ctx, key, record)
+//
+// # Keys
+//
+// Build keys with [Key], which escapes each part so that different lists of
+// parts never collide, and visit a subtree with [Store.Scan] and [Prefix].
+// [ParseKey] recovers the parts. Keys are at most [MaxKeyLen] bytes.
+//
+// # Concurrency and consistency
+//
+// Every method is safe for concurrent use. PutIfAbsent and CompareAndSwap are
+// atomic, so a read-modify-write loop over CompareAndSwap never loses an
+// update. Scan may call back into the store; Memory and Bolt scan a snapshot.
+package store
