@@ -61,6 +61,11 @@ var (
 
 type schemaGen struct {
 	defs map[string]map[string]any
+	// input mode derives the schema of an agent's own input type: every struct is
+	// closed (additionalProperties false), a field is required unless it is a
+	// pointer or tagged omitempty/omitzero, and definitions are named by
+	// package path so types of different packages never collide.
+	input bool
 }
 
 func newSchemaGen() *schemaGen { return &schemaGen{defs: map[string]map[string]any{}} }
@@ -68,6 +73,9 @@ func newSchemaGen() *schemaGen { return &schemaGen{defs: map[string]map[string]a
 // ref returns a $ref to the definition of t, generating it on first use.
 func (g *schemaGen) ref(t reflect.Type) map[string]any {
 	name := t.Name()
+	if g.input {
+		name = strings.NewReplacer("/", ".", "~", ".").Replace(t.PkgPath() + "." + t.Name())
+	}
 	if _, ok := g.defs[name]; !ok {
 		g.defs[name] = nil // reserve the name: recursive types terminate
 		g.defs[name] = g.define(t)
@@ -80,7 +88,7 @@ func (g *schemaGen) define(t reflect.Type) map[string]any {
 		return reflect.Zero(t).Interface().(schemaProvider).jsonSchema(g)
 	}
 	if t.Kind() != reflect.Struct {
-		return g.schemaOf(t, tagRules{})
+		return g.schemaOf(t, noRules())
 	}
 	props := map[string]any{}
 	var required []string
@@ -89,11 +97,17 @@ func (g *schemaGen) define(t reflect.Type) map[string]any {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || name == "" {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || (name == "" && !g.input) {
 			continue
 		}
+		if name == "" {
+			name = f.Name
+		}
 		rules := parseRules(f.Tag.Get("sv"))
+		if g.input && f.Type.Kind() != reflect.Pointer && !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
+			rules.required = true
+		}
 		props[name] = g.schemaOf(f.Type, rules)
 		if rules.required {
 			required = append(required, name)
@@ -104,7 +118,7 @@ func (g *schemaGen) define(t reflect.Type) map[string]any {
 		sort.Strings(required)
 		s["required"] = required
 	}
-	if t.Implements(closedSchemaType) {
+	if g.input || t.Implements(closedSchemaType) {
 		s["additionalProperties"] = false
 	}
 	if t.Implements(schemaExtenderType) {
@@ -169,7 +183,7 @@ func (g *schemaGen) schemaOf(t reflect.Type, r tagRules) map[string]any {
 		s = map[string]any{"type": "number"}
 		addBounds(s, r)
 	case reflect.Slice, reflect.Array:
-		s = map[string]any{"type": "array", "items": g.schemaOf(t.Elem(), tagRules{minLen: -1, maxLen: -1})}
+		s = map[string]any{"type": "array", "items": g.schemaOf(t.Elem(), noRules())}
 		if r.minItems >= 0 {
 			s["minItems"] = r.minItems
 		}
@@ -177,7 +191,7 @@ func (g *schemaGen) schemaOf(t reflect.Type, r tagRules) map[string]any {
 			s["maxItems"] = r.maxItems
 		}
 	case reflect.Map:
-		s = map[string]any{"type": "object", "additionalProperties": g.schemaOf(t.Elem(), tagRules{minLen: -1, maxLen: -1})}
+		s = map[string]any{"type": "object", "additionalProperties": g.schemaOf(t.Elem(), noRules())}
 	default:
 		panic(fmt.Sprintf("contracts: no JSON Schema mapping for Go type %s", t))
 	}
@@ -211,8 +225,12 @@ type tagRules struct {
 	constInt                                 int
 }
 
+// noRules is the rule set of an untagged type: -1 marks an unset bound (a zero
+// tagRules would read as minItems=0, maxItems=0).
+func noRules() tagRules { return tagRules{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1} }
+
 func parseRules(tag string) tagRules {
-	r := tagRules{minLen: -1, maxLen: -1, minItems: -1, maxItems: -1}
+	r := noRules()
 	if tag == "" {
 		return r
 	}

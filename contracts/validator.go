@@ -52,6 +52,10 @@ var modelTypes = map[Model]reflect.Type{
 	ModelBillingCatalog:    reflect.TypeFor[BillingCatalog](),
 	ModelContextAssignment: reflect.TypeFor[ContextAssignment](),
 	ModelVerifiedContext:   reflect.TypeFor[VerifiedWorkspaceContext](),
+	ModelForm:              reflect.TypeFor[FormDocument](),
+	ModelDocumentReview:    reflect.TypeFor[DocumentReviewDocument](),
+	ModelResourceImport:    reflect.TypeFor[ResourceImportDocument](),
+	ModelDashboard:         reflect.TypeFor[DashboardDocument](),
 }
 
 // Models lists every model with a root schema, sorted by name.
@@ -244,12 +248,17 @@ func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
 		typed = typed.Elem()
 	}
 	if typed.IsValid() && typed.Type() == modelTypes[m] {
+		if !typed.CanAddr() { // a value, not a pointer: checks take a pointer
+			p := reflect.New(typed.Type())
+			p.Elem().Set(typed)
+			typed = p.Elem()
+		}
 		if ps := checkValue(typed.Addr().Interface()); len(ps) > 0 {
 			return nil, &ValidationError{Model: m, Problems: ps}
 		}
 		return raw, nil
 	}
-	if _, err := v.decode(m, raw); err != nil {
+	if _, err := v.decodeChecked(m, raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
@@ -259,6 +268,11 @@ func (v *Validator) decode(m Model, raw []byte) (any, error) {
 	if err := v.validateSchema(m, raw); err != nil {
 		return nil, err
 	}
+	return v.decodeChecked(m, raw)
+}
+
+// decodeChecked decodes raw, which passed the schema of m, and runs the Go rules.
+func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 	val := reflect.New(modelTypes[m]).Interface()
 	if err := json.Unmarshal(raw, val); err != nil {
 		return nil, &ValidationError{Model: m, Problems: []Problem{{Loc: []any{}, Msg: decodeMessage(err), Type: "decode"}}}
@@ -310,12 +324,22 @@ func problemsOf(ve *jsonschema.ValidationError) []Problem {
 		causes := e.Causes
 		switch e.ErrorKind.(type) {
 		case *kind.OneOf, *kind.AnyOf:
-			// Report the alternatives whose type matched, when some did.
+			// Report the alternatives whose type matched, when some did; when
+			// none did, one problem lists every accepted type.
 			var matched []*jsonschema.ValidationError
+			var got string
+			var want []string
 			for _, c := range causes {
-				if !isTypeMismatchAt(c, e.InstanceLocation) {
+				if t := typeMismatchAt(c, e.InstanceLocation); t != nil {
+					got, want = t.Got, append(want, t.Want...)
+				} else {
 					matched = append(matched, c)
 				}
+			}
+			if len(matched) == 0 && len(want) > 0 {
+				out = append(out, newProblem(e.InstanceLocation, "type",
+					fmt.Sprintf("wrong type: got %s, want %s", got, strings.Join(slices.Compact(want), " or "))))
+				return
 			}
 			if len(matched) > 0 {
 				causes = matched
@@ -334,19 +358,23 @@ func problemsOf(ve *jsonschema.ValidationError) []Problem {
 	return slices.CompactFunc(out, func(a, b Problem) bool { return a.Path == b.Path && a.Msg == b.Msg && a.Type == b.Type })
 }
 
-func isTypeMismatchAt(e *jsonschema.ValidationError, loc []string) bool {
+// typeMismatchAt returns the type error of e when e is only that: the value at
+// loc has the wrong JSON type.
+func typeMismatchAt(e *jsonschema.ValidationError, loc []string) *kind.Type {
 	if len(e.Causes) > 0 {
 		// A $ref wraps the real error one level down.
 		if _, ok := e.ErrorKind.(*kind.Reference); ok && len(e.Causes) == 1 {
-			return isTypeMismatchAt(e.Causes[0], loc)
+			return typeMismatchAt(e.Causes[0], loc)
 		}
 		if _, ok := e.ErrorKind.(*kind.Schema); ok && len(e.Causes) == 1 {
-			return isTypeMismatchAt(e.Causes[0], loc)
+			return typeMismatchAt(e.Causes[0], loc)
 		}
-		return false
+		return nil
 	}
-	_, isType := e.ErrorKind.(*kind.Type)
-	return isType && slices.Equal(e.InstanceLocation, loc)
+	if t, ok := e.ErrorKind.(*kind.Type); ok && slices.Equal(e.InstanceLocation, loc) {
+		return t
+	}
+	return nil
 }
 
 func leafProblems(e *jsonschema.ValidationError) []Problem {
@@ -462,8 +490,8 @@ func jsonText(v any) string {
 // schemaDescription returns the description of the deepest subschema on the path
 // to schemaURL that has one: the conditional rules carry the sentence a reader needs.
 func schemaDescription(schemaURL string) string {
-	_, frag, ok := strings.Cut(schemaURL, "#")
-	if !ok {
+	base, frag, ok := strings.Cut(schemaURL, "#")
+	if !ok || base != SchemaID {
 		return ""
 	}
 	schemaOnce.Do(buildSchema)

@@ -1,0 +1,88 @@
+package supervaizer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+// ActionRequest is a supervaizer/action.invoke request. Its
+// WorkspaceAuthorization holds the verified workspace context (nil for the
+// bootstrap actions); see also [WorkspaceFrom].
+type ActionRequest = contracts.ActionRequest
+
+// ActionResult is what an action handler returns; build it with [OK], [Fail]
+// and the effect constructors, or from a plain map with [ResultFromMap].
+type ActionResult = contracts.ActionResult
+
+// Effect records what an action did; it is also streamed over SSE.
+type Effect = contracts.Effect
+
+// ActionHandler handles one action. ctx is cancelled when Studio disconnects.
+// A returned error, a panic or a result that breaks the contract is answered
+// with -32603 "Action handler failed" (the detail is logged, never sent).
+// Business failures are results with status "error" (see [Fail]).
+type ActionHandler func(ctx context.Context, req *ActionRequest) (*ActionResult, error)
+
+// MethodHandler handles an agent method (agent.refresh, agent.custom.<key>);
+// params are the method's declared params.
+type MethodHandler func(ctx context.Context, req *ActionRequest, params map[string]any) (*ActionResult, error)
+
+// HandlerRegistry is where handlers are registered: an *[Agent], or a *[Server]
+// that carries exactly one agent.
+type HandlerRegistry interface {
+	agentFor(op string) *Agent
+}
+
+func (a *Agent) agentFor(string) *Agent { return a }
+
+// Studio-injected input keys an agent's strict input type tolerates
+// (open-questions item 18): the job name on job.start.preview and the rule
+// snapshot on job.start.
+var toleratedInputKeys = map[string][]string{
+	contracts.DefaultPreviewAction: {"name"},
+	contracts.DefaultStartAction:   {"rule_snapshot"},
+}
+
+// HandleActionFor registers a typed handler for the action id: the request's
+// input is validated against the JSON Schema derived from In (one source of
+// truth; see [contracts.NewInputValidator]) and decoded into In before h runs.
+// Invalid input is answered with -32602 naming the offending keys, and h does
+// not run. It panics, like [Agent.HandleAction], when the action is not declared
+// or already handled, or when In has no JSON Schema mapping.
+func HandleActionFor[In any](r HandlerRegistry, id string, h func(ctx context.Context, req *ActionRequest, in In) (*ActionResult, error)) {
+	a := r.agentFor("HandleActionFor")
+	if h == nil {
+		panic(fmt.Sprintf("supervaizer: HandleActionFor(%q) on agent %q: nil handler", id, a.slug))
+	}
+	iv, err := contracts.NewInputValidator(reflect.TypeFor[In](), toleratedInputKeys[id]...)
+	if err != nil {
+		panic(fmt.Sprintf("supervaizer: HandleActionFor(%q) on agent %q: %v", id, a.slug, err))
+	}
+	a.HandleAction(id, func(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
+		if ps := iv.Validate(req.Input); len(ps) > 0 {
+			return nil, invalidParams("Invalid Supervaizer v2 action request", ps)
+		}
+		var in In
+		if err := json.Unmarshal(req.Input, &in); err != nil {
+			return nil, invalidParams("Invalid Supervaizer v2 action request",
+				[]contracts.Problem{{Loc: []any{"input"}, Msg: "cannot be decoded into the input type", Type: "decode", Path: "/input"}})
+		}
+		return h(ctx, req, in)
+	})
+}
+
+// invalidParams is the -32602 error of a request that breaks its model.
+func invalidParams(msg string, ps []contracts.Problem) *Error {
+	return &Error{Code: CodeInvalidParams, Message: msg, Data: map[string]any{"errors": ps}}
+}
+
+// inputError marks a -32602 raised by the SDK's typed-input validation, which
+// the dispatcher sends as is (every other handler error becomes -32603).
+func isInputError(err error) (*Error, bool) {
+	e, ok := err.(*Error)
+	return e, ok && e.Code == CodeInvalidParams && e.Data != nil
+}

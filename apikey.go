@@ -1,0 +1,101 @@
+package supervaizer
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+)
+
+// KeyScope is the scope of a transport API key. Write satisfies read.
+type KeyScope string
+
+// API-key scopes.
+const (
+	ScopeRead  KeyScope = "read"
+	ScopeWrite KeyScope = "write"
+)
+
+func (s KeyScope) satisfies(need KeyScope) bool {
+	return s == ScopeWrite || s == need
+}
+
+type apiKey struct {
+	key   string
+	scope KeyScope
+}
+
+// apiKeys holds SHA-256 digests of the configured keys: comparing digests in
+// constant time does not leak a key's length or content.
+type apiKeys struct {
+	digests [][sha256.Size]byte
+	scopes  []KeyScope
+	primary string // the first write key: the effective key sent to Studio
+}
+
+func newAPIKeys(keys []apiKey) apiKeys {
+	var ks apiKeys
+	for _, k := range keys {
+		ks.digests = append(ks.digests, sha256.Sum256([]byte(k.key)))
+		ks.scopes = append(ks.scopes, k.scope)
+		if ks.primary == "" && k.scope == ScopeWrite {
+			ks.primary = k.key
+		}
+	}
+	return ks
+}
+
+// lookup returns the scope of the presented key; every configured key is
+// compared, so the time taken does not depend on which one matched.
+func (ks *apiKeys) lookup(presented string) (KeyScope, bool) {
+	if presented == "" {
+		return "", false
+	}
+	d := sha256.Sum256([]byte(presented))
+	var scope KeyScope
+	found := 0
+	for i := range ks.digests {
+		if subtle.ConstantTimeCompare(d[:], ks.digests[i][:]) == 1 {
+			scope, found = ks.scopes[i], 1
+		}
+	}
+	return scope, found == 1
+}
+
+// KeyFingerprint is what the SDK logs in place of a key: the first 12
+// hexadecimal characters of the SHA-256 of its UTF-8 bytes (controller.md §3.2).
+func KeyFingerprint(key string) string {
+	d := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(d[:6])
+}
+
+// requireKey checks X-API-Key before anything else reads the request: 401 for a
+// missing or unknown key, 403 for a key without the scope.
+func (s *Server) requireKey(need KeyScope) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			presented := r.Header.Get(HeaderAPIKey)
+			scope, ok := s.keys.lookup(presented)
+			if !ok {
+				s.deny(r, "invalid or missing API key", presented)
+				writeDetail(w, http.StatusUnauthorized, "Invalid or missing API key")
+				return
+			}
+			if !scope.satisfies(need) {
+				s.deny(r, "insufficient scope", presented)
+				writeDetail(w, http.StatusForbidden, "Insufficient scope")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func (s *Server) deny(r *http.Request, reason, presented string) {
+	attrs := []slog.Attr{slog.String("path", r.URL.Path), slog.String("reason", reason)}
+	if presented != "" {
+		attrs = append(attrs, slog.String("api_key_fingerprint", KeyFingerprint(presented)))
+	}
+	s.logger.LogAttrs(r.Context(), slog.LevelWarn, "access denied", attrs...)
+}

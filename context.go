@@ -1,0 +1,33 @@
+package supervaizer
+
+import (
+	"context"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+type workspaceKey struct{}
+type agentKey struct{}
+
+// WorkspaceFrom returns the verified workspace context of the current request:
+// the claims of the Studio-signed workspace token (or the local-mode context,
+// whose GrantID is contracts.LocalModeGrantID). It is absent for the bootstrap
+// actions and surface, which run without a workspace token.
+func WorkspaceFrom(ctx context.Context) (*contracts.VerifiedWorkspaceContext, bool) {
+	ws, ok := ctx.Value(workspaceKey{}).(*contracts.VerifiedWorkspaceContext)
+	return ws, ok && ws != nil
+}
+
+// AgentFrom returns the agent the current request is addressed to.
+func AgentFrom(ctx context.Context) (*Agent, bool) {
+	a, ok := ctx.Value(agentKey{}).(*Agent)
+	return a, ok && a != nil
+}
+
+func withWorkspace(ctx context.Context, ws *contracts.VerifiedWorkspaceContext) context.Context {
+	return context.WithValue(ctx, workspaceKey{}, ws)
+}
+
+func withAgent(ctx context.Context, a *Agent) context.Context {
+	return context.WithValue(ctx, agentKey{}, a)
+}

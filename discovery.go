@@ -1,0 +1,184 @@
+package supervaizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/supervaize/supervaizer-go/a2a"
+)
+
+// maxCardBases bounds the cache of cards built per request host when no public
+// URL is configured.
+const maxCardBases = 16
+
+// cardSet is the discovery output for one base URL, built once.
+type cardSet struct {
+	cards  map[string][]byte // slug -> card JSON
+	agents []byte            // agents.json
+}
+
+// baseURL is the public URL, else the scheme and Host of the request.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.publicURL != "" {
+		return s.cfg.publicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (s *Server) cardInput(a *Agent, base string) a2a.CardInput {
+	in := a2a.CardInput{
+		Name: a.spec.Name, Description: a.spec.Description, Version: a.spec.Version, Slug: a.slug,
+		Developer: a.developer(), BaseURL: base, Registration: a.regJSON,
+	}
+	if a.reg != nil {
+		in.A2AVersion = a.reg.Versions.A2AVersion
+		for _, d := range a.reg.Capabilities.Actions {
+			in.Actions = append(in.Actions, a2a.ActionInfo{ID: d.ID, Label: d.Label, Description: d.Description, Scope: d.Scope, Mutating: d.Mutating, Kind: d.Kind})
+		}
+	}
+	if m := a.spec.Methods; m != nil {
+		for _, c := range m.Custom {
+			in.CustomMethods = append(in.CustomMethods, c.Key)
+		}
+	}
+	return in
+}
+
+// discovery returns the cards and agents list for the request's base URL.
+func (s *Server) discovery(r *http.Request) (*cardSet, error) {
+	base := s.baseURL(r)
+	if cs, ok := s.cards.Load(base); ok {
+		return cs.(*cardSet), nil
+	}
+	cs := &cardSet{cards: map[string][]byte{}}
+	var summaries []a2a.AgentSummary
+	for _, a := range s.agents {
+		in := s.cardInput(a, base)
+		card, err := a2a.NewAgentCard(in)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q card: %w", a.slug, err)
+		}
+		b, err := json.Marshal(card)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q card: %w", a.slug, err)
+		}
+		cs.cards[a.slug] = b
+		sum, err := a2a.NewAgentSummary(in)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q summary: %w", a.slug, err)
+		}
+		summaries = append(summaries, sum)
+	}
+	b, err := json.Marshal(a2a.NewAgentsList(summaries...))
+	if err != nil {
+		return nil, err
+	}
+	cs.agents = b
+	n := 0
+	s.cards.Range(func(any, any) bool { n++; return true })
+	if n < maxCardBases {
+		s.cards.Store(base, cs)
+	}
+	return cs, nil
+}
+
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, pick func(*cardSet) []byte) {
+	cs, err := s.discovery(r)
+	if err != nil {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "discovery document failed", slog.Any("error", err))
+		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	b := pick(cs)
+	if b == nil {
+		writeDetail(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+func (s *Server) serveAgentsList(w http.ResponseWriter, r *http.Request) {
+	s.serveDiscovery(w, r, func(cs *cardSet) []byte { return cs.agents })
+}
+
+func (s *Server) servePrimaryCard(w http.ResponseWriter, r *http.Request) {
+	s.serveDiscovery(w, r, func(cs *cardSet) []byte { return cs.cards[s.primary.slug] })
+}
+
+// serveAgentCard serves /.well-known/agents/v<version>/<slug>_agent.json and
+// /.well-known/agents/<slug>_agent.json for the agents known at startup.
+func (s *Server) serveAgentCard(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/.well-known/agents/")
+	version, file, versioned := strings.Cut(rest, "/")
+	if !versioned {
+		file, version = version, ""
+	}
+	slug, ok := strings.CutSuffix(file, "_agent.json")
+	a, known := s.bySlug[slug]
+	if !ok || !known || strings.Contains(file, "/") || (versioned && version != "v"+a.spec.Version) {
+		writeDetail(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	s.serveDiscovery(w, r, func(cs *cardSet) []byte { return cs.cards[slug] })
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	agents := make([]a2a.AgentHealth, 0, len(s.agents))
+	for _, a := range s.agents {
+		studioID, _ := a.StudioAgentID()
+		stats := a2a.NewJobStatistics(0, 0, 0, 0)
+		agents = append(agents, a2a.AgentHealth{
+			AgentID: a.legacyID, AgentServerID: studioID, Name: a.spec.Name,
+			Status: stats.AgentStatus(), Version: a.spec.Version, Statistics: stats,
+		})
+	}
+	writeJSON(w, http.StatusOK, a2a.NewHealth(time.Now(), agents...))
+}
+
+// ControllerContract is the v1 controller contract sent in server.register and
+// served at GET /api/supervaizer/contract (studio.md §4).
+func ControllerContract() map[string]any {
+	return map[string]any{
+		"controller_contract_version": "1.0",
+		"api_base_path":               "/api",
+		"endpoints":                   controllerEndpoints(),
+	}
+}
+
+func controllerEndpoints() map[string]string {
+	return map[string]string{
+		"POST_AGENT_JOB_START":                 "/api/supervaizer/agents/{agent_slug}/jobs",
+		"POST_AGENT_JOB_CUSTOM":                "/api/supervaizer/agents/{agent_slug}/custom/{method_name}",
+		"POST_AGENT_STATUS":                    "/api/supervaizer/agents/{agent_slug}/status",
+		"GET_JOB_STATUS":                       "/api/supervaizer/jobs/{job_id}",
+		"GET_AGENT_JOB_STATUS":                 "/api/supervaizer/agents/{agent_slug}/jobs/{job_id}",
+		"POST_AGENT_STOP":                      "/api/supervaizer/agents/{agent_slug}/stop",
+		"GET_AGENT_JOB_LIST":                   "/api/supervaizer/agents/{agent_slug}/jobs",
+		"GET_AGENT_BY_ID":                      "/api/supervaizer/agents/{agent_id}",
+		"GET_AGENT_LIST":                       "/api/supervaizer/agents",
+		"GET_AGENT_BY_SLUG":                    "/api/supervaizer/agents/{agent_slug}",
+		"POST_AGENT_PARAMETERS":                "/api/supervaizer/agents/{agent_slug}/parameters",
+		"POST_AGENT_CASE_UPDATE":               "/api/supervaizer/jobs/{job_id}/cases/{case_id}/update",
+		"POST_AGENT_PARAMETER_VALIDATION":      "/api/supervaizer/agents/{agent_slug}/validate-agent-parameters",
+		"POST_AGENT_METHOD_FIELD_VALIDATION":   "/api/supervaizer/agents/{agent_slug}/validate-method-fields",
+		"DATA_RESOURCE":                        "/api/agents/{agent_slug}/data/{resource_name}/",
+		"DATA_RESOURCE_ITEM":                   "/api/agents/{agent_slug}/data/{resource_name}/{item_id}",
+		"DATA_RESOURCE_IMPORT":                 "/api/agents/{agent_slug}/data/{resource_name}/import/",
+		"HEALTH_CHECK":                         ".well-known/health",
+		"CONTROLLER_CONTRACT":                  "/api/supervaizer/contract",
+		"POST_CONTROLLER_REGISTRATION_REFRESH": "/api/supervaizer/registration/refresh",
+	}
+}
+
+func (s *Server) serveContract(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, ControllerContract())
+}

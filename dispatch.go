@@ -1,0 +1,283 @@
+package supervaizer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
+)
+
+// The one way through POST /a2a (controller.md §5, ARCHITECTURE.md):
+//
+//	transport key (middleware) → size limit → JSON-RPC envelope → method →
+//	request model → drop client workspace_authorization → workspace token
+//	(unless bootstrap) → handler lookup → handler → result validated →
+//	SSE publish (actions) → response
+//
+// Each step has one error, mapped once to its JSON-RPC code; nothing after the
+// request-model step re-parses the body.
+
+// effectEvent is the data of a supervaizer.effect SSE event.
+type effectEvent struct {
+	AgentSlug string   `json:"agent_slug"`
+	Action    string   `json:"action"`
+	RequestID string   `json:"request_id"`
+	Effects   []Effect `json:"effects"`
+}
+
+// EventEffect is the name of the SSE event published after each successful action.
+const EventEffect = "supervaizer.effect"
+
+func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	if s.closing.Load() {
+		writeDetail(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
+		writeDetail(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, rpcErr := jsonrpc.DecodeRequest(body)
+	if rpcErr != nil {
+		s.writeRPCError(w, req.ID, &Error{Code: Code(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data})
+		return
+	}
+	var (
+		result []byte
+		err    *Error
+	)
+	switch req.Method {
+	case MethodActionInvoke:
+		result, err = s.invokeAction(r, req.Params)
+	case MethodSurfaceLoad:
+		result, err = s.loadSurface(r, req.Params)
+	default:
+		err = &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.Method}
+	}
+	if err != nil {
+		s.writeRPCError(w, req.ID, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(jsonrpc.AppendResult(make([]byte, 0, len(result)+48), req.ID, result))
+}
+
+func isJSONContentType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (len(mt) > 5 && mt[len(mt)-5:] == "+json" && bytes.HasPrefix([]byte(mt), []byte("application/")))
+}
+
+// readBody reads the body within the size limit; a larger body is answered 413
+// (before it is read when Content-Length announces it).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := s.cfg.maxBody
+	if r.ContentLength > limit {
+		writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
+		return nil, false
+	}
+	size := r.ContentLength
+	if size < 0 {
+		size = 512
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+1))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
+		} else {
+			writeDetail(w, http.StatusBadRequest, "Could not read the request body")
+		}
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// innerParams returns params[key] when that key is present, else params itself
+// (controller.md §4.3: both the wrapped and the flat form are valid).
+func innerParams(params json.RawMessage, key string) json.RawMessage {
+	if !bytes.Contains(params, []byte(`"`+key+`"`)) {
+		return params
+	}
+	var wrapped map[string]json.RawMessage
+	if json.Unmarshal(params, &wrapped) != nil {
+		return params
+	}
+	if inner, ok := wrapped[key]; ok {
+		return inner
+	}
+	return params
+}
+
+func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, *Error) {
+	var req contracts.ActionRequest
+	if err := s.validator.Decode(contracts.ModelActionRequest, innerParams(params, "action_request"), &req); err != nil {
+		return nil, requestError("Invalid Supervaizer v2 action request", err)
+	}
+	req.WorkspaceAuthorization = nil // never trusted from the client
+	ctx := r.Context()
+	if !isBootstrapAction(req.Action) {
+		ws, err := s.authorize(ctx, r, req.Workspace, req.AgentSlug, []string{MethodActionInvoke, req.Action})
+		if err != nil {
+			return nil, err
+		}
+		req.WorkspaceAuthorization = ws
+		ctx = withWorkspace(ctx, ws)
+	}
+	failed := &Error{Code: CodeInternalError, Message: "Action handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
+	a := s.bySlug[req.AgentSlug]
+	var h ActionHandler
+	if a != nil {
+		h = a.action(req.Action)
+	}
+	if h == nil {
+		return nil, &Error{Code: CodeActionNotRegistered, Message: "Action handler not registered: " + req.Action,
+			Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
+	}
+	ctx = withAgent(ctx, a)
+	start := time.Now()
+	res, err := callAction(ctx, h, &req)
+	if err != nil {
+		if e, ok := isInputError(err); ok {
+			return nil, e
+		}
+		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
+		return nil, failed
+	}
+	if res == nil {
+		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
+		return nil, failed
+	}
+	raw, verr := s.validator.ValidateValue(contracts.ModelActionResult, res)
+	if verr != nil {
+		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
+		return nil, failed
+	}
+	s.publishEffects(ctx, &req, res)
+	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
+		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
+	return raw, nil
+}
+
+func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, res *ActionResult) {
+	effects := res.Effects
+	if effects == nil {
+		effects = []Effect{}
+	}
+	data, err := json.Marshal(effectEvent{AgentSlug: req.AgentSlug, Action: req.Action, RequestID: req.RequestID, Effects: effects})
+	if err != nil {
+		s.logger.LogAttrs(ctx, slog.LevelError, "encode effect event", slog.String("action", req.Action), slog.Any("error", err))
+		return
+	}
+	s.broker.Publish(EventEffect, data)
+}
+
+func (s *Server) loadSurface(r *http.Request, params json.RawMessage) ([]byte, *Error) {
+	var req contracts.SurfaceRequest
+	if err := s.validator.Decode(contracts.ModelSurfaceRequest, innerParams(params, "surface_request"), &req); err != nil {
+		return nil, requestError("Invalid Supervaizer v2 surface request", err)
+	}
+	req.WorkspaceAuthorization = nil
+	ctx := r.Context()
+	if !isBootstrapSurface(req.Surface) {
+		ws, err := s.authorize(ctx, r, req.Workspace, req.AgentSlug, []string{MethodSurfaceLoad, req.Surface})
+		if err != nil {
+			return nil, err
+		}
+		req.WorkspaceAuthorization = ws
+		ctx = withWorkspace(ctx, ws)
+	}
+	a := s.bySlug[req.AgentSlug]
+	var h SurfaceHandler
+	if a != nil {
+		h = a.surface(req.Surface)
+	}
+	if h == nil {
+		return nil, &Error{Code: CodeSurfaceNotRegistered, Message: "Surface handler not registered: " + req.Surface,
+			Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
+	}
+	ctx = withAgent(ctx, a)
+	failed := &Error{Code: CodeInternalError, Message: "Surface handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
+	res, err := callSurface(ctx, h, &req)
+	if err == nil && res == nil {
+		err = errors.New("handler returned no result")
+	}
+	if err != nil {
+		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
+		return nil, failed
+	}
+	raw, verr := s.validator.ValidateValue(contracts.ModelSurfaceResult, res)
+	if verr != nil {
+		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, fmt.Errorf("invalid result: %w", verr))
+		return nil, failed
+	}
+	return raw, nil
+}
+
+// requestError maps a request-model failure to -32602 with data.errors.
+func requestError(msg string, err error) *Error {
+	var ve *contracts.ValidationError
+	if errors.As(err, &ve) {
+		return invalidParams(msg, ve.Problems)
+	}
+	return invalidParams(msg, []contracts.Problem{{Loc: []any{}, Msg: "invalid request", Type: "invalid"}})
+}
+
+func (s *Server) handlerFailed(ctx context.Context, kind, slug, id, requestID string, err error) {
+	s.logger.LogAttrs(ctx, slog.LevelError, kind+" handler failed", slog.String("agent_slug", slug),
+		slog.String(kind, id), slog.String("request_id", requestID), slog.String("error", err.Error()))
+}
+
+// panicError carries a recovered handler panic to the log.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", p.value, p.stack) }
+
+func callAction(ctx context.Context, h ActionHandler, req *ActionRequest) (res *ActionResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, req)
+}
+
+func callSurface(ctx context.Context, h SurfaceHandler, req *SurfaceRequest) (res *SurfaceResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return h(ctx, req)
+}
+
+func (s *Server) writeRPCError(w http.ResponseWriter, id json.RawMessage, e *Error) {
+	out, err := jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: int(e.Code), Message: e.Message, Data: e.Data})
+	if err != nil {
+		s.logger.Error("encode JSON-RPC error", slog.Int("code", int(e.Code)), slog.Any("error", err))
+		out, _ = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: int(CodeInternalError), Message: "Internal error"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}

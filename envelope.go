@@ -1,0 +1,131 @@
+package supervaizer
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+// OK returns a result with status "ok" and the effects.
+func OK(effects ...Effect) *ActionResult {
+	if effects == nil {
+		effects = []Effect{}
+	}
+	return &ActionResult{Status: contracts.StatusOK, Effects: effects}
+}
+
+// Fail returns a business failure: status "error" with one error entry whose
+// code is machine-readable (for example contracts.ErrorIdempotencyConflict).
+// Business failures are results, not JSON-RPC errors (controller.md §7.1).
+func Fail(code, format string, args ...any) *ActionResult {
+	return &ActionResult{
+		Status:  contracts.StatusError,
+		Effects: []Effect{},
+		Errors:  []contracts.ResultError{{Code: code, Message: fmt.Sprintf(format, args...)}},
+	}
+}
+
+// ResultFromMap decodes a result given as a plain map, validating it exactly
+// like a typed result. Keys the contract does not type are kept.
+func ResultFromMap(m map[string]any) (*ActionResult, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("supervaizer: encode result map: %w", err)
+	}
+	var res ActionResult
+	if err := contracts.DefaultValidator().Decode(contracts.ModelActionResult, raw, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SurfaceResultFromMap decodes a surface result given as a plain map,
+// validating it exactly like a typed result.
+func SurfaceResultFromMap(m map[string]any) (*SurfaceResult, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("supervaizer: encode surface result map: %w", err)
+	}
+	var res SurfaceResult
+	if err := contracts.DefaultValidator().Decode(contracts.ModelSurfaceResult, raw, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// The conventional effect constructors (model.md §15). Effect types are the
+// agent's vocabulary; these only spare typing the common ones.
+
+// JobStarted is the job.started effect of job.start.
+func JobStarted(jobID string, data map[string]any) Effect {
+	return Effect{Type: "job.started", JobID: jobID, Data: data}
+}
+
+// JobSynced is the job.synced effect of job.sync.
+func JobSynced(jobID, status string) Effect {
+	return Effect{Type: "job.synced", JobID: jobID, Status: status}
+}
+
+// CaseCreated is the case.created effect.
+func CaseCreated(jobID string, c contracts.Case) Effect {
+	item := map[string]any{"id": c.ID, "job_id": jobID, "lane": c.Lane}
+	if c.Lane == "" {
+		item["lane"] = contracts.DefaultLane
+	}
+	if c.ExternalID != "" {
+		item["external_id"] = c.ExternalID
+	}
+	if c.Title != "" {
+		item["title"] = c.Title
+	}
+	if c.Status != "" {
+		item["status"] = c.Status
+	}
+	return Effect{Type: "case.created", JobID: jobID, CaseID: c.ID, Case: item}
+}
+
+// StepAwaitingSubmitted is the step.awaiting.submitted effect of step.awaiting.submit.
+func StepAwaitingSubmitted(jobID, caseID, stepID, status string) Effect {
+	return Effect{Type: "step.awaiting.submitted", JobID: jobID, CaseID: caseID, StepID: stepID, Status: status}
+}
+
+// ResourceListed is the resource.listed effect of resource.<id>.list.
+func ResourceListed(resource string, items []map[string]any) Effect {
+	if items == nil {
+		items = []map[string]any{}
+	}
+	return Effect{Type: "resource.listed", Resource: resource, Items: items}
+}
+
+// DatasetQueried is the dataset.queried effect of dataset.<id>.query.
+func DatasetQueried(dataset string, rows []map[string]any) Effect {
+	if rows == nil {
+		rows = []map[string]any{}
+	}
+	n := len(rows)
+	return Effect{Type: "dataset.queried", Dataset: dataset, Count: &n, Rows: rows}
+}
+
+// AgentRefreshed is the agent.refreshed effect of agent.refresh.
+func AgentRefreshed() Effect { return Effect{Type: "agent.refreshed"} }
+
+// WorkspaceBindingOption is one bindable agent-side record.
+type WorkspaceBindingOption struct {
+	Ref   string // the agent_workspace_ref Studio stores on the grant
+	Label string // display name
+}
+
+// WorkspaceBindingOptions is the workspace_binding.options effect: each item
+// carries value/label and the declared value_field/label_field keys
+// (open-questions item 51). A nil binding uses the default field names.
+func WorkspaceBindingOptions(binding *contracts.BindingExisting, options ...WorkspaceBindingOption) Effect {
+	if binding == nil {
+		binding = contracts.DefaultBindingExisting()
+	}
+	items := make([]map[string]any, len(options))
+	for i, o := range options {
+		items[i] = map[string]any{"value": o.Ref, "label": o.Label, binding.ValueField: o.Ref, binding.LabelField: o.Label}
+	}
+	return Effect{Type: "workspace_binding.options", Items: items}
+}

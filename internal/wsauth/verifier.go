@@ -1,0 +1,417 @@
+package wsauth
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Directory tells the verifier which agents the controller serves and their
+// Studio agent ids (learned at the registration handshake or by agent
+// lookup). It is consulted on every call, so its answers may change at run
+// time; implementations must be safe for concurrent use.
+type Directory interface {
+	// Serves reports whether agentSlug is an agent of this controller.
+	Serves(agentSlug string) bool
+	// StudioAgentID returns the id Studio assigned to the agent, if known.
+	StudioAgentID(agentSlug string) (id string, ok bool)
+}
+
+// Request is what one call asks the verifier to authorize.
+type Request struct {
+	// Header is the raw X-Supervaize-Workspace-Authorization value ("" when
+	// absent); see [ExtractToken].
+	Header string
+	// WorkspaceID is the request's workspace.id.
+	WorkspaceID string
+	// WorkspaceSlug is the request's workspace.slug, "" when absent.
+	WorkspaceSlug string
+	// AgentSlug is the request's agent_slug.
+	AgentSlug string
+	// Scopes are the scopes the call requires, e.g.
+	// {"supervaizer/action.invoke", "job.start"} (authorization.md §1).
+	Scopes []string
+}
+
+// Context is the verified workspace context (V2VerifiedWorkspaceContext,
+// authorization.md §12). Every value comes from the verified claims; the
+// slices and pointers are not shared with the verifier.
+type Context struct {
+	GrantID           string
+	WorkspaceID       string
+	WorkspaceSlug     *string // nil when the token has no workspace_slug
+	AgentID           string
+	AgentSlug         string
+	ServerID          string
+	Scopes            []string
+	AgentWorkspaceRef *string // nil when the token has no agent_workspace_ref
+}
+
+// Option configures a [Verifier].
+type Option func(*options)
+
+type options struct {
+	now      func() time.Time
+	client   *http.Client
+	logger   *slog.Logger
+	interval time.Duration
+	size     int
+}
+
+// WithClock sets the clock used for exp/iat checks and for rate limiting
+// JWKS refetches. Default: time.Now.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithHTTPClient sets the client used to fetch the JWKS. Its CheckRedirect is
+// replaced (on a copy) by the same-host policy of [MaxJWKSRedirects]; every
+// fetch is bounded by [JWKSFetchTimeout]. Default: a client with
+// http.DefaultTransport.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
+
+// WithLogger sets the logger. Default: none (a nil logger discards). Logs
+// never carry tokens; rejections are logged at debug level with a short
+// SHA-256 fingerprint of the token.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithJWKSRefetchInterval sets the minimum time between two JWKS fetches.
+// While a refetch is not allowed, a kid missing from the key cache is
+// resolved against the last fetched key set (usually CodeUnknownKID) without
+// fetching, so forged kids cannot make every request trigger a fetch; the
+// cost is that a key published after the last fetch is seen at most d late.
+// A zero or negative d removes the limit (concurrent misses are still
+// coalesced into one fetch). Default: [DefaultJWKSRefetchInterval].
+func WithJWKSRefetchInterval(d time.Duration) Option {
+	return func(o *options) { o.interval = d }
+}
+
+// WithCacheSize sets how many verified tokens are cached; n <= 0 disables the
+// cache. Default: [DefaultCacheSize].
+func WithCacheSize(n int) Option { return func(o *options) { o.size = n } }
+
+// Verifier verifies workspace authorization tokens. It is safe for
+// concurrent use.
+type Verifier struct {
+	enabled bool
+	issuer  string
+	leeway  int64 // whole seconds
+	server  string
+	dir     Directory
+	pemKey  ed25519.PublicKey // set when the key comes from a PEM
+	jwks    *jwksSource       // set when the key comes from a JWKS
+	aud     atomic.Pointer[expected]
+	cache   *tokenCache // nil when disabled
+	parser  *jwt.Parser
+	now     func() time.Time
+	logger  *slog.Logger
+}
+
+// expected is the audience and server id tokens must carry (§7).
+type expected struct {
+	audience string
+	serverID string
+}
+
+func newExpected(audience, serverID string) *expected {
+	if audience == "" {
+		return &expected{audience: AudiencePrefix + serverID, serverID: serverID}
+	}
+	if rest, ok := strings.CutPrefix(audience, AudiencePrefix); ok {
+		return &expected{audience: audience, serverID: rest}
+	}
+	return &expected{audience: audience, serverID: serverID}
+}
+
+// New returns a verifier for the settings s, the controller's server id
+// (SUPERVAIZER_SERVER_ID) and the agent directory dir. It fails when s does
+// not pass [Settings.Validate] (so an unusable key stops startup instead of
+// failing every request), when serverID is empty or when dir is nil. A
+// verifier built from disabled settings answers every call with
+// CodeNotConfigured.
+func New(s Settings, serverID string, dir Directory, opts ...Option) (*Verifier, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if serverID == "" {
+		return nil, errors.New("wsauth: empty server id")
+	}
+	if dir == nil {
+		return nil, errors.New("wsauth: nil Directory")
+	}
+	o := options{now: time.Now, interval: DefaultJWKSRefetchInterval, size: DefaultCacheSize}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.client == nil {
+		o.client = &http.Client{}
+	}
+	v := &Verifier{
+		enabled: s.Enabled,
+		issuer:  s.Issuer,
+		leeway:  int64(s.EffectiveLeeway() / time.Second),
+		server:  serverID,
+		dir:     dir,
+		cache:   newTokenCache(o.size),
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
+			jwt.WithJSONNumber(),
+			jwt.WithPaddingAllowed(),
+			jwt.WithStrictDecoding(),
+			jwt.WithoutClaimsValidation(),
+		),
+		now:    o.now,
+		logger: o.logger,
+	}
+	v.aud.Store(newExpected(s.Audience, serverID))
+	if !s.Enabled {
+		return v, nil
+	}
+	if s.PublicKeyPEM != "" {
+		key, err := parsePublicKeyPEM(s.PublicKeyPEM)
+		if err != nil { // unreachable: Validate parsed it
+			return nil, err
+		}
+		v.pemKey = key
+	} else {
+		v.jwks = newJWKSSource(s.JWKSURL, o.client, o.interval, o.now, o.logger)
+	}
+	return v, nil
+}
+
+// SetAudience installs the audience Studio supplied in the registration
+// handshake. It replaces Settings.Audience: the expected audience becomes
+// aud, and the expected server id the part after "supervaizer-server:" when
+// aud has that prefix (authorization.md §7). An empty aud restores the
+// default, "supervaizer-server:" + the server id. The verified-token cache is
+// cleared.
+func (v *Verifier) SetAudience(aud string) {
+	v.aud.Store(newExpected(aud, v.server))
+	v.cache.clear()
+}
+
+// ExpectedAudience returns the audience tokens must carry.
+func (v *Verifier) ExpectedAudience() string { return v.aud.Load().audience }
+
+// Verify runs the verification algorithm of authorization.md §8 for r and
+// returns the verified context. The first failing step determines the error,
+// which is always an *Error. ctx bounds a JWKS fetch the call may need.
+//
+// Times are compared in whole seconds: now is truncated to the second, so a
+// token is accepted up to and including now == exp + leeway (until the next
+// second begins) and rejected as expired from exp + leeway + 1; likewise it
+// is not yet valid while now < iat − leeway.
+func (v *Verifier) Verify(ctx context.Context, r Request) (*Context, error) {
+	vc, tok, e := v.verify(ctx, r)
+	if e != nil {
+		if v != nil && v.logger.Enabled(ctx, slog.LevelDebug) {
+			attrs := []slog.Attr{slog.String("code", string(e.Code)), slog.String("agent_slug", r.AgentSlug)}
+			if tok != "" {
+				attrs = append(attrs, slog.String("token_fingerprint", fingerprint(tok)))
+			}
+			v.logger.LogAttrs(ctx, slog.LevelDebug, "workspace authorization rejected", attrs...)
+		}
+		return nil, e
+	}
+	return vc, nil
+}
+
+// fingerprint returns the first 12 hex characters of the token's SHA-256.
+func fingerprint(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:6])
+}
+
+func (v *Verifier) verify(ctx context.Context, r Request) (*Context, string, *Error) {
+	// Steps 1–2: the configuration gate.
+	if v == nil || !v.enabled {
+		return nil, "", fail(CodeNotConfigured)
+	}
+	if v.issuer == "" || (v.pemKey == nil && v.jwks == nil) {
+		return nil, "", fail(CodeNotConfigured)
+	}
+	// Step 3.
+	tok := ExtractToken(r.Header)
+	if tok == "" {
+		return nil, "", fail(CodeMissing)
+	}
+	if len(tok) > MaxTokenBytes {
+		return nil, tok, failf(CodeMalformed, "token longer than %d bytes", MaxTokenBytes)
+	}
+	nowSec := v.now().Unix()
+	key := sha256.Sum256([]byte(tok))
+	if cl, ok := v.cache.get(key); ok {
+		// Steps 4–9 passed for these exact bytes; 10–21 always run.
+		vc, e := v.check(cl, v.aud.Load(), r, nowSec)
+		return vc, tok, e
+	}
+	gen := v.cache.generation()
+	exp := v.aud.Load()
+	cl, e := v.verifyToken(ctx, tok)
+	if e != nil {
+		return nil, tok, e
+	}
+	if v.intrinsicOK(cl, exp) {
+		v.cache.put(key, cl, satAdd(cl.exp, v.leeway), gen)
+	}
+	vc, e := v.check(cl, exp, r, nowSec)
+	return vc, tok, e
+}
+
+// verifyToken runs steps 4–9: format, alg, key, signature, claim types.
+func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, *Error) {
+	pt, e := parseToken(tok)
+	if e != nil {
+		return nil, e
+	}
+	mc := jwt.MapClaims{}
+	_, err := v.parser.ParseWithClaims(tok, mc, func(*jwt.Token) (any, error) {
+		key, e := v.resolveKey(ctx, pt)
+		if e != nil {
+			return nil, e
+		}
+		return key, nil
+	})
+	if err != nil {
+		return nil, parseErrorCode(err)
+	}
+	return parseClaims(mc)
+}
+
+// resolveKey is step 7 (authorization.md §6).
+func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (ed25519.PublicKey, *Error) {
+	switch {
+	case v.pemKey != nil:
+		return v.pemKey, nil
+	case v.jwks == nil:
+		return nil, fail(CodeNotConfigured)
+	case !pt.hasKID:
+		return nil, fail(CodeMissingKID)
+	}
+	return v.jwks.resolve(ctx, pt.kid)
+}
+
+// parseErrorCode maps an error of jwt.Parser.ParseWithClaims to a code.
+// Format and alg problems were rejected by parseToken before the parser ran,
+// so in practice only key errors (ours, returned by the key function) and
+// signature failures reach here; the other branches keep the mapping exact
+// should the library ever disagree with parseToken.
+func parseErrorCode(err error) *Error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, jwt.ErrEd25519Verification):
+		return fail(CodeBadSignature)
+	case errors.Is(err, jwt.ErrInvalidKey), errors.Is(err, jwt.ErrInvalidKeyType):
+		return fail(CodeInvalidKey)
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return fail(CodeMalformed)
+	case errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		// alg missing, unknown, or not in the valid methods.
+		return fail(CodeUnsupportedAlg)
+	}
+	return fail(CodeBadSignature) // fail closed
+}
+
+// intrinsicOK reports whether the checks that depend only on the token and
+// the configuration (steps 10, 11 and 14) pass, i.e. whether the token may
+// be cached.
+func (v *Verifier) intrinsicOK(cl *claims, exp *expected) bool {
+	return cl.iss == v.issuer && slices.Contains(cl.aud, exp.audience) && cl.serverID == exp.serverID
+}
+
+// check runs steps 10–22 on verified claims.
+func (v *Verifier) check(cl *claims, exp *expected, r Request, nowSec int64) (*Context, *Error) {
+	// 10–11.
+	if cl.iss != v.issuer {
+		return nil, fail(CodeWrongIssuer)
+	}
+	if !slices.Contains(cl.aud, exp.audience) {
+		return nil, fail(CodeWrongAudience)
+	}
+	// 12–13, written so that nothing overflows: exp + L < now ⇔ exp < now − L.
+	if cl.exp < nowSec-v.leeway {
+		return nil, fail(CodeExpired)
+	}
+	if cl.hasIAT && cl.iat > nowSec+v.leeway {
+		return nil, fail(CodeNotYetValid)
+	}
+	// 14.
+	if cl.serverID != exp.serverID {
+		return nil, fail(CodeWrongServer)
+	}
+	// 15–18.
+	if !v.dir.Serves(r.AgentSlug) {
+		return nil, fail(CodeUnknownAgent)
+	}
+	if cl.agentSlug != r.AgentSlug {
+		return nil, failf(CodeWrongAgent, "agent_slug differs")
+	}
+	studioID, ok := v.dir.StudioAgentID(r.AgentSlug)
+	if !ok || studioID == "" {
+		return nil, fail(CodeAgentNotRegistered)
+	}
+	if cl.agentID != studioID {
+		return nil, failf(CodeWrongAgent, "agent_id differs")
+	}
+	// 19–20.
+	if cl.workspaceID != r.WorkspaceID {
+		return nil, failf(CodeWrongWorkspace, "workspace_id differs")
+	}
+	if cl.workspaceSlug != nil && *cl.workspaceSlug != "" && r.WorkspaceSlug != "" && *cl.workspaceSlug != r.WorkspaceSlug {
+		return nil, failf(CodeWrongWorkspace, "workspace slug differs")
+	}
+	// 21.
+	var missing []string
+	for _, s := range r.Scopes {
+		if !slices.Contains(cl.scopes, s) && !slices.Contains(missing, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, missingScopes(missing)
+	}
+	// 22.
+	return &Context{
+		GrantID:           cl.grantID,
+		WorkspaceID:       cl.workspaceID,
+		WorkspaceSlug:     clonePtr(cl.workspaceSlug),
+		AgentID:           cl.agentID,
+		AgentSlug:         cl.agentSlug,
+		ServerID:          cl.serverID,
+		Scopes:            slices.Clone(cl.scopes),
+		AgentWorkspaceRef: clonePtr(cl.agentWorkspaceRef),
+	}, nil
+}
+
+func clonePtr(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	s := *p
+	return &s
+}
+
+// satAdd returns a + b (b >= 0), saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -1,0 +1,170 @@
+package supervaizer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Option configures a [Server]. Each option's documentation states its default.
+type Option func(*config)
+
+type config struct {
+	logger          *slog.Logger
+	maxBody         int64
+	sseHeartbeat    time.Duration
+	sseQueue        int
+	publicURL       string
+	apiKeys         []apiKey
+	securityHeaders bool
+	serverID        string
+	localMode       bool
+	localModeSet    bool
+	wsAuth          *WorkspaceAuthSettings
+	verifier        WorkspaceVerifier
+	primary         string
+	getenv          func(string) string
+	exportEnv       bool
+	studioAttached  bool
+	errs            []error
+}
+
+func defaultConfig() config {
+	return config{
+		maxBody:         DefaultMaxBodyBytes,
+		sseHeartbeat:    DefaultSSEHeartbeat,
+		sseQueue:        DefaultSSEQueueSize,
+		securityHeaders: true,
+		getenv:          os.Getenv,
+		exportEnv:       true,
+	}
+}
+
+// WithLogger sets the logger. Default: silent (a discarding handler). The SDK
+// never logs tokens, keys or payloads; keys appear as fingerprints.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithMaxBodyBytes limits the POST /a2a body; a larger body is answered 413
+// before it is read in full. Default: [DefaultMaxBodyBytes] (4 MiB).
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithMaxBodyBytes(%d): the limit must be positive", n))
+		}
+		c.maxBody = n
+	}
+}
+
+// WithSSEHeartbeat sets how long the event stream may stay silent before a
+// heartbeat event. Default: [DefaultSSEHeartbeat] (15 s).
+func WithSSEHeartbeat(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithSSEHeartbeat(%s): the interval must be positive", d))
+		}
+		c.sseHeartbeat = d
+	}
+}
+
+// WithSSEQueueSize sets how many events wait for one slow SSE subscriber before
+// the oldest is dropped. Default: [DefaultSSEQueueSize] (100).
+func WithSSEQueueSize(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithSSEQueueSize(%d): the size must be positive", n))
+		}
+		c.sseQueue = n
+	}
+}
+
+// WithPublicURL sets the controller's public URL, used in Agent Cards and
+// discovery documents. Default: SUPERVAIZER_PUBLIC_URL, else the scheme and
+// Host of each discovery request.
+func WithPublicURL(u string) Option { return func(c *config) { c.publicURL = u } }
+
+// WithAPIKey adds a transport API key (X-API-Key) with its scope; repeat it for
+// several keys. Default: SUPERVAIZER_API_KEY with the write scope; in local mode
+// [LocalModeAPIKey]; otherwise a generated key whose fingerprint is logged and
+// which is exported as SUPERVAIZER_API_KEY.
+func WithAPIKey(key string, scope KeyScope) Option {
+	return func(c *config) { c.apiKeys = append(c.apiKeys, apiKey{key: key, scope: scope}) }
+}
+
+// WithSecurityHeaders turns the baseline security headers (nosniff, frame
+// options, referrer policy, HSTS) on or off. Default: on.
+func WithSecurityHeaders(on bool) Option { return func(c *config) { c.securityHeaders = on } }
+
+// WithServerID sets the controller identity Studio binds grants to. Default:
+// SUPERVAIZER_SERVER_ID, else a new UUID per process (with a warning: grants
+// would not survive a restart).
+func WithServerID(id string) Option { return func(c *config) { c.serverID = id } }
+
+// WithLocalMode turns development mode on or off. Default: SUPERVAIZER_LOCAL_MODE.
+// In local mode, with no Studio account and no workspace-authorization setting
+// at all, workspace authorization is bypassed (authorization.md §13).
+func WithLocalMode(on bool) Option {
+	return func(c *config) { c.localMode, c.localModeSet = on, true }
+}
+
+// WithWorkspaceAuth sets the workspace-authorization settings explicitly; they
+// replace the SUPERVAIZER_WORKSPACE_AUTH_* environment variables entirely.
+func WithWorkspaceAuth(s WorkspaceAuthSettings) Option {
+	return func(c *config) { c.wsAuth = &s }
+}
+
+// WithWorkspaceVerifier replaces the built-in Ed25519 token verifier, for
+// example with a test double. The dispatcher still calls it before any handler
+// lookup, for every action and surface except the three bootstrap ids.
+func WithWorkspaceVerifier(v WorkspaceVerifier) Option { return func(c *config) { c.verifier = v } }
+
+// WithPrimaryAgent names the agent whose card is served at
+// /.well-known/agent-card.json and /.well-known/agent.json. Default: the first agent.
+func WithPrimaryAgent(slug string) Option { return func(c *config) { c.primary = slug } }
+
+// WithEnv replaces os.Getenv for every setting read from the environment, and
+// stops the server from exporting generated values (SUPERVAIZER_API_KEY,
+// SUPERVAIZER_SERVER_ID) to the process environment. Default: os.Getenv,
+// exporting. Tests use it to isolate servers from the process environment.
+func WithEnv(getenv func(string) string) Option {
+	return func(c *config) { c.getenv, c.exportEnv = getenv, false }
+}
+
+func (c *config) resolve() error {
+	if err := errors.Join(c.errs...); err != nil {
+		return err
+	}
+	if c.getenv == nil {
+		c.getenv = func(string) string { return "" }
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if !c.localModeSet {
+		c.localMode = envBool(c.getenv("SUPERVAIZER_LOCAL_MODE"))
+	}
+	if c.publicURL == "" {
+		c.publicURL = strings.TrimSpace(c.getenv("SUPERVAIZER_PUBLIC_URL"))
+	}
+	if c.publicURL != "" {
+		u, err := url.Parse(c.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("supervaizer: the public URL (WithPublicURL or SUPERVAIZER_PUBLIC_URL) must be an absolute http(s) URL without credentials, query or fragment")
+		}
+		c.publicURL = strings.TrimRight(c.publicURL, "/")
+	}
+	return nil
+}
+
+// envBool reads a boolean environment value: 1, true, yes or on (any case,
+// trimmed) is true.
+func envBool(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,353 @@
+package supervaizer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/sse"
+	"github.com/supervaize/supervaizer-go/internal/wsauth"
+)
+
+// JSON-RPC methods served on POST /a2a.
+const (
+	MethodActionInvoke = "supervaizer/action.invoke"
+	MethodSurfaceLoad  = "supervaizer/surface.load"
+)
+
+// HTTP headers of the protocol.
+const (
+	HeaderAPIKey                 = "X-API-Key"
+	HeaderWorkspaceAuthorization = "X-Supervaize-Workspace-Authorization"
+)
+
+// Defaults of the server options.
+const (
+	DefaultMaxBodyBytes = 4 << 20          // POST /a2a body limit
+	DefaultSSEHeartbeat = 15 * time.Second // heartbeat after this much silence
+	DefaultSSEQueueSize = 100              // events queued per SSE subscriber
+	LocalModeAPIKey     = "local-dev"      // the API key in local mode when none is set
+)
+
+// Server is an agent controller: an http.Handler serving the Agent Cards, the
+// JSON-RPC endpoint POST /a2a and the event stream GET /a2a/events for its
+// agents. Every /a2a call is checked (API key, body size, envelope, request
+// model, workspace token), dispatched to the agent's handler and its result
+// validated against the contracts before it is sent.
+type Server struct {
+	agents  []*Agent
+	bySlug  map[string]*Agent
+	primary *Agent
+
+	logger    *slog.Logger
+	cfg       config
+	keys      apiKeys
+	serverID  string
+	verifier  WorkspaceVerifier
+	tokens    *wsauth.Verifier // the built-in verifier, nil when replaced
+	localAuth bool             // local-mode bypass of workspace authorization
+	validator *contracts.Validator
+	broker    *sse.Broker
+	router    http.Handler
+
+	cards sync.Map // base URL -> *cardSet
+
+	inflight  sync.WaitGroup
+	closing   atomic.Bool
+	startOnce sync.Once
+	warnOnce  sync.Once
+}
+
+// NewServer builds the controller for agents. The first agent is the primary
+// one (its card is also served at the A2A standard paths) unless
+// [WithPrimaryAgent] names another. Configuration comes from the options, then
+// from the environment (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID,
+// SUPERVAIZER_PUBLIC_URL, SUPERVAIZER_LOCAL_MODE and the workspace-authorization
+// variables of authorization.md §5). An invalid configuration is an error that
+// names the setting; nothing fails later as a confusing 401.
+func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.resolve(); err != nil {
+		return nil, err
+	}
+	if len(agents) == 0 {
+		return nil, errors.New("supervaizer: NewServer needs at least one agent")
+	}
+	s := &Server{
+		agents:    agents,
+		bySlug:    make(map[string]*Agent, len(agents)),
+		logger:    cfg.logger,
+		cfg:       cfg,
+		validator: contracts.DefaultValidator(),
+	}
+	for i, a := range agents {
+		if a == nil {
+			return nil, fmt.Errorf("supervaizer: NewServer: agents[%d] is nil", i)
+		}
+		if _, dup := s.bySlug[a.slug]; dup {
+			return nil, fmt.Errorf("supervaizer: NewServer: two agents have the slug %q", a.slug)
+		}
+		s.bySlug[a.slug] = a
+	}
+	s.primary = agents[0]
+	if cfg.primary != "" {
+		p, ok := s.bySlug[cfg.primary]
+		if !ok {
+			return nil, fmt.Errorf("supervaizer: WithPrimaryAgent(%q): no such agent", cfg.primary)
+		}
+		s.primary = p
+	}
+	if err := s.resolveIdentity(); err != nil {
+		return nil, err
+	}
+	if err := s.resolveKeys(); err != nil {
+		return nil, err
+	}
+	if err := s.resolveAuthorization(); err != nil {
+		return nil, err
+	}
+	s.broker = sse.NewBroker(sse.Options{QueueSize: cfg.sseQueue, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger})
+	s.router = s.routes()
+	for _, a := range agents {
+		s.checkLanes(a)
+	}
+	return s, nil
+}
+
+// resolveIdentity fixes the server id (controller.md §3.3).
+func (s *Server) resolveIdentity() error {
+	id := strings.TrimSpace(s.cfg.serverID)
+	if id == "" {
+		id = strings.TrimSpace(s.cfg.getenv("SUPERVAIZER_SERVER_ID"))
+	}
+	if id == "" {
+		id = uuid.NewString()
+		if s.cfg.exportEnv {
+			if err := os.Setenv("SUPERVAIZER_SERVER_ID", id); err != nil {
+				return fmt.Errorf("supervaizer: export SUPERVAIZER_SERVER_ID: %w", err)
+			}
+		}
+		s.logger.Warn("SUPERVAIZER_SERVER_ID is not set: using a new server id; workspace grants bound to it will not survive a restart",
+			slog.String("server_id", id))
+	}
+	s.serverID = id
+	return nil
+}
+
+// resolveKeys fixes the transport API keys (controller.md §3.1–§3.2).
+func (s *Server) resolveKeys() error {
+	keys := s.cfg.apiKeys
+	if len(keys) == 0 {
+		if k := strings.TrimSpace(s.cfg.getenv("SUPERVAIZER_API_KEY")); k != "" {
+			keys = []apiKey{{key: k, scope: ScopeWrite}}
+		}
+	}
+	if len(keys) == 0 && s.cfg.localMode {
+		keys = []apiKey{{key: LocalModeAPIKey, scope: ScopeWrite}}
+		s.logger.Warn("local mode: using the development API key", slog.String("api_key_fingerprint", KeyFingerprint(LocalModeAPIKey)))
+	}
+	if len(keys) == 0 {
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return fmt.Errorf("supervaizer: generate an API key: %w", err)
+		}
+		k := base64.RawURLEncoding.EncodeToString(raw[:])
+		if s.cfg.exportEnv {
+			if err := os.Setenv("SUPERVAIZER_API_KEY", k); err != nil {
+				return fmt.Errorf("supervaizer: export SUPERVAIZER_API_KEY: %w", err)
+			}
+		}
+		keys = []apiKey{{key: k, scope: ScopeWrite}}
+		s.logger.Warn("SUPERVAIZER_API_KEY is not set: generated a controller API key",
+			slog.String("api_key_fingerprint", KeyFingerprint(k)))
+	}
+	for i, k := range keys {
+		if strings.TrimSpace(k.key) == "" {
+			return fmt.Errorf("supervaizer: API key %d is blank", i)
+		}
+		if k.scope != ScopeRead && k.scope != ScopeWrite {
+			return fmt.Errorf("supervaizer: API key %d (fingerprint %s) has an unknown scope %q", i, KeyFingerprint(k.key), k.scope)
+		}
+	}
+	s.keys = newAPIKeys(keys)
+	return nil
+}
+
+// ServerID returns the controller identity Studio binds grants to.
+func (s *Server) ServerID() string { return s.serverID }
+
+// APIKey returns the controller's write key, the effective key sent to Studio.
+// Never log it; log [KeyFingerprint] instead.
+func (s *Server) APIKey() string { return s.keys.primary }
+
+// Agents returns the agents served, in order.
+func (s *Server) Agents() []*Agent { return append([]*Agent(nil), s.agents...) }
+
+// Agent returns the agent with the slug.
+func (s *Server) Agent(slug string) (*Agent, bool) {
+	a, ok := s.bySlug[slug]
+	return a, ok
+}
+
+// Serves reports whether the controller serves the agent slug.
+func (s *Server) Serves(slug string) bool { _, ok := s.bySlug[slug]; return ok }
+
+// StudioAgentID returns the Studio agent id of the agent slug.
+func (s *Server) StudioAgentID(slug string) (string, bool) {
+	a, ok := s.bySlug[slug]
+	if !ok {
+		return "", false
+	}
+	return a.StudioAgentID()
+}
+
+func (s *Server) agentFor(op string) *Agent {
+	if len(s.agents) != 1 {
+		panic(fmt.Sprintf("supervaizer: %s on a Server with %d agents: agent_slug is required (register on the *Agent)", op, len(s.agents)))
+	}
+	return s.agents[0]
+}
+
+// checkLanes warns about lanes the contract accepts but that are likely
+// mistakes (open-questions item 5).
+func (s *Server) checkLanes(a *Agent) {
+	if a.reg == nil {
+		return
+	}
+	seen, defaults := map[string]bool{}, 0
+	for _, l := range a.reg.Capabilities.CaseLanes {
+		if seen[l.ID] {
+			s.logger.Warn("duplicate case lane id", slog.String("agent_slug", a.slug), slog.String("lane", l.ID))
+		}
+		seen[l.ID] = true
+		if l.Default {
+			defaults++
+		}
+	}
+	if defaults > 1 {
+		s.logger.Warn("more than one default case lane", slog.String("agent_slug", a.slug), slog.Int("defaults", defaults))
+	}
+}
+
+// warnMissingHandlers logs the declared actions without a handler, once.
+func (s *Server) warnMissingHandlers() {
+	s.warnOnce.Do(func() {
+		for _, a := range s.agents {
+			if ids := a.missingHandlers(); len(ids) > 0 {
+				s.logger.Warn("declared actions have no handler", slog.String("agent_slug", a.slug), slog.Any("actions", ids))
+			}
+		}
+	})
+}
+
+// Start finishes the startup sequence before serving: it logs the mode, the key
+// fingerprint and the declared actions without a handler. Call it after
+// registering handlers; [Server.ServeHTTP] calls it on first use otherwise.
+func (s *Server) Start(ctx context.Context) error {
+	s.startOnce.Do(func() {
+		mode := "attached"
+		if s.cfg.localMode {
+			mode = "local"
+		}
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready",
+			slog.String("mode", mode), slog.String("server_id", s.serverID),
+			slog.String("api_key_fingerprint", KeyFingerprint(s.keys.primary)),
+			slog.Bool("workspace_auth_bypassed", s.localAuth), slog.Int("agents", len(s.agents)))
+		if s.localAuth {
+			s.logger.Warn("local mode: workspace authorization is BYPASSED; handlers receive an unverified context with grant_id \"local-mode\"")
+		}
+		s.warnMissingHandlers()
+	})
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.warnMissingHandlers()
+	s.router.ServeHTTP(w, r)
+}
+
+// Shutdown closes the SSE streams first, then waits for in-flight /a2a calls to
+// finish or ctx to end. New /a2a calls are answered 503 once it has begun. Call
+// it before http.Server.Shutdown, which would otherwise wait on open streams.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	err := s.broker.Shutdown(ctx)
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	if s.cfg.securityHeaders {
+		r.Use(securityHeaders)
+	}
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeDetail(w, http.StatusNotFound, "Not Found") })
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+	})
+	r.Get(a2a.AgentsListPath, s.serveAgentsList)
+	r.Get(a2a.HealthPath, s.serveHealth)
+	r.Get(a2a.WellKnownCardPath, s.servePrimaryCard)
+	r.Get(a2a.WellKnownCardPathV02, s.servePrimaryCard)
+	r.Get("/.well-known/agents/*", s.serveAgentCard)
+	r.With(s.requireKey(ScopeWrite)).Post("/a2a", s.serveA2A)
+	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.broker.ServeHTTP)
+	if s.cfg.localMode || s.cfg.studioAttached {
+		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", s.serveContract)
+	}
+	return r
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "SAMEORIGIN")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeDetail(w http.ResponseWriter, status int, detail string) {
+	writeJSON(w, status, map[string]any{"detail": detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"detail":"Internal Server Error"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
