@@ -1,0 +1,435 @@
+package sse
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults applied by [NewBroker] to zero (or negative) [Options] fields.
+const (
+	// DefaultQueueSize is the number of events queued for one subscriber (spec: 100).
+	DefaultQueueSize = 100
+	// DefaultReplaySize is the number of recent events kept for Last-Event-ID replay.
+	DefaultReplaySize = 1024
+	// DefaultHeartbeat is the silence after which a heartbeat event is sent (spec: 15 s).
+	DefaultHeartbeat = 15 * time.Second
+)
+
+// Publisher is the publishing side of the stream, implemented by [*Broker]. Code that
+// emits events depends on this interface so that a cross-instance fan-out can be plugged
+// in later (see the package documentation).
+type Publisher interface {
+	// Publish sends the event to every subscriber and returns its id.
+	// The publisher owns data afterwards: the caller must not modify it.
+	Publish(name string, data []byte) uint64
+}
+
+var _ Publisher = (*Broker)(nil)
+
+// Options configures a [Broker]. The zero value is ready to use.
+type Options struct {
+	// QueueSize bounds the events waiting to be written to one subscriber; when the queue
+	// is full the oldest queued event is dropped. Default: DefaultQueueSize.
+	QueueSize int
+	// ReplaySize bounds the recent events kept for Last-Event-ID replay.
+	// Default: DefaultReplaySize.
+	ReplaySize int
+	// Heartbeat is how long a stream may stay silent before a heartbeat event is written.
+	// Default: DefaultHeartbeat.
+	Heartbeat time.Duration
+	// Logger receives stream lifecycle records. Default: discard everything.
+	Logger *slog.Logger
+}
+
+// Broker fans published events out to Server-Sent Events streams. It implements
+// [Publisher] and [net/http.Handler]; its methods are safe for concurrent use.
+// Create one with [NewBroker].
+type Broker struct {
+	queueSize int
+	heartbeat time.Duration
+	logger    *slog.Logger
+
+	mu     sync.Mutex
+	lastID uint64        // id of the last published event
+	replay ring          // recent events for Last-Event-ID
+	subs   []*subscriber // open streams; subscriber.idx is the position here
+	closed bool          // Shutdown was called
+	done   chan struct{} // closed by Shutdown: streams end
+	idle   chan struct{} // closed once closed is set and subs is empty
+}
+
+// subscriber is one open stream.
+type subscriber struct {
+	idx  int                      // position in Broker.subs, guarded by Broker.mu
+	wake chan struct{}            // capacity 1, signalled when the queue stops being empty
+	rc   *http.ResponseController // used by Shutdown to interrupt a blocked write
+
+	// writing is set while the stream writes. Shutdown interrupts only streams that are
+	// writing, so that idle streams end cleanly (with the final chunk).
+	writing atomic.Bool
+	// interrupted records that Shutdown set a past write deadline; guarded by Broker.mu.
+	interrupted bool
+
+	mu sync.Mutex
+	q  queue
+}
+
+// NewBroker returns a broker configured by opts, with zero fields set to their defaults.
+func NewBroker(opts Options) *Broker {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = DefaultQueueSize
+	}
+	if opts.ReplaySize <= 0 {
+		opts.ReplaySize = DefaultReplaySize
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Broker{
+		queueSize: opts.QueueSize,
+		heartbeat: opts.Heartbeat,
+		logger:    opts.Logger,
+		replay:    ring{buf: make([]*event, opts.ReplaySize)},
+		done:      make(chan struct{}),
+		idle:      make(chan struct{}),
+	}
+}
+
+// Publish assigns the next event id (the first is 1), keeps the event for replay and
+// queues it for every open stream, then returns the id. It never waits for a client:
+// a subscriber whose queue is full loses its oldest queued event instead.
+//
+// The broker owns data after the call and shares the same bytes among all subscribers
+// and the replay buffer: the caller must not modify it. data should be one JSON value;
+// line breaks in it are sent as several data lines. Line breaks in name are replaced
+// by spaces. Events published after [Broker.Shutdown] are kept for replay only.
+func (b *Broker) Publish(name string, data []byte) uint64 {
+	name, data = singleLine(name), splitDataLines(data)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lastID++
+	e := newEvent(b.lastID, name, data)
+	b.replay.add(e)
+	for _, s := range b.subs {
+		s.mu.Lock()
+		wasEmpty := s.q.push(e)
+		s.mu.Unlock()
+		if wasEmpty {
+			select {
+			case s.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return e.id
+}
+
+// Subscribers returns the number of open streams.
+func (b *Broker) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
+}
+
+// ServeHTTP streams events to one client until the request context is done, a write
+// fails or the broker is shut down. The stream starts with a supervaizer.connected event,
+// then the events retained after the id in a valid Last-Event-ID header, then live events.
+//
+// It answers 500 if w cannot flush (not even through Unwrap) and 503 after Shutdown.
+func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if !canFlush(w) {
+		b.logger.LogAttrs(ctx, slog.LevelError, "sse stream refused: response writer cannot flush")
+		writeError(w, http.StatusInternalServerError, "streaming is not supported")
+		return
+	}
+	after, resume := ParseLastEventID(r.Header.Get("Last-Event-ID"))
+	rc := http.NewResponseController(w)
+	sub, backlog, ok := b.subscribe(rc, after, resume)
+	if !ok {
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
+	defer b.unsubscribe(sub)
+
+	b.logger.LogAttrs(ctx, slog.LevelDebug, "sse stream opened",
+		slog.String("remote_addr", r.RemoteAddr), slog.Int("replayed", len(backlog)))
+	st := stream{b: b, w: w, rc: rc, sub: sub}
+	reason := st.run(ctx, backlog)
+	b.logger.LogAttrs(ctx, slog.LevelDebug, "sse stream closed",
+		slog.String("remote_addr", r.RemoteAddr), slog.String("reason", reason),
+		slog.Uint64("sent", st.sent), slog.Uint64("dropped", st.dropped))
+}
+
+// Shutdown stops accepting streams (ServeHTTP then answers 503), ends every open stream,
+// interrupting writes blocked on a client that does not read where the ResponseWriter
+// supports write deadlines, and waits until every stream has ended. If ctx is done first
+// it returns ctx.Err(). Calling it again waits again.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.done)
+		if len(b.subs) == 0 {
+			close(b.idle)
+		}
+	}
+	now := time.Now()
+	for _, s := range b.subs {
+		// A write may be blocked on a client that does not read: a past deadline makes it
+		// fail. Where deadlines are unsupported the write ends on its own.
+		if s.writing.Load() && s.rc.SetWriteDeadline(now) == nil {
+			s.interrupted = true
+		}
+	}
+	b.mu.Unlock()
+
+	select {
+	case <-b.idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// subscribe registers a stream and, when resume is set, returns the retained events with
+// an id greater than after. Both happen under one lock, so every event is either in the
+// backlog or queued, never both and never neither. ok is false after Shutdown.
+func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume bool) (sub *subscriber, backlog []*event, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, nil, false
+	}
+	sub = &subscriber{
+		idx:  len(b.subs),
+		wake: make(chan struct{}, 1),
+		rc:   rc,
+		q:    newQueue(b.queueSize),
+	}
+	b.subs = append(b.subs, sub)
+	if resume {
+		backlog = b.replay.after(after)
+	}
+	return sub, backlog, true
+}
+
+// unsubscribe removes sub; it is the last thing a subscribed ServeHTTP call does.
+func (b *Broker) unsubscribe(sub *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	last := len(b.subs) - 1
+	moved := b.subs[last]
+	b.subs[sub.idx], moved.idx = moved, sub.idx
+	b.subs[last] = nil
+	b.subs = b.subs[:last]
+	if sub.interrupted {
+		// The stream may have finished its write before the deadline hit: lift the
+		// deadline so that the server can still end the response cleanly. A write that
+		// did fail has already broken the connection for good.
+		_ = sub.rc.SetWriteDeadline(time.Time{})
+	}
+	if b.closed && len(b.subs) == 0 {
+		close(b.idle)
+	}
+}
+
+// next pops the oldest queued event (nil if none) and returns the number of events the
+// queue has dropped so far.
+func (s *subscriber) next() (e *event, dropped uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.pop(), s.q.dropped
+}
+
+// stream writes one subscriber's events; it runs on the ServeHTTP goroutine.
+type stream struct {
+	b       *Broker
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	sub     *subscriber
+	sent    uint64 // published events written
+	dropped uint64 // events the queue dropped
+}
+
+// run writes the stream and returns why it ended.
+func (st *stream) run(ctx context.Context, backlog []*event) (reason string) {
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	st.w.WriteHeader(http.StatusOK)
+	if err := st.write(connectedFrame); err != nil {
+		return failReason(err)
+	}
+	for i, e := range backlog {
+		if err := st.writeEvent(e); err != nil {
+			return failReason(err)
+		}
+		backlog[i] = nil
+	}
+
+	heartbeat := time.NewTimer(st.b.heartbeat)
+	defer heartbeat.Stop()
+	for {
+		for {
+			e, dropped := st.sub.next()
+			if dropped != st.dropped {
+				if st.dropped == 0 {
+					st.b.logger.LogAttrs(ctx, slog.LevelWarn, "sse client too slow: oldest queued events dropped",
+						slog.Uint64("dropped", dropped))
+				}
+				st.dropped = dropped
+			}
+			if e == nil {
+				break
+			}
+			if err := st.writeEvent(e); err != nil {
+				return failReason(err)
+			}
+			heartbeat.Reset(st.b.heartbeat)
+			// A client that keeps up with a busy publisher never empties its queue;
+			// still notice shutdown and disconnection between events.
+			select {
+			case <-ctx.Done():
+				return "client gone"
+			case <-st.b.done:
+				return "shutdown"
+			default:
+			}
+		}
+		select {
+		case <-st.sub.wake:
+		case <-heartbeat.C:
+			if err := st.write(heartbeatFrame); err != nil {
+				return failReason(err)
+			}
+			heartbeat.Reset(st.b.heartbeat)
+		case <-ctx.Done():
+			return "client gone"
+		case <-st.b.done:
+			return "shutdown"
+		}
+	}
+}
+
+// writeEvent writes a published event and flushes it to the client.
+func (st *stream) writeEvent(e *event) error {
+	if err := st.write(e.head, e.data, frameEnd); err != nil {
+		return err
+	}
+	st.sent++
+	return nil
+}
+
+// write writes the parts of one frame and flushes them to the client.
+//
+// The writing flag is raised before checking for shutdown, and Shutdown closes done
+// before reading the flag, so a write that starts during Shutdown is either skipped here
+// or interrupted by Shutdown.
+func (st *stream) write(parts ...[]byte) error {
+	st.sub.writing.Store(true)
+	defer st.sub.writing.Store(false)
+	select {
+	case <-st.b.done:
+		return errShutdown
+	default:
+	}
+	for _, p := range parts {
+		if _, err := st.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return st.rc.Flush()
+}
+
+// errShutdown ends a stream that was about to write when the broker shut down.
+var errShutdown = errors.New("sse: broker shut down")
+
+// canFlush reports whether http.ResponseController.Flush can flush w, following Unwrap
+// the same way.
+func canFlush(w http.ResponseWriter) bool {
+	for {
+		switch t := w.(type) {
+		case interface{ FlushError() error }, http.Flusher:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// writeError answers with a JSON {"detail": msg} body. msg must not need JSON escaping.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(`{"detail":"` + msg + `"}`))
+}
+
+// ring keeps the most recent events, oldest first, for Last-Event-ID replay.
+type ring struct {
+	buf   []*event
+	start int // index of the oldest event
+	n     int
+}
+
+func (r *ring) add(e *event) {
+	if r.n < len(r.buf) {
+		i := r.start + r.n
+		if i >= len(r.buf) {
+			i -= len(r.buf)
+		}
+		r.buf[i] = e
+		r.n++
+		return
+	}
+	r.buf[r.start] = e
+	r.start++
+	if r.start == len(r.buf) {
+		r.start = 0
+	}
+}
+
+func (r *ring) at(i int) *event {
+	i += r.start
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	return r.buf[i]
+}
+
+// after returns a copy of the retained events with an id greater than id, oldest first.
+func (r *ring) after(id uint64) []*event {
+	first := sort.Search(r.n, func(i int) bool { return r.at(i).id > id })
+	if first == r.n {
+		return nil
+	}
+	out := make([]*event, r.n-first)
+	for i := range out {
+		out[i] = r.at(first + i)
+	}
+	return out
+}
+
+// failReason describes, for the log, why a write ended the stream.
+func failReason(err error) string {
+	if errors.Is(err, errShutdown) {
+		return "shutdown"
+	}
+	return "write failed"
+}
