@@ -59,6 +59,7 @@ type Agent struct {
 	surfaces   map[string]SurfaceHandler
 	sdkActions map[string]bool // ids whose handler the SDK provides
 	studioID   string
+	idempotent map[string]bool // actions opted in to the idempotency layer
 }
 
 // NewAgent validates spec and builds the agent. It fails with an error naming

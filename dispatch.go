@@ -154,27 +154,53 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 	}
 	ctx = withAgent(ctx, a)
 	start := time.Now()
-	res, err := callAction(ctx, h, &req)
-	if err != nil {
-		if e, ok := isInputError(err); ok {
-			return nil, e
-		}
-		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
-		return nil, failed
+	exec := func(ctx context.Context) ([]byte, *ActionResult, *Error) {
+		return s.runAction(ctx, h, &req, failed)
 	}
-	if res == nil {
-		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
-		return nil, failed
+	var (
+		raw    []byte
+		res    *ActionResult
+		rpcErr *Error
+	)
+	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
+		raw, res, rpcErr = s.idem.run(ctx, &req, exec)
+	} else {
+		raw, res, rpcErr = exec(ctx)
 	}
-	raw, verr := s.validator.ValidateValue(contracts.ModelActionResult, res)
-	if verr != nil {
-		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return nil, failed
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
 	s.publishEffects(ctx, &req, res)
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
 	return raw, nil
+}
+
+// runAction calls the handler and validates its result.
+func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, failed *Error) ([]byte, *ActionResult, *Error) {
+	res, err := callAction(ctx, h, req)
+	if err != nil {
+		if e, ok := isInputError(err); ok {
+			return nil, nil, e
+		}
+		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
+		return nil, nil, failed
+	}
+	if res == nil {
+		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
+		return nil, nil, failed
+	}
+	if req.IdempotencyKey != "" {
+		if a, ok := AgentFrom(ctx); ok && a.isIdempotent(req.Action) {
+			markStrict(res, req.IdempotencyKey)
+		}
+	}
+	raw, verr := s.validator.ValidateValue(contracts.ModelActionResult, res)
+	if verr != nil {
+		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
+		return nil, nil, failed
+	}
+	return raw, res, nil
 }
 
 func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, res *ActionResult) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/supervaize/supervaizer-go/store"
 )
 
 // Option configures a [Server]. Each option's documentation states its default.
@@ -30,6 +32,7 @@ type config struct {
 	getenv          func(string) string
 	exportEnv       bool
 	studioAttached  bool
+	store           store.Store
 	errs            []error
 }
 
@@ -124,6 +127,14 @@ func WithWorkspaceVerifier(v WorkspaceVerifier) Option { return func(c *config) 
 // WithPrimaryAgent names the agent whose card is served at
 // /.well-known/agent-card.json and /.well-known/agent.json. Default: the first agent.
 func WithPrimaryAgent(slug string) Option { return func(c *config) { c.primary = slug } }
+
+// WithStore sets where state that must survive a restart is kept: idempotency
+// records and rule-checkpoint progress. Use [store.Open] for the embedded
+// durable store, or any implementation of [store.Store] (for example one backed
+// by your database for several instances). The caller closes it. Default: an
+// in-memory store, with a warning at startup that the records do not survive a
+// restart.
+func WithStore(s store.Store) Option { return func(c *config) { c.store = s } }
 
 // WithEnv replaces os.Getenv for every setting read from the environment, and
 // stops the server from exporting generated values (SUPERVAIZER_API_KEY,

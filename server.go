@@ -22,6 +22,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
+	"github.com/supervaize/supervaizer-go/store"
 )
 
 // JSON-RPC methods served on POST /a2a.
@@ -63,6 +64,7 @@ type Server struct {
 	localAuth bool             // local-mode bypass of workspace authorization
 	validator *contracts.Validator
 	broker    *sse.Broker
+	idem      *idempotency
 	router    http.Handler
 
 	cards sync.Map // base URL -> *cardSet
@@ -124,6 +126,12 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if err := s.resolveAuthorization(); err != nil {
 		return nil, err
 	}
+	st := cfg.store
+	if st == nil {
+		st = store.NewMemory()
+		s.logger.Warn("no store configured (WithStore): idempotency records are kept in memory and do not survive a restart")
+	}
+	s.idem = newIdempotency(st, s.logger)
 	s.broker = sse.NewBroker(sse.Options{QueueSize: cfg.sseQueue, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger})
 	s.router = s.routes()
 	for _, a := range agents {

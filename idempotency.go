@@ -1,0 +1,313 @@
+package supervaizer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// The idempotency layer makes job.start (and every action an author opts in
+// with [Agent.Idempotent]) safely retryable (model.md §9): Studio retries after
+// any uncertain outcome with the same idempotency_key and the same identities,
+// and the agent must return the original result and create nothing.
+//
+// Records are scoped by (agent slug, action, idempotency key) and hold the
+// identities (mission_id, job_id), a canonical hash of input and the full
+// original result, in the server's [store.Store]:
+//
+//   - same key + same identities + same input: the stored result, byte for
+//     byte, without calling the handler;
+//   - same key + other input or identities: status "error" with
+//     errors[0].code "idempotency_conflict", without calling the handler;
+//   - concurrent duplicates run the handler once; the others get its result;
+//   - a request without idempotency_key is not deduplicated.
+//
+// A result stored by the layer has replay_safety.strictly_idempotent_response
+// true. A handler that fails (a JSON-RPC error) stores nothing, so a retry runs
+// it again.
+
+// DefaultIdempotencyLease is how long an in-flight record blocks other
+// instances before they may take it over (the original attempt is presumed dead).
+const DefaultIdempotencyLease = 10 * time.Minute
+
+const (
+	recordPending = "pending"
+	recordDone    = "done"
+)
+
+// idemRecord is what the store holds per (agent, action, key).
+type idemRecord struct {
+	State      string          `json:"state"`
+	MissionID  string          `json:"mission_id"`
+	JobID      string          `json:"job_id"`
+	InputHash  string          `json:"input_hash"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	LeaseUntil time.Time       `json:"lease_until,omitzero"`
+	CreatedAt  time.Time       `json:"created_at"`
+}
+
+type idempotency struct {
+	store  store.Store
+	lease  time.Duration
+	now    func() time.Time
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	flights map[string]*flight // in-process attempts, by record key
+}
+
+type flight struct {
+	done chan struct{}
+	raw  []byte
+	res  *ActionResult
+	err  *Error
+}
+
+func newIdempotency(s store.Store, logger *slog.Logger) *idempotency {
+	return &idempotency{store: s, lease: DefaultIdempotencyLease, now: time.Now, logger: logger, flights: map[string]*flight{}}
+}
+
+// Idempotent makes the SDK's idempotency layer apply to the action id, in
+// addition to the agent's job.start action (the setup start_action). It panics
+// when the action is not declared.
+func (a *Agent) Idempotent(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.declaresAction(id) {
+		panic(fmt.Sprintf("supervaizer: Idempotent: action %q is not declared in the registration of agent %q", id, a.slug))
+	}
+	if a.idempotent == nil {
+		a.idempotent = map[string]bool{}
+	}
+	a.idempotent[id] = true
+}
+
+// isIdempotent reports whether the layer applies to the action.
+func (a *Agent) isIdempotent(id string) bool {
+	start := contracts.DefaultStartAction
+	if a.reg != nil && a.reg.JobPolicy.Setup != nil {
+		start = a.reg.JobPolicy.Setup.StartAction
+	}
+	if id == start {
+		return true
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.idempotent[id]
+}
+
+// recordKey builds the store key; long idempotency keys are hashed so every key
+// fits the store's key limit.
+func recordKey(slug, action, key string) string {
+	if len(key) > 128 {
+		d := sha256.Sum256([]byte(key))
+		key = "sha256:" + hex.EncodeToString(d[:])
+	}
+	return store.Key("idempotency", slug, action, key)
+}
+
+// canonicalHash hashes input so that key order and insignificant white space do
+// not matter (map keys are sorted on encoding; numbers keep their literal form).
+func canonicalHash(input json.RawMessage) (string, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", err
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	d := sha256.Sum256(canon)
+	return hex.EncodeToString(d[:]), nil
+}
+
+// run applies the layer around exec, which calls the handler and validates its
+// result. It returns the serialized result to send and the decoded result.
+func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(context.Context) ([]byte, *ActionResult, *Error)) ([]byte, *ActionResult, *Error) {
+	hash, err := canonicalHash(req.Input)
+	if err != nil {
+		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
+	}
+	key := recordKey(req.AgentSlug, req.Action, req.IdempotencyKey)
+
+	l.mu.Lock()
+	if f, ok := l.flights[key]; ok {
+		l.mu.Unlock()
+		return l.await(ctx, f, req, hash)
+	}
+	f := &flight{done: make(chan struct{})}
+	l.flights[key] = f
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.flights, key)
+		l.mu.Unlock()
+		close(f.done)
+	}()
+
+	now := l.now()
+	pending := idemRecord{State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash, CreatedAt: now.UTC(), LeaseUntil: now.Add(l.lease).UTC()}
+	pendingRaw, _ := json.Marshal(pending)
+	existing, stored, err := l.store.PutIfAbsent(ctx, key, pendingRaw)
+	if err != nil {
+		f.err = l.storeFailure(ctx, req, err)
+		return nil, nil, f.err
+	}
+	if !stored {
+		var rec idemRecord
+		if err := json.Unmarshal(existing, &rec); err != nil {
+			f.err = l.storeFailure(ctx, req, fmt.Errorf("decode record: %w", err))
+			return nil, nil, f.err
+		}
+		if conflict := rec.MissionID != req.MissionID || rec.JobID != req.JobID || rec.InputHash != hash; conflict {
+			f.raw, f.res, f.err = conflictResult(req.IdempotencyKey)
+			return f.raw, f.res, f.err
+		}
+		switch {
+		case rec.State == recordDone:
+			f.raw, f.res, f.err = replay(rec.Result)
+			return f.raw, f.res, f.err
+		case now.Before(rec.LeaseUntil):
+			// Another instance is running this start right now.
+			f.raw, f.res, f.err = inProgressResult(req.IdempotencyKey)
+			return f.raw, f.res, f.err
+		}
+		// The original attempt's lease expired: take the record over.
+		swapped, err := l.store.CompareAndSwap(ctx, key, existing, pendingRaw)
+		if err != nil {
+			f.err = l.storeFailure(ctx, req, err)
+			return nil, nil, f.err
+		}
+		if !swapped {
+			f.raw, f.res, f.err = inProgressResult(req.IdempotencyKey)
+			return f.raw, f.res, f.err
+		}
+		l.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency record taken over after its lease expired",
+			slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action))
+	}
+
+	raw, res, rpcErr := exec(ctx)
+	if rpcErr != nil {
+		// Nothing is stored for a failed attempt: a retry runs the handler again.
+		if err := l.store.Delete(context.WithoutCancel(ctx), key); err != nil {
+			l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: release record", slog.String("action", req.Action), slog.Any("error", err))
+		}
+		f.err = rpcErr
+		return nil, nil, rpcErr
+	}
+	done := pending
+	done.State, done.Result, done.LeaseUntil = recordDone, raw, time.Time{}
+	doneRaw, err := json.Marshal(done)
+	if err == nil {
+		var swapped bool
+		swapped, err = l.store.CompareAndSwap(context.WithoutCancel(ctx), key, pendingRaw, doneRaw)
+		if err == nil && !swapped {
+			err = errors.New("the record changed while the handler ran")
+		}
+	}
+	if err != nil {
+		// The handler ran but its result could not be recorded: a retry could run
+		// it twice. Fail loudly rather than answer as if all were well.
+		f.err = l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
+		return nil, nil, f.err
+	}
+	f.raw, f.res = raw, res
+	return raw, res, nil
+}
+
+// await waits for an in-process attempt with the same key.
+func (l *idempotency) await(ctx context.Context, f *flight, req *ActionRequest, hash string) ([]byte, *ActionResult, *Error) {
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: ctx.Err()}
+	}
+	// The first attempt's identities may differ from ours: check the record.
+	rec, found, err := l.store.Get(ctx, recordKey(req.AgentSlug, req.Action, req.IdempotencyKey))
+	if err == nil && found {
+		var r idemRecord
+		if json.Unmarshal(rec, &r) == nil && (r.MissionID != req.MissionID || r.JobID != req.JobID || r.InputHash != hash) {
+			return conflictResult(req.IdempotencyKey)
+		}
+	}
+	if f.err != nil {
+		return nil, nil, f.err
+	}
+	return f.raw, f.res, nil
+}
+
+func (l *idempotency) storeFailure(ctx context.Context, req *ActionRequest, err error) *Error {
+	l.logger.LogAttrs(ctx, slog.LevelError, "idempotency store failed", slog.String("agent_slug", req.AgentSlug),
+		slog.String("action", req.Action), slog.Any("error", err))
+	return &Error{Code: CodeInternalError, Message: "Action handler failed",
+		Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}, Err: err}
+}
+
+func replay(raw json.RawMessage) ([]byte, *ActionResult, *Error) {
+	var res ActionResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
+	}
+	return raw, &res, nil
+}
+
+func strictReplaySafety(key string) *contracts.ReplaySafety {
+	rs := contracts.DefaultReplaySafety()
+	rs.DedupeKeys = []string{key}
+	rs.StrictlyIdempotentResponse = true
+	return &rs
+}
+
+func conflictResult(key string) ([]byte, *ActionResult, *Error) {
+	res := Fail(contracts.ErrorIdempotencyConflict, "idempotency_key %s was already used with a different input or job", key)
+	res.ReplaySafety = strictReplaySafety(key)
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
+	}
+	return raw, res, nil
+}
+
+// ErrorIdempotencyInProgress is the business error of a retry that arrives
+// while another instance holds the record's lease.
+const ErrorIdempotencyInProgress = "idempotency_in_progress"
+
+func inProgressResult(key string) ([]byte, *ActionResult, *Error) {
+	res := Fail(ErrorIdempotencyInProgress, "an attempt with idempotency_key %s is still in progress; retry later with the same key", key)
+	res.ReplaySafety = strictReplaySafety(key)
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
+	}
+	return raw, res, nil
+}
+
+// markStrict sets replay_safety.strictly_idempotent_response on a result the
+// layer will store, keeping the handler's other replay-safety choices.
+func markStrict(res *ActionResult, key string) {
+	if res.ReplaySafety == nil {
+		res.ReplaySafety = strictReplaySafety(key)
+		return
+	}
+	rs := *res.ReplaySafety
+	rs.StrictlyIdempotentResponse = true
+	if len(rs.DedupeKeys) == 0 {
+		rs.DedupeKeys = []string{key}
+	}
+	res.ReplaySafety = &rs
+}

@@ -1,0 +1,179 @@
+package supervaizer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+type idemFixture struct {
+	srv   *sv.Server
+	calls atomic.Int64
+	fail  atomic.Bool
+}
+
+func newIdemFixture(t *testing.T, st store.Store) *idemFixture {
+	t.Helper()
+	reg := mustRegistration(t, sv.RegistrationSpec{
+		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1",
+		Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start", "job.start.preview", "job.stop"),
+	})
+	a, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
+	require.NoError(t, err)
+	opts := []sv.Option{sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true)}
+	if st != nil {
+		opts = append(opts, sv.WithStore(st))
+	}
+	srv, err := sv.NewServer([]*sv.Agent{a}, opts...)
+	require.NoError(t, err)
+	f := &idemFixture{srv: srv}
+	type start struct {
+		TopicID string `json:"topic_id" sv:"nonblank"`
+	}
+	sv.HandleActionFor(srv, "job.start", func(_ context.Context, req *sv.ActionRequest, in start) (*sv.ActionResult, error) {
+		n := f.calls.Add(1)
+		if f.fail.Load() {
+			return nil, errors.New("backend down")
+		}
+		// Each real run creates a new case id: a replay must not.
+		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"topic_id": in.TopicID, "run": n})), nil
+	})
+	srv.HandleAction("job.start.preview", func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
+		return sv.OK(contracts.Effect{Type: "job.start.previewed"}), nil
+	})
+	srv.HandleAction("job.stop", func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
+		f.calls.Add(1)
+		return sv.OK(), nil
+	})
+	return f
+}
+
+func (f *idemFixture) invoke(t *testing.T, action, key, jobID, input string) string {
+	t.Helper()
+	params := map[string]any{
+		"request_id": "r-1", "actor": map[string]any{"user_id": "u-1"}, "workspace": map[string]any{"id": "w-1"},
+		"mission_id": "m-1", "agent_slug": "research-agent", "surface": "job.start", "action": action,
+		"job_id": jobID, "input": json.RawMessage(input),
+	}
+	if key != "" {
+		params["idempotency_key"] = key
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": sv.MethodActionInvoke, "params": params})
+	require.NoError(t, err)
+	r := httptest.NewRequest("POST", "/a2a", strings.NewReader(string(body)))
+	r.Header.Set(sv.HeaderAPIKey, sv.LocalModeAPIKey)
+	w := httptest.NewRecorder()
+	f.srv.ServeHTTP(w, r)
+	require.Equal(t, 200, w.Code)
+	return w.Body.String()
+}
+
+func TestIdempotentJobStart(t *testing.T) {
+	f := newIdemFixture(t, nil)
+	first := f.invoke(t, "job.start", "setup-7f3c", "job-77", `{"topic_id":"battery"}`)
+	assert.Contains(t, first, `"strictly_idempotent_response":true`)
+	assert.Contains(t, first, `"dedupe_keys":["setup-7f3c"]`)
+	assert.Contains(t, first, `"run":1`)
+
+	// Same key, identities and input (other key order and spacing): the original bytes, handler not called.
+	again := f.invoke(t, "job.start", "setup-7f3c", "job-77", `{ "topic_id" : "battery" }`)
+	assert.Equal(t, first, again)
+	assert.EqualValues(t, 1, f.calls.Load())
+
+	// Different input or identities: a conflict result, handler not called.
+	for _, tc := range []struct{ name, job, input string }{
+		{"other input", "job-77", `{"topic_id":"solar"}`},
+		{"other job", "job-78", `{"topic_id":"battery"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := f.invoke(t, "job.start", "setup-7f3c", tc.job, tc.input)
+			assert.Contains(t, res, `"status":"error"`)
+			assert.Contains(t, res, `"errors":[{"code":"idempotency_conflict"`)
+			assert.Contains(t, res, `"strictly_idempotent_response":true`)
+			assert.EqualValues(t, 1, f.calls.Load())
+		})
+	}
+
+	// The preview with the same key is scoped separately and never counts as the start.
+	assert.Contains(t, f.invoke(t, "job.start.preview", "setup-new", "job-9", `{}`), "job.start.previewed")
+	fresh := f.invoke(t, "job.start", "setup-new", "job-9", `{"topic_id":"x"}`)
+	assert.Contains(t, fresh, `"run":2`)
+
+	// Without a key nothing is deduplicated.
+	f.invoke(t, "job.start", "", "job-1", `{"topic_id":"x"}`)
+	f.invoke(t, "job.start", "", "job-1", `{"topic_id":"x"}`)
+	assert.EqualValues(t, 4, f.calls.Load())
+
+	// Actions not opted in are not deduplicated.
+	f.invoke(t, "job.stop", "k", "job-1", `{}`)
+	f.invoke(t, "job.stop", "k", "job-1", `{}`)
+	assert.EqualValues(t, 6, f.calls.Load())
+}
+
+func TestIdempotencyFailedAttemptIsNotRecorded(t *testing.T) {
+	f := newIdemFixture(t, nil)
+	f.fail.Store(true)
+	assert.Contains(t, f.invoke(t, "job.start", "k-1", "job-1", `{"topic_id":"x"}`), `"code":-32603`)
+	f.fail.Store(false)
+	ok := f.invoke(t, "job.start", "k-1", "job-1", `{"topic_id":"x"}`)
+	assert.Contains(t, ok, `"status":"ok"`)
+	assert.EqualValues(t, 2, f.calls.Load(), "the retry after a failure runs the handler again")
+
+	// Invalid input is refused before the layer records anything.
+	assert.Contains(t, f.invoke(t, "job.start", "k-2", "job-2", `{"topic_id":""}`), `"code":-32602`)
+	assert.Contains(t, f.invoke(t, "job.start", "k-2", "job-2", `{"topic_id":"y"}`), `"status":"ok"`)
+}
+
+func TestIdempotencyConcurrentDuplicatesRunOnce(t *testing.T) {
+	f := newIdemFixture(t, nil)
+	const n = 50
+	results := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { results[i] = f.invoke(t, "job.start", "same", "job-1", `{"topic_id":"x"}`) })
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, f.calls.Load())
+	for _, r := range results {
+		assert.Equal(t, results[0], r)
+	}
+}
+
+func TestIdempotencySurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := store.Open(path)
+	require.NoError(t, err)
+	f := newIdemFixture(t, st)
+	first := f.invoke(t, "job.start", "k", "job-1", `{"topic_id":"x"}`)
+	require.NoError(t, st.Close())
+
+	st2, err := store.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st2.Close() })
+	g := newIdemFixture(t, st2)
+	assert.Equal(t, first, g.invoke(t, "job.start", "k", "job-1", `{"topic_id":"x"}`))
+	assert.EqualValues(t, 0, g.calls.Load(), "the restarted controller answers from the durable record")
+}
+
+func TestIdempotentOptIn(t *testing.T) {
+	f := newIdemFixture(t, nil)
+	a, _ := f.srv.Agent("research-agent")
+	a.Idempotent("job.stop")
+	f.invoke(t, "job.stop", "k", "job-1", `{}`)
+	f.invoke(t, "job.stop", "k", "job-1", `{}`)
+	assert.EqualValues(t, 1, f.calls.Load())
+	assert.Panics(t, func() { a.Idempotent("job.nope") })
+}
