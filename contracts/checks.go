@@ -1,6 +1,8 @@
 package contracts
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,7 +19,48 @@ type path []string
 func (p path) key(k string) path { return append(p[:len(p):len(p)], k) }
 func (p path) idx(i int) path    { return append(p[:len(p):len(p)], strconv.Itoa(i)) }
 
-type checks struct{ problems []Problem }
+type checks struct {
+	v        *Validator // validates typed sub-documents that travel as plain objects
+	problems []Problem
+}
+
+// typedPlan validates a typed setup plan against the SetupPlan schema: inside a
+// registration or a result a plan is a plain object to the schema (a map plan
+// passes through unchanged), so the typed plan's own rules are checked here.
+func (c *checks) typedPlan(p *SetupPlan, at path) {
+	if c.v == nil {
+		return
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		c.add(at, "encode", "the setup plan cannot be encoded")
+		return
+	}
+	if err := c.v.validateSchema(ModelSetupPlan, raw); err != nil {
+		var ve *ValidationError
+		if !errors.As(err, &ve) {
+			c.add(at, "schema", "the setup plan cannot be validated")
+			return
+		}
+		for _, pr := range ve.Problems {
+			pr.Loc = append(locOf(at), pr.Loc...)
+			pr.Path = pointer(at) + pr.Path
+			c.problems = append(c.problems, pr)
+		}
+	}
+}
+
+func locOf(at path) []any {
+	loc := make([]any, len(at))
+	for i, s := range at {
+		if n, err := strconv.Atoi(s); err == nil {
+			loc[i] = n
+		} else {
+			loc[i] = s
+		}
+	}
+	return loc
+}
 
 func (c *checks) add(at path, rule, format string, args ...any) {
 	c.problems = append(c.problems, newProblem(at, rule, fmt.Sprintf(format, args...)))
@@ -29,40 +72,44 @@ type checker interface {
 }
 
 // checkValue runs the Go rules of a decoded model value (a pointer).
-func checkValue(v any) []Problem {
+func checkValue(val *Validator, v any) []Problem {
 	ch, ok := v.(checker)
 	if !ok {
 		return nil
 	}
-	var c checks
+	c := checks{v: val}
 	ch.check(&c, path{})
 	return c.problems
 }
 
 func (r *Registration) check(c *checks, at path) {
 	caps := at.key("capabilities")
-	seen := map[string]bool{}
+	first := map[string]int{}
 	for i, d := range r.Capabilities.SurfaceDefinitions {
+		idAt := caps.key("surface_definitions").idx(i).key("id")
 		if !r.Capabilities.HasSurface(d.ID) {
-			c.add(caps.key("surface_definitions").idx(i).key("id"), "declared_surface", "describes undeclared surface %q", d.ID)
+			c.add(idAt, "declared_surface", "describes undeclared surface: the id is not in capabilities.surfaces")
 		}
-		if seen[d.ID] {
-			c.add(caps.key("surface_definitions").idx(i).key("id"), "unique", "describes surface %q twice", d.ID)
+		if j, dup := first[d.ID]; dup {
+			c.add(idAt, "unique", "describes surface twice: same id as surface_definitions/%d", j)
+		} else {
+			first[d.ID] = i
 		}
-		seen[d.ID] = true
 	}
 	if setup := r.JobPolicy.Setup; setup != nil && setup.Plan != nil {
 		planAt := at.key("job_policy").key("setup").key("plan")
 		if setup.Plan.Plan != nil {
+			c.typedPlan(setup.Plan.Plan, planAt)
 			setup.Plan.Plan.check(c, planAt)
 		}
-		for _, id := range setup.Plan.helpActions() {
-			def := r.Capabilities.Action(id)
+		for _, ref := range setup.Plan.helpActions() {
+			refAt := planAt.key("steps").idx(ref.step).key("help_actions").idx(ref.index)
+			def := r.Capabilities.Action(ref.id)
 			switch {
 			case def == nil:
-				c.add(planAt, "help_action", "help action %q is not declared in capabilities.actions", id)
+				c.add(refAt, "help_action", "help action is not declared in capabilities.actions")
 			case !def.IsHelp():
-				c.add(planAt, "help_action", "help action %q must be declared with kind \"help\"", id)
+				c.add(refAt, "help_action", "help action must be declared with kind \"help\"")
 			}
 		}
 	}
@@ -105,6 +152,7 @@ func (r *ActionResult) check(c *checks, at path) {
 		r.JobState.check(c, at.key("job_state"))
 	}
 	if r.SetupPlan != nil && r.SetupPlan.Plan != nil {
+		c.typedPlan(r.SetupPlan.Plan, at.key("setup_plan"))
 		r.SetupPlan.Plan.check(c, at.key("setup_plan"))
 	}
 	if r.DryRun != nil && r.DryRun.CostIncurred != nil {
@@ -113,12 +161,13 @@ func (r *ActionResult) check(c *checks, at path) {
 }
 
 func (p *SetupPlan) check(c *checks, at path) {
-	seen := map[string]bool{}
+	first := map[string]int{}
 	for i, s := range p.Steps {
-		if seen[s.ID] {
-			c.add(at.key("steps").idx(i).key("id"), "unique", "step id %q is used twice", s.ID)
+		if j, dup := first[s.ID]; dup {
+			c.add(at.key("steps").idx(i).key("id"), "unique", "step id is used twice: same id as steps/%d", j)
+		} else {
+			first[s.ID] = i
 		}
-		seen[s.ID] = true
 		checkFieldList(c, at.key("steps").idx(i).key("fields"), s.Fields, FieldString)
 	}
 	if p.CostEstimate != nil {
@@ -149,12 +198,13 @@ func (r *SurfaceRequest) check(c *checks, at path) {
 }
 
 func (b *BillingCatalog) check(c *checks, at path) {
-	seen := map[string]bool{}
+	first := map[string]int{}
 	for i, item := range *b {
-		if seen[item.SKU] {
-			c.add(at.idx(i).key("sku"), "unique", "sku %q is listed twice", item.SKU)
+		if j, dup := first[item.SKU]; dup {
+			c.add(at.idx(i).key("sku"), "unique", "sku is listed twice: same sku as item %d", j)
+		} else {
+			first[item.SKU] = i
 		}
-		seen[item.SKU] = true
 	}
 }
 
@@ -195,7 +245,7 @@ func checkField(c *checks, at path, f *Field, defaultType string, siblings map[s
 		case d.Field == f.ID:
 			c.add(at.key("depends_on").key("field"), "depends_on", "a field cannot depend on itself")
 		case siblings != nil && !siblings[d.Field]:
-			c.add(at.key("depends_on").key("field"), "depends_on", "depends on %q, which is not a sibling field", d.Field)
+			c.add(at.key("depends_on").key("field"), "depends_on", "names no sibling field")
 		}
 	}
 	if len(f.ItemFields) > 0 {
@@ -219,9 +269,16 @@ func checkValidation(c *checks, at path, typ string, v *FieldValidation) {
 	default: // string, text and unknown types
 		allowLength = true
 	}
+	// Name the type only when it is a known one: an unknown type is input text.
+	typeName := "of an unknown type (read as string)"
+	switch typ {
+	case FieldString, FieldText, FieldBoolean, FieldInteger, FieldNumber, FieldDate,
+		FieldSelect, FieldMultiSelect, FieldResourceRef, FieldFile, FieldList:
+		typeName = "of type " + strconv.Quote(typ)
+	}
 	reject := func(key string, set, allowed bool) {
 		if set && !allowed {
-			c.add(va.key(key), "validation_type", "%s does not apply to fields of type %q", key, typ)
+			c.add(va.key(key), "validation_type", "%s does not apply to fields %s", key, typeName)
 		}
 	}
 	reject("min_length", v.MinLength != nil, allowLength)

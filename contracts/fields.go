@@ -257,3 +257,29 @@ type FieldValidation struct {
 	MaxItems  *int     `json:"max_items,omitempty" sv:"minimum=0,nonull"`
 	Message   *string  `json:"message,omitempty" sv:"nonull"`
 }
+
+// UnmarshalJSON implements json.Unmarshaler. It refuses a key that differs from
+// a declared key only in letter case, which encoding/json would otherwise read
+// into the declared field; other unknown keys are ignored.
+func (d *DependsOn) UnmarshalJSON(b []byte) error {
+	type alias DependsOn
+	var v alias
+	if _, err := unmarshalOpen(b, &v); err != nil {
+		return err
+	}
+	*d = DependsOn(v)
+	return nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler. It refuses a key that differs from
+// a declared key only in letter case, which encoding/json would otherwise read
+// into the declared field; other unknown keys are ignored.
+func (v *FieldValidation) UnmarshalJSON(b []byte) error {
+	type alias FieldValidation
+	var a alias
+	if _, err := unmarshalOpen(b, &a); err != nil {
+		return err
+	}
+	*v = FieldValidation(a)
+	return nil
+}

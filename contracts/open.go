@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Extra holds the keys of an open model that its Go type does not declare.
@@ -19,7 +21,7 @@ type Extra map[string]json.RawMessage
 // typeInfo is what the open-model codec needs to know about a struct type.
 type typeInfo struct {
 	declared map[string]struct{} // json keys of the declared fields
-	folded   map[string]string   // lower-cased key -> declared key
+	folded   map[string]string   // case-folded key -> declared key
 	nilSlice []int               // fields whose nil slice is written as []
 	nilMap   []int               // fields whose nil map is written as {}
 }
@@ -39,7 +41,7 @@ func infoOf(t reflect.Type) *typeInfo {
 			continue
 		}
 		ti.declared[name] = struct{}{}
-		ti.folded[strings.ToLower(name)] = name
+		ti.folded[foldKey(name)] = name
 		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
 		if !omit && f.Type.Kind() == reflect.Slice && f.Type != rawMessageType {
 			ti.nilSlice = append(ti.nilSlice, i)
@@ -136,7 +138,7 @@ func unmarshalOpen(data []byte, v any) (Extra, error) {
 		if _, ok := ti.declared[k]; ok {
 			continue
 		}
-		if real, ok := ti.folded[strings.ToLower(k)]; ok {
+		if real, ok := ti.folded[foldKey(k)]; ok {
 			return nil, fmt.Errorf("contracts: key %q differs from %q only in letter case", k, real)
 		}
 		if extra == nil {
@@ -148,4 +150,35 @@ func unmarshalOpen(data []byte, v any) (Extra, error) {
 		return nil, err
 	}
 	return extra, nil
+}
+
+// foldKey folds a key the way encoding/json matches object keys to fields (the
+// folding of bytes.EqualFold): two keys fold alike exactly when encoding/json
+// would read them into the same field. strings.ToLower is not enough: the long s
+// (U+017F) matches "s" and the Kelvin sign (U+212A) matches "k".
+func foldKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			b.WriteByte(byte(r))
+			continue
+		}
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+// foldRune returns the smallest rune of r's case-folding orbit.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
 }

@@ -748,8 +748,10 @@ type WidgetData struct {
 func (WidgetData) extendSchema(s map[string]any) {
 	props := s["properties"].(map[string]any)
 	props["values"] = map[string]any{"type": []string{"array", "object", "null"}, "items": map[string]any{"type": "object"}}
+	// The condition requires mode: an absent mode is "ref", so the "action" and
+	// "inline" rules must not apply to it.
 	mode := func(m string) map[string]any {
-		return map[string]any{"properties": map[string]any{"mode": map[string]any{"const": m}}}
+		return map[string]any{"required": []string{"mode"}, "properties": map[string]any{"mode": map[string]any{"const": m}}}
 	}
 	s["allOf"] = []any{
 		// An absent mode is "ref".

@@ -183,3 +183,23 @@ type VerifiedWorkspaceContext struct {
 
 // LocalModeGrantID is the grant id of the unverified local-mode context.
 const LocalModeGrantID = "local-mode"
+
+// UnmarshalJSON implements json.Unmarshaler. It refuses a key that differs from
+// a declared key only in letter case, which encoding/json would otherwise read
+// into the declared field; other unknown keys are ignored.
+func (c *VerifiedWorkspaceContext) UnmarshalJSON(b []byte) error {
+	type alias VerifiedWorkspaceContext
+	var v alias
+	if _, err := unmarshalOpen(b, &v); err != nil {
+		return err
+	}
+	*c = VerifiedWorkspaceContext(v)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler; nil Scopes are written as [], which the
+// schema requires.
+func (c VerifiedWorkspaceContext) MarshalJSON() ([]byte, error) {
+	type alias VerifiedWorkspaceContext
+	return marshalOpen((*alias)(&c), nil)
+}

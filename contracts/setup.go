@@ -121,35 +121,57 @@ func (p *PlanValue) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// helpActionRef is one entry of a plan step's help_actions: the action id and
+// where it sits (steps/<step>/help_actions/<index>).
+type helpActionRef struct {
+	id          string
+	step, index int
+}
+
 // helpActions returns the help-action ids the plan references, in order.
-func (p *PlanValue) helpActions() []string {
+func (p *PlanValue) helpActions() []helpActionRef {
 	if p == nil {
 		return nil
 	}
-	var ids []string
+	var refs []helpActionRef
 	if p.Plan != nil {
-		for _, s := range p.Plan.Steps {
-			ids = append(ids, s.HelpActions...)
+		for i, s := range p.Plan.Steps {
+			for j, id := range s.HelpActions {
+				refs = append(refs, helpActionRef{id: id, step: i, index: j})
+			}
 		}
-		return ids
+		return refs
 	}
-	var doc struct {
-		Steps []struct {
-			HelpActions []json.RawMessage `json:"help_actions"`
-		} `json:"steps"`
-	}
-	if json.Unmarshal(p.Raw, &doc) != nil {
+	// A plain map is read leniently, one level at a time, so that a malformed
+	// entry does not hide the help actions of the others, and by exact key, as
+	// Studio reads it (encoding/json would also match "Steps" or "HELP_ACTIONS").
+	var steps []json.RawMessage
+	if json.Unmarshal(objectKey(p.Raw, "steps"), &steps) != nil {
 		return nil
 	}
-	for _, s := range doc.Steps {
-		for _, raw := range s.HelpActions {
+	for i, step := range steps {
+		var ids []json.RawMessage
+		if json.Unmarshal(objectKey(step, "help_actions"), &ids) != nil {
+			continue
+		}
+		for j, raw := range ids {
 			var id string
 			if json.Unmarshal(raw, &id) == nil {
-				ids = append(ids, id)
+				refs = append(refs, helpActionRef{id: id, step: i, index: j})
 			}
 		}
 	}
-	return ids
+	return refs
+}
+
+// objectKey returns the value of key in the JSON object obj, or nil when obj is
+// not an object or has no such key.
+func objectKey(obj json.RawMessage, key string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return nil
+	}
+	return m[key]
 }
 
 // Cost-estimate statuses.
@@ -169,8 +191,10 @@ type CostEstimate struct {
 }
 
 func (CostEstimate) extendSchema(s map[string]any) {
+	// The condition requires status: an absent status is reported once, as
+	// missing, not also as breaking both conditional rules.
 	status := func(v string) map[string]any {
-		return map[string]any{"properties": map[string]any{"status": map[string]any{"const": v}}}
+		return map[string]any{"required": []string{"status"}, "properties": map[string]any{"status": map[string]any{"const": v}}}
 	}
 	s["allOf"] = []any{
 		rule("an unknown cost estimate has no unit, min or max", status(CostUnknown), map[string]any{"not": map[string]any{"anyOf": []any{

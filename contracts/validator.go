@@ -253,7 +253,7 @@ func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
 			p.Elem().Set(typed)
 			typed = p.Elem()
 		}
-		if ps := checkValue(typed.Addr().Interface()); len(ps) > 0 {
+		if ps := checkValue(v, typed.Addr().Interface()); len(ps) > 0 {
 			return nil, &ValidationError{Model: m, Problems: ps}
 		}
 		return raw, nil
@@ -277,7 +277,7 @@ func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 	if err := json.Unmarshal(raw, val); err != nil {
 		return nil, &ValidationError{Model: m, Problems: []Problem{{Loc: []any{}, Msg: decodeMessage(err), Type: "decode"}}}
 	}
-	if ps := checkValue(val); len(ps) > 0 {
+	if ps := checkValue(v, val); len(ps) > 0 {
 		return nil, &ValidationError{Model: m, Problems: ps}
 	}
 	return val, nil
@@ -456,9 +456,9 @@ func describeKind(k jsonschema.ErrorKind) (rule, msg string) {
 	case *kind.UniqueItems:
 		return "uniqueItems", fmt.Sprintf("items %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
 	case *kind.Minimum:
-		return "minimum", "less than " + jsonText(k.Want)
+		return "minimum", "less than " + k.Want.RatString()
 	case *kind.Maximum:
-		return "maximum", "greater than " + jsonText(k.Want)
+		return "maximum", "greater than " + k.Want.RatString()
 	case *kind.AdditionalProperties:
 		return "additionalProperties", "unknown properties: " + strings.Join(k.Properties, ", ")
 	case *kind.Not:
