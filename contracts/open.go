@@ -134,22 +134,38 @@ func unmarshalOpen(data []byte, v any) (Extra, error) {
 	}
 	ti := infoOf(reflect.TypeOf(v).Elem())
 	var extra Extra
+	var folded *foldedKeyError
 	for k, val := range raw {
 		if _, ok := ti.declared[k]; ok {
 			continue
 		}
 		if real, ok := ti.folded[foldKey(k)]; ok {
-			return nil, fmt.Errorf("contracts: key %q differs from %q only in letter case", k, real)
+			if folded == nil || k < folded.key { // report the same key on every run
+				folded = &foldedKeyError{key: k, declared: real}
+			}
+			continue
 		}
 		if extra == nil {
 			extra = Extra{}
 		}
 		extra[k] = val
 	}
+	if folded != nil {
+		return nil, folded
+	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, err
 	}
 	return extra, nil
+}
+
+// foldedKeyError reports a key that differs from a declared key only in letter case.
+type foldedKeyError struct{ key, declared string }
+
+func (e *foldedKeyError) Error() string { return "contracts: " + e.message() }
+
+func (e *foldedKeyError) message() string {
+	return fmt.Sprintf("key %q differs from %q only in letter case", e.key, e.declared)
 }
 
 // foldKey folds a key the way encoding/json matches object keys to fields (the

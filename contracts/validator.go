@@ -275,7 +275,7 @@ func (v *Validator) decode(m Model, raw []byte) (any, error) {
 func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 	val := reflect.New(modelTypes[m]).Interface()
 	if err := json.Unmarshal(raw, val); err != nil {
-		return nil, &ValidationError{Model: m, Problems: []Problem{{Loc: []any{}, Msg: decodeMessage(err), Type: "decode"}}}
+		return nil, &ValidationError{Model: m, Problems: []Problem{decodeProblem(raw, err)}}
 	}
 	if ps := checkValue(v, val); len(ps) > 0 {
 		return nil, &ValidationError{Model: m, Problems: ps}
@@ -303,15 +303,60 @@ func (v *Validator) validateSchema(m Model, raw []byte) error {
 	return &ValidationError{Model: m, Problems: problemsOf(ve)}
 }
 
+// decodeProblem is the problem of a document the Go decoder refuses. A key that
+// differs from a declared key only in letter case is located by its path when
+// it occurs once in the document; other failures are reported at the root.
+func decodeProblem(raw []byte, err error) Problem {
+	var fe *foldedKeyError
+	if errors.As(err, &fe) {
+		if loc, ok := findKey(raw, fe.key); ok {
+			return newProblem(loc, "decode", fe.message())
+		}
+	}
+	return Problem{Loc: []any{}, Msg: decodeMessage(err), Type: "decode"}
+}
+
+// findKey returns the location of the only occurrence of key in the JSON
+// document raw; ok is false when it occurs zero or several times.
+func findKey(raw []byte, key string) (loc []string, ok bool) {
+	var doc any
+	if json.Unmarshal(raw, &doc) != nil {
+		return nil, false
+	}
+	var found [][]string
+	var walk func(v any, at []string)
+	walk = func(v any, at []string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				next := append(at[:len(at):len(at)], k)
+				if k == key {
+					found = append(found, next)
+				}
+				walk(child, next)
+			}
+		case []any:
+			for i, child := range v {
+				walk(child, append(at[:len(at):len(at)], strconv.Itoa(i)))
+			}
+		}
+	}
+	walk(doc, nil)
+	if len(found) != 1 {
+		return nil, false
+	}
+	return found[0], true
+}
+
 // decodeMessage keeps the Go decoder's explanation without the input value.
 func decodeMessage(err error) string {
+	var fe *foldedKeyError
+	if errors.As(err, &fe) {
+		return fe.message()
+	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		return "wrong JSON type for " + te.Field
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "only in letter case") {
-		return strings.TrimPrefix(msg, "contracts: ")
 	}
 	return "cannot decode the document"
 }
