@@ -1,0 +1,269 @@
+package testing
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+// The rules AssertConfirmIdempotent checks, as named in its failure messages.
+const (
+	ruleEqual    = `"results equal" (model.md §10 step 3)`
+	ruleNoEffect = `"no new effect" (model.md §10 step 4)`
+	ruleKey      = `"idempotency_key present" (model.md §10, recommended)`
+	ruleStrict   = `"strictly idempotent response" (model.md §10, recommended)`
+	ruleConflict = `"idempotency conflict" (model.md §9 rule 2, recommended)`
+)
+
+// IdempotencyOption turns on an opt-in check of [AssertConfirmIdempotent]
+// (the recommended checks of model.md §10; open-questions item 29).
+type IdempotencyOption func(*idempotencyChecks)
+
+type idempotencyChecks struct {
+	key, strict bool
+	conflict    bool
+	changed     any // the input of the conflict call
+}
+
+// RequireIdempotencyKey checks that the request carries a non-empty
+// idempotency_key.
+func RequireIdempotencyKey() IdempotencyOption {
+	return func(c *idempotencyChecks) { c.key = true }
+}
+
+// RequireStrictlyIdempotent checks that the first result has status "ok" and
+// replay_safety.strictly_idempotent_response true (model.md §9 rule 3).
+func RequireStrictlyIdempotent() IdempotencyOption {
+	return func(c *idempotencyChecks) { c.strict = true }
+}
+
+// ExpectConflict makes a third call with the same request but the input
+// changedInput (encoded with encoding/json; a json.RawMessage is used as is),
+// and checks that it returns status "error" with errors[0].code
+// "idempotency_conflict" (model.md §9 rule 2): a result, not a JSON-RPC error.
+// changedInput must not be JSON-equal to the request's input.
+func ExpectConflict(changedInput any) IdempotencyOption {
+	return func(c *idempotencyChecks) { c.conflict, c.changed = true, changedInput }
+}
+
+// RecommendedChecks turns on every recommended check: [RequireIdempotencyKey],
+// [RequireStrictlyIdempotent] and [ExpectConflict] with changedInput.
+func RecommendedChecks(changedInput any) IdempotencyOption {
+	return func(c *idempotencyChecks) {
+		c.key, c.strict, c.conflict, c.changed = true, true, true, changedInput
+	}
+}
+
+// AssertConfirmIdempotent is the conformance helper of model.md §10 that every
+// agent runs on its job.start handler. It sends req twice through ts's real
+// pipeline (each call with a freshly minted token) and asserts the two required
+// rules: the two results are equal (their JSON as the dispatcher sent it,
+// compared as JSON values), and every effect of the second result is present
+// in the first (counted, so a repeated effect is new). opts add the recommended
+// checks. Each failed rule is reported with t.Errorf, naming the rule and
+// showing the results; it returns whether every check passed.
+func AssertConfirmIdempotent(t testing.TB, ts *TestServer, req contracts.ActionRequest, opts ...IdempotencyOption) bool {
+	t.Helper()
+	var checks idempotencyChecks
+	for _, o := range opts {
+		o(&checks)
+	}
+	ok := true
+	fail := func(rule, format string, args ...any) {
+		t.Helper()
+		t.Errorf("svtest.AssertConfirmIdempotent: rule %s failed: "+format, append([]any{rule}, args...)...)
+		ok = false
+	}
+	if checks.key && strings.TrimSpace(req.IdempotencyKey) == "" {
+		fail(ruleKey, "the request has no idempotency_key (action %q)", req.Action)
+	}
+	ctx := t.Context()
+	r1, err := ts.InvokeRaw(ctx, req)
+	if err != nil {
+		t.Errorf("svtest.AssertConfirmIdempotent: call 1 of action %q failed: %v%s", req.Action, err, errorData(err))
+		return false
+	}
+	r2, err := ts.InvokeRaw(ctx, req)
+	if err != nil {
+		t.Errorf("svtest.AssertConfirmIdempotent: call 2 (the identical retry) of action %q failed: %v%s\n\tresult 1: %s",
+			req.Action, err, errorData(err), r1)
+		return false
+	}
+	if !jsonEqual(r1, r2) {
+		fail(ruleEqual, "the retry returned a different result\n\tresult 1: %s\n\tresult 2: %s", r1, r2)
+	}
+	if added, err := newEffects(r1, r2); err != nil {
+		fail(ruleNoEffect, "%v\n\tresult 1: %s\n\tresult 2: %s", err, r1, r2)
+	} else if len(added) > 0 {
+		fail(ruleNoEffect, "the retry added %d effect(s) absent from result 1: %s\n\tresult 1: %s\n\tresult 2: %s",
+			len(added), strings.Join(added, ", "), r1, r2)
+	}
+	if checks.strict {
+		if msg := strictProblem(r1); msg != "" {
+			fail(ruleStrict, "%s\n\tresult 1: %s", msg, r1)
+		}
+	}
+	if checks.conflict {
+		if msg := conflictProblem(t, ts, req, checks.changed); msg != "" {
+			fail(ruleConflict, "%s", msg)
+		}
+	}
+	return ok
+}
+
+// errorData renders the data of a JSON-RPC error, which names the failed
+// check (for example the workspace_authorization_* code).
+func errorData(err error) string {
+	var e *supervaizer.Error
+	if !errors.As(err, &e) || e.Data == nil {
+		return ""
+	}
+	b, mErr := json.Marshal(e.Data)
+	if mErr != nil {
+		return ""
+	}
+	return " (data: " + string(b) + ")"
+}
+
+// strictProblem checks result 1 for status ok and a strictly idempotent
+// response; it returns "" when they hold.
+func strictProblem(r1 json.RawMessage) string {
+	var res contracts.ActionResult
+	if err := json.Unmarshal(r1, &res); err != nil {
+		return fmt.Sprintf("result 1 cannot be decoded: %v", err)
+	}
+	var problems []string
+	if res.Status != contracts.StatusOK {
+		problems = append(problems, fmt.Sprintf("result 1 has status %q, want %q", res.Status, contracts.StatusOK))
+	}
+	switch {
+	case res.ReplaySafety == nil:
+		problems = append(problems, "result 1 has no replay_safety (want strictly_idempotent_response: true)")
+	case !res.ReplaySafety.StrictlyIdempotentResponse:
+		problems = append(problems, "result 1 has replay_safety.strictly_idempotent_response false, want true")
+	}
+	return strings.Join(problems, "; ")
+}
+
+// conflictProblem makes the third call with the changed input and returns ""
+// when it is an idempotency conflict.
+func conflictProblem(t testing.TB, ts *TestServer, req contracts.ActionRequest, changed any) string {
+	t.Helper()
+	in, err := encodeJSON(changed)
+	if err != nil {
+		return fmt.Sprintf("the changed input cannot be encoded: %v", err)
+	}
+	orig := req.Input
+	if len(orig) == 0 {
+		orig = json.RawMessage("{}")
+	}
+	if jsonEqual(in, orig) {
+		return fmt.Sprintf("the changed input %s is JSON-equal to the request's input: pass a different input to ExpectConflict", in)
+	}
+	req3 := req
+	req3.Input = in
+	r3, err := ts.InvokeRaw(t.Context(), req3)
+	if err != nil {
+		return fmt.Sprintf("call 3 (same idempotency_key %q, changed input %s) must return a result with status %q, got a JSON-RPC error: %v%s",
+			req.IdempotencyKey, in, contracts.StatusError, err, errorData(err))
+	}
+	var res contracts.ActionResult
+	if err := json.Unmarshal(r3, &res); err != nil {
+		return fmt.Sprintf("result 3 cannot be decoded: %v\n\tresult 3: %s", err, r3)
+	}
+	if res.Status != contracts.StatusError || len(res.Errors) == 0 || res.Errors[0].Code != contracts.ErrorIdempotencyConflict {
+		return fmt.Sprintf("call 3 (same idempotency_key %q, changed input %s) must return status %q with errors[0].code %q\n\tresult 3: %s",
+			req.IdempotencyKey, in, contracts.StatusError, contracts.ErrorIdempotencyConflict, r3)
+	}
+	return ""
+}
+
+func encodeJSON(v any) (json.RawMessage, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return nil, fmt.Errorf("invalid JSON %q", raw)
+		}
+		return raw, nil
+	}
+	return json.Marshal(v)
+}
+
+// decodeValue decodes JSON into a generic value, numbers kept as written.
+func decodeValue(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// jsonEqual reports whether a and b are the same JSON value (key order and
+// white space do not matter; numbers compare as written). Invalid JSON is
+// never equal.
+func jsonEqual(a, b []byte) bool {
+	va, errA := decodeValue(a)
+	vb, errB := decodeValue(b)
+	return errA == nil && errB == nil && reflect.DeepEqual(va, vb)
+}
+
+// newEffects returns, in canonical JSON, the effects of r2 that r1 lacks,
+// counting repeats.
+func newEffects(r1, r2 []byte) ([]string, error) {
+	e1, err := canonicalEffects(r1)
+	if err != nil {
+		return nil, fmt.Errorf("result 1: %w", err)
+	}
+	e2, err := canonicalEffects(r2)
+	if err != nil {
+		return nil, fmt.Errorf("result 2: %w", err)
+	}
+	count := make(map[string]int, len(e1))
+	for _, e := range e1 {
+		count[e]++
+	}
+	var added []string
+	for _, e := range e2 {
+		if count[e] > 0 {
+			count[e]--
+			continue
+		}
+		added = append(added, e)
+	}
+	return added, nil
+}
+
+// canonicalEffects returns the effects of a result as canonical JSON (sorted
+// keys, no white space).
+func canonicalEffects(result []byte) ([]string, error) {
+	var r struct {
+		Effects []json.RawMessage `json:"effects"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return nil, fmt.Errorf("cannot read the effects: %w", err)
+	}
+	out := make([]string, len(r.Effects))
+	for i, e := range r.Effects {
+		v, err := decodeValue(e)
+		if err != nil {
+			return nil, fmt.Errorf("effect %d: %w", i, err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("effect %d: %w", i, err)
+		}
+		out[i] = string(b)
+	}
+	return out, nil
+}
