@@ -119,7 +119,11 @@ func (s *Server) resolveAuthorization() error {
 		s.verifier = s.cfg.verifier
 		return nil
 	}
-	v, err := wsauth.New(settings, s.serverID, s, wsauth.WithLogger(s.logger))
+	opts := []wsauth.Option{wsauth.WithLogger(s.logger)}
+	if s.cfg.jwksRefetch != nil {
+		opts = append(opts, wsauth.WithJWKSRefetchInterval(*s.cfg.jwksRefetch))
+	}
+	v, err := wsauth.New(settings, s.serverID, s, opts...)
 	if err != nil {
 		return fmt.Errorf("supervaizer: workspace authorization: %w", err)
 	}

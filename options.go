@@ -1,6 +1,7 @@
 package supervaizer
 
 import (
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,7 +34,12 @@ type config struct {
 	exportEnv       bool
 	studioAttached  bool
 	store           store.Store
+	jwksRefetch     *time.Duration
 	errs            []error
+
+	// Studio account (studio.go, studio_register.go).
+	account       *Account
+	controllerKey *rsa.PrivateKey
 }
 
 func defaultConfig() config {
@@ -119,6 +125,12 @@ func WithWorkspaceAuth(s WorkspaceAuthSettings) Option {
 	return func(c *config) { c.wsAuth = &s }
 }
 
+// WithJWKSRefetchInterval sets how often, at most, an unknown key id makes the
+// built-in verifier fetch the JWKS again (key rotation is picked up on the next
+// fetch). Default: 10 s, so a flood of forged key ids cannot make every request
+// trigger a fetch. Zero or less removes the limit (tests only).
+func WithJWKSRefetchInterval(d time.Duration) Option { return func(c *config) { c.jwksRefetch = &d } }
+
 // WithWorkspaceVerifier replaces the built-in Ed25519 token verifier, for
 // example with a test double. The dispatcher still calls it before any handler
 // lookup, for every action and surface except the three bootstrap ids.
@@ -143,6 +155,32 @@ func WithStore(s store.Store) Option { return func(c *config) { c.store = s } }
 func WithEnv(getenv func(string) string) Option {
 	return func(c *config) { c.getenv, c.exportEnv = getenv, false }
 }
+
+// --- Studio account options (studio_register.go) ---
+
+// WithAccount attaches the controller to Supervaize Studio with the account:
+// Server.Start then posts server.register, validates the handshake and looks
+// up the agents (studio.md §6), and workspace authorization must be enabled.
+// Default: an account built from SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and
+// SUPERVAIZE_WORKSPACE_ID when any of them is set (all three are then
+// required); not attached otherwise. Ignored in local mode.
+func WithAccount(a *Account) Option { return func(c *config) { c.account = a } }
+
+// WithControllerKey sets the controller's RSA key pair (at least 2048 bits);
+// Studio encrypts agent parameters for its public key. Default:
+// SUPERVAIZER_PRIVATE_KEY (PEM, PKCS#8 or PKCS#1), else a new 2048-bit key,
+// exported as SUPERVAIZER_PRIVATE_KEY unless [WithEnv] is used. Only used when
+// attached to Studio.
+func WithControllerKey(k *rsa.PrivateKey) Option {
+	return func(c *config) {
+		if k == nil {
+			c.errs = append(c.errs, errors.New("supervaizer: WithControllerKey(nil)"))
+		}
+		c.controllerKey = k
+	}
+}
+
+// --- end of Studio account options ---
 
 func (c *config) resolve() error {
 	if err := errors.Join(c.errs...); err != nil {

@@ -69,6 +69,8 @@ type Server struct {
 
 	cards sync.Map // base URL -> *cardSet
 
+	studio *studioLink // Studio attachment, nil when not attached (studio_register.go)
+
 	inflight  sync.WaitGroup
 	closing   atomic.Bool
 	startOnce sync.Once
@@ -121,6 +123,10 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	if err := s.resolveKeys(); err != nil {
+		return nil, err
+	}
+	// Studio account, controller key and URI; sets cfg.studioAttached (studio_register.go).
+	if err := s.resolveStudio(); err != nil {
 		return nil, err
 	}
 	if err := s.resolveAuthorization(); err != nil {
@@ -266,10 +272,17 @@ func (s *Server) warnMissingHandlers() {
 	})
 }
 
-// Start finishes the startup sequence before serving: it logs the mode, the key
-// fingerprint and the declared actions without a handler. Call it after
-// registering handlers; [Server.ServeHTTP] calls it on first use otherwise.
+// Start finishes the startup sequence before serving: when attached to Studio
+// it posts server.register, validates the handshake (installing Studio's
+// audience and agent ids) and looks up the agents (studio.md §6), returning
+// the first failure (calling Start again retries); then it logs the mode, the
+// key fingerprint and the declared actions without a handler. Call it after
+// registering handlers and before serving.
 func (s *Server) Start(ctx context.Context) error {
+	// Studio registration, handshake and agent lookup (studio_register.go).
+	if err := s.startStudio(ctx); err != nil {
+		return err
+	}
 	s.startOnce.Do(func() {
 		mode := "attached"
 		if s.cfg.localMode {
@@ -330,7 +343,10 @@ func (s *Server) routes() http.Handler {
 	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.broker.ServeHTTP)
 	if s.cfg.localMode || s.cfg.studioAttached {
 		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", s.serveContract)
+		s.mountDataResources(r) // DataResource REST routes (resources_rest.go)
 	}
+	// Studio registration refresh: 503 when not attached (studio_register.go).
+	r.With(s.requireKey(ScopeWrite)).Post(RegistrationRefreshPath, s.serveRegistrationRefresh)
 	return r
 }
 
