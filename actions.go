@@ -64,12 +64,11 @@ func HandleActionFor[In any](r HandlerRegistry, id string, h func(ctx context.Co
 	}
 	a.HandleAction(id, func(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
 		if ps := iv.Validate(req.Input); len(ps) > 0 {
-			return nil, invalidParams("Invalid Supervaizer v2 action request", ps)
+			return nil, invalidInput(ps)
 		}
 		var in In
 		if err := json.Unmarshal(req.Input, &in); err != nil {
-			return nil, invalidParams("Invalid Supervaizer v2 action request",
-				[]contracts.Problem{{Loc: []any{"input"}, Msg: "cannot be decoded into the input type", Type: "decode", Path: "/input"}})
+			return nil, invalidInput([]contracts.Problem{{Loc: []any{"input"}, Msg: "cannot be decoded into the input type", Type: "decode", Path: "/input"}})
 		}
 		return h(ctx, req, in)
 	})
@@ -80,9 +79,26 @@ func invalidParams(msg string, ps []contracts.Problem) *Error {
 	return &Error{Code: CodeInvalidParams, Message: msg, Data: map[string]any{"errors": ps}}
 }
 
-// inputError marks a -32602 raised by the SDK's typed-input validation, which
-// the dispatcher sends as is (every other handler error becomes -32603).
+// inputError is a -32602 raised by the SDK's own input validation inside a
+// handler it wraps (typed actions, resources, datasets). The dispatcher sends it
+// as is; every other handler error, including an *Error a handler returns,
+// becomes -32603 (controller.md §5.1 step 6).
+type inputError struct{ e *Error }
+
+func (i *inputError) Error() string { return i.e.Message }
+
+// Unwrap exposes the *Error, so CodeOf reports -32602.
+func (i *inputError) Unwrap() error { return i.e }
+
+// invalidInput is the -32602 error of input that breaks the action's input type.
+func invalidInput(ps []contracts.Problem) error {
+	return &inputError{e: invalidParams("Invalid Supervaizer v2 action request", ps)}
+}
+
 func isInputError(err error) (*Error, bool) {
-	e, ok := err.(*Error)
-	return e, ok && e.Code == CodeInvalidParams && e.Data != nil
+	ie, ok := err.(*inputError)
+	if !ok {
+		return nil, false
+	}
+	return ie.e, true
 }

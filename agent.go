@@ -60,6 +60,10 @@ type Agent struct {
 	sdkActions map[string]bool // ids whose handler the SDK provides
 	studioID   string
 	idempotent map[string]bool // actions opted in to the idempotency layer
+	data       dataRegistry    // typed resources, for the DataResource REST routes
+
+	// Rule-checkpoint state over the server's store, set by NewServer (checkpoint.go).
+	checkpoints *checkpointRuntime
 }
 
 // NewAgent validates spec and builds the agent. It fails with an error naming

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
@@ -42,6 +44,11 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Done()
 	if s.closing.Load() {
 		writeDetail(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
+	if s.studio != nil && !s.started.Load() {
+		// Attached to Studio: without the handshake no token could verify.
+		writeDetail(w, http.StatusServiceUnavailable, "controller not started: Server.Start has not registered it with Studio")
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
@@ -93,22 +100,33 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
 		return nil, false
 	}
+	// One allocation when Content-Length is right: the spare byte lets the
+	// read that reports EOF happen without growing the buffer.
 	size := r.ContentLength
 	if size < 0 {
 		size = 512
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size+1))
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
-		} else {
-			writeDetail(w, http.StatusBadRequest, "Could not read the request body")
+	buf := make([]byte, 0, size+1)
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
 		}
-		return nil, false
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, true
+		}
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
+			} else {
+				writeDetail(w, http.StatusBadRequest, "Could not read the request body")
+			}
+			return nil, false
+		}
 	}
-	return buf.Bytes(), true
 }
 
 // innerParams returns params[key] when that key is present, else params itself

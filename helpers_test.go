@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,7 @@ var testActionIDs = []string{
 	"job.sync",                 // echoes what the handler received
 	"job.reject",               // business failure: status "error"
 	"job.empty",                // ok without effects
+	"job.nulls",                // a plain-map result full of nulls
 	"job.bulk",                 // one effect with a message of input.size bytes
 	"job.slow",                 // waits for harness.release or ctx
 	"fail.error",               // returns an error
@@ -109,8 +111,12 @@ var testSurfaceIDs = []string{
 // allTestScopes is every scope the test agent's calls need.
 func allTestScopes() []string {
 	scopes := []string{supervaizer.MethodActionInvoke, supervaizer.MethodSurfaceLoad}
-	scopes = append(scopes, testActionIDs...)
-	return append(scopes, testSurfaceIDs...)
+	for _, id := range slices.Concat(testActionIDs, testSurfaceIDs) {
+		if !slices.Contains(scopes, id) {
+			scopes = append(scopes, id)
+		}
+	}
+	return scopes
 }
 
 // testClaims returns the claims of a token valid for every call of the test
@@ -222,7 +228,7 @@ type harness struct {
 	slowDone    chan error
 
 	mu   sync.Mutex
-	seen []seenCall
+	last *seenCall // the most recent handler call
 }
 
 // harnessConfig tunes newHarness.
@@ -304,7 +310,7 @@ func (h *harness) record(ctx context.Context, c seenCall) {
 		c.agentSlug = a.Slug()
 	}
 	h.mu.Lock()
-	h.seen = append(h.seen, c)
+	h.last = &c
 	h.mu.Unlock()
 }
 
@@ -313,15 +319,22 @@ func (h *harness) lastCall(tb testing.TB) seenCall {
 	tb.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	require.NotEmpty(tb, h.seen, "no handler ran")
-	return h.seen[len(h.seen)-1]
+	require.NotNil(tb, h.last, "no handler ran")
+	return *h.last
 }
 
 // echoData is the effect data of an echoing handler: the request as the handler
-// received it and the workspace context found in ctx.
+// received it, and whether ctx carries the same workspace context.
 func echoData(ctx context.Context, req any) map[string]any {
-	ws, _ := supervaizer.WorkspaceFrom(ctx)
-	return map[string]any{"request": req, "context_workspace": ws}
+	ws, ok := supervaizer.WorkspaceFrom(ctx)
+	var inReq *contracts.VerifiedWorkspaceContext
+	switch r := req.(type) {
+	case *supervaizer.ActionRequest:
+		inReq = r.WorkspaceAuthorization
+	case *supervaizer.SurfaceRequest:
+		inReq = r.WorkspaceAuthorization
+	}
+	return map[string]any{"request": req, "context_has_workspace": ok, "context_matches_request": ws == inReq}
 }
 
 func (h *harness) registerHandlers(a *supervaizer.Agent) {
@@ -348,6 +361,12 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 	act("job.empty", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 		return &supervaizer.ActionResult{Status: contracts.StatusOK}, nil
 	})
+	act("job.nulls", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		return supervaizer.ResultFromMap(map[string]any{
+			"status": "ok", "job_state": nil, "custom": nil,
+			"effects": []any{map[string]any{"type": "job.nulls", "job_id": nil, "external_ref": nil, "data": map[string]any{"kept": nil}}},
+		})
+	})
 	act("job.bulk", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 		var in bulkInput
 		_ = json.Unmarshal(req.Input, &in)
@@ -355,13 +374,13 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 		return supervaizer.OK(supervaizer.Effect{Type: "job.bulk", Message: strings.Repeat("x", in.Size)}), nil
 	})
 	act("job.slow", func(ctx context.Context, _ *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
-		h.slowStarted <- struct{}{}
+		notify(h.slowStarted, struct{}{})
 		select {
 		case <-h.release:
-			h.slowDone <- nil
+			notify(h.slowDone, nil)
 			return supervaizer.OK(supervaizer.Effect{Type: "job.slow.done"}), nil
 		case <-ctx.Done():
-			h.slowDone <- ctx.Err()
+			notify(h.slowDone, ctx.Err())
 			return nil, ctx.Err()
 		}
 	})
@@ -385,10 +404,12 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 		})
 	}
 	surf("job.start", func(ctx context.Context, req *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
-		return supervaizer.NewSurfaceResult(ctx, req.Surface, map[string]any{"kind": "form", "title": "Start a job", "fields": []any{}})
+		return supervaizer.NewSurfaceResult(ctx, req.Surface, map[string]any{"type": "Form", "fields": []any{}, "submit": map[string]any{"action": "job.start", "label": "Start"}})
 	})
 	surf(contracts.BootstrapCreateSurface, func(ctx context.Context, req *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
-		return supervaizer.NewSurfaceResult(ctx, req.Surface, echoData(ctx, req))
+		doc := echoData(ctx, req)
+		doc["type"] = "Configurator" // a document type the SDK does not interpret
+		return supervaizer.NewSurfaceResult(ctx, req.Surface, doc)
 	})
 	surf("surface.nodoc", func(_ context.Context, req *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
 		return &supervaizer.SurfaceResult{Surface: req.Surface}, nil
@@ -399,6 +420,15 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 	surf("surface.fail", func(context.Context, *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
 		return nil, errors.New("secret-surface-failure")
 	})
+}
+
+// notify sends v on ch unless ch is full: observers are optional, and a
+// handler must never block on them (fuzzing may call job.slow many times).
+func notify[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
 }
 
 // rpcCall describes one POST /a2a.
@@ -547,22 +577,33 @@ func (c *sseClient) read() {
 	defer close(c.done)
 	defer close(c.events)
 	r := bufio.NewReader(c.resp.Body)
+	for {
+		ev, err := readSSEEvent(r)
+		if err != nil {
+			return
+		}
+		c.events <- ev
+	}
+}
+
+// readSSEEvent reads the next event the way an EventSource does: LF or CRLF
+// line ends, comment lines ignored, data lines joined with LF.
+func readSSEEvent(r *bufio.Reader) (sseEvent, error) {
 	var ev sseEvent
 	var data []string
 	seen := false
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			return
+			return sseEvent{}, err
 		}
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		switch {
 		case line == "":
 			if seen {
 				ev.Data = strings.Join(data, "\n")
-				c.events <- ev
+				return ev, nil
 			}
-			ev, data, seen = sseEvent{}, nil, false
 		case strings.HasPrefix(line, ":"):
 		default:
 			field, value, _ := strings.Cut(line, ":")

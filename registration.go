@@ -521,6 +521,7 @@ func (b *regBuilder) actionDefinition(a ActionSpec, i int) contracts.ActionDefin
 // afterMerge runs the checks of §6.4 that need the merged action list and that
 // read better with builder paths than with registration paths.
 func (b *regBuilder) afterMerge(reg *contracts.Registration) {
+	b.problems = append(b.problems, dashboardRefProblems(reg)...)
 	if reg.Capabilities.ScheduledStart && !reg.Capabilities.HasAction(contracts.DefaultStartAction) {
 		b.fail("scheduled_start", "scheduled_start requires the action %q (declared or derived from job_policy.setup.start_action)", []any{contracts.DefaultStartAction}, "scheduled_start")
 	}

@@ -357,6 +357,9 @@ func TestBuildRegistrationRules(t *testing.T) {
 		{"ref widget without datasetId", func(s *sv.RegistrationSpec) {
 			s.Dashboards = []contracts.DashboardDefinition{{ID: "x", Label: "X", Widgets: []contracts.Widget{{ID: "w", Title: "W", Data: &contracts.WidgetData{}}}}}
 		}, "/dashboards/0/widgets/0/data/datasetId", "type"},
+		{"ref widget naming an undeclared dataset", func(s *sv.RegistrationSpec) {
+			s.Dashboards = []contracts.DashboardDefinition{{ID: "x", Label: "X", Widgets: []contracts.Widget{{ID: "w", Title: "W", Data: &contracts.WidgetData{DatasetID: new("nope")}}}}}
+		}, "/dashboards/0/widgets/0/data/datasetId", "dataset_ref"},
 		{"action widget without action", func(s *sv.RegistrationSpec) {
 			s.Dashboards = []contracts.DashboardDefinition{{ID: "x", Label: "X", Widgets: []contracts.Widget{{ID: "w", Title: "W", Data: &contracts.WidgetData{Mode: "action"}}}}}
 		}, "/dashboards/0/widgets/0/data/action", "type"},

@@ -71,8 +71,9 @@ type Server struct {
 
 	studio *studioLink // Studio attachment, nil when not attached (studio_register.go)
 
-	inflight  sync.WaitGroup
+	inflight  callTracker // calls in progress; Shutdown waits for them
 	closing   atomic.Bool
+	started   atomic.Bool // Start completed (required before /a2a when attached to Studio)
 	startOnce sync.Once
 	warnOnce  sync.Once
 }
@@ -138,6 +139,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		s.logger.Warn("no store configured (WithStore): idempotency records are kept in memory and do not survive a restart")
 	}
 	s.idem = newIdempotency(st, s.logger)
+	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	s.broker = sse.NewBroker(sse.Options{QueueSize: cfg.sseQueue, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger})
 	s.router = s.routes()
 	for _, a := range agents {
@@ -283,6 +285,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.startStudio(ctx); err != nil {
 		return err
 	}
+	s.started.Store(true)
 	s.startOnce.Do(func() {
 		mode := "attached"
 		if s.cfg.localMode {
@@ -322,6 +325,44 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// callTracker counts the calls in progress. Unlike sync.WaitGroup, calls may
+// keep starting while Wait waits: requests still arrive during Shutdown (they
+// are then refused), and a WaitGroup forbids an Add from zero concurrent with
+// Wait. The zero value is ready to use.
+type callTracker struct {
+	mu   sync.Mutex
+	n    int
+	cond *sync.Cond // signalled when n drops to zero
+}
+
+// Add adds delta to the count of calls in progress.
+func (t *callTracker) Add(delta int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n += delta
+	if t.n < 0 {
+		panic("supervaizer: negative count of calls in progress")
+	}
+	if t.n == 0 && t.cond != nil {
+		t.cond.Broadcast()
+	}
+}
+
+// Done ends one call.
+func (t *callTracker) Done() { t.Add(-1) }
+
+// Wait blocks until no call is in progress.
+func (t *callTracker) Wait() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cond == nil {
+		t.cond = sync.NewCond(&t.mu)
+	}
+	for t.n > 0 {
+		t.cond.Wait()
 	}
 }
 

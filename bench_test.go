@@ -1,0 +1,89 @@
+package supervaizer_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+)
+
+// newBenchServer serves the research agent with a typed job.start action and
+// a job.start surface, and nothing that records calls.
+func newBenchServer(b *testing.B, local bool) *supervaizer.Server {
+	b.Helper()
+	opts := []supervaizer.Option{
+		supervaizer.WithEnv(emptyEnv),
+		supervaizer.WithServerID(testServerID),
+		supervaizer.WithAPIKey(testWriteKey, supervaizer.ScopeWrite),
+	}
+	if local {
+		opts = append(opts, supervaizer.WithLocalMode(true))
+	} else {
+		opts = append(opts, supervaizer.WithWorkspaceAuth(testWorkspaceAuth()))
+	}
+	a := newTestAgent(b, testAgentName)
+	if err := a.LinkStudioAgent(testStudioAgentID); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{a}, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	supervaizer.HandleActionFor(srv, "job.start", func(_ context.Context, req *supervaizer.ActionRequest, in jobStartInput) (*supervaizer.ActionResult, error) {
+		return supervaizer.OK(supervaizer.JobStarted(req.JobID, map[string]any{"topic_id": in.TopicID})), nil
+	})
+	doc := map[string]any{"type": "Form", "fields": []any{}, "submit": map[string]any{"action": "job.start", "label": "Start"}}
+	srv.HandleSurface("job.start", func(ctx context.Context, req *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
+		return supervaizer.NewSurfaceResult(ctx, req.Surface, doc)
+	})
+	return srv
+}
+
+// benchServe runs body through ServeHTTP b.N times and checks each answer.
+func benchServe(b *testing.B, srv *supervaizer.Server, body []byte, token string) {
+	b.Helper()
+	serve := func() {
+		r := httptest.NewRequest(http.MethodPost, "/a2a", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(supervaizer.HeaderAPIKey, testWriteKey)
+		if token != "" {
+			r.Header.Set(supervaizer.HeaderWorkspaceAuthorization, token)
+		}
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		if w.Code != http.StatusOK || !bytes.Contains(w.Body.Bytes(), []byte(`"result"`)) {
+			b.Fatalf("HTTP %d: %s", w.Code, w.Body)
+		}
+	}
+	serve() // warm up: the token is verified once, then served from the cache
+	b.ReportAllocs()
+	for b.Loop() {
+		serve()
+	}
+}
+
+// BenchmarkServeInvoke measures one typed action through the whole pipeline: API
+// key, envelope, request model, workspace token (cache hit), input
+// validation, handler, result validation, SSE publish, response.
+func BenchmarkServeInvoke(b *testing.B) {
+	srv := newBenchServer(b, false)
+	body := rpcBody(b, "rpc-1", supervaizer.MethodActionInvoke, map[string]any{"action_request": actionParams("job.start", nil)})
+	benchServe(b, srv, body, "Bearer "+validToken(b))
+}
+
+// BenchmarkServeInvokeLocal is BenchmarkServeInvoke in local mode, without a token.
+func BenchmarkServeInvokeLocal(b *testing.B) {
+	srv := newBenchServer(b, true)
+	body := rpcBody(b, "rpc-1", supervaizer.MethodActionInvoke, map[string]any{"action_request": actionParams("job.start", nil)})
+	benchServe(b, srv, body, "")
+}
+
+// BenchmarkServeSurfaceLoad measures one surface load with a verified token.
+func BenchmarkServeSurfaceLoad(b *testing.B) {
+	srv := newBenchServer(b, false)
+	body := rpcBody(b, "rpc-1", supervaizer.MethodSurfaceLoad, map[string]any{"surface_request": surfaceParams("job.start", nil)})
+	benchServe(b, srv, body, "Bearer "+validToken(b))
+}

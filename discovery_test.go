@@ -1,0 +1,255 @@
+package supervaizer_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+)
+
+// a2aSchemaFiles are the A2A JSON Schemas every card must satisfy, read from
+// <repository root>/../shared/schemas/a2a (never copied into the repository).
+var a2aSchemaFiles = []string{"a2a-0.2.6.schema.json", "a2a-0.3.0.schema.json"}
+
+// loadAgentCardSchemas compiles #/definitions/AgentCard of each A2A schema.
+var loadAgentCardSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*jsonschema.Schema{}
+	for _, name := range a2aSchemaFiles {
+		path := filepath.Join(root, "..", "shared", "schemas", "a2a", name)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("the A2A schema %s is required by the card tests: %w", path, err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", path, err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource(path, doc); err != nil {
+			return nil, fmt.Errorf("add %s: %w", path, err)
+		}
+		s, err := c.Compile(path + "#/definitions/AgentCard")
+		if err != nil {
+			return nil, fmt.Errorf("compile %s#/definitions/AgentCard: %w", path, err)
+		}
+		out[name] = s
+	}
+	return out, nil
+})
+
+// moduleRoot walks up from the working directory to the directory of go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// assertValidAgentCard validates a card against both A2A schemas.
+func assertValidAgentCard(tb testing.TB, card []byte) {
+	tb.Helper()
+	schemas, err := loadAgentCardSchemas()
+	require.NoError(tb, err) // a missing schema fails the test; it is never skipped
+	for _, name := range a2aSchemaFiles {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(card))
+		require.NoError(tb, err)
+		assert.NoError(tb, schemas[name].Validate(inst), "the card must be a valid %s AgentCard", name)
+	}
+}
+
+// httpGet fetches path from ts and returns the status, headers and body.
+func httpGet(tb testing.TB, client *http.Client, url string) (int, http.Header, []byte) {
+	tb.Helper()
+	resp, err := client.Get(url)
+	require.NoError(tb, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(tb, err)
+	return resp.StatusCode, resp.Header, body
+}
+
+func TestAgentCardsOverHTTP(t *testing.T) {
+	h := newHarness(t)
+	ts, client := newHTTPServer(t, h.srv)
+
+	status, header, body := httpGet(t, client, ts.URL+"/.well-known/agents.json")
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "application/json", header.Get("Content-Type"))
+	versioned := ts.URL + "/.well-known/agents/v1.0.0/research-agent_agent.json"
+	assert.JSONEq(t, `{"schema_version":"a2a_2023_v1","agents":[{"name":"Research Agent",
+		"description":"Turns a question into a sourced brief.","developer":"Supervaize","version":"1.0.0",
+		"agent_card_url":"`+versioned+`"}]}`, string(body))
+
+	status, header, card := httpGet(t, client, versioned)
+	require.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "application/json", header.Get("Content-Type"))
+	assert.Less(t, len(card), 1<<20, "a card stays under 1 MiB")
+	assertValidAgentCard(t, card)
+
+	var c struct {
+		Name               string `json:"name"`
+		Version            string `json:"version"`
+		URL                string `json:"url"`
+		ProtocolVersion    string `json:"protocolVersion"`
+		PreferredTransport string `json:"preferredTransport"`
+		Skills             []struct {
+			ID string `json:"id"`
+		} `json:"skills"`
+		Supervaizer struct {
+			V2 json.RawMessage `json:"v2"`
+		} `json:"supervaizer"`
+	}
+	require.NoError(t, json.Unmarshal(card, &c))
+	assert.Equal(t, testAgentName, c.Name)
+	assert.Equal(t, testAgentVersion, c.Version)
+	assert.Equal(t, ts.URL+"/a2a", c.URL)
+	assert.Equal(t, "JSONRPC", c.PreferredTransport)
+	assert.NotEmpty(t, c.ProtocolVersion)
+	assert.JSONEq(t, string(h.agent.RegistrationJSON()), string(c.Supervaizer.V2), "supervaizer.v2 is the registration")
+	var skills []string
+	for _, s := range c.Skills {
+		skills = append(skills, s.ID)
+	}
+	var declared []string
+	for _, a := range h.agent.Registration().Capabilities.Actions {
+		declared = append(declared, a.ID)
+	}
+	assert.ElementsMatch(t, declared, skills, "one skill per declared action")
+
+	for _, path := range []string{
+		"/.well-known/agents/research-agent_agent.json",
+		"/.well-known/agent-card.json",
+		"/.well-known/agent.json",
+	} {
+		status, _, same := httpGet(t, client, ts.URL+path)
+		assert.Equal(t, http.StatusOK, status, path)
+		assert.Equal(t, string(card), string(same), "%s serves the same card", path)
+	}
+
+	for _, path := range []string{
+		"/.well-known/agents/nobody_agent.json",
+		"/.well-known/agents/v1.0.0/nobody_agent.json",
+		"/.well-known/agents/v2.0.0/research-agent_agent.json",
+		"/.well-known/agents/1.0.0/research-agent_agent.json",
+		"/.well-known/agents/v1.0.0/research-agent_agent.json/x",
+		"/.well-known/agents/v1.0.0/x/research-agent_agent.json",
+		"/.well-known/agents/research-agent.json",
+		"/.well-known/agents/Research-Agent_agent.json",
+		"/.well-known/agents/",
+		"/.well-known/agents/_agent.json",
+	} {
+		status, _, body := httpGet(t, client, ts.URL+path)
+		assert.Equal(t, http.StatusNotFound, status, path)
+		assert.JSONEq(t, `{"detail":"Not Found"}`, string(body), path)
+	}
+}
+
+func TestAgentCardsUsePublicURL(t *testing.T) {
+	h := newHarness(t, withServerOptions(supervaizer.WithPublicURL("https://research.example.com/")))
+	w := httptest.NewRecorder()
+	h.srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://internal:8080/.well-known/agents.json", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `"agent_card_url":"https://research.example.com/.well-known/agents/v1.0.0/research-agent_agent.json"`)
+
+	w = httptest.NewRecorder()
+	h.srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://internal:8080/.well-known/agent-card.json", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	var c struct {
+		URL string `json:"url"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c))
+	assert.Equal(t, "https://research.example.com/a2a", c.URL)
+	assertValidAgentCard(t, w.Body.Bytes())
+}
+
+func TestAgentCardsSeveralAgents(t *testing.T) {
+	research, billing := newTestAgent(t, testAgentName), newTestAgent(t, "Billing Agent")
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{research, billing}, supervaizer.WithEnv(emptyEnv),
+		supervaizer.WithServerID(testServerID), supervaizer.WithPrimaryAgent("billing-agent"))
+	require.NoError(t, err)
+	ts, client := newHTTPServer(t, srv)
+
+	status, _, body := httpGet(t, client, ts.URL+"/.well-known/agents.json")
+	require.Equal(t, http.StatusOK, status)
+	var list struct {
+		Agents []struct {
+			Name         string `json:"name"`
+			AgentCardURL string `json:"agent_card_url"`
+		} `json:"agents"`
+	}
+	require.NoError(t, json.Unmarshal(body, &list))
+	require.Len(t, list.Agents, 2)
+	for i, slug := range []string{"research-agent", "billing-agent"} {
+		assert.Equal(t, ts.URL+"/.well-known/agents/v1.0.0/"+slug+"_agent.json", list.Agents[i].AgentCardURL)
+		status, _, card := httpGet(t, client, list.Agents[i].AgentCardURL)
+		require.Equal(t, http.StatusOK, status)
+		assertValidAgentCard(t, card)
+	}
+	_, _, primary := httpGet(t, client, ts.URL+"/.well-known/agent-card.json")
+	_, _, billingCard := httpGet(t, client, ts.URL+"/.well-known/agents/billing-agent_agent.json")
+	assert.Equal(t, string(billingCard), string(primary), "the primary agent is the one named by WithPrimaryAgent")
+}
+
+func TestHealthDocument(t *testing.T) {
+	h := newHarness(t)
+	unlinked := newTestAgent(t, "Billing Agent")
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{h.agent, unlinked}, supervaizer.WithEnv(emptyEnv), supervaizer.WithServerID(testServerID))
+	require.NoError(t, err)
+
+	before := time.Now().UTC().Truncate(time.Microsecond)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/health", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &doc))
+	assert.Equal(t, "a2a_2023_v1", doc["schema_version"])
+	assert.Equal(t, "operational", doc["status"])
+	ts, ok := doc["timestamp"].(string)
+	require.True(t, ok)
+	assert.Regexp(t, `^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$`, ts)
+	stamp, err := time.Parse("2006-01-02T15:04:05.000000-07:00", ts)
+	require.NoError(t, err)
+	assert.False(t, stamp.Before(before))
+	assert.WithinDuration(t, time.Now(), stamp, time.Minute)
+
+	stats := map[string]any{"total_jobs": 0.0, "completed_jobs": 0.0, "failed_jobs": 0.0, "in_progress_jobs": 0.0, "success_rate": 100.0}
+	assert.Equal(t, map[string]any{
+		testLegacyAgentID: map[string]any{
+			"agent_id": testLegacyAgentID, "agent_server_id": testStudioAgentID, "name": testAgentName,
+			"status": "available", "version": testAgentVersion, "statistics": stats,
+		},
+		unlinked.ID(): map[string]any{
+			"agent_id": unlinked.ID(), "agent_server_id": nil, "name": "Billing Agent",
+			"status": "available", "version": testAgentVersion, "statistics": stats,
+		},
+	}, doc["agents"])
+}

@@ -1,0 +1,571 @@
+package supervaizer
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+// Imports (resource.<id>.import and POST …/data/<name>/import/) are
+// described at ImportBatch.
+
+// Defaults of [ImportLimits].
+const (
+	DefaultImportMaxBytes = 5 << 20 // 5 MiB
+	DefaultImportMaxRows  = 10_000
+)
+
+// maxReportedRowErrors bounds the row errors listed in one answer; the rest
+// are counted in a final too_many_errors entry.
+const maxReportedRowErrors = 1000
+
+// Codes of an [ImportRowError].
+const (
+	ImportCodeRequired      = "required"         // an empty cell in a required column
+	ImportCodeType          = "type"             // a cell that is not of the column type
+	ImportCodeFieldCount    = "field_count"      // a row with more or fewer cells than the header
+	ImportCodeMissingColumn = "missing_column"   // a required column absent from the header (row 0)
+	ImportCodeDuplicate     = "duplicate_column" // a column named twice in the header (row 0)
+	ImportCodeMalformed     = "malformed_csv"    // the CSV cannot be parsed from this row on
+	ImportCodeEncoding      = "encoding"         // the file is not UTF-8 (row 0)
+	ImportCodeEmpty         = "empty_file"       // no header row (row 0)
+	ImportCodeTooManyErrors = "too_many_errors"  // more row errors than are listed (row 0)
+)
+
+// ImportLimits bounds an uploaded import file. A zero field takes its
+// default. On POST /a2a the content also travels inside the JSON-RPC body,
+// bounded by [WithMaxBodyBytes] (base64 content is a third larger than the
+// file).
+type ImportLimits struct {
+	MaxBytes int64 // largest file, in bytes; default DefaultImportMaxBytes
+	MaxRows  int   // most data rows; default DefaultImportMaxRows
+}
+
+// resolved fills the defaults; negative limits are a setup error.
+func (l ImportLimits) resolved() (ImportLimits, error) {
+	if l.MaxBytes < 0 || l.MaxRows < 0 {
+		return l, fmt.Errorf("ImportLimits must not be negative (MaxBytes %d, MaxRows %d)", l.MaxBytes, l.MaxRows)
+	}
+	if l.MaxBytes == 0 {
+		l.MaxBytes = DefaultImportMaxBytes
+	}
+	if l.MaxRows == 0 {
+		l.MaxRows = DefaultImportMaxRows
+	}
+	return l, nil
+}
+
+// ImportRowError is one problem of an imported file. Row is the 1-based data
+// row (header excluded), 0 for the file as a whole; Column is the column id,
+// when one is concerned. Message never quotes the cell.
+type ImportRowError struct {
+	Row     int    `json:"row"`
+	Column  string `json:"column,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error returns "row N, column C: message".
+func (e ImportRowError) Error() string {
+	s := "row " + strconv.Itoa(e.Row)
+	if e.Column != "" {
+		s += ", column " + e.Column
+	}
+	return s + ": " + e.Message
+}
+
+// ImportBatch is the checked content of an import, handed to Resource.Import.
+//
+// An import reads a CSV file and checks it against the columns of the
+// resource's ResourceImport document before any author code sees a row. Only
+// CSV is read: no well-kept pure-Go XLSX reader is a dependency of this
+// module, so an XLSX upload is answered with [ErrorUnsupportedImportFormat]
+// (HTTP 415) asking for CSV. On POST /a2a the input is
+//
+//	{"format"?: "csv", "content": string, "encoding"?: "text"|"base64", "fields"?: object}
+//
+// where content is the file itself (encoding "text", the default) or its
+// base64 (standard alphabet, padding optional) and fields holds the values of
+// the document's contextual fields; on the REST route the body is the file
+// (Content-Type text/csv) and the fields are query parameters.
+//
+// The file: UTF-8 text (a leading byte-order mark is ignored), CSV as
+// encoding/csv reads it, a header row first. A header cell names a column by
+// its id or, ignoring case, by its id or label; other header cells are
+// ignored. Cells are trimmed; an empty cell is an absent value; records whose
+// cells are all empty are skipped. Cell types: string (the default, and any
+// type the SDK does not check), integer (base 10, 64-bit), number (decimal,
+// finite), boolean (true/false, yes/no, 1/0, any case), date (YYYY-MM-DD).
+// Sizes are bounded by [ImportLimits].
+//
+// Row numbers are 1-based data rows: row 1 is the first record after the
+// header, and every record counts, including the skipped all-empty ones (for
+// a spreadsheet export, data row n is sheet row n+1). An empty line is not a
+// record (encoding/csv skips it), so it is not counted. Row 0 is the file as
+// a whole (header, encoding, size).
+//
+// By default an import is all or nothing: any row error answers a status
+// "error" result (HTTP 422) with [ErrorImportRejected] then one entry per row
+// error (code, "row N, column C: message", field = column, row), and Import
+// is not called. With Resource.PartialImport, Import receives the rows that
+// passed and the others' errors in Errors. File errors (encoding, header,
+// missing required column, malformed CSV, size) always refuse the whole file.
+type ImportBatch[T any] struct {
+	Items  []T            // the rows that passed the checks, decoded, in file order
+	Rows   []int          // Rows[i] is the data row number of Items[i]
+	Fields map[string]any // the values of the document's contextual fields, checked
+	// Errors lists the rows left out; set only with Resource.PartialImport.
+	Errors []ImportRowError
+}
+
+// ImportReport is what Resource.Import returns; it becomes the
+// resource.imported effect (model.md §15).
+type ImportReport[T any] struct {
+	Items   []T              // the items created or updated, echoed to Studio
+	Count   int              // items imported; 0 means len(Items)
+	Errors  []ImportRowError // rows the agent refused on business rules
+	Gaps    []map[string]any // what the import could not fill (agent vocabulary)
+	Summary map[string]any   // free-form summary Studio shows
+	JobID   string           // the job the import changed, if any
+	Case    map[string]any   // the case the import created or changed, if any
+	// JobState is returned as the result's top-level job_state when the import
+	// changed an existing job; Studio treats it like a job.sync result.
+	JobState *contracts.JobState
+}
+
+// importFile is an uploaded import, whatever the transport.
+type importFile struct {
+	format string         // "csv" or what the caller named
+	data   []byte         // the file bytes
+	fields map[string]any // contextual field values
+}
+
+// importOutcome is the effect and job state of an applied import.
+type importOutcome struct {
+	effect   Effect
+	jobState *contracts.JobState
+}
+
+// importInput reads the input of an import action:
+//
+//	{"format"?: "csv", "content": string, "encoding"?: "text"|"base64", "fields"?: object}
+//
+// content is the file itself (encoding "text", the default) or its base64
+// (standard alphabet, padding optional); fields holds the values of the
+// ResourceImport document's contextual fields.
+func (in *inputReader) importInput() importFile {
+	f := importFile{format: in.str("format", false), fields: in.objectValue("fields")}
+	content := in.str("content", false)
+	if _, ok := in.present("content"); !ok {
+		in.fail("content", "required", "missing property")
+	}
+	switch enc := in.str("encoding", false); enc {
+	case "", "text":
+		f.data = []byte(content)
+	case a2ui.EncodingBase64:
+		b, err := base64.StdEncoding.DecodeString(content)
+		if err != nil {
+			if b, err = base64.RawStdEncoding.DecodeString(content); err != nil {
+				in.fail("content", "base64", "is not valid base64")
+			}
+		}
+		f.data = b
+	default:
+		in.fail("encoding", "enum", `must be "text" or "base64"`)
+	}
+	return f
+}
+
+// checkImportDocument validates the ResourceImport document of resource id
+// and returns a copy the SDK keeps.
+func checkImportDocument(id string, doc *a2ui.ResourceImport) (*contracts.ResourceImportDocument, error) {
+	if doc == nil {
+		return nil, errors.New("Import is set without ImportDocument (the ResourceImport document whose columns rows are checked against)")
+	}
+	if err := doc.Validate(); err != nil {
+		return nil, fmt.Errorf("ImportDocument: %w", err)
+	}
+	if doc.Resource != id {
+		return nil, fmt.Errorf("ImportDocument is for resource %q, not %q", doc.Resource, id)
+	}
+	c := contracts.ResourceImportDocument(*doc)
+	if !c.AcceptsCSV() {
+		return nil, errors.New("ImportDocument must accept csv: the SDK reads CSV files only (no XLSX reader)")
+	}
+	c.Columns = slices.Clone(c.Columns)
+	c.Fields = slices.Clone(c.Fields)
+	c.AcceptedFormats = slices.Clone(c.AcceptedFormats)
+	return &c, nil
+}
+
+// importFunc returns the type-erased import of resource b: format, size and
+// contextual-field checks, the CSV checks, decoding into T, then f, all or
+// nothing unless b.partial.
+func importFunc[T any](b *resourceBinding, f func(context.Context, ResourceContext, ImportBatch[T]) (ImportReport[T], error)) func(context.Context, ResourceContext, importFile) (*importOutcome, error) {
+	return func(ctx context.Context, rc ResourceContext, file importFile) (*importOutcome, error) {
+		if oe := checkImportFormat(file.format); oe != nil {
+			return nil, oe
+		}
+		if int64(len(file.data)) > b.limits.MaxBytes {
+			return nil, tooLarge(fmt.Sprintf("the file is larger than %d bytes", b.limits.MaxBytes))
+		}
+		if fes := a2ui.ValidateValues(b.importFields, file.fields); len(fes) > 0 {
+			errs := make([]contracts.ResultError, len(fes))
+			for i, fe := range fes {
+				errs[i] = contracts.ResultError{Code: fe.Code, Message: fe.Message, Field: "fields." + fe.Field}
+			}
+			return nil, &opError{status: http.StatusUnprocessableEntity, detail: "Invalid import fields", errs: errs}
+		}
+		parsed, oe := parseImportCSV(b.importDoc.Columns, file.data, b.limits.MaxRows)
+		if oe != nil {
+			return nil, oe
+		}
+		batch := ImportBatch[T]{Fields: file.fields, Items: make([]T, 0, len(parsed.rows)), Rows: make([]int, 0, len(parsed.rows))}
+		rowErrs := parsed.errs
+		for i, row := range parsed.rows {
+			item, err := decodeRow[T](row)
+			if err != nil {
+				rowErrs = append(rowErrs, ImportRowError{Row: parsed.nums[i], Code: ImportCodeType, Message: "cannot be decoded into the item type"})
+				continue
+			}
+			batch.Items = append(batch.Items, item)
+			batch.Rows = append(batch.Rows, parsed.nums[i])
+		}
+		slices.SortStableFunc(rowErrs, func(x, y ImportRowError) int { return x.Row - y.Row })
+		if len(rowErrs) > 0 && !b.partial {
+			return nil, importRejected(rowErrs, parsed.more)
+		}
+		if len(rowErrs) > 0 {
+			batch.Errors = rowErrs
+		}
+		rep, err := f(ctx, rc, batch)
+		if err != nil {
+			return nil, err
+		}
+		items, err := itemsToObjects(rep.Items)
+		if err != nil {
+			return nil, err
+		}
+		count := rep.Count
+		if count == 0 {
+			count = len(rep.Items)
+		}
+		all := append(slices.Clip(batch.Errors), rep.Errors...)
+		return &importOutcome{jobState: rep.JobState, effect: Effect{
+			Type: effectResourceImported, Resource: b.def.ID, JobID: rep.JobID, Count: &count,
+			Items: items, Errors: rowErrorObjects(all, parsed.more), Gaps: rep.Gaps, Summary: rep.Summary, Case: rep.Case,
+		}}, nil
+	}
+}
+
+// decodeRow decodes a checked row into T through its JSON form.
+func decodeRow[T any](row map[string]any) (T, error) {
+	var item T
+	raw, err := json.Marshal(row)
+	if err != nil {
+		return item, err
+	}
+	err = json.Unmarshal(raw, &item)
+	return item, err
+}
+
+// checkImportFormat accepts "csv" (the default) only.
+func checkImportFormat(format string) *opError {
+	switch f := strings.ToLower(strings.TrimSpace(format)); f {
+	case "", contracts.ImportFormatCSV:
+		return nil
+	case contracts.ImportFormatXLSX:
+		return unsupportedFormat("XLSX files are not supported by this SDK: upload the file as CSV")
+	default:
+		return unsupportedFormat("unsupported import format: only csv is accepted")
+	}
+}
+
+func unsupportedFormat(msg string) *opError {
+	return &opError{status: http.StatusUnsupportedMediaType, detail: msg,
+		errs: []contracts.ResultError{{Code: ErrorUnsupportedImportFormat, Message: msg}}}
+}
+
+func tooLarge(msg string) *opError {
+	return &opError{status: http.StatusRequestEntityTooLarge, detail: "Import file too large: " + msg,
+		errs: []contracts.ResultError{{Code: ErrorImportTooLarge, Message: msg}}}
+}
+
+// importRejected is the all-or-nothing refusal: one import_rejected entry,
+// then each row error (code, "row N: message", field = column, row).
+func importRejected(rowErrs []ImportRowError, more int) *opError {
+	n := len(rowErrs) + more
+	detail := fmt.Sprintf("Import rejected: %d row error(s), nothing was applied", n)
+	errs := []contracts.ResultError{{Code: ErrorImportRejected, Message: detail}}
+	for _, e := range rowErrs {
+		errs = append(errs, rowResultError(e))
+	}
+	if more > 0 {
+		errs = append(errs, rowResultError(tooManyErrors(more)))
+	}
+	return &opError{status: http.StatusUnprocessableEntity, detail: detail, errs: errs}
+}
+
+func tooManyErrors(more int) ImportRowError {
+	return ImportRowError{Code: ImportCodeTooManyErrors, Message: fmt.Sprintf("%d more row error(s) not listed", more)}
+}
+
+func rowResultError(e ImportRowError) contracts.ResultError {
+	return contracts.ResultError{Code: e.Code, Message: e.Error(), Field: e.Column,
+		Extra: contracts.Extra{"row": json.RawMessage(strconv.Itoa(e.Row))}}
+}
+
+// rowErrorObjects returns the row errors as the objects of an effect's errors.
+func rowErrorObjects(errs []ImportRowError, more int) []map[string]any {
+	if more > 0 {
+		errs = append(slices.Clip(errs), tooManyErrors(more))
+	}
+	out := make([]map[string]any, len(errs))
+	for i, e := range errs {
+		m := map[string]any{"row": e.Row, "code": e.Code, "message": e.Message}
+		if e.Column != "" {
+			m["column"] = e.Column
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// parsedImport is a CSV file checked against the columns.
+type parsedImport struct {
+	rows []map[string]any // the rows that passed, keyed by column id
+	nums []int            // their data row numbers
+	errs []ImportRowError // row errors, at most maxReportedRowErrors
+	more int              // row errors beyond those listed
+}
+
+func (p *parsedImport) add(e ImportRowError) {
+	if len(p.errs) < maxReportedRowErrors {
+		p.errs = append(p.errs, e)
+	} else {
+		p.more++
+	}
+}
+
+// fileError is a refusal of the whole file (row 0 or a malformed row),
+// whatever the partial-import setting.
+func fileError(errs ...ImportRowError) *opError { return importRejected(errs, 0) }
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// parseImportCSV checks data against columns: header, then every row. File
+// problems (encoding, header, missing required columns, malformed CSV, too
+// many rows) are an *opError; row problems are listed in the result.
+func parseImportCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*parsedImport, *opError) {
+	if !utf8.Valid(data) {
+		return nil, fileError(ImportRowError{Code: ImportCodeEncoding, Message: "the file is not UTF-8 text"})
+	}
+	r := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, utf8BOM)))
+	r.FieldsPerRecord = -1 // checked per row, to report the row instead of stopping
+	r.ReuseRecord = true
+	header, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, fileError(ImportRowError{Code: ImportCodeEmpty, Message: "the file has no header row"})
+	}
+	if err != nil {
+		return nil, fileError(ImportRowError{Code: ImportCodeMalformed, Message: "the header row is not valid CSV: " + csvReason(err)})
+	}
+	pos, oe := mapHeader(columns, header)
+	if oe != nil {
+		return nil, oe
+	}
+	width := len(header)
+	p := &parsedImport{}
+	for n := 1; ; n++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fileError(ImportRowError{Row: n, Code: ImportCodeMalformed, Message: "not valid CSV: " + csvReason(err)})
+		}
+		if n > maxRows {
+			return nil, tooLarge(fmt.Sprintf("the file has more than %d data rows", maxRows))
+		}
+		if blankRecord(rec) {
+			continue
+		}
+		if len(rec) != width {
+			p.add(ImportRowError{Row: n, Code: ImportCodeFieldCount, Message: fmt.Sprintf("has %d cells, the header has %d", len(rec), width)})
+			continue
+		}
+		row, ok := make(map[string]any, len(columns)), true
+		for i, col := range columns {
+			at := pos[i]
+			if at < 0 {
+				continue
+			}
+			cell := strings.TrimSpace(rec[at])
+			if cell == "" {
+				if col.Required {
+					p.add(ImportRowError{Row: n, Column: col.ID, Code: ImportCodeRequired, Message: "is required"})
+					ok = false
+				}
+				continue
+			}
+			v, msg := convertCell(col.Type, cell)
+			if msg != "" {
+				p.add(ImportRowError{Row: n, Column: col.ID, Code: ImportCodeType, Message: msg})
+				ok = false
+				continue
+			}
+			row[col.ID] = v
+		}
+		if ok {
+			p.rows = append(p.rows, row)
+			p.nums = append(p.nums, n)
+		}
+	}
+	return p, nil
+}
+
+// mapHeader returns, for each column, the index of its header cell (-1 when
+// absent). A cell names a column by exact id, else by id or label ignoring
+// case. Missing required columns and columns named twice refuse the file.
+func mapHeader(columns []contracts.ImportColumn, header []string) ([]int, *opError) {
+	pos := make([]int, len(columns))
+	for i := range pos {
+		pos[i] = -1
+	}
+	var errs []ImportRowError
+	for h, cell := range header {
+		cell = strings.TrimSpace(cell)
+		if cell == "" {
+			continue
+		}
+		i := slices.IndexFunc(columns, func(c contracts.ImportColumn) bool { return c.ID == cell })
+		if i < 0 {
+			i = slices.IndexFunc(columns, func(c contracts.ImportColumn) bool {
+				return strings.EqualFold(c.ID, cell) || (c.Label != "" && strings.EqualFold(strings.TrimSpace(c.Label), cell))
+			})
+		}
+		if i < 0 {
+			continue // a column the document does not declare: ignored
+		}
+		if pos[i] >= 0 {
+			errs = append(errs, ImportRowError{Column: columns[i].ID, Code: ImportCodeDuplicate, Message: "the header names this column twice"})
+			continue
+		}
+		pos[i] = h
+	}
+	for i, c := range columns {
+		if c.Required && pos[i] < 0 {
+			errs = append(errs, ImportRowError{Column: c.ID, Code: ImportCodeMissingColumn, Message: "required column missing from the header"})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fileError(errs...)
+	}
+	return pos, nil
+}
+
+func blankRecord(rec []string) bool {
+	for _, c := range rec {
+		if strings.TrimSpace(c) != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// csvReason is the parse failure without its position (rows are numbered
+// by the caller) and without any cell content.
+func csvReason(err error) string {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return "unreadable"
+}
+
+// convertCell converts a trimmed, non-empty cell to the column type. It
+// returns the value, or a message when the cell is not of the type.
+func convertCell(typ, s string) (any, string) {
+	switch typ {
+	case contracts.FieldInteger:
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, "must be an integer"
+		}
+		return v, ""
+	case contracts.FieldNumber:
+		if !decimalNumber(s) {
+			return nil, "must be a number"
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(v, 0) {
+			return nil, "must be a finite number"
+		}
+		return v, ""
+	case contracts.FieldBoolean:
+		switch strings.ToLower(s) {
+		case "true", "yes", "1":
+			return true, ""
+		case "false", "no", "0":
+			return false, ""
+		}
+		return nil, "must be true or false"
+	case contracts.FieldDate:
+		if _, err := time.Parse(time.DateOnly, s); err != nil || len(s) != len(time.DateOnly) {
+			return nil, "must be a date (YYYY-MM-DD)"
+		}
+		return s, ""
+	}
+	return s, ""
+}
+
+// decimalNumber reports whether s is [+-]digits[.digits][e[+-]digits] with at
+// least one digit before the exponent: no hexadecimal, no Inf or NaN, no
+// digit separators, which strconv.ParseFloat would accept.
+func decimalNumber(s string) bool {
+	i, n := 0, len(s)
+	if i < n && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := 0
+	for ; i < n && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if i < n && s[i] == '.' {
+		for i++; i < n && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < n && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < n && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		exp := 0
+		for ; i < n && s[i] >= '0' && s[i] <= '9'; i++ {
+			exp++
+		}
+		if exp == 0 {
+			return false
+		}
+	}
+	return i == n
+}
