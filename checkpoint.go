@@ -1,0 +1,854 @@
+package supervaizer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// Rule checkpoints (checkpoints.md) let an agent guard an external effect with
+// Studio decisions taken before and after it. The pieces:
+//
+//   - [RuleCheckpointGate], built from a governed job.start request, posts
+//     checkpoints for one job of one agent;
+//   - [RunGuardedStep] runs one guarded effect (an occurrence) in the
+//     normative order of checkpoints.md §6.1;
+//   - [RecoverGuardedStep] finishes an occurrence whose after checkpoint was
+//     lost (§8);
+//   - the SDK handler of rule.checkpoint.resume delivers paused decisions (§7).
+//
+// Progress is kept in the server's [store.Store] (see [WithStore]), so that a
+// restart never replays an uncertain external effect.
+
+// Rule-checkpoint decision statuses (checkpoints.md §5).
+const (
+	CheckpointAllow = "allow" // proceed
+	CheckpointPause = "pause" // wait for rule.checkpoint.resume
+	CheckpointStop  = "stop"  // do not proceed
+)
+
+// RuleCheckpointsPath is the Studio endpoint of checkpoint calls, relative to
+// the account's API URL (not to the workspace API base).
+const RuleCheckpointsPath = "/api/v1/rule-checkpoints/"
+
+// HeaderRuleCheckpointToken carries the snapshot's checkpoint token on
+// checkpoint calls.
+const HeaderRuleCheckpointToken = "X-Rule-Checkpoint-Token"
+
+// RuleSnapshotVersion is the only rule_snapshot version this SDK accepts.
+const RuleSnapshotVersion = 1
+
+// Errors of the rule-checkpoint helpers (checkpoints.md §9). Test them with
+// errors.Is; [BlockedError], [RecoveryRequiredError] and
+// [CheckpointRequestError] carry the details (errors.As).
+var (
+	// ErrBlocked: Studio decided something other than allow.
+	ErrBlocked = errors.New("supervaizer: rule checkpoint blocked")
+	// ErrRecoveryRequired: the occurrence cannot run as asked; see
+	// [RecoverGuardedStep].
+	ErrRecoveryRequired = errors.New("supervaizer: rule checkpoint recovery required")
+	// ErrInvalidCheckpointState: invalid input or persisted state (no
+	// snapshot, case owned by another agent, context changed on retry,
+	// snapshot hash mismatch in a Studio response, …).
+	ErrInvalidCheckpointState = errors.New("supervaizer: invalid rule checkpoint state")
+	// ErrCheckpointRequestFailed: the checkpoint call failed (transport error,
+	// non-2xx status or unreadable answer).
+	ErrCheckpointRequestFailed = errors.New("supervaizer: rule checkpoint request failed")
+)
+
+// invalidState returns an error wrapping ErrInvalidCheckpointState.
+func invalidState(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidCheckpointState, fmt.Sprintf(format, args...))
+}
+
+// RuleCheckpointResponse is Studio's answer to a checkpoint call
+// (RuleCheckpointResponse, checkpoints.md §4).
+type RuleCheckpointResponse struct {
+	CheckpointID string `json:"checkpoint_id"`
+	Status       string `json:"status"` // allow, pause or stop
+	SnapshotHash string `json:"snapshot_hash"`
+	InputHash    string `json:"input_hash"`
+}
+
+// BlockedError is returned when a checkpoint decision is not allow: the effect
+// did not run (phase before) or the step did not advance (phase after).
+// errors.Is(err, ErrBlocked) is true.
+type BlockedError struct {
+	OccurrenceID string
+	Phase        string                 // before or after
+	Status       string                 // the final decision, normally stop
+	DecisionID   string                 // set when the decision came through rule.checkpoint.resume
+	Response     RuleCheckpointResponse // Studio's answer to the checkpoint call
+}
+
+// Error names the occurrence, the phase and the decision.
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("supervaizer: rule checkpoint blocked: occurrence %q, phase %s, decision %s (checkpoint %s)",
+		e.OccurrenceID, e.Phase, e.Status, e.Response.CheckpointID)
+}
+
+// Is reports whether target is ErrBlocked.
+func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
+
+// RecoveryRequiredError is returned when an occurrence cannot run as asked: it
+// is already claimed, active in this process, has a started effect without a
+// recorded outcome, is not ready to recover, or its advancement is ambiguous.
+// errors.Is(err, ErrRecoveryRequired) is true.
+type RecoveryRequiredError struct {
+	OccurrenceID string
+	Reason       string // e.g. "occurrence already claimed", "occurrence active"
+	// EffectStarted and EffectCompleted describe the persisted effect: a
+	// started effect without completion has an unknown outcome, which the
+	// agent must establish before [RecoverGuardedStep] with ConfirmEffect.
+	EffectStarted, EffectCompleted bool
+}
+
+// Error names the occurrence and the reason.
+func (e *RecoveryRequiredError) Error() string {
+	return fmt.Sprintf("supervaizer: rule checkpoint recovery required: %s (occurrence %q)", e.Reason, e.OccurrenceID)
+}
+
+// Is reports whether target is ErrRecoveryRequired.
+func (e *RecoveryRequiredError) Is(target error) bool { return target == ErrRecoveryRequired }
+
+// Reasons of a RecoveryRequiredError.
+const (
+	reasonClaimed   = "occurrence already claimed"
+	reasonActive    = "occurrence active"
+	reasonStarted   = "effect started without a recorded outcome"
+	reasonNotReady  = "not ready to recover"
+	reasonAmbiguous = "advancement is ambiguous"
+)
+
+// CheckpointRequestError is a failed checkpoint call. errors.Is(err,
+// ErrCheckpointRequestFailed) is true. No credential appears in it.
+type CheckpointRequestError struct {
+	StatusCode int    // HTTP status; 0 when no answer was received
+	Body       string // start of the error answer, secrets masked
+	Err        error  // the transport failure or decoding problem, secrets masked
+}
+
+// Error describes the failure.
+func (e *CheckpointRequestError) Error() string {
+	msg := "supervaizer: rule checkpoint request failed"
+	if e.StatusCode != 0 {
+		msg += fmt.Sprintf(": HTTP %d", e.StatusCode)
+	}
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *CheckpointRequestError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCheckpointRequestFailed.
+func (e *CheckpointRequestError) Is(target error) bool { return target == ErrCheckpointRequestFailed }
+
+// checkpointToken is the snapshot's checkpoint credential. It redacts itself
+// in fmt output (every verb), logs and JSON; only the Studio call reads it.
+type checkpointToken string
+
+func (checkpointToken) String() string                      { return redacted }
+func (checkpointToken) GoString() string                    { return `"` + redacted + `"` }
+func (checkpointToken) LogValue() slog.Value                { return slog.StringValue(redacted) }
+func (checkpointToken) MarshalJSON() ([]byte, error)        { return []byte(`"` + redacted + `"`), nil }
+func (checkpointToken) MarshalText() ([]byte, error)        { return []byte(redacted), nil }
+func (checkpointToken) Format(f fmt.State, verb rune)       { _, _ = io.WriteString(f, redacted) }
+func (t checkpointToken) reveal() string                    { return string(t) }
+func (t checkpointToken) appearsIn(b []byte) bool           { return appearsIn(b, string(t)) }
+func (checkpointToken) AppendText(b []byte) ([]byte, error) { return append(b, redacted...), nil }
+
+// appearsIn reports whether secret occurs in b, raw or JSON-escaped.
+func appearsIn(b []byte, secret string) bool {
+	if secret == "" {
+		return false
+	}
+	if bytes.Contains(b, []byte(secret)) {
+		return true
+	}
+	q, err := json.Marshal(secret)
+	return err == nil && bytes.Contains(b, q[1:len(q)-1])
+}
+
+// ruleSnapshot is what the SDK keeps of input.rule_snapshot: its hash and
+// token. checkpoint_url is validated and dropped (checkpoints.md §4). The
+// token is held by a closure, which reflection-based printing (fmt of a
+// struct that embeds a gate, even with a bad verb) cannot reach.
+type ruleSnapshot struct {
+	hash  string
+	token func() checkpointToken
+}
+
+// parseRuleSnapshot reads input.rule_snapshot of a job start. Its errors never
+// quote the input.
+func parseRuleSnapshot(input json.RawMessage) (*ruleSnapshot, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(input, &in); err != nil || in == nil {
+		return nil, invalidState("governed job requires rule_snapshot (the job start input is not an object)")
+	}
+	raw, ok := in["rule_snapshot"]
+	if !ok || isJSONNull(raw) {
+		return nil, invalidState("governed job requires rule_snapshot")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, invalidState("rule_snapshot must be an object")
+	}
+	str := func(key string) (string, error) {
+		v, ok := fields[key]
+		if !ok {
+			return "", invalidState("rule_snapshot.%s is required", key)
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", invalidState("rule_snapshot.%s must be a string", key)
+		}
+		return s, nil
+	}
+	hash, err := str("hash")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(hash) == "" {
+		return nil, invalidState("rule_snapshot.hash must not be blank")
+	}
+	if _, err := str("checkpoint_url"); err != nil { // required, never used
+		return nil, err
+	}
+	v, ok := fields["version"]
+	if !ok {
+		return nil, invalidState("rule_snapshot.version is required")
+	}
+	if string(bytes.TrimSpace(v)) != "1" {
+		return nil, invalidState("rule_snapshot.version must be %d", RuleSnapshotVersion)
+	}
+	token, err := str("checkpoint_token")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(token) == "" || !headerSafe(token) {
+		return nil, invalidState("rule_snapshot.checkpoint_token must be non-blank printable ASCII")
+	}
+	return &ruleSnapshot{hash: hash, token: func() checkpointToken { return checkpointToken(token) }}, nil
+}
+
+func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+// RuleCheckpointGate posts rule checkpoints for one governed job of one agent
+// (checkpoints.md §3). Build it with [NewRuleCheckpointGate] from the job.start
+// request; use it with [RunGuardedStep] and [RecoverGuardedStep]. It holds the
+// job's rule snapshot, which it never logs or prints (fmt, slog), and is
+// immutable and safe for concurrent use.
+type RuleCheckpointGate struct {
+	agent      *Agent
+	account    *Account
+	jobID      string
+	snapshot   *ruleSnapshot // behind a pointer: reflection-based printing shows an address
+	secretRefs []string
+}
+
+// GateOption configures [NewRuleCheckpointGate].
+type GateOption func(*gateConfig)
+
+type gateConfig struct {
+	secretRefs []string
+	refsSet    bool
+}
+
+// WithSecretRefs sets the business-secret paths copied into every checkpoint
+// request. Each must start with job.fields., case.metadata., step.payload. or
+// context.; a path the agent's capability does not declare is logged as a
+// warning. Default: the capability's declared secret_refs.
+func WithSecretRefs(paths ...string) GateOption {
+	return func(c *gateConfig) { c.secretRefs, c.refsSet = slices.Clone(paths), true }
+}
+
+// secretRefPrefixes are the allowed beginnings of a secret path (registration.md §14).
+var secretRefPrefixes = []string{"job.fields.", "case.metadata.", "step.payload.", "context."}
+
+// NewRuleCheckpointGate builds the gate of the governed job started by req
+// (the v2 job.start request): it reads the opaque input.rule_snapshot (hash,
+// version 1, checkpoint_token; checkpoint_url is ignored) and binds the gate
+// to req's agent, which must be agent. Checkpoints are posted with account
+// (its API URL and headers) and nothing else from the snapshot. It fails with
+// an error wrapping [ErrInvalidCheckpointState] when the snapshot is missing
+// or invalid, when req names another agent or no job, when agent does not
+// declare capabilities.rule_checkpoints, or when a secret path is invalid; an
+// error never quotes the token.
+func NewRuleCheckpointGate(agent *Agent, account *Account, req *ActionRequest, opts ...GateOption) (*RuleCheckpointGate, error) {
+	switch {
+	case agent == nil:
+		return nil, invalidState("NewRuleCheckpointGate needs the agent")
+	case account == nil:
+		return nil, invalidState("rule checkpoints need a Studio account")
+	case req == nil:
+		return nil, invalidState("NewRuleCheckpointGate needs the job start request")
+	case strings.TrimSpace(req.AgentSlug) == "":
+		return nil, invalidState("the job start request names no agent_slug")
+	case req.AgentSlug != agent.Slug():
+		return nil, invalidState("the job start request is for agent %q, not %q", req.AgentSlug, agent.Slug())
+	case strings.TrimSpace(req.JobID) == "":
+		return nil, invalidState("the job start request has no job_id")
+	}
+	capability := agent.ruleCheckpointCapability()
+	if capability == nil {
+		return nil, invalidState("agent %q does not declare capabilities.rule_checkpoints", agent.Slug())
+	}
+	snap, err := parseRuleSnapshot(req.Input)
+	if err != nil {
+		return nil, err
+	}
+	var cfg gateConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	refs := slices.Clone(capability.SecretRefs)
+	if cfg.refsSet {
+		refs = cfg.secretRefs
+	}
+	if refs == nil {
+		refs = []string{}
+	}
+	logger := agent.checkpointLogger(account)
+	for _, p := range refs {
+		if !slices.ContainsFunc(secretRefPrefixes, func(prefix string) bool { return strings.HasPrefix(p, prefix) }) {
+			return nil, invalidState("invalid path %q in secret_refs: it must start with one of %s", p, strings.Join(secretRefPrefixes, ", "))
+		}
+		if !slices.Contains(capability.SecretRefs, p) {
+			logger.Warn("rule checkpoint gate uses a secret path not declared in capabilities.rule_checkpoints.secret_refs",
+				slog.String("agent_slug", agent.Slug()), slog.String("path", p))
+		}
+	}
+	return &RuleCheckpointGate{agent: agent, account: account, jobID: req.JobID, snapshot: snap, secretRefs: refs}, nil
+}
+
+// AgentSlug returns the slug of the agent the gate belongs to.
+func (g RuleCheckpointGate) AgentSlug() string { return g.agent.Slug() }
+
+// JobID returns the governed job's id.
+func (g RuleCheckpointGate) JobID() string { return g.jobID }
+
+// SnapshotHash returns the rule snapshot's hash, echoed in every checkpoint.
+func (g RuleCheckpointGate) SnapshotHash() string { return g.snapshot.hash }
+
+// SecretRefs returns the secret paths sent with every checkpoint.
+func (g RuleCheckpointGate) SecretRefs() []string { return slices.Clone(g.secretRefs) }
+
+// String describes the gate without its snapshot.
+func (g RuleCheckpointGate) String() string {
+	return fmt.Sprintf("RuleCheckpointGate(agent %s, job %s)", g.agent.Slug(), g.jobID)
+}
+
+// GoString describes the gate without its snapshot.
+func (g RuleCheckpointGate) GoString() string { return g.String() }
+
+// Format implements fmt.Formatter: every verb prints [RuleCheckpointGate.String],
+// so that no verb reaches the snapshot or the account.
+func (g RuleCheckpointGate) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, g.String()) }
+
+// LogValue implements slog.LogValuer: the agent and the job, never the snapshot.
+func (g RuleCheckpointGate) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("agent_slug", g.agent.Slug()), slog.String("job_id", g.jobID))
+}
+
+// encodeContext marshals a checkpoint context (nil is {}) and returns it with
+// its canonical hash. A context that carries the snapshot token is refused:
+// the snapshot never enters business context (checkpoints.md §2).
+func (g RuleCheckpointGate) encodeContext(what string, c map[string]any) (json.RawMessage, string, error) {
+	if c == nil {
+		c = map[string]any{}
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, "", invalidState("%s cannot be encoded as JSON: %v", what, err)
+	}
+	if g.snapshot.token().appearsIn(raw) {
+		return nil, "", invalidState("%s contains the rule snapshot's checkpoint token", what)
+	}
+	hash, err := canonicalHash(raw)
+	if err != nil {
+		return nil, "", invalidState("%s cannot be hashed: %v", what, err)
+	}
+	return raw, hash, nil
+}
+
+// ruleCheckpointRequest is the body of a checkpoint call (checkpoints.md §4).
+type ruleCheckpointRequest struct {
+	OccurrenceID string          `json:"occurrence_id"`
+	Phase        string          `json:"phase"`
+	SnapshotHash string          `json:"snapshot_hash"`
+	JobID        string          `json:"job_id"`
+	CaseID       string          `json:"case_id"`
+	StepID       string          `json:"step_id"`
+	Context      json.RawMessage `json:"context"`
+	SecretRefs   []string        `json:"secret_refs"`
+}
+
+// check posts one checkpoint and validates the answer.
+func (g RuleCheckpointGate) check(ctx context.Context, body ruleCheckpointRequest) (RuleCheckpointResponse, error) {
+	body.SnapshotHash, body.SecretRefs = g.snapshot.hash, g.secretRefs
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return RuleCheckpointResponse{}, invalidState("encode the checkpoint request: %v", err)
+	}
+	raw, err := g.account.postRuleCheckpoint(ctx, g.snapshot.token(), payload)
+	if err != nil {
+		return RuleCheckpointResponse{}, err
+	}
+	return decodeCheckpointResponse(raw, g.snapshot.hash)
+}
+
+// decodeCheckpointResponse validates Studio's answer: a checkpoint id, a known
+// status and the gate's snapshot hash.
+func decodeCheckpointResponse(raw []byte, snapshotHash string) (RuleCheckpointResponse, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: errors.New("the answer is not a JSON object")}
+	}
+	var resp RuleCheckpointResponse
+	for _, f := range []struct {
+		key      string
+		dst      *string
+		required bool
+	}{
+		{"checkpoint_id", &resp.CheckpointID, true},
+		{"status", &resp.Status, true},
+		{"snapshot_hash", &resp.SnapshotHash, true},
+		{"input_hash", &resp.InputHash, false},
+	} {
+		v, ok := fields[f.key]
+		if !ok || isJSONNull(v) {
+			if f.required {
+				return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("the answer has no %s", f.key)}
+			}
+			continue
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("the answer's %s is not a string", f.key)}
+		}
+	}
+	if strings.TrimSpace(resp.CheckpointID) == "" {
+		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: errors.New("the answer's checkpoint_id is blank")}
+	}
+	switch resp.Status {
+	case CheckpointAllow, CheckpointPause, CheckpointStop:
+	default:
+		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("unknown decision status %q", truncateRunes(resp.Status, 40))}
+	}
+	if resp.SnapshotHash != snapshotHash {
+		return RuleCheckpointResponse{}, invalidState("the checkpoint answer's snapshot_hash does not match the gate's snapshot")
+	}
+	return resp, nil
+}
+
+// truncateRunes cuts s to at most n runes.
+func truncateRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i] + "…"
+		}
+		n--
+	}
+	return s
+}
+
+// postRuleCheckpoint posts a checkpoint to {api_url}/api/v1/rule-checkpoints/
+// with the account headers and the snapshot token, and returns the 2xx body.
+// The URL is built from the account only; redirects are not followed (they
+// would carry the token elsewhere). Transport failures are retried like the
+// other Studio calls: checkpoint calls are idempotent per occurrence and phase.
+func (a *Account) postRuleCheckpoint(ctx context.Context, token checkpointToken, payload []byte) ([]byte, error) {
+	client := *a.client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	target := a.apiURL + RuleCheckpointsPath
+	secrets := []string{token.reveal()}
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		status, body, err := a.checkpointAttempt(ctx, &client, target, token, payload)
+		if err == nil {
+			a.logger.LogAttrs(ctx, slog.LevelDebug, "studio call", slog.String("method", http.MethodPost), slog.String("path", RuleCheckpointsPath),
+				slog.Int("status", status), slog.Int("attempt", attempt+1), slog.Duration("elapsed", time.Since(start)))
+			if status < 200 || status > 299 {
+				return nil, &CheckpointRequestError{StatusCode: status, Body: a.mask(snippet(body), secrets)}
+			}
+			return body, nil
+		}
+		if se := (*StudioError)(nil); errors.As(err, &se) { // an answer too large to read
+			return nil, &CheckpointRequestError{StatusCode: se.StatusCode, Body: se.Body}
+		}
+		masked := &transportError{msg: a.mask(err.Error(), secrets), err: err}
+		if ctx.Err() != nil || attempt >= a.retries {
+			return nil, &CheckpointRequestError{Err: masked}
+		}
+		a.logger.LogAttrs(ctx, slog.LevelWarn, "studio call failed; retrying", slog.String("method", http.MethodPost),
+			slog.String("path", RuleCheckpointsPath), slog.Int("attempt", attempt+1), slog.String("error", masked.msg))
+		t := time.NewTimer(a.retryDelay * time.Duration(attempt+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &CheckpointRequestError{Err: &transportError{msg: masked.msg, err: ctx.Err()}}
+		case <-t.C:
+		}
+	}
+}
+
+// checkpointAttempt performs one exchange and reads the bounded body.
+func (a *Account) checkpointAttempt(ctx context.Context, client *http.Client, target string, token checkpointToken, payload []byte) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Api-Key "+a.key)
+	req.Header.Set("accept", "application/json")
+	req.Header.Set("workspace", a.workspaceID)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderRuleCheckpointToken, token.reveal())
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, a.maxBody+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read response: %w", err)
+	}
+	if int64(len(b)) > a.maxBody {
+		return resp.StatusCode, nil, &StudioError{Method: http.MethodPost, Path: RuleCheckpointsPath, StatusCode: resp.StatusCode,
+			Body: fmt.Sprintf("response larger than %d bytes", a.maxBody)}
+	}
+	return resp.StatusCode, b, nil
+}
+
+// --- persisted state (checkpoints.md §6.4) ---
+
+// checkpointKeyspace is the first part of every rule-checkpoint store key.
+const checkpointKeyspace = "rule-checkpoints"
+
+// Statuses of a record besides the decisions.
+const (
+	statusChecking = "checking" // before: request sent, answer not persisted
+	statusPending  = "pending"  // after: checkpoint not answered yet
+)
+
+// checkpointRecord is the persisted state of one phase of an occurrence
+// (checkpoints.md §6.4). The effect and advancement flags are used by the
+// after record only.
+type checkpointRecord struct {
+	OccurrenceID         string    `json:"occurrence_id"`
+	Phase                string    `json:"phase"`
+	AgentSlug            string    `json:"agent_slug"`
+	JobID                string    `json:"job_id"`
+	CaseID               string    `json:"case_id"`
+	SnapshotHash         string    `json:"snapshot_hash"`
+	StepID               string    `json:"step_id"`
+	ContextHash          string    `json:"context_hash,omitempty"`
+	Status               string    `json:"status"`
+	CheckpointID         string    `json:"checkpoint_id,omitempty"`
+	InputHash            string    `json:"input_hash,omitempty"`
+	DecisionID           string    `json:"decision_id,omitempty"`
+	EffectStarted        bool      `json:"effect_started,omitempty"`
+	EffectCompleted      bool      `json:"effect_completed,omitempty"`
+	AdvancementStarted   bool      `json:"advancement_started,omitempty"`
+	AdvancementCompleted bool      `json:"advancement_completed,omitempty"`
+	UpdatedAt            time.Time `json:"updated_at"`
+}
+
+// response returns the checkpoint answer the record holds.
+func (r *checkpointRecord) response() RuleCheckpointResponse {
+	return RuleCheckpointResponse{CheckpointID: r.CheckpointID, Status: r.Status, SnapshotHash: r.SnapshotHash, InputHash: r.InputHash}
+}
+
+// checkpointCase records that a case was announced to Studio and which agent
+// owns it.
+type checkpointCase struct {
+	AgentSlug   string    `json:"agent_slug"`
+	JobID       string    `json:"job_id"`
+	CaseID      string    `json:"case_id"`
+	Announced   bool      `json:"announced"`
+	AnnouncedAt time.Time `json:"announced_at"`
+}
+
+// keyPart keeps store keys within store.MaxKeyLen: long parts are hashed.
+func keyPart(s string) string {
+	if len(s) > 128 {
+		d := sha256.Sum256([]byte(s))
+		return "sha256:" + hex.EncodeToString(d[:])
+	}
+	return s
+}
+
+// caseKey is the record of a case; it is not scoped by agent, so that a case
+// bound to one agent is seen by the others.
+func caseKey(jobID, caseID string) string {
+	return store.Key(checkpointKeyspace, "case", keyPart(jobID), keyPart(caseID))
+}
+
+// occurrenceKey is the record of one phase of an occurrence of an agent.
+func occurrenceKey(agentSlug, occurrenceID, phase string) string {
+	return store.Key(checkpointKeyspace, "occurrence", agentSlug, keyPart(occurrenceID), phase)
+}
+
+// retainedKey holds a decision that arrived before its waiter.
+func retainedKey(agentSlug, occurrenceID, phase string) string {
+	return store.Key(checkpointKeyspace, "retained", agentSlug, keyPart(occurrenceID), phase)
+}
+
+// retainedPrefix is the prefix of an agent's retained decisions.
+func retainedPrefix(agentSlug string) string {
+	return store.Prefix(checkpointKeyspace, "retained", agentSlug)
+}
+
+// maxCASAttempts bounds a read-modify-write loop that keeps losing races.
+const maxCASAttempts = 64
+
+// checkpointRuntime is an agent's rule-checkpoint state: the server's store,
+// the occurrences active in this process and the goroutines waiting for a
+// decision. NewServer creates it for each agent that declares the capability.
+type checkpointRuntime struct {
+	slug   string
+	store  store.Store
+	logger *slog.Logger
+	now    func() time.Time
+	retain int // bound of retained decisions
+
+	mu      sync.Mutex
+	active  map[string]struct{}                   // occurrence ids running in this process
+	waiters map[string]map[chan struct{}]struct{} // by occurrence record key
+}
+
+// maxRetainedDecisions bounds the decisions kept for a waiter that has not
+// registered yet (checkpoints.md §7); the oldest is evicted first.
+const maxRetainedDecisions = 1024
+
+func newCheckpointRuntime(slug string, st store.Store, logger *slog.Logger) *checkpointRuntime {
+	return &checkpointRuntime{slug: slug, store: st, logger: logger, now: time.Now, retain: maxRetainedDecisions,
+		active: map[string]struct{}{}, waiters: map[string]map[chan struct{}]struct{}{}}
+}
+
+// attachRuleCheckpoints gives every agent that declares rule checkpoints its
+// runtime over the server's store, and installs the SDK's rule.checkpoint.resume
+// handler unless the author registered one.
+func (s *Server) attachRuleCheckpoints(st store.Store) {
+	for _, a := range s.agents {
+		if a.ruleCheckpointCapability() == nil {
+			continue
+		}
+		a.mu.Lock()
+		a.checkpoints = newCheckpointRuntime(a.slug, st, s.logger)
+		a.mu.Unlock()
+		if !a.declaresAction(RuleCheckpointResumeAction) {
+			s.logger.Warn("rule checkpoints are declared but the registration lacks the rule.checkpoint.resume action",
+				slog.String("agent_slug", a.slug))
+			continue
+		}
+		a.setSDKAction(RuleCheckpointResumeAction, a.resumeRuleCheckpoint)
+	}
+}
+
+// ruleCheckpointCapability returns capabilities.rule_checkpoints, or nil.
+func (a *Agent) ruleCheckpointCapability() *contracts.RuleCheckpoints {
+	if a.reg == nil {
+		return nil
+	}
+	return a.reg.Capabilities.RuleCheckpoints
+}
+
+// checkpointRuntime returns the agent's runtime, set when a Server serves it.
+func (a *Agent) checkpointRuntime() (*checkpointRuntime, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.checkpoints == nil {
+		return nil, invalidState("agent %q is not served: NewServer attaches the rule-checkpoint store", a.slug)
+	}
+	return a.checkpoints, nil
+}
+
+// checkpointLogger is the server's logger once the agent is served, else the
+// account's.
+func (a *Agent) checkpointLogger(account *Account) *slog.Logger {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.checkpoints != nil {
+		return a.checkpoints.logger
+	}
+	return account.logger
+}
+
+// HandleRuleCheckpointResume replaces the SDK's rule.checkpoint.resume handler
+// with h (for example one that records decisions elsewhere before answering).
+// It panics when rule.checkpoint.resume is not declared or when the author
+// already registered a handler for it. Without it, a Server installs the SDK
+// handler for every agent that declares capabilities.rule_checkpoints.
+func (a *Agent) HandleRuleCheckpointResume(h ActionHandler) {
+	a.setAction(RuleCheckpointResumeAction, h, true)
+}
+
+// get reads and decodes the record at key.
+func getJSON[T any](ctx context.Context, st store.Store, key string) (*T, []byte, error) {
+	raw, found, err := st.Get(ctx, key)
+	if err != nil || !found {
+		return nil, nil, err
+	}
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, nil, invalidState("corrupt rule-checkpoint record %s: %v", key, err)
+	}
+	return v, raw, nil
+}
+
+// loadRecord reads an occurrence record; nil when absent.
+func (rt *checkpointRuntime) loadRecord(ctx context.Context, key string) (*checkpointRecord, error) {
+	rec, _, err := getJSON[checkpointRecord](ctx, rt.store, key)
+	return rec, err
+}
+
+// createRecord stores rec at key unless a record exists; it returns the
+// existing record when there is one.
+func (rt *checkpointRuntime) createRecord(ctx context.Context, key string, rec *checkpointRecord) (*checkpointRecord, error) {
+	rec.UpdatedAt = rt.now().UTC()
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	existing, stored, err := rt.store.PutIfAbsent(ctx, key, raw)
+	if err != nil || stored {
+		return nil, err
+	}
+	prev := new(checkpointRecord)
+	if err := json.Unmarshal(existing, prev); err != nil {
+		return nil, invalidState("corrupt rule-checkpoint record %s: %v", key, err)
+	}
+	return prev, nil
+}
+
+// errUnchangedRecord tells updateRecord that fn made no change to persist.
+var errUnchangedRecord = errors.New("unchanged")
+
+// updateRecord applies fn to the record at key with compare-and-swap and
+// returns the record as stored. fn may return errUnchangedRecord to write
+// nothing; any other error aborts. A missing record is an error.
+func (rt *checkpointRuntime) updateRecord(ctx context.Context, key string, fn func(*checkpointRecord) error) (*checkpointRecord, error) {
+	for range maxCASAttempts {
+		rec, old, err := getJSON[checkpointRecord](ctx, rt.store, key)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			return nil, invalidState("rule-checkpoint record %s disappeared", key)
+		}
+		if err := fn(rec); err != nil {
+			if errors.Is(err, errUnchangedRecord) {
+				return rec, nil
+			}
+			return nil, err
+		}
+		rec.UpdatedAt = rt.now().UTC()
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			return nil, err
+		}
+		swapped, err := rt.store.CompareAndSwap(ctx, key, old, raw)
+		if err != nil {
+			return nil, err
+		}
+		if swapped {
+			return rec, nil
+		}
+	}
+	return nil, fmt.Errorf("supervaizer: rule-checkpoint record %s: too many concurrent updates", key)
+}
+
+// putJSON stores v at key, replacing any value.
+func putJSON(ctx context.Context, st store.Store, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	for range maxCASAttempts {
+		old, found, err := st.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		var done bool
+		if found {
+			done, err = st.CompareAndSwap(ctx, key, old, raw)
+		} else {
+			_, done, err = st.PutIfAbsent(ctx, key, raw)
+		}
+		if err != nil || done {
+			return err
+		}
+	}
+	return fmt.Errorf("supervaizer: rule-checkpoint record %s: too many concurrent updates", key)
+}
+
+// claim marks the occurrence active in this process; release ends it.
+func (rt *checkpointRuntime) claim(occurrenceID string) (release func(), err error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if _, busy := rt.active[occurrenceID]; busy {
+		return nil, &RecoveryRequiredError{OccurrenceID: occurrenceID, Reason: reasonActive}
+	}
+	rt.active[occurrenceID] = struct{}{}
+	return func() {
+		rt.mu.Lock()
+		delete(rt.active, occurrenceID)
+		rt.mu.Unlock()
+	}, nil
+}
+
+// subscribe registers a waiter for the record at key; notify wakes it.
+func (rt *checkpointRuntime) subscribe(key string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	rt.mu.Lock()
+	set := rt.waiters[key]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		rt.waiters[key] = set
+	}
+	set[ch] = struct{}{}
+	rt.mu.Unlock()
+	return ch, func() {
+		rt.mu.Lock()
+		if cur := rt.waiters[key]; cur != nil {
+			delete(cur, ch)
+			if len(cur) == 0 {
+				delete(rt.waiters, key)
+			}
+		}
+		rt.mu.Unlock()
+	}
+}
+
+// notify wakes the waiters of the record at key without blocking.
+func (rt *checkpointRuntime) notify(key string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for ch := range rt.waiters[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}

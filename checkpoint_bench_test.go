@@ -1,0 +1,73 @@
+package supervaizer_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// handlerTransport serves requests with a handler in memory, so that a
+// benchmark measures the SDK rather than the loopback network.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	w := httptest.NewRecorder()
+	t.h.ServeHTTP(w, r)
+	return w.Result(), nil
+}
+
+// newBenchFixture is a cpFixture whose Studio account talks to the fake
+// Studio in memory.
+func newBenchFixture(b *testing.B) *cpFixture {
+	b.Helper()
+	f := newCPFixture(b, cpOptions{store: store.NewMemory()})
+	account, err := sv.NewAccount(sv.AccountConfig{APIURL: "http://studio.invalid", WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
+		MaxRetries: sv.NoRetries, HTTPClient: &http.Client{Transport: handlerTransport{http.HandlerFunc(f.studio.serve)}}})
+	require.NoError(b, err)
+	f.account = account
+	f.gate = f.newGate(b, f.agent, cpJobStart(b, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
+	return f
+}
+
+// BenchmarkRunGuardedStep is one allow/allow occurrence: two checkpoint calls,
+// six record writes, the effect and the advance.
+func BenchmarkRunGuardedStep(b *testing.B) {
+	f := newBenchFixture(b)
+	step := f.step("")
+	ctx := context.Background()
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		step.OccurrenceID = "occ-" + strconv.Itoa(n)
+		if _, err := sv.RunGuardedStep(ctx, f.gate, step); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResumeRetained is a rule.checkpoint.resume call through the
+// server that is retained for a later waiter; past 1024 it also evicts.
+func BenchmarkResumeRetained(b *testing.B) {
+	f := newBenchFixture(b)
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		id := "occ-" + strconv.Itoa(n)
+		d := cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)
+		d["occurrence_id"] = id
+		rpc, err := f.tryInvoke(resumeParams(cpAgentSlug, cpJob, "case-"+id, d))
+		if err != nil || rpc.Error != nil {
+			b.Fatal(err, rpc.Error)
+		}
+	}
+}

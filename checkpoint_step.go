@@ -1,0 +1,417 @@
+package supervaizer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+// GuardedStep describes one guarded external effect, an occurrence, for
+// [RunGuardedStep]. R is the type of the effect's result.
+type GuardedStep[R any] struct {
+	// CaseID is the case the effect belongs to. Required. Before its first
+	// checkpoint the case is announced to Studio (agent.case.start, once) and
+	// bound to the gate's agent.
+	CaseID string
+	// CaseDetails are the details of the agent.case.start event, e.g.
+	// {"name": …}. Default: {}.
+	CaseDetails map[string]any
+	// OccurrenceID identifies the effect. Required, and stable across retries
+	// and restarts; unique among the agent's occurrences (include the job and
+	// the case, e.g. "send-brief-job-77-case-1").
+	OccurrenceID string
+	// StepID is the opaque proposed step id sent with both checkpoints. Required.
+	StepID string
+	// BeforeContext describes the operation to Studio (phase before). It must
+	// not change between retries of the occurrence. Default: {}.
+	BeforeContext map[string]any
+	// Effect performs the external effect. Required. It runs at most once per
+	// occurrence, and only after the before decision allow.
+	Effect func(ctx context.Context) (R, error)
+	// AfterContext describes the outcome to Studio (phase after). Required. It
+	// must be deterministic: [RecoverGuardedStep] recomputes it to prove that
+	// the same context is sent again.
+	AfterContext func(result R) map[string]any
+	// Advance moves the case forward. Optional. It is called at most once,
+	// after the after decision allow.
+	Advance func(ctx context.Context, result R) error
+}
+
+// RunGuardedStep runs one guarded effect in the order of checkpoints.md §6.1:
+//
+//  1. announce the case to Studio (once per case) and bind it to the gate's agent;
+//  2. ask the before checkpoint, unless an allow is already persisted;
+//     on pause, wait for rule.checkpoint.resume (no polling);
+//  3. persist "effect started", then call Effect, only on allow;
+//  4. persist "effect completed" with the hash of AfterContext(result);
+//  5. ask the after checkpoint (waiting on pause);
+//  6. on allow, call Advance between "advancement started" and
+//     "advancement completed".
+//
+// Every state change is persisted in the server's store before the next
+// external call, so a restart never replays an uncertain effect: an occurrence
+// whose effect started is refused with a [RecoveryRequiredError] and finished
+// with [RecoverGuardedStep]. A decision other than allow returns a
+// [BlockedError]; a failed checkpoint call a [CheckpointRequestError]; a
+// changed context, step or snapshot on retry an error wrapping
+// [ErrInvalidCheckpointState]. Cancelling ctx ends a wait for a decision with
+// an error (the record stays paused).
+//
+// Once the effect has run, its result is returned even with an error, so that
+// the agent can keep it for [RecoverGuardedStep]. An Effect that returns an
+// error leaves the effect "started": its outcome is unknown to the SDK.
+func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step GuardedStep[R]) (R, error) {
+	var zero R
+	if err := checkStepInput(gate, step.CaseID, step.OccurrenceID); err != nil {
+		return zero, err
+	}
+	switch {
+	case strings.TrimSpace(step.StepID) == "":
+		return zero, invalidState("GuardedStep.StepID is required")
+	case step.Effect == nil:
+		return zero, invalidState("GuardedStep.Effect is required")
+	case step.AfterContext == nil:
+		return zero, invalidState("GuardedStep.AfterContext is required")
+	}
+	rt, err := gate.agent.checkpointRuntime()
+	if err != nil {
+		return zero, err
+	}
+	beforeCtx, beforeHash, err := gate.encodeContext("the before context", step.BeforeContext)
+	if err != nil {
+		return zero, err
+	}
+	release, err := rt.claim(step.OccurrenceID)
+	if err != nil {
+		return zero, err
+	}
+	defer release()
+	o := newOccurrence(gate, rt, step.CaseID, step.OccurrenceID, step.StepID)
+
+	if err := o.announce(ctx, step.CaseDetails); err != nil {
+		return zero, err
+	}
+	before, err := rt.loadRecord(ctx, o.beforeKey)
+	if err != nil {
+		return zero, err
+	}
+	after, err := rt.loadRecord(ctx, o.afterKey)
+	if err != nil {
+		return zero, err
+	}
+	if err := o.guard(before, after, beforeHash); err != nil {
+		return zero, err
+	}
+	if before != nil && before.Status == CheckpointAllow {
+		o.log(ctx, slog.LevelDebug, "rule checkpoint allow already persisted", contracts.PhaseBefore, before)
+	} else {
+		rec, resp, err := o.askBefore(ctx, before, beforeCtx, beforeHash)
+		if err != nil {
+			return zero, err
+		}
+		if rec.Status != CheckpointAllow {
+			return zero, o.blocked(ctx, contracts.PhaseBefore, rec, resp)
+		}
+	}
+
+	if err := o.startEffect(ctx); err != nil {
+		return zero, err
+	}
+	result, err := step.Effect(ctx)
+	if err != nil {
+		return zero, fmt.Errorf("supervaizer: guarded effect of occurrence %q failed; it needs recovery before it can run again: %w", o.id, err)
+	}
+	// The effect happened: from here on, record its outcome even if ctx ends.
+	persist := context.WithoutCancel(ctx)
+	afterCtx, afterHash, err := gate.encodeContext("the after context", step.AfterContext(result))
+	if err != nil {
+		return result, err
+	}
+	if err := o.completeEffect(persist, afterHash); err != nil {
+		return result, err
+	}
+	rec, resp, err := o.ask(ctx, contracts.PhaseAfter, o.afterKey, afterCtx)
+	if err != nil {
+		return result, err
+	}
+	if rec.Status != CheckpointAllow {
+		return result, o.blocked(ctx, contracts.PhaseAfter, rec, resp)
+	}
+	if step.Advance != nil {
+		if err := o.advance(ctx, func(ctx context.Context) error { return step.Advance(ctx, result) }); err != nil {
+			return result, err
+		}
+	}
+	return result, nil
+}
+
+// checkStepInput checks what RunGuardedStep and RecoverGuardedStep share.
+func checkStepInput(gate *RuleCheckpointGate, caseID, occurrenceID string) error {
+	switch {
+	case gate == nil:
+		return invalidState("a guarded step needs its gate")
+	case strings.TrimSpace(caseID) == "":
+		return invalidState("the case id is required")
+	case strings.TrimSpace(occurrenceID) == "":
+		return invalidState("the occurrence id is required")
+	}
+	return nil
+}
+
+// occurrence is one guarded effect being run or recovered.
+type occurrence struct {
+	gate                *RuleCheckpointGate
+	rt                  *checkpointRuntime
+	caseID, id, stepID  string
+	beforeKey, afterKey string
+}
+
+func newOccurrence(gate *RuleCheckpointGate, rt *checkpointRuntime, caseID, id, stepID string) *occurrence {
+	return &occurrence{gate: gate, rt: rt, caseID: caseID, id: id, stepID: stepID,
+		beforeKey: occurrenceKey(rt.slug, id, contracts.PhaseBefore), afterKey: occurrenceKey(rt.slug, id, contracts.PhaseAfter)}
+}
+
+// log writes one line about a checkpoint of the occurrence; never the
+// snapshot, the token or a context.
+func (o *occurrence) log(ctx context.Context, level slog.Level, msg, phase string, rec *checkpointRecord) {
+	attrs := []slog.Attr{slog.String("agent_slug", o.rt.slug), slog.String("job_id", o.gate.jobID),
+		slog.String("case_id", o.caseID), slog.String("occurrence_id", o.id), slog.String("phase", phase)}
+	if rec != nil {
+		attrs = append(attrs, slog.String("status", rec.Status), slog.String("checkpoint_id", rec.CheckpointID))
+	}
+	o.rt.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// announce signals the case to Studio once and binds it to the gate's agent
+// (checkpoints.md §6.1 steps 1–2). A case bound to another agent is refused
+// before anything is sent.
+func (o *occurrence) announce(ctx context.Context, details map[string]any) error {
+	st, slug, key := o.rt.store, o.rt.slug, caseKey(o.gate.jobID, o.caseID)
+	existing, old, err := getJSON[checkpointCase](ctx, st, key)
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		if existing.AgentSlug != slug {
+			return invalidState("case %q is owned by agent %q, not %q", o.caseID, existing.AgentSlug, slug)
+		}
+		if existing.Announced {
+			return nil
+		}
+	}
+	if details == nil {
+		details = map[string]any{}
+	}
+	raw, err := json.Marshal(details)
+	if err != nil {
+		return invalidState("the case details cannot be encoded as JSON: %v", err)
+	}
+	if o.gate.snapshot.token().appearsIn(raw) {
+		return invalidState("the case details contain the rule snapshot's checkpoint token")
+	}
+	if err := o.gate.account.StartCase(ctx, o.gate.jobID, o.caseID, details); err != nil {
+		return fmt.Errorf("supervaizer: announce case %q to Studio: %w", o.caseID, err)
+	}
+	rec, err := json.Marshal(checkpointCase{AgentSlug: slug, JobID: o.gate.jobID, CaseID: o.caseID, Announced: true, AnnouncedAt: o.rt.now().UTC()})
+	if err != nil {
+		return err
+	}
+	persist := context.WithoutCancel(ctx)
+	if existing != nil {
+		_, err = st.CompareAndSwap(persist, key, old, rec) // lost race: someone else announced it
+		return err
+	}
+	prev, stored, err := st.PutIfAbsent(persist, key, rec)
+	if err != nil || stored {
+		return err
+	}
+	var other checkpointCase
+	if err := json.Unmarshal(prev, &other); err != nil {
+		return invalidState("corrupt rule-checkpoint case record: %v", err)
+	}
+	if other.AgentSlug != slug {
+		return invalidState("case %q is owned by agent %q, not %q", o.caseID, other.AgentSlug, slug)
+	}
+	return nil
+}
+
+// guard applies the re-entry guards of checkpoints.md §6.2.
+func (o *occurrence) guard(before, after *checkpointRecord, beforeHash string) error {
+	for _, r := range []*checkpointRecord{before, after} {
+		if r != nil && (r.JobID != o.gate.jobID || r.CaseID != o.caseID) {
+			return invalidState("occurrence %q belongs to job %q, case %q", o.id, r.JobID, r.CaseID)
+		}
+	}
+	effect := after != nil && (after.EffectStarted || after.EffectCompleted)
+	if before != nil {
+		switch {
+		case before.ContextHash != beforeHash:
+			return invalidState("retry context changed (occurrence %q)", o.id)
+		case before.SnapshotHash != o.gate.snapshot.hash:
+			return invalidState("snapshot changed (occurrence %q)", o.id)
+		case before.StepID != o.stepID:
+			return invalidState("step changed (occurrence %q)", o.id)
+		case before.Status == CheckpointAllow && effect,
+			before.Status != CheckpointAllow && before.Status != statusChecking:
+			return o.recoveryRequired(reasonClaimed, after)
+		}
+	}
+	if effect {
+		return o.recoveryRequired(reasonStarted, after)
+	}
+	return nil
+}
+
+// recoveryRequired builds the error with the effect flags of after.
+func (o *occurrence) recoveryRequired(reason string, after *checkpointRecord) *RecoveryRequiredError {
+	e := &RecoveryRequiredError{OccurrenceID: o.id, Reason: reason}
+	if after != nil {
+		e.EffectStarted, e.EffectCompleted = after.EffectStarted, after.EffectCompleted
+	}
+	return e
+}
+
+// blocked builds the error of a decision other than allow.
+func (o *occurrence) blocked(ctx context.Context, phase string, rec *checkpointRecord, resp RuleCheckpointResponse) *BlockedError {
+	o.log(ctx, slog.LevelInfo, "rule checkpoint blocked", phase, rec)
+	return &BlockedError{OccurrenceID: o.id, Phase: phase, Status: rec.Status, DecisionID: rec.DecisionID, Response: resp}
+}
+
+// askBefore persists the before record as checking (unless a checking record
+// exists), then asks the checkpoint.
+func (o *occurrence) askBefore(ctx context.Context, existing *checkpointRecord, c json.RawMessage, hash string) (*checkpointRecord, RuleCheckpointResponse, error) {
+	if existing == nil {
+		rec := &checkpointRecord{OccurrenceID: o.id, Phase: contracts.PhaseBefore, AgentSlug: o.rt.slug, JobID: o.gate.jobID,
+			CaseID: o.caseID, SnapshotHash: o.gate.snapshot.hash, StepID: o.stepID, ContextHash: hash, Status: statusChecking}
+		prev, err := o.rt.createRecord(ctx, o.beforeKey, rec)
+		if err != nil {
+			return nil, RuleCheckpointResponse{}, err
+		}
+		if prev != nil { // another instance created it meanwhile
+			if err := o.guard(prev, nil, hash); err != nil {
+				return nil, RuleCheckpointResponse{}, err
+			}
+			if prev.Status != statusChecking {
+				return nil, RuleCheckpointResponse{}, o.recoveryRequired(reasonClaimed, nil)
+			}
+		}
+	}
+	return o.ask(ctx, contracts.PhaseBefore, o.beforeKey, c)
+}
+
+// ask posts the checkpoint of phase, persists Studio's answer and, on pause,
+// waits for the decision. It returns the final record and Studio's answer.
+func (o *occurrence) ask(ctx context.Context, phase, key string, c json.RawMessage) (*checkpointRecord, RuleCheckpointResponse, error) {
+	resp, err := o.gate.check(ctx, ruleCheckpointRequest{OccurrenceID: o.id, Phase: phase, JobID: o.gate.jobID,
+		CaseID: o.caseID, StepID: o.stepID, Context: c})
+	if err != nil {
+		return nil, resp, err
+	}
+	rec, err := o.rt.updateRecord(context.WithoutCancel(ctx), key, func(r *checkpointRecord) error {
+		r.Status, r.CheckpointID, r.InputHash, r.DecisionID = resp.Status, resp.CheckpointID, resp.InputHash, ""
+		return nil
+	})
+	if err != nil {
+		return nil, resp, err
+	}
+	o.log(ctx, slog.LevelDebug, "rule checkpoint answered", phase, rec)
+	if rec.Status == CheckpointPause {
+		rec, err = o.await(ctx, phase, key)
+	}
+	return rec, resp, err
+}
+
+// await waits for the decision on a paused checkpoint: it is woken by the
+// rule.checkpoint.resume handler (no polling), and also takes a decision that
+// arrived before it.
+func (o *occurrence) await(ctx context.Context, phase, key string) (*checkpointRecord, error) {
+	wake, stop := o.rt.subscribe(key)
+	defer stop()
+	logged := false
+	for {
+		rec, err := o.rt.loadRecord(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			return nil, invalidState("rule-checkpoint record of occurrence %q disappeared", o.id)
+		}
+		if rec.Status != CheckpointPause {
+			o.log(ctx, slog.LevelDebug, "rule checkpoint decided", phase, rec)
+			return rec, nil
+		}
+		applied, err := o.rt.applyRetained(ctx, key, rec)
+		if err != nil {
+			return nil, err
+		}
+		if applied {
+			continue
+		}
+		if !logged {
+			o.log(ctx, slog.LevelInfo, "rule checkpoint waiting for a decision", phase, rec)
+			logged = true
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("supervaizer: waiting for rule.checkpoint.resume (occurrence %q, phase %s): %w", o.id, phase, ctx.Err())
+		}
+	}
+}
+
+// startEffect persists "effect started" (checkpoints.md §6.1 step 5).
+func (o *occurrence) startEffect(ctx context.Context) error {
+	rec := &checkpointRecord{OccurrenceID: o.id, Phase: contracts.PhaseAfter, AgentSlug: o.rt.slug, JobID: o.gate.jobID,
+		CaseID: o.caseID, SnapshotHash: o.gate.snapshot.hash, StepID: o.stepID, Status: statusPending, EffectStarted: true}
+	prev, err := o.rt.createRecord(ctx, o.afterKey, rec)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		return o.recoveryRequired(reasonClaimed, prev)
+	}
+	return nil
+}
+
+// completeEffect persists "effect completed" with the after-context hash.
+func (o *occurrence) completeEffect(ctx context.Context, hash string) error {
+	_, err := o.rt.updateRecord(ctx, o.afterKey, func(r *checkpointRecord) error {
+		r.EffectCompleted, r.ContextHash = true, hash
+		return nil
+	})
+	return err
+}
+
+// advance calls fn once between "advancement started" and "advancement
+// completed"; an advancement already completed is not repeated, one started
+// but not completed is ambiguous.
+func (o *occurrence) advance(ctx context.Context, fn func(context.Context) error) error {
+	persist := context.WithoutCancel(ctx)
+	done := false
+	_, err := o.rt.updateRecord(persist, o.afterKey, func(r *checkpointRecord) error {
+		switch {
+		case r.AdvancementCompleted:
+			done = true
+			return errUnchangedRecord
+		case r.AdvancementStarted:
+			return o.recoveryRequired(reasonAmbiguous, r)
+		}
+		r.AdvancementStarted = true
+		return nil
+	})
+	if err != nil || done {
+		return err
+	}
+	if err := fn(ctx); err != nil {
+		return fmt.Errorf("supervaizer: advance of occurrence %q failed; the advancement is now ambiguous: %w", o.id, err)
+	}
+	_, err = o.rt.updateRecord(persist, o.afterKey, func(r *checkpointRecord) error {
+		r.AdvancementCompleted = true
+		return nil
+	})
+	return err
+}
