@@ -31,7 +31,7 @@ type apiKey struct {
 type apiKeys struct {
 	digests [][sha256.Size]byte
 	scopes  []KeyScope
-	primary string // the first write key: the effective key sent to Studio
+	primary secret // the first write key: the effective key sent to Studio
 }
 
 func newAPIKeys(keys []apiKey) apiKeys {
@@ -39,8 +39,8 @@ func newAPIKeys(keys []apiKey) apiKeys {
 	for _, k := range keys {
 		ks.digests = append(ks.digests, sha256.Sum256([]byte(k.key)))
 		ks.scopes = append(ks.scopes, k.scope)
-		if ks.primary == "" && k.scope == ScopeWrite {
-			ks.primary = k.key
+		if ks.primary.get == nil && k.scope == ScopeWrite {
+			ks.primary = newSecret(k.key)
 		}
 	}
 	return ks

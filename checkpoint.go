@@ -110,7 +110,7 @@ func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 // errors.Is(err, ErrRecoveryRequired) is true.
 type RecoveryRequiredError struct {
 	OccurrenceID string
-	Reason       string // e.g. "occurrence already claimed", "occurrence active"
+	Reason       string // one of the Recovery… constants, e.g. RecoveryOccurrenceActive
 	// EffectStarted and EffectCompleted describe the persisted effect: a
 	// started effect without completion has an unknown outcome, which the
 	// agent must establish before [RecoverGuardedStep] with ConfirmEffect.
@@ -125,13 +125,23 @@ func (e *RecoveryRequiredError) Error() string {
 // Is reports whether target is ErrRecoveryRequired.
 func (e *RecoveryRequiredError) Is(target error) bool { return target == ErrRecoveryRequired }
 
-// Reasons of a RecoveryRequiredError.
+// Reasons of a [RecoveryRequiredError].
 const (
-	reasonClaimed   = "occurrence already claimed"
-	reasonActive    = "occurrence active"
-	reasonStarted   = "effect started without a recorded outcome"
-	reasonNotReady  = "not ready to recover"
-	reasonAmbiguous = "advancement is ambiguous"
+	// RecoveryOccurrenceClaimed: the occurrence already ran (or was decided
+	// pause or stop); running it again is refused.
+	RecoveryOccurrenceClaimed = "occurrence already claimed"
+	// RecoveryOccurrenceActive: the occurrence is running or being recovered
+	// in this process; retry once it is done.
+	RecoveryOccurrenceActive = "occurrence active"
+	// RecoveryEffectStarted: the effect started and no decision is pending on
+	// it; finish it with [RecoverGuardedStep].
+	RecoveryEffectStarted = "effect started without a recorded outcome"
+	// RecoveryNotReady: nothing to recover yet (no completed effect, see
+	// GuardedRecovery.ConfirmEffect), or the after decision is not allow.
+	RecoveryNotReady = "not ready to recover"
+	// RecoveryAmbiguousAdvancement: an advance started and never completed;
+	// the SDK will not advance again, the agent must check by itself.
+	RecoveryAmbiguousAdvancement = "advancement is ambiguous"
 )
 
 // CheckpointRequestError is a failed checkpoint call. errors.Is(err,
@@ -288,7 +298,8 @@ var secretRefPrefixes = []string{"job.fields.", "case.metadata.", "step.payload.
 // NewRuleCheckpointGate builds the gate of the governed job started by req
 // (the v2 job.start request): it reads the opaque input.rule_snapshot (hash,
 // version 1, checkpoint_token; checkpoint_url is ignored) and binds the gate
-// to req's agent, which must be agent. Checkpoints are posted with account
+// to agent, which must be the agent req names (a request that names none, as
+// a v1 start, is taken to be agent's). Checkpoints are posted with account
 // (its API URL and headers) and nothing else from the snapshot. It fails with
 // an error wrapping [ErrInvalidCheckpointState] when the snapshot is missing
 // or invalid, when req names another agent or no job, when agent does not
@@ -302,9 +313,7 @@ func NewRuleCheckpointGate(agent *Agent, account *Account, req *ActionRequest, o
 		return nil, invalidState("rule checkpoints need a Studio account")
 	case req == nil:
 		return nil, invalidState("NewRuleCheckpointGate needs the job start request")
-	case strings.TrimSpace(req.AgentSlug) == "":
-		return nil, invalidState("the job start request names no agent_slug")
-	case req.AgentSlug != agent.Slug():
+	case req.AgentSlug != "" && req.AgentSlug != agent.Slug():
 		return nil, invalidState("the job start request is for agent %q, not %q", req.AgentSlug, agent.Slug())
 	case strings.TrimSpace(req.JobID) == "":
 		return nil, invalidState("the job start request has no job_id")
@@ -519,7 +528,7 @@ func (a *Account) checkpointAttempt(ctx context.Context, client *http.Client, ta
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Api-Key "+a.key)
+	req.Header.Set("Authorization", "Api-Key "+a.key.value())
 	req.Header.Set("accept", "application/json")
 	req.Header.Set("workspace", a.workspaceID)
 	req.Header.Set("Content-Type", "application/json")
@@ -572,11 +581,6 @@ type checkpointRecord struct {
 	AdvancementStarted   bool      `json:"advancement_started,omitempty"`
 	AdvancementCompleted bool      `json:"advancement_completed,omitempty"`
 	UpdatedAt            time.Time `json:"updated_at"`
-}
-
-// response returns the checkpoint answer the record holds.
-func (r *checkpointRecord) response() RuleCheckpointResponse {
-	return RuleCheckpointResponse{CheckpointID: r.CheckpointID, Status: r.Status, SnapshotHash: r.SnapshotHash, InputHash: r.InputHash}
 }
 
 // checkpointCase records that a case was announced to Studio and which agent
@@ -654,6 +658,10 @@ func (s *Server) attachRuleCheckpoints(st store.Store) {
 		if a.ruleCheckpointCapability() == nil {
 			continue
 		}
+		if s.cfg.store == nil {
+			s.logger.Warn("rule checkpoints are declared but no store is configured (WithStore): their progress is kept in memory, "+
+				"so after a restart a started effect is no longer known and could be run again", slog.String("agent_slug", a.slug))
+		}
 		a.mu.Lock()
 		a.checkpoints = newCheckpointRuntime(a.slug, st, s.logger)
 		a.mu.Unlock()
@@ -704,7 +712,7 @@ func (a *Agent) HandleRuleCheckpointResume(h ActionHandler) {
 	a.setAction(RuleCheckpointResumeAction, h, true)
 }
 
-// get reads and decodes the record at key.
+// getJSON reads and decodes the value at key; nil when absent.
 func getJSON[T any](ctx context.Context, st store.Store, key string) (*T, []byte, error) {
 	raw, found, err := st.Get(ctx, key)
 	if err != nil || !found {
@@ -808,7 +816,7 @@ func (rt *checkpointRuntime) claim(occurrenceID string) (release func(), err err
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if _, busy := rt.active[occurrenceID]; busy {
-		return nil, &RecoveryRequiredError{OccurrenceID: occurrenceID, Reason: reasonActive}
+		return nil, &RecoveryRequiredError{OccurrenceID: occurrenceID, Reason: RecoveryOccurrenceActive}
 	}
 	rt.active[occurrenceID] = struct{}{}
 	return func() {

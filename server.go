@@ -212,7 +212,7 @@ func (s *Server) ServerID() string { return s.serverID }
 
 // APIKey returns the controller's write key, the effective key sent to Studio.
 // Never log it; log [KeyFingerprint] instead.
-func (s *Server) APIKey() string { return s.keys.primary }
+func (s *Server) APIKey() string { return s.keys.primary.value() }
 
 // Agents returns the agents served, in order.
 func (s *Server) Agents() []*Agent { return append([]*Agent(nil), s.agents...) }
@@ -293,7 +293,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready",
 			slog.String("mode", mode), slog.String("server_id", s.serverID),
-			slog.String("api_key_fingerprint", KeyFingerprint(s.keys.primary)),
+			slog.String("api_key_fingerprint", KeyFingerprint(s.keys.primary.value())),
 			slog.Bool("workspace_auth_bypassed", s.localAuth), slog.Int("agents", len(s.agents)))
 		if s.localAuth {
 			s.logger.Warn("local mode: workspace authorization is BYPASSED; handlers receive an unverified context with grant_id \"local-mode\"")

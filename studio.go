@@ -130,7 +130,7 @@ func (c AccountConfig) empty() bool {
 type Account struct {
 	apiURL      string
 	workspaceID string
-	key         string
+	key         secret
 	base        string // {api_url}/w/{workspace_id}/api/v1
 	client      *http.Client
 	timeout     time.Duration
@@ -196,7 +196,7 @@ func NewAccount(cfg AccountConfig) (*Account, error) {
 	a := &Account{
 		apiURL:      cfg.APIURL,
 		workspaceID: cfg.WorkspaceID,
-		key:         cfg.APIKey,
+		key:         newSecret(cfg.APIKey),
 		base:        cfg.APIURL + "/w/" + url.PathEscape(cfg.WorkspaceID) + "/api/v1",
 		client:      cfg.HTTPClient,
 		timeout:     cfg.Timeout,
@@ -254,7 +254,7 @@ func (a *Account) String() string {
 	if a == nil {
 		return "Account(local)"
 	}
-	return fmt.Sprintf("Account(%s, workspace %s, key %s)", a.apiURL, a.workspaceID, KeyFingerprint(a.key))
+	return fmt.Sprintf("Account(%s, workspace %s, key %s)", a.apiURL, a.workspaceID, KeyFingerprint(a.key.value()))
 }
 
 // LogValue implements slog.LogValuer: the URL, workspace and key fingerprint.
@@ -263,7 +263,7 @@ func (a *Account) LogValue() slog.Value {
 		return slog.StringValue("local")
 	}
 	return slog.GroupValue(slog.String("api_url", a.apiURL), slog.String("workspace_id", a.workspaceID),
-		slog.String("api_key_fingerprint", KeyFingerprint(a.key)))
+		slog.String("api_key_fingerprint", KeyFingerprint(a.key.value())))
 }
 
 // StudioError is a non-2xx answer from Studio. Body is the start of the
@@ -296,7 +296,7 @@ func (e *transportError) Unwrap() error { return e.err }
 
 // mask replaces the account key and the extra secrets in s.
 func (a *Account) mask(s string, secrets []string) string {
-	for _, k := range append([]string{a.key}, secrets...) {
+	for _, k := range append([]string{a.key.value()}, secrets...) {
 		if k != "" {
 			s = strings.ReplaceAll(s, k, redacted)
 		}
@@ -362,7 +362,7 @@ func (a *Account) attempt(ctx context.Context, method, target string, payload []
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Api-Key "+a.key)
+	req.Header.Set("Authorization", "Api-Key "+a.key.value())
 	req.Header.Set("accept", "application/json")
 	req.Header.Set("workspace", a.workspaceID)
 	if payload != nil {
