@@ -54,20 +54,32 @@ func BenchmarkRunGuardedStep(b *testing.B) {
 	}
 }
 
-// BenchmarkResumeRetained is a rule.checkpoint.resume call through the
-// server that is retained for a later waiter; past 1024 it also evicts.
+// BenchmarkResumeRetained is a rule.checkpoint.resume call through the server
+// whose decision is retained for a later waiter: with one decision retained
+// (the usual case), and at the bound of 1024, where each call also scans the
+// retained decisions and evicts the oldest.
 func BenchmarkResumeRetained(b *testing.B) {
-	f := newBenchFixture(b)
-	n := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		n++
-		id := "occ-" + strconv.Itoa(n)
-		d := cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)
-		d["occurrence_id"] = id
-		rpc, err := f.tryInvoke(resumeParams(cpAgentSlug, cpJob, "case-"+id, d))
-		if err != nil || rpc.Error != nil {
-			b.Fatal(err, rpc.Error)
-		}
+	for _, bc := range []struct {
+		name  string
+		fresh bool // a new occurrence per call
+	}{{"one", false}, {"at-bound", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			f := newBenchFixture(b)
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				id := "occ"
+				if bc.fresh {
+					n++
+					id += strconv.Itoa(n)
+				}
+				d := cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)
+				d["occurrence_id"] = id
+				rpc, err := f.tryInvoke(resumeParams(cpAgentSlug, cpJob, "case-"+id, d))
+				if err != nil || rpc.Error != nil {
+					b.Fatal(err, rpc.Error)
+				}
+			}
+		})
 	}
 }

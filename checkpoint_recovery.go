@@ -71,7 +71,7 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 		return result, err
 	}
 	if after == nil {
-		return result, o.recoveryRequired(reasonNotReady, nil)
+		return result, o.recoveryRequired(RecoveryNotReady, nil)
 	}
 	if after.JobID != gate.jobID || after.CaseID != rec.CaseID {
 		return result, invalidState("occurrence %q belongs to job %q, case %q", o.id, after.JobID, after.CaseID)
@@ -90,7 +90,7 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 
 	if !after.EffectCompleted {
 		if !after.EffectStarted || !rec.ConfirmEffect {
-			return result, o.recoveryRequired(reasonNotReady, after)
+			return result, o.recoveryRequired(RecoveryNotReady, after)
 		}
 		_, hash, err := afterContext()
 		if err != nil {
@@ -108,7 +108,7 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 		o.log(ctx, slog.LevelInfo, "rule checkpoint effect confirmed by the agent", contracts.PhaseAfter, after)
 	}
 	if after.AdvancementStarted && !after.AdvancementCompleted {
-		return result, o.recoveryRequired(reasonAmbiguous, after)
+		return result, o.recoveryRequired(RecoveryAmbiguousAdvancement, after)
 	}
 	if after.Status == statusPending {
 		c, hash, err := afterContext()
@@ -128,7 +128,7 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 		after = final
 	}
 	if after.Status != CheckpointAllow {
-		return result, o.recoveryRequired(reasonNotReady, after)
+		return result, o.recoveryRequired(RecoveryNotReady, after)
 	}
 	if rec.Advance != nil && !after.AdvancementCompleted {
 		if err := o.advance(ctx, func(ctx context.Context) error { return rec.Advance(ctx, result) }); err != nil {

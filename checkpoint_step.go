@@ -257,11 +257,11 @@ func (o *occurrence) guard(before, after *checkpointRecord, beforeHash string) e
 			return invalidState("step changed (occurrence %q)", o.id)
 		case before.Status == CheckpointAllow && effect,
 			before.Status != CheckpointAllow && before.Status != statusChecking:
-			return o.recoveryRequired(reasonClaimed, after)
+			return o.recoveryRequired(RecoveryOccurrenceClaimed, after)
 		}
 	}
 	if effect {
-		return o.recoveryRequired(reasonStarted, after)
+		return o.recoveryRequired(RecoveryEffectStarted, after)
 	}
 	return nil
 }
@@ -296,7 +296,7 @@ func (o *occurrence) askBefore(ctx context.Context, existing *checkpointRecord, 
 				return nil, RuleCheckpointResponse{}, err
 			}
 			if prev.Status != statusChecking {
-				return nil, RuleCheckpointResponse{}, o.recoveryRequired(reasonClaimed, nil)
+				return nil, RuleCheckpointResponse{}, o.recoveryRequired(RecoveryOccurrenceClaimed, nil)
 			}
 		}
 	}
@@ -372,7 +372,7 @@ func (o *occurrence) startEffect(ctx context.Context) error {
 		return err
 	}
 	if prev != nil {
-		return o.recoveryRequired(reasonClaimed, prev)
+		return o.recoveryRequired(RecoveryOccurrenceClaimed, prev)
 	}
 	return nil
 }
@@ -398,7 +398,7 @@ func (o *occurrence) advance(ctx context.Context, fn func(context.Context) error
 			done = true
 			return errUnchangedRecord
 		case r.AdvancementStarted:
-			return o.recoveryRequired(reasonAmbiguous, r)
+			return o.recoveryRequired(RecoveryAmbiguousAdvancement, r)
 		}
 		r.AdvancementStarted = true
 		return nil

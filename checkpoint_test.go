@@ -60,6 +60,7 @@ func TestGuardedStepDecisions(t *testing.T) {
 			assert.Equal(t, sv.CheckpointStop, blocked.Response.Status)
 			assert.Equal(t, "cp-"+tt.wantPhase+"-"+cpOccurrence, blocked.Response.CheckpointID)
 			assert.Equal(t, cpOccurrence, blocked.OccurrenceID)
+			assert.Contains(t, err.Error(), "phase "+tt.wantPhase+", decision stop")
 			if tt.wantPhase == contracts.PhaseAfter {
 				assert.Equal(t, "msg-42", res, "the result of an effect that ran is returned")
 			}
@@ -403,6 +404,10 @@ func TestGateSecretRefs(t *testing.T) {
 	assert.Equal(t, cpJob, f.gate.JobID())
 	assert.Equal(t, cpSnapshot, f.gate.SnapshotHash())
 
+	// A start request that names no agent (as a v1 start) is the given agent's.
+	anonymous := cpJobStart(t, "", cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/"))
+	assert.Equal(t, cpAgentSlug, f.newGate(t, f.agent, anonymous).AgentSlug())
+
 	g := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")),
 		sv.WithSecretRefs(cpSecretRef, "job.fields.iban"))
 	assert.Contains(t, f.logs.String(), "not declared in capabilities.rule_checkpoints.secret_refs")
@@ -444,6 +449,7 @@ func TestCheckpointRequestFailed(t *testing.T) {
 		var reqErr *sv.CheckpointRequestError
 		require.ErrorAs(t, err, &reqErr)
 		assert.Zero(t, reqErr.StatusCode)
+		assert.Error(t, errors.Unwrap(reqErr), "the transport cause")
 		assert.Zero(t, f.effects.Load())
 	})
 	t.Run("invalid answers", func(t *testing.T) {
@@ -772,22 +778,34 @@ func TestGuardedStepWaitCancelled(t *testing.T) {
 }
 
 func TestResumeHandlerReplaceable(t *testing.T) {
-	a := cpRegistration(t, cpAgentSlug, cpAgentName)
-	var calls atomic.Int64
-	a.HandleRuleCheckpointResume(func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
-		calls.Add(1)
-		return sv.OK(), nil
+	custom := func(calls *atomic.Int64) sv.ActionHandler {
+		return func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
+			calls.Add(1)
+			return sv.OK(), nil
+		}
+	}
+	pause := cpDecision(contracts.PhaseBefore, sv.CheckpointPause) // the SDK handler would reject it
+	t.Run("before NewServer", func(t *testing.T) {
+		a := cpRegistration(t, cpAgentSlug, cpAgentName)
+		var calls atomic.Int64
+		a.HandleRuleCheckpointResume(custom(&calls))
+		logs := newCPLogs()
+		srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true), sv.WithLogger(logs.logger()))
+		require.NoError(t, err)
+		assert.Contains(t, logs.String(), "rule checkpoints are declared but no store is configured")
+		f := &cpFixture{srv: srv}
+		require.Nil(t, f.invoke(t, resumeParams(cpAgentSlug, cpJob, cpCase, pause)).Error)
+		assert.EqualValues(t, 1, calls.Load())
+		assert.Panics(t, func() { a.HandleRuleCheckpointResume(custom(&calls)) }, "the author's own handler is not replaced silently")
 	})
-	srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true))
-	require.NoError(t, err)
-	f := &cpFixture{srv: srv}
-	rpc := f.invoke(t, resumeParams(cpAgentSlug, cpJob, cpCase, cpDecision(contracts.PhaseBefore, sv.CheckpointPause)))
-	require.Nil(t, rpc.Error)
-	assert.EqualValues(t, 1, calls.Load())
-	assert.Panics(t, func() {
-		a.HandleRuleCheckpointResume(func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) { return nil, nil })
-	},
-		"the author's own handler is not replaced silently")
+	t.Run("after NewServer", func(t *testing.T) {
+		f := newCPFixture(t, cpOptions{})
+		require.NotNil(t, f.resume(t, pause).Error, "the SDK handler rejects pause")
+		var calls atomic.Int64
+		f.agent.HandleRuleCheckpointResume(custom(&calls))
+		require.Nil(t, f.resume(t, pause).Error)
+		assert.EqualValues(t, 1, calls.Load())
+	})
 }
 
 func TestGuardedStepAgentNotServed(t *testing.T) {
