@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// app is the research agent: the SDK server, the agent and its handlers, and
+// the agent's own state. main runs it; tests build it in-process with newApp.
+type app struct {
+	logger *slog.Logger
+	store  *store.Bolt
+	agent  *supervaizer.Agent
+	srv    *supervaizer.Server
+	jobs   *jobStore
+	sender sender
+	ctxs   *supervaizer.ContextAssigner
+	now    func() time.Time
+	local  bool // SUPERVAIZER_LOCAL_MODE
+
+	// recheck is how long a delivery waits before it looks again for a rule
+	// checkpoint decision that a previous run was waiting for.
+	recheck time.Duration
+
+	// Background deliveries run on bg; Shutdown cancels it and waits for them.
+	bg     context.Context
+	stopBG context.CancelFunc
+	work   sync.WaitGroup
+}
+
+// newApp opens the store, builds the registration, the agent and the server,
+// registers every handler, and resumes the deliveries a previous run left
+// unfinished. The caller must call Shutdown, then Close.
+func newApp(cfg config) (*app, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	reg, err := supervaizer.BuildRegistration(registrationSpec())
+	if err != nil {
+		return nil, fmt.Errorf("registration: %w", err)
+	}
+	agent, err := supervaizer.NewAgent(agentSpec(reg))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	st, err := store.Open(cfg.DBPath)
+	if err != nil {
+		return nil, fmt.Errorf("open the store: %w", err)
+	}
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent},
+		supervaizer.WithEnv(getenv),
+		supervaizer.WithStore(st), // jobs, contacts and the SDK's idempotency records survive a restart
+		supervaizer.WithLogger(logger),
+	)
+	if err != nil {
+		return nil, errors.Join(err, st.Close())
+	}
+	recheck := cfg.RecheckDecision
+	if recheck <= 0 {
+		recheck = recheckDecision
+	}
+	bg, stop := context.WithCancel(context.Background())
+	a := &app{
+		logger: logger, store: st, agent: agent, srv: srv,
+		jobs: &jobStore{st: st, now: time.Now}, sender: &outboxSender{st: st, now: time.Now},
+		now: time.Now, local: cfg.LocalMode, recheck: recheck, bg: bg, stopBG: stop,
+	}
+	a.ctxs = &supervaizer.ContextAssigner{Opener: srv.Account().Context(), Save: a.saveContext}
+	a.register()
+	if err := a.resumeDeliveries(bg); err != nil {
+		return nil, errors.Join(fmt.Errorf("resume deliveries: %w", err), a.Shutdown(context.Background()), a.Close())
+	}
+	return a, nil
+}
+
+// register wires every action and surface of the registration to its handler.
+func (a *app) register() {
+	// job.start: the typed form validates {"topic_id": …} before the handler
+	// runs. The SDK's idempotency layer applies to it automatically.
+	supervaizer.HandleActionFor(a.agent, actionStart, a.startJob)
+	supervaizer.HandleActionFor(a.agent, actionPreview, a.previewJob)
+	supervaizer.HandleActionFor(a.agent, actionSubmit, a.submitReview)
+	a.agent.Idempotent(actionSubmit) // a retried approval returns the original result
+	a.agent.HandleAction(actionSync, a.syncJob)
+	a.agent.HandleAction(actionStop, a.stopJob)
+	supervaizer.HandleActionFor(a.agent, actionGoalSuggest, a.suggestGoal)
+	supervaizer.HandleActionFor(a.agent, actionTest, a.testJob)
+	a.agent.HandleAction(supervaizer.ContextAssignAction, a.assignContext)
+
+	a.registerWorkspaceBinding()
+	a.registerContacts()
+	a.registerProgress()
+
+	a.agent.HandleSurface(surfaceJobStart, a.jobStartSurface)
+	a.agent.HandleSurface(surfaceStepAwaiting, a.reviewSurface)
+	a.agent.HandleSurface(surfaceStepDetail, a.stepDetailSurface)
+	a.agent.HandleSurface(surfaceAnalytics, a.analyticsSurface)
+}
+
+// Handler is the agent's HTTP handler: Agent Cards, POST /a2a, GET /a2a/events.
+func (a *app) Handler() http.Handler { return a.srv }
+
+// mode names how the controller runs, for the startup log.
+func (a *app) mode() string {
+	switch {
+	case a.srv.Account() != nil:
+		return "attached" // to Studio
+	case a.local:
+		return "local"
+	default:
+		return "standalone"
+	}
+}
+
+// Shutdown closes the event streams, waits for in-flight /a2a calls, then
+// stops the background deliveries and waits for them (a delivery that is
+// interrupted resumes at the next start). Call it before http.Server.Shutdown.
+func (a *app) Shutdown(ctx context.Context) error {
+	err := a.srv.Shutdown(ctx)
+	a.stopBG()
+	done := make(chan struct{})
+	go func() { a.work.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = errors.Join(err, fmt.Errorf("background deliveries: %w", ctx.Err()))
+	}
+	return err
+}
+
+// Close releases the store. Call it after Shutdown.
+func (a *app) Close() error { return a.store.Close() }

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// message is an approved brief on its way to the workspace's contacts.
+type message struct {
+	JobID   string    `json:"job_id"`
+	Scope   string    `json:"scope"`
+	Subject string    `json:"subject"`
+	Body    string    `json:"body"`
+	To      []string  `json:"to"`
+	SentAt  time.Time `json:"sent_at"`
+}
+
+// sender performs the agent's one external effect: sending a brief. Send must
+// be idempotent per job (a restart may call it again for a job whose outcome
+// was not recorded) and returns a receipt.
+type sender interface {
+	Send(ctx context.Context, m message) (receipt string, err error)
+}
+
+// outboxSender stands in for an e-mail or webhook integration: it writes the
+// message to an outbox in the store, once per job.
+type outboxSender struct {
+	st  store.Store
+	now func() time.Time
+}
+
+// Send implements sender.
+func (s *outboxSender) Send(ctx context.Context, m message) (string, error) {
+	m.SentAt = s.now().UTC()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	if _, _, err := s.st.PutIfAbsent(ctx, outboxKey(m.Scope, m.JobID), b); err != nil {
+		return "", err
+	}
+	return receiptOf(m.JobID), nil
+}
+
+func outboxKey(scope, jobID string) string { return store.Key(keyRoot, "outbox", scope, jobID) }
+
+// startDelivery sends the brief of an approved job in the background, so that
+// the submit call returns at once; job.sync reports the outcome. It does
+// nothing once Shutdown has begun: the next start resumes the delivery.
+func (a *app) startDelivery(scope, jobID string) {
+	if a.bg.Err() != nil {
+		return
+	}
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		if err := a.deliver(a.bg, scope, jobID); err != nil && a.bg.Err() == nil {
+			a.logger.LogAttrs(a.bg, slog.LevelError, "brief delivery failed", slog.String("job_id", jobID), slog.Any("error", err))
+		}
+	}()
+}
+
+// resumeDeliveries restarts the deliveries (and billing reports) a previous
+// run left unfinished.
+func (a *app) resumeDeliveries(ctx context.Context) error {
+	return a.jobs.each(ctx, "", func(j *jobRecord) error {
+		unbilled := j.Delivery != nil && !j.Delivery.Billed && a.srv.Account() != nil
+		if (j.Status == jobActive && j.Delivery == nil) || unbilled {
+			a.startDelivery(j.Scope, j.ID)
+		}
+		return nil
+	})
+}
+
+// errStoppedBeforeSend: the job was stopped before its brief went out.
+var errStoppedBeforeSend = errors.New("the job was stopped before the brief was sent")
+
+// deliver sends the brief of an approved job, records the delivery, then
+// reports the billable brief to Studio. A governed job sends it between rule
+// checkpoints.
+func (a *app) deliver(ctx context.Context, scope, jobID string) error {
+	for attempted := false; ; {
+		rec, err := a.jobs.get(ctx, scope, jobID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case rec.Delivery != nil:
+			return a.bill(ctx, rec)
+		case rec.Status != jobActive:
+			return nil // stopped, or failed without sending
+		case attempted:
+			return fmt.Errorf("the delivery of job %s ended without a recorded outcome", jobID)
+		}
+		if !rec.Governed {
+			err = a.sendUngoverned(ctx, rec)
+		} else {
+			err = a.sendGoverned(ctx, rec)
+		}
+		if !errors.Is(err, errAwaitingDecision) {
+			if err != nil {
+				return err
+			}
+			attempted = true // read the outcome, then bill
+			continue
+		}
+		a.logger.LogAttrs(ctx, slog.LevelInfo, errAwaitingDecision.Error(), slog.String("job_id", jobID))
+		select {
+		case <-time.After(a.recheck):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// sendUngoverned performs the external effect and records its outcome. The
+// sender is idempotent per job, so a delivery interrupted by a restart is
+// simply run again.
+func (a *app) sendUngoverned(ctx context.Context, rec *jobRecord) error {
+	r, err := a.sendBrief(ctx, rec)
+	switch {
+	case errors.Is(err, errStoppedBeforeSend):
+		return nil
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err() // interrupted by shutdown: resumed at the next start
+	case err != nil:
+		return errors.Join(err, a.markFailed(ctx, rec, "the brief could not be sent"))
+	}
+	_, err = a.recordDelivery(ctx, rec, r)
+	return err
+}
+
+// sendBrief is the external effect: the approved brief to the recipients
+// frozen at approval. It refuses a job stopped in the meantime.
+func (a *app) sendBrief(ctx context.Context, rec *jobRecord) (sendResult, error) {
+	cur, err := a.jobs.get(ctx, rec.Scope, rec.ID)
+	if err != nil {
+		return sendResult{}, err
+	}
+	if cur.Status != jobActive {
+		return sendResult{}, errStoppedBeforeSend
+	}
+	receipt, err := a.sender.Send(ctx, message{JobID: rec.ID, Scope: rec.Scope, Subject: "Brief: " + rec.TopicID, Body: rec.Draft, To: rec.Recipients})
+	if err != nil {
+		return sendResult{}, err
+	}
+	return sendResult{Receipt: receipt, Recipients: len(rec.Recipients)}, nil
+}
+
+// receiptOf is the receipt of the outbox message of a job.
+func receiptOf(jobID string) string { return "outbox:" + jobID }
+
+// recordDelivery records the sent brief on the job.
+func (a *app) recordDelivery(ctx context.Context, rec *jobRecord, r sendResult) (*jobRecord, error) {
+	return a.jobs.update(context.WithoutCancel(ctx), rec.Scope, rec.ID, func(j *jobRecord) error {
+		if j.Delivery != nil {
+			return errUnchanged
+		}
+		j.Delivery = &delivery{Receipt: r.Receipt, Recipients: r.Recipients, SentAt: a.now().UTC()}
+		if j.Status == jobActive {
+			j.Status = jobCompleted
+		}
+		return nil
+	})
+}
+
+// markFailed fails an active job whose brief was not sent; reason is shown
+// to the operator, the cause is logged by the caller.
+func (a *app) markFailed(ctx context.Context, rec *jobRecord, reason string) error {
+	_, err := a.jobs.update(context.WithoutCancel(ctx), rec.Scope, rec.ID, func(j *jobRecord) error {
+		if j.Delivery != nil || j.Status != jobActive {
+			return errUnchanged
+		}
+		j.Status, j.Failure = jobFailed, reason
+		return nil
+	})
+	return err
+}
+
+// bill reports the sent brief to Studio once (the idempotency key is the job,
+// so a repeated report bills nothing new). Without a Studio account (local
+// mode) there is nothing to report.
+func (a *app) bill(ctx context.Context, rec *jobRecord) error {
+	if rec.Delivery == nil || rec.Delivery.Billed {
+		return nil
+	}
+	_, err := a.srv.Account().ReportConsumption(ctx, a.agent, supervaizer.Consumption{
+		SKU: skuBrief, Quantity: 1, JobID: rec.ID, CaseID: rec.sendCaseID(),
+		OccurredAt: rec.Delivery.SentAt, IdempotencyKey: "brief-" + rec.ID,
+	})
+	if errors.Is(err, supervaizer.ErrNoStudioAccount) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = a.jobs.update(ctx, rec.Scope, rec.ID, func(j *jobRecord) error {
+		if j.Delivery == nil || j.Delivery.Billed {
+			return errUnchanged
+		}
+		j.Delivery.Billed = true
+		return nil
+	})
+	return err
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"net"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+func TestLoadConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    config
+		wantErr string
+	}{
+		{"defaults", nil, config{Addr: defaultAddr, DBPath: store.DefaultPath()}, ""},
+		{"everything", map[string]string{envAddr: " 0.0.0.0:9000 ", envDataDir: "/var/lib/ra", envLocalMode: "TRUE"},
+			config{Addr: "0.0.0.0:9000", DBPath: filepath.Join("/var/lib/ra", store.DefaultFileName), LocalMode: true}, ""},
+		{"port 0", map[string]string{envAddr: "127.0.0.1:0"}, config{Addr: "127.0.0.1:0", DBPath: store.DefaultPath()}, ""},
+		{"local mode off", map[string]string{envLocalMode: "off"}, config{Addr: defaultAddr, DBPath: store.DefaultPath()}, ""},
+		{"no port", map[string]string{envAddr: "localhost"}, config{}, "SUPERVAIZER_ADDR"},
+		{"bad port", map[string]string{envAddr: "localhost:http"}, config{}, "SUPERVAIZER_ADDR"},
+		{"port too large", map[string]string{envAddr: ":65536"}, config{}, "SUPERVAIZER_ADDR"},
+		{"bad local mode", map[string]string{envLocalMode: "maybe"}, config{}, "SUPERVAIZER_LOCAL_MODE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := loadConfig(func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			cfg.Getenv = nil
+			assert.Equal(t, tt.want, cfg)
+		})
+	}
+}
+
+// FuzzLoadConfig: any environment gives a usable configuration or an error,
+// never a panic.
+func FuzzLoadConfig(f *testing.F) {
+	f.Add("127.0.0.1:8080", "/tmp/ra", "true")
+	f.Add("", "", "")
+	f.Add("[::1]:0", " ", "0")
+	f.Add(":99999", "\x00", "yes")
+	f.Fuzz(func(t *testing.T, addr, dir, local string) {
+		env := map[string]string{envAddr: addr, envDataDir: dir, envLocalMode: local}
+		cfg, err := loadConfig(func(k string) string { return env[k] })
+		if err != nil {
+			return
+		}
+		_, _, serr := net.SplitHostPort(cfg.Addr)
+		assert.NoError(t, serr)
+		assert.Equal(t, store.DefaultFileName, filepath.Base(cfg.DBPath))
+	})
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
+	svtest "github.com/supervaize/supervaizer-go/testing"
+)
+
+// testAPIKey is the transport key of the agents the tests start.
+const testAPIKey = "research-agent-test-key"
+
+// harness is the research agent started in-process with newApp, configured
+// from an environment of its own (workspace authorization ON, trusting a fake
+// Studio that mints real Ed25519 tokens), served over HTTP by httptest.
+type harness struct {
+	t      *testing.T
+	app    *app
+	studio *svtest.FakeStudio
+	srv    *httptest.Server
+	dbPath string
+	client *client
+}
+
+// studioEnv is the environment of an agent that trusts studio: the same
+// variables an operator sets in production.
+func studioEnv(studio *svtest.FakeStudio, dataDir string) map[string]string {
+	return map[string]string{
+		"SUPERVAIZER_API_KEY":                   testAPIKey,
+		"SUPERVAIZER_SERVER_ID":                 studio.ServerID(),
+		"SUPERVAIZER_DATA_DIR":                  dataDir,
+		"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED":   "true",
+		"SUPERVAIZER_WORKSPACE_AUTH_ISSUER":     studio.Issuer(),
+		"SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY": studio.PublicKeyPEM(),
+	}
+}
+
+// newHarness starts the agent against a new fake Studio.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	studio := svtest.NewFakeStudio(t)
+	return startHarness(t, studio, studioEnv(studio, t.TempDir()))
+}
+
+// startHarness starts the agent with env; every cleanup runs in the order
+// main uses: the SDK server, the HTTP server, then the store.
+func startHarness(t *testing.T, studio *svtest.FakeStudio, env map[string]string) *harness {
+	t.Helper()
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	a, err := newApp(cfg)
+	require.NoError(t, err)
+	// Studio's registration handshake links the agent to its Studio id; the
+	// fake Studio does the same.
+	studio.Link(a.agent, "")
+	h := &harness{t: t, app: a, studio: studio, srv: httptest.NewServer(a.Handler()), dbPath: cfg.DBPath}
+	h.client = &client{t: t, base: h.srv.URL, studio: studio}
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+// stop shuts the agent down (idempotent).
+func (h *harness) stop() {
+	if h.app == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(h.t, h.app.Shutdown(ctx))
+	h.srv.Close()
+	require.NoError(h.t, h.app.Close())
+	h.app = nil
+}
+
+// workspace is a Studio workspace the tests call from.
+type workspace struct{ id, slug string }
+
+var (
+	wsA = workspace{"ws-a", "acme"}
+	wsB = workspace{"ws-b", "globex"}
+)
+
+const missionID = "mission-1"
+
+var reqSeq atomic.Uint64
+
+// actionRequest is a valid action request from ws.
+func actionRequest(t testing.TB, ws workspace, action string, input any) contracts.ActionRequest {
+	t.Helper()
+	var raw json.RawMessage
+	if input != nil {
+		b, err := json.Marshal(input)
+		require.NoError(t, err)
+		raw = b
+	}
+	return contracts.ActionRequest{
+		RequestID: fmt.Sprintf("req-%d", reqSeq.Add(1)), Actor: contracts.Actor{UserID: "user-1"},
+		Workspace: contracts.WorkspaceRef{ID: ws.id, Slug: ws.slug}, MissionID: missionID,
+		AgentSlug: agentSlug, Surface: action, Action: action, Input: raw,
+	}
+}
+
+// surfaceRequest is a valid surface-load request from ws.
+func surfaceRequest(ws workspace, surface string) contracts.SurfaceRequest {
+	return contracts.SurfaceRequest{
+		RequestID: fmt.Sprintf("req-%d", reqSeq.Add(1)), Actor: contracts.Actor{UserID: "user-1"},
+		Workspace: contracts.WorkspaceRef{ID: ws.id, Slug: ws.slug}, MissionID: missionID,
+		AgentSlug: agentSlug, Surface: surface,
+	}
+}
+
+// client calls the agent over HTTP as Studio does: X-API-Key plus a freshly
+// minted workspace token per call.
+type client struct {
+	t      *testing.T
+	base   string
+	studio *svtest.FakeStudio
+	seq    atomic.Uint64
+}
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    supervaizer.Code `json:"code"`
+	Message string           `json:"message"`
+	Data    json.RawMessage  `json:"data"`
+}
+
+// call posts one JSON-RPC request and returns its raw result or its error.
+func (c *client) call(method string, params any, token string) (json.RawMessage, *rpcError) {
+	c.t.Helper()
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.seq.Add(1), "method": method, "params": params})
+	require.NoError(c.t, err)
+	req, err := http.NewRequestWithContext(c.t.Context(), http.MethodPost, c.base+"/a2a", bytes.NewReader(body))
+	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(supervaizer.HeaderAPIKey, testAPIKey)
+	if token != "" {
+		req.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	require.Equal(c.t, http.StatusOK, resp.StatusCode, "body: %s", raw)
+	var out struct {
+		Result json.RawMessage `json:"result"`
+		Error  *rpcError       `json:"error"`
+	}
+	require.NoError(c.t, json.Unmarshal(raw, &out))
+	return out.Result, out.Error
+}
+
+// invokeRaw calls an action with a valid token and returns the result as sent.
+func (c *client) invokeRaw(req contracts.ActionRequest) (json.RawMessage, *rpcError) {
+	c.t.Helper()
+	return c.call(supervaizer.MethodActionInvoke, map[string]any{"action_request": req}, c.studio.TokenForAction(req))
+}
+
+// invoke calls an action that must succeed at the JSON-RPC level.
+func (c *client) invoke(req contracts.ActionRequest) *contracts.ActionResult {
+	c.t.Helper()
+	raw, rerr := c.invokeRaw(req)
+	require.Nil(c.t, rerr, "action %s: %+v", req.Action, rerr)
+	var res contracts.ActionResult
+	require.NoError(c.t, json.Unmarshal(raw, &res))
+	return &res
+}
+
+// load loads a surface that must succeed.
+func (c *client) load(req contracts.SurfaceRequest) (*contracts.SurfaceResult, map[string]any) {
+	c.t.Helper()
+	raw, rerr := c.call(supervaizer.MethodSurfaceLoad, map[string]any{"surface_request": req}, c.studio.TokenForSurface(req))
+	require.Nil(c.t, rerr, "surface %s: %+v", req.Surface, rerr)
+	var res contracts.SurfaceResult
+	require.NoError(c.t, json.Unmarshal(raw, &res))
+	var doc map[string]any
+	require.NoError(c.t, json.Unmarshal(res.Document, &doc))
+	return &res, doc
+}
+
+// startJob starts job id on topic from ws and returns the result.
+func (c *client) startJob(ws workspace, id, key, topic string) *contracts.ActionResult {
+	c.t.Helper()
+	req := actionRequest(c.t, ws, actionStart, map[string]any{"topic_id": topic})
+	req.JobID, req.IdempotencyKey = id, key
+	res := c.invoke(req)
+	require.Equal(c.t, contracts.StatusOK, res.Status, "job.start: %+v", res.Errors)
+	return res
+}
+
+// jobRequest is an action request about job id.
+func jobRequest(t testing.TB, ws workspace, action, id string, input any) contracts.ActionRequest {
+	t.Helper()
+	req := actionRequest(t, ws, action, input)
+	req.JobID = id
+	return req
+}
+
+// waitStatus calls job.sync until the job reaches status, and returns that
+// result.
+func (c *client) waitStatus(ws workspace, id, status string) *contracts.ActionResult {
+	c.t.Helper()
+	var last *contracts.ActionResult
+	poll(c.t, func() bool {
+		last = c.invoke(jobRequest(c.t, ws, actionSync, id, nil))
+		return last.Status == contracts.StatusOK && last.JobState.Job.Status == status
+	}, "job %s never reached %q", id, status)
+	return last
+}
+
+// poll calls cond in the test's goroutine (so that cond may use require) until
+// it returns true, for at most 10 s.
+func poll(t testing.TB, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf(format, args...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// dbPath is a fresh store file for a test.
+func dbPath(t testing.TB) string { return filepath.Join(t.TempDir(), "supervaizer.db") }
+
+// waitClosed waits at most 10 s for ch to be closed.
+func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}

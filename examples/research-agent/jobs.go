@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// Job statuses: the agent's vocabulary, echoed in job_policy.sync.
+const (
+	jobAwaiting  = "awaiting"  // the draft brief waits for an operator's review
+	jobActive    = "active"    // approved: the brief is being sent
+	jobCompleted = "completed" // the brief was sent
+	jobStopped   = "stopped"   // stopped by job.stop
+	jobFailed    = "failed"    // sending failed or a rule checkpoint refused it
+)
+
+// Depths of the research.
+const (
+	depthQuick = "quick"
+	depthDeep  = "deep"
+)
+
+// keyRoot is the first part of every key the agent writes in the store, apart
+// from the SDK's own records.
+const keyRoot = "research-agent"
+
+// errJobNotFound is returned for a job id unknown in the caller's workspace
+// scope. A job of another workspace is "not found" too: never tell them apart.
+var errJobNotFound = errors.New("job not found")
+
+// jobRecord is the agent's own state of a job, persisted in the store.
+type jobRecord struct {
+	ID        string `json:"id"`
+	MissionID string `json:"mission_id"`
+	Scope     string `json:"scope"` // the verified workspace partition, see workspaceScope
+	TopicID   string `json:"topic_id"`
+	Goal      string `json:"goal"`
+	Depth     string `json:"depth"`
+	Status    string `json:"status"`
+	Draft     string `json:"draft"`    // the brief, as last edited by the operator
+	Reviews   int    `json:"reviews"`  // review submissions so far
+	Approved  bool   `json:"approved"` // the operator approved the brief for sending
+	Governed  bool   `json:"governed"` // Studio sent a rule snapshot: the delivery is guarded
+
+	// Recipients are the contacts the brief goes to, frozen at approval.
+	Recipients []string `json:"recipients,omitempty"`
+
+	// Delivery is set once the brief was sent; Failure once it could not be.
+	Delivery *delivery `json:"delivery,omitempty"`
+	Failure  string    `json:"failure,omitempty"`
+
+	Revision  int       `json:"revision"` // incremented by every change; the sync cursor
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// delivery records the external effect: the brief sent to the workspace's
+// contacts.
+type delivery struct {
+	Receipt    string    `json:"receipt"`
+	Recipients int       `json:"recipients"`
+	SentAt     time.Time `json:"sent_at"`
+	Billed     bool      `json:"billed"` // reported to Studio's billing
+}
+
+// Stable snapshot ids, derived from the job id so that every job_state of a
+// job updates the same cases, steps and artifacts in Studio.
+func (j *jobRecord) setupCaseID() string     { return j.ID + "-setup" }
+func (j *jobRecord) reviewStepID() string    { return j.ID + "-review" }
+func (j *jobRecord) sendCaseID() string      { return j.ID + "-delivery" }
+func (j *jobRecord) sendStepID() string      { return j.ID + "-send" }
+func (j *jobRecord) briefCaseID() string     { return j.ID + "-brief" }
+func (j *jobRecord) briefStepID() string     { return j.ID + "-synthesis" }
+func (j *jobRecord) briefArtifactID() string { return j.ID + "-brief.md" }
+
+// reviewFields are the fields of the awaiting review step. The submit action
+// receives their values as its input.
+func reviewFields() []a2ui.Field {
+	return []a2ui.Field{
+		a2ui.TextField("review_text", "Brief text", a2ui.Required(), a2ui.Multiline(12), a2ui.MaxLength(20000)),
+		a2ui.BooleanField("approve_review", "Approve and send the brief", a2ui.Required()),
+	}
+}
+
+// state is the job_state snapshot of the job: the job, a setup case with the
+// review step, and, once approved, a work case sending the brief and a
+// deliverable case holding it. The projection depends only on the record, so
+// repeated job.sync calls converge.
+func (j *jobRecord) state() *contracts.JobState {
+	job := contracts.Job{
+		ID: j.ID, AgentSlug: agentSlug, MissionID: j.MissionID, Status: j.Status,
+		Source:  contracts.JobSource{Type: contracts.SourceFreshStart, ExternalRef: "topic:" + j.TopicID, TargetType: "topic"},
+		Display: &contracts.JobDisplay{EntityLabel: "Brief", StateLabel: stateLabel(j.Status), PrimaryActionLabel: primaryAction(j.Status)},
+	}
+	review := contracts.Step{ID: j.reviewStepID(), Activity: contracts.ActivityOperation, Title: "Review the draft brief", Status: "completed"}
+	setup := contracts.Case{ID: j.setupCaseID(), Lane: laneSetup, Title: "Brief: " + j.TopicID, Status: "completed",
+		Metadata: map[string]any{"topic_id": j.TopicID, "depth": j.Depth}}
+	switch {
+	case j.Status == jobAwaiting:
+		review.Status, setup.Status = jobAwaiting, jobAwaiting
+		fields := reviewFields()
+		af := make([]contracts.AwaitingField, len(fields))
+		for i, f := range fields {
+			af[i] = contracts.AwaitingField(f)
+		}
+		review.Awaiting = &contracts.Awaiting{Reason: "human_input", Surface: surfaceStepAwaiting, Action: actionSubmit, Fields: af}
+	case !j.Approved: // stopped before approval
+		review.Status, setup.Status = "cancelled", "cancelled"
+	}
+	setup.Steps = []contracts.Step{review}
+	cases := []contracts.Case{setup}
+	if !j.Approved {
+		return &contracts.JobState{Job: job, Cases: cases}
+	}
+
+	send := contracts.Step{ID: j.sendStepID(), Activity: contracts.ActivityOperation, Title: "Send the brief to the workspace's contacts"}
+	sendCase := contracts.Case{ID: j.sendCaseID(), Lane: laneWork, Title: "Delivery"}
+	switch {
+	case j.Status == jobFailed:
+		send.Status = "failed"
+		sendCase.Metadata = map[string]any{"failure": j.Failure}
+		if j.Delivery != nil {
+			sendCase.Metadata["sent_at"] = j.Delivery.SentAt.UTC().Format(time.RFC3339)
+		}
+	case j.Delivery != nil:
+		send.Status = "completed"
+		sendCase.Metadata = map[string]any{"recipients": j.Delivery.Recipients, "sent_at": j.Delivery.SentAt.UTC().Format(time.RFC3339)}
+	case j.Status == jobStopped:
+		send.Status = "cancelled"
+	default:
+		send.Status = "active"
+	}
+	sendCase.Status = send.Status
+	sendCase.Steps = []contracts.Step{send}
+	brief := contracts.Case{ID: j.briefCaseID(), Lane: laneDeliverable, Title: "Brief", Status: "completed",
+		Steps: []contracts.Step{{ID: j.briefStepID(), Activity: contracts.ActivityOperation, Status: "completed", Title: "Synthesis",
+			Outputs: []contracts.ArtifactRef{{ID: j.briefArtifactID(), Type: artifactSynthesis, Title: "Brief: " + j.TopicID, MediaType: "text/markdown"}}}}}
+	return &contracts.JobState{Job: job, Cases: append(cases, sendCase, brief)}
+}
+
+func stateLabel(status string) string {
+	switch status {
+	case jobAwaiting:
+		return "Waiting for review"
+	case jobActive:
+		return "Sending"
+	case jobCompleted:
+		return "Sent"
+	case jobStopped:
+		return "Stopped"
+	default:
+		return "Failed"
+	}
+}
+
+func primaryAction(status string) string {
+	if status == jobAwaiting {
+		return "Review the brief"
+	}
+	return "Open the brief"
+}
+
+// draftBrief writes the first draft of a brief. It stands in for the agent's
+// real work (searching sources, calling a model): deterministic, so tests and
+// retries see the same text.
+func draftBrief(topic, goal, depth string) string {
+	if goal == "" {
+		goal = defaultGoal(topic)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Brief: %s\n\n**Goal:** %s\n\n## Summary\n\nWhat is publicly known about %s, in one page.\n\n", topic, goal, topic)
+	b.WriteString("## Key findings\n\n- Market size and growth\n- Main players\n")
+	if depth == depthDeep {
+		b.WriteString("- Regulation and open questions\n\n## Sources reviewed\n\n- Analyst reports\n- Public filings\n- Trade press\n")
+	} else {
+		b.WriteString("\n## Sources reviewed\n\n- Trade press\n")
+	}
+	return b.String()
+}
+
+func defaultGoal(topic string) string {
+	return fmt.Sprintf("Summarize what is publicly known about %s, with sources, in one page.", topic)
+}
+
+// workspaceScope is the partition every job, contact and metric lives in: the
+// agent-side record Studio bound the workspace to (agent_workspace_ref), else
+// the verified workspace id, written as the SDK writes a workspace-level
+// supervaizer.ScopeKey (so jobs and the contacts resource share it). It comes
+// from the verified token only, never from a slug or an id of the request
+// body; the two namespaces never mix.
+func workspaceScope(ws *contracts.VerifiedWorkspaceContext) (string, bool) {
+	if ws == nil || ws.WorkspaceID == "" {
+		return "", false
+	}
+	k := supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: ws.WorkspaceID}
+	if ws.AgentWorkspaceRef != nil && *ws.AgentWorkspaceRef != "" {
+		k.Workspace, k.ByRef = *ws.AgentWorkspaceRef, true
+	}
+	return k.String(), true
+}
+
+// workspaceOf is the workspace-level partition of a resource or dataset scope.
+func workspaceOf(k supervaizer.ScopeKey) string {
+	return supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: k.Workspace, ByRef: k.ByRef}.String()
+}
+
+// jobStore keeps job records in the store, one key per (scope, job id).
+type jobStore struct {
+	st  store.Store
+	now func() time.Time
+}
+
+func jobKey(scope, id string) string { return store.Key(keyRoot, "jobs", scope, id) }
+
+// create stores rec unless a job with its id exists in its scope; then it
+// returns the existing record and false.
+func (s *jobStore) create(ctx context.Context, rec *jobRecord) (*jobRecord, bool, error) {
+	rec.CreatedAt, rec.UpdatedAt, rec.Revision = s.now().UTC(), s.now().UTC(), 1
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, false, err
+	}
+	existing, stored, err := s.st.PutIfAbsent(ctx, jobKey(rec.Scope, rec.ID), b)
+	if err != nil || stored {
+		return rec, stored, err
+	}
+	var old jobRecord
+	if err := json.Unmarshal(existing, &old); err != nil {
+		return nil, false, fmt.Errorf("decode job %s: %w", rec.ID, err)
+	}
+	return &old, false, nil
+}
+
+// get returns the job id of scope, or errJobNotFound.
+func (s *jobStore) get(ctx context.Context, scope, id string) (*jobRecord, error) {
+	if id == "" {
+		return nil, errJobNotFound
+	}
+	b, found, err := s.st.Get(ctx, jobKey(scope, id))
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, errJobNotFound
+	}
+	var rec jobRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("decode job %s: %w", id, err)
+	}
+	return &rec, nil
+}
+
+// errUnchanged, returned by an update function, ends update without writing.
+var errUnchanged = errors.New("unchanged")
+
+// update applies fn to the job and writes the result with compare-and-swap,
+// retrying on a concurrent change, so no update is ever lost. When fn returns
+// errUnchanged nothing is written and the current record is returned.
+func (s *jobStore) update(ctx context.Context, scope, id string, fn func(*jobRecord) error) (*jobRecord, error) {
+	key := jobKey(scope, id)
+	for {
+		old, found, err := s.st.Get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, errJobNotFound
+		}
+		var rec jobRecord
+		if err := json.Unmarshal(old, &rec); err != nil {
+			return nil, fmt.Errorf("decode job %s: %w", id, err)
+		}
+		if err := fn(&rec); errors.Is(err, errUnchanged) {
+			return &rec, nil
+		} else if err != nil {
+			return nil, err
+		}
+		rec.Revision++
+		rec.UpdatedAt = s.now().UTC()
+		b, err := json.Marshal(&rec)
+		if err != nil {
+			return nil, err
+		}
+		swapped, err := s.st.CompareAndSwap(ctx, key, old, b)
+		if err != nil {
+			return nil, err
+		}
+		if swapped {
+			return &rec, nil
+		}
+	}
+}
+
+// each calls fn for every job of scope; an empty scope visits every job.
+func (s *jobStore) each(ctx context.Context, scope string, fn func(*jobRecord) error) error {
+	prefix := store.Prefix(keyRoot, "jobs")
+	if scope != "" {
+		prefix = store.Prefix(keyRoot, "jobs", scope)
+	}
+	return s.st.Scan(ctx, prefix, func(_ string, v []byte) error {
+		var rec jobRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		return fn(&rec)
+	})
+}
