@@ -104,6 +104,17 @@ func ResourceFields(fields ...Field) []contracts.ResourceField {
 	return out
 }
 
+// AwaitingFields converts fields to awaiting-step fields, the form
+// contracts.Awaiting carries. Set each field's type explicitly: the awaiting
+// model's historical default type is "boolean".
+func AwaitingFields(fields ...Field) []contracts.AwaitingField {
+	out := make([]contracts.AwaitingField, len(fields))
+	for i, f := range fields {
+		out[i] = contracts.AwaitingField(f)
+	}
+	return out
+}
+
 // Required makes a value mandatory (while the field is active, see [DependsOn]).
 func Required() FieldOpt { return func(f *Field) { f.Required = true } }
 
