@@ -27,6 +27,27 @@
 //	})
 //	http.ListenAndServe("127.0.0.1:8080", srv) // a *Server is an http.Handler
 //
+// # Handlers and results
+//
+// [Agent.HandleAction] and [Agent.HandleSurface] register plain handlers;
+// [HandleActionFor] validates the action input against the JSON Schema derived
+// from a Go type and decodes it first. Results are built with [OK], [Fail], the
+// effect constructors ([JobStarted], [DatasetQueried], …) and
+// [NewSurfaceResult] with an a2ui document. [RegisterResource] and
+// [RegisterDataset] serve typed resources (also over the DataResource REST
+// routes) and datasets.
+//
+// # State, Studio and governance
+//
+// job.start is idempotent by default: retries with the same idempotency_key get
+// the original result, byte for byte ([Agent.Idempotent] opts other actions in).
+// What must survive a restart goes through the [store.Store] given with
+// [WithStore]. With an [Account] ([WithAccount] or the SUPERVAIZE_* variables)
+// [Server.Start] registers the controller with Studio and checks the handshake.
+// [NewRuleCheckpointGate] and [RunGuardedStep] guard an external effect with
+// Studio decisions taken before and after it, never replaying an uncertain
+// effect after a crash.
+//
 // # Packages
 //
 // The root package holds what agent authors use every day. Package contracts
