@@ -14,7 +14,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-func mustRegistration(t *testing.T, spec sv.RegistrationSpec) *contracts.Registration {
+func mustRegistration(t testing.TB, spec sv.RegistrationSpec) *contracts.Registration {
 	t.Helper()
 	reg, err := sv.BuildRegistration(spec)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,7 @@ type idemFixture struct {
 	fail  atomic.Bool
 }
 
-func newIdemFixture(t *testing.T, st store.Store) *idemFixture {
+func newIdemFixture(t testing.TB, st store.Store) *idemFixture {
 	t.Helper()
 	reg := mustRegistration(t, sv.RegistrationSpec{
 		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1",
@@ -61,11 +62,16 @@ func newIdemFixture(t *testing.T, st store.Store) *idemFixture {
 	return f
 }
 
-func (f *idemFixture) invoke(t *testing.T, action, key, jobID, input string) string {
+func (f *idemFixture) invoke(t testing.TB, action, key, jobID, input string) string {
+	t.Helper()
+	return f.invokeIn(t, "m-1", action, key, jobID, input)
+}
+
+func (f *idemFixture) invokeIn(t testing.TB, missionID, action, key, jobID, input string) string {
 	t.Helper()
 	params := map[string]any{
 		"request_id": "r-1", "actor": map[string]any{"user_id": "u-1"}, "workspace": map[string]any{"id": "w-1"},
-		"mission_id": "m-1", "agent_slug": "research-agent", "surface": "job.start", "action": action,
+		"mission_id": missionID, "agent_slug": "research-agent", "surface": "job.start", "action": action,
 		"job_id": jobID, "input": json.RawMessage(input),
 	}
 	if key != "" {
@@ -93,16 +99,19 @@ func TestIdempotentJobStart(t *testing.T) {
 	assert.Equal(t, first, again)
 	assert.EqualValues(t, 1, f.calls.Load())
 
-	// Different input or identities: a conflict result, handler not called.
-	for _, tc := range []struct{ name, job, input string }{
-		{"other input", "job-77", `{"topic_id":"solar"}`},
-		{"other job", "job-78", `{"topic_id":"battery"}`},
+	// Different input or identities: exactly the conflict result of model.md §9,
+	// handler not called.
+	const conflict = `{"jsonrpc":"2.0","id":1,"result":{"status":"error","effects":[],` +
+		`"replay_safety":{"dedupe_keys":["setup-7f3c"],"stable_external_ids_required":true,"strictly_idempotent_response":true,"convergent":true},` +
+		`"errors":[{"code":"idempotency_conflict","message":"idempotency_key setup-7f3c was already used with a different input or job"}]}}`
+	for _, tc := range []struct{ name, mission, job, input string }{
+		{"other input", "m-1", "job-77", `{"topic_id":"solar"}`},
+		{"other job", "m-1", "job-78", `{"topic_id":"battery"}`},
+		{"other mission", "m-2", "job-77", `{"topic_id":"battery"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := f.invoke(t, "job.start", "setup-7f3c", tc.job, tc.input)
-			assert.Contains(t, res, `"status":"error"`)
-			assert.Contains(t, res, `"errors":[{"code":"idempotency_conflict"`)
-			assert.Contains(t, res, `"strictly_idempotent_response":true`)
+			res := f.invokeIn(t, tc.mission, "job.start", "setup-7f3c", tc.job, tc.input)
+			assert.JSONEq(t, conflict, res)
 			assert.EqualValues(t, 1, f.calls.Load())
 		})
 	}
@@ -139,7 +148,7 @@ func TestIdempotencyFailedAttemptIsNotRecorded(t *testing.T) {
 
 func TestIdempotencyConcurrentDuplicatesRunOnce(t *testing.T) {
 	f := newIdemFixture(t, nil)
-	const n = 50
+	const n = 100
 	results := make([]string, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -176,4 +185,31 @@ func TestIdempotentOptIn(t *testing.T) {
 	f.invoke(t, "job.stop", "k", "job-1", `{}`)
 	assert.EqualValues(t, 1, f.calls.Load())
 	assert.Panics(t, func() { a.Idempotent("job.nope") })
+}
+
+func BenchmarkIdempotentJobStart(b *testing.B) {
+	b.Run("hit", func(b *testing.B) {
+		f := newIdemFixture(b, nil)
+		f.invoke(b, "job.start", "k", "job-1", `{"topic_id":"x"}`)
+		b.ReportAllocs()
+		for b.Loop() {
+			f.invoke(b, "job.start", "k", "job-1", `{"topic_id":"x"}`)
+		}
+	})
+	b.Run("miss", func(b *testing.B) {
+		f := newIdemFixture(b, nil)
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			f.invoke(b, "job.start", "k-"+strconv.Itoa(i), "job-1", `{"topic_id":"x"}`)
+		}
+	})
+	b.Run("no key", func(b *testing.B) {
+		f := newIdemFixture(b, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			f.invoke(b, "job.start", "", "job-1", `{"topic_id":"x"}`)
+		}
+	})
 }
