@@ -111,7 +111,10 @@ func (c *CaseBuilder) Step(id, status, title string) *StepBuilder {
 type StepBuilder struct{ s contracts.Step }
 
 // Delegation marks the step as a delegation instead of an operation.
-func (s *StepBuilder) Delegation() *StepBuilder { s.s.Activity = contracts.ActivityDelegation; return s }
+func (s *StepBuilder) Delegation() *StepBuilder {
+	s.s.Activity = contracts.ActivityDelegation
+	return s
+}
 
 // ExternalID sets the stable external id of the step.
 func (s *StepBuilder) ExternalID(id string) *StepBuilder { s.s.ExternalID = id; return s }
