@@ -1,0 +1,90 @@
+package supervaizer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+func ExampleBuildRegistration() {
+	reg, err := sv.BuildRegistration(sv.RegistrationSpec{
+		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "research-agent.2026-05-16",
+		Surfaces:  sv.Surfaces("job.start"),
+		Actions:   sv.Actions("job.start"),
+		JobPolicy: &contracts.JobPolicy{Sync: &contracts.JobSyncPolicy{}},
+		Resources: []contracts.ResourceDefinition{{ID: "contacts", Label: "Contacts", AutoSurface: true, Operations: []string{"list"}}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(reg.Capabilities.Surfaces)
+	for _, a := range reg.Capabilities.Actions {
+		fmt.Println(a.ID, a.Mutating, a.Scope)
+	}
+	// Output:
+	// [job.start mission.agent.resource.contacts]
+	// job.start true job
+	// resource.contacts.list true workspace
+	// job.sync true job
+}
+
+func ExampleBuildRegistration_invalid() {
+	_, err := sv.BuildRegistration(sv.RegistrationSpec{
+		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "research-agent.1",
+		Actions: []sv.ActionSpec{{ID: "goal.suggest", Kind: contracts.KindHelp}}, // a help action must not mutate
+	})
+	fmt.Println(err)
+	// Output:
+	// invalid Registration:
+	//   /actions/0/mutating: help action "goal.suggest" must set Mutating to false (help_action)
+}
+
+func ExampleNewAgent() {
+	reg, _ := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1"})
+	agent, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(agent.Slug(), agent.ID())
+	_, err = sv.NewAgent(sv.AgentSpec{Name: "Research Bot", Version: "1.0.0", Registration: reg})
+	fmt.Println(err)
+	// Output:
+	// research-agent imussvG8U97vC93sU6egrt
+	// supervaizer: v2 registration agent.slug must match Agent.slug: "research-agent" != "research-bot"
+}
+
+func ExampleNewJobState() {
+	req := &sv.ActionRequest{JobID: "job-77", AgentSlug: "research-agent", MissionID: "mis-3"}
+	b := sv.NewJobState(req, "awaiting")
+	review := b.Case("case-1", "setup", "Review sources")
+	review.Step("step-1", "pending", "Review").Awaiting(sv.AwaitingStep{Reopenable: true})
+	js, err := b.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	out, _ := json.Marshal(js.Cases[0].Steps[0].Awaiting)
+	fmt.Println(js.Cases[0].Lane, js.Cases[0].Steps[0].Status, string(out))
+	// Output:
+	// setup awaiting {"reason":"human_input","surface":"case.step.awaiting","action":"step.awaiting.submit","fields":[],"reopenable":true}
+}
+
+func ExampleWorkspaceFrom() {
+	reg, _ := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1",
+		Actions: sv.Actions("job.stop")})
+	agent, _ := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
+	agent.HandleAction("job.stop", func(ctx context.Context, req *sv.ActionRequest) (*sv.ActionResult, error) {
+		ws, ok := sv.WorkspaceFrom(ctx) // the verified workspace, never req.Workspace.Slug
+		if !ok {
+			return sv.Fail("workspace_missing", "no verified workspace"), nil
+		}
+		return sv.OK(sv.Effect{Type: "job.stopped", JobID: req.JobID, Message: "stopped in " + ws.WorkspaceID}), nil
+	})
+	fmt.Println("registered")
+	// Output: registered
+}
