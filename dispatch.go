@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
@@ -81,10 +82,31 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(jsonrpc.AppendResult(make([]byte, 0, len(result)+48), req.ID, result))
+	buf := getResponseBuffer()
+	*buf = jsonrpc.AppendResult((*buf)[:0], req.ID, result)
+	_, _ = w.Write(*buf) // Write does not retain its argument
+	putResponseBuffer(buf)
+}
+
+// responseBuffers recycles the buffers that responses are assembled in.
+var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledResponse bounds the buffers kept: a rare huge response is not
+// kept alive by the pool.
+const maxPooledResponse = 64 << 10
+
+func getResponseBuffer() *[]byte { return responseBuffers.Get().(*[]byte) }
+
+func putResponseBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledResponse {
+		responseBuffers.Put(b)
+	}
 }
 
 func isJSONContentType(ct string) bool {
+	if ct == "application/json" { // the usual value, without parsing
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
 		return false
@@ -135,11 +157,8 @@ func innerParams(params json.RawMessage, key string) json.RawMessage {
 	if !bytes.Contains(params, []byte(`"`+key+`"`)) {
 		return params
 	}
-	var wrapped map[string]json.RawMessage
-	if json.Unmarshal(params, &wrapped) != nil {
-		return params
-	}
-	if inner, ok := wrapped[key]; ok {
+	// params is a valid JSON object: the envelope decoder checked it.
+	if inner, ok := jsonrpc.Member(params, key); ok {
 		return inner
 	}
 	return params
@@ -160,7 +179,6 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 		req.WorkspaceAuthorization = ws
 		ctx = withWorkspace(ctx, ws)
 	}
-	failed := &Error{Code: CodeInternalError, Message: "Action handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
 	a := s.bySlug[req.AgentSlug]
 	var h ActionHandler
 	if a != nil {
@@ -173,7 +191,7 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 	ctx = withAgent(ctx, a)
 	start := time.Now()
 	exec := func(ctx context.Context) ([]byte, *ActionResult, *Error) {
-		return s.runAction(ctx, h, &req, failed)
+		return s.runAction(ctx, h, &req)
 	}
 	var (
 		raw    []byte
@@ -188,25 +206,30 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	s.publishEffects(ctx, &req, res)
+	s.publishEffects(ctx, &req, res, raw)
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
 	return raw, nil
 }
 
+// actionFailed is the -32603 error of a failed action handler.
+func actionFailed(req *ActionRequest) *Error {
+	return &Error{Code: CodeInternalError, Message: "Action handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
+}
+
 // runAction calls the handler and validates its result.
-func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, failed *Error) ([]byte, *ActionResult, *Error) {
+func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest) ([]byte, *ActionResult, *Error) {
 	res, err := callAction(ctx, h, req)
 	if err != nil {
 		if e, ok := isInputError(err); ok {
 			return nil, nil, e
 		}
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
-		return nil, nil, failed
+		return nil, nil, actionFailed(req)
 	}
 	if res == nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
-		return nil, nil, failed
+		return nil, nil, actionFailed(req)
 	}
 	if req.IdempotencyKey != "" {
 		if a, ok := AgentFrom(ctx); ok && a.isIdempotent(req.Action) {
@@ -216,12 +239,28 @@ func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequ
 	raw, verr := s.validator.ValidateValue(contracts.ModelActionResult, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return nil, nil, failed
+		return nil, nil, actionFailed(req)
 	}
 	return raw, res, nil
 }
 
-func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, res *ActionResult) {
+// publishEffects publishes the supervaizer.effect event of a successful
+// action. The effects are serialized like the result's, so they are taken
+// from raw, the validated result JSON, rather than encoded again.
+func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, res *ActionResult, raw []byte) {
+	if effects, ok := jsonrpc.Member(raw, "effects"); ok {
+		data := make([]byte, 0, len(effects)+len(req.AgentSlug)+len(req.Action)+len(req.RequestID)+64)
+		data = append(data, `{"agent_slug":`...)
+		data = jsonrpc.AppendHTMLString(data, req.AgentSlug)
+		data = append(data, `,"action":`...)
+		data = jsonrpc.AppendHTMLString(data, req.Action)
+		data = append(data, `,"request_id":`...)
+		data = jsonrpc.AppendHTMLString(data, req.RequestID)
+		data = append(data, `,"effects":`...)
+		data = append(data, effects...)
+		s.broker.Publish(EventEffect, append(data, '}'))
+		return
+	}
 	effects := res.Effects
 	if effects == nil {
 		effects = []Effect{}

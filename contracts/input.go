@@ -19,6 +19,7 @@ import (
 // omitempty/omitzero; `sv` tags add rules (see the package documentation).
 type InputValidator struct {
 	schema *jsonschema.Schema
+	fast   *cschema // compiled.go; nil when the schema leaves the compiled subset
 	doc    []byte
 }
 
@@ -48,7 +49,11 @@ func NewInputValidator(t reflect.Type, tolerated ...string) (*InputValidator, er
 	if err != nil {
 		return nil, fmt.Errorf("contracts: compile the input schema of %s: %w", t, err)
 	}
-	return &InputValidator{schema: s, doc: doc}, nil
+	iv := &InputValidator{schema: s, doc: doc}
+	if fs, errs := compileFast(inst, ""); errs[0] == nil {
+		iv.fast = fs[0]
+	}
+	return iv, nil
 }
 
 func inputSchema(t reflect.Type, tolerated []string) (doc []byte, err error) {
@@ -84,13 +89,27 @@ func (v *InputValidator) Schema() []byte { return slices.Clone(v.doc) }
 // Validate validates raw input. The problems are located under "input"
 // (loc ["input", "topic_id"], path "/input/topic_id").
 func (v *InputValidator) Validate(raw []byte) []Problem {
+	if v.fast != nil {
+		t := getTape()
+		valid, sure := false, false
+		if t.parse(raw) {
+			valid, sure = v.fast.check(t)
+		}
+		putTape(t)
+		if valid && sure {
+			return nil
+		}
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return []Problem{{Loc: []any{"input"}, Msg: "not valid JSON", Type: "json", Path: "/input"}}
 	}
-	err = v.schema.Validate(inst)
+	err = referenceValidate(v.schema, inst)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, errNumberRange) {
+		return []Problem{{Loc: []any{"input"}, Msg: numberRangeProblem.Msg, Type: numberRangeProblem.Type, Path: "/input"}}
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {

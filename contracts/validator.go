@@ -151,6 +151,7 @@ func (e *ValidationError) Error() string {
 // safe for concurrent use.
 type Validator struct {
 	schemas map[Model]*jsonschema.Schema
+	fast    map[Model]*cschema // compiled.go; a model without one uses schemas only
 }
 
 var (
@@ -180,13 +181,16 @@ func NewValidator() (*Validator, error) {
 	if err := c.AddResource(SchemaID, doc); err != nil {
 		return nil, fmt.Errorf("contracts: add schema: %w", err)
 	}
-	v := &Validator{schemas: map[Model]*jsonschema.Schema{}}
+	v := &Validator{schemas: map[Model]*jsonschema.Schema{}, fast: map[Model]*cschema{}}
 	for m := range modelTypes {
 		s, err := c.Compile(SchemaID + "#/$defs/" + string(m))
 		if err != nil {
 			return nil, fmt.Errorf("contracts: compile %s: %w", m, err)
 		}
 		v.schemas[m] = s
+		if fs, errs := compileFast(doc, "/$defs/"+string(m)); errs[0] == nil {
+			v.fast[m] = fs[0]
+		}
 	}
 	return v, nil
 }
@@ -222,6 +226,9 @@ func (v *Validator) Decode(m Model, raw []byte, dst any) error {
 	if reflect.TypeOf(dst) != reflect.PointerTo(t) {
 		return fmt.Errorf("contracts: Decode %s needs a *%s, got %T", m, t.Name(), dst)
 	}
+	if handled, err := v.decodeFast(m, raw, dst); handled {
+		return err
+	}
 	val, err := v.decode(m, raw)
 	if err != nil {
 		return err
@@ -234,7 +241,13 @@ func (v *Validator) Decode(m Model, raw []byte, dst any) error {
 // value that marshals to the model, such as a map) and validates the JSON. It
 // returns the JSON that was validated.
 func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
-	raw, err := json.Marshal(value)
+	var raw []byte
+	var err error
+	if v.fast != nil {
+		raw, err = marshalModel(m, value)
+	} else {
+		raw, err = json.Marshal(value)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("contracts: marshal %s: %w", m, err)
 	}
@@ -243,6 +256,13 @@ func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
 	}
 	// Run the Go rules on the typed value when we have it (a typed setup plan is
 	// only visible there), else on the decoded JSON.
+	if r, ok := value.(*ActionResult); ok && r != nil && m == ModelActionResult {
+		c := checks{v: v} // a concrete call: c stays on the stack
+		if r.check(&c, nil); len(c.problems) > 0 {
+			return nil, &ValidationError{Model: m, Problems: c.problems}
+		}
+		return raw, nil
+	}
 	typed := reflect.ValueOf(value)
 	if typed.Kind() == reflect.Pointer && !typed.IsNil() {
 		typed = typed.Elem()
@@ -265,6 +285,15 @@ func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
 }
 
 func (v *Validator) decode(m Model, raw []byte) (any, error) {
+	if t, ok := modelTypes[m]; ok {
+		val := reflect.New(t).Interface()
+		if handled, err := v.decodeFast(m, raw, val); handled {
+			if err != nil {
+				return nil, err
+			}
+			return val, nil
+		}
+	}
 	if err := v.validateSchema(m, raw); err != nil {
 		return nil, err
 	}
@@ -288,13 +317,19 @@ func (v *Validator) validateSchema(m Model, raw []byte) error {
 	if !ok {
 		return fmt.Errorf("contracts: unknown model %q", m)
 	}
+	if v.fastValid(m, raw) {
+		return nil
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return &ValidationError{Model: m, Problems: []Problem{{Loc: []any{}, Msg: "not valid JSON", Type: "json"}}}
 	}
-	err = s.Validate(inst)
+	err = referenceValidate(s, inst)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, errNumberRange) {
+		return &ValidationError{Model: m, Problems: []Problem{numberRangeProblem}}
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
@@ -302,6 +337,24 @@ func (v *Validator) validateSchema(m Model, raw []byte) error {
 	}
 	return &ValidationError{Model: m, Problems: problemsOf(ve)}
 }
+
+// errNumberRange reports a number the reference validator cannot compare.
+var errNumberRange = errors.New("contracts: a number is out of the range the validator can compare")
+
+// referenceValidate runs the reference validator. It panics on a number
+// math/big cannot represent (an exponent of ten million or more) under
+// minimum or maximum; that is reported as errNumberRange instead.
+func referenceValidate(s *jsonschema.Schema, inst any) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = errNumberRange
+		}
+	}()
+	return s.Validate(inst)
+}
+
+// numberRangeProblem is the problem reported for errNumberRange.
+var numberRangeProblem = Problem{Loc: []any{}, Msg: "a number is too large to be compared", Type: "number"}
 
 // decodeProblem is the problem of a document the Go decoder refuses. A key that
 // differs from a declared key only in letter case is located by its path when
@@ -505,7 +558,8 @@ func describeKind(k jsonschema.ErrorKind) (rule, msg string) {
 	case *kind.Maximum:
 		return "maximum", "greater than " + k.Want.RatString()
 	case *kind.AdditionalProperties:
-		return "additionalProperties", "unknown properties: " + strings.Join(k.Properties, ", ")
+		// Sorted: the reference lists them in map order, which varies between runs.
+		return "additionalProperties", "unknown properties: " + strings.Join(slices.Sorted(slices.Values(k.Properties)), ", ")
 	case *kind.Not:
 		return "not", "not allowed here"
 	case *kind.FalseSchema:

@@ -30,18 +30,25 @@ type event struct {
 	id   uint64
 	head []byte // "id: <id>\nevent: <name>\ndata: "
 	data []byte // the payload, with line breaks turned into "\ndata: "
+
+	inline [64]byte // holds head when it fits: one allocation per event
 }
 
 // newEvent formats the event once for all subscribers. name must come from singleLine and
 // data from splitDataLines; data is not copied.
 func newEvent(id uint64, name string, data []byte) *event {
-	head := make([]byte, 0, len("id: \nevent: \ndata: ")+20+len(name))
+	e := &event{id: id, data: data}
+	head := e.inline[:0]
+	if n := len("id: \nevent: \ndata: ") + 20 + len(name); n > len(e.inline) {
+		head = make([]byte, 0, n)
+	}
 	head = append(head, "id: "...)
 	head = strconv.AppendUint(head, id, 10)
 	head = append(head, "\nevent: "...)
 	head = append(head, name...)
 	head = append(head, "\ndata: "...)
-	return &event{id: id, head: head, data: data}
+	e.head = head
+	return e
 }
 
 // singleLine replaces the line breaks of an event name with spaces: a name cannot span

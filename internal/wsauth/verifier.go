@@ -387,25 +387,32 @@ func (v *Verifier) check(cl *claims, exp *expected, r Request, nowSec int64) (*C
 	if len(missing) > 0 {
 		return nil, missingScopes(missing)
 	}
-	// 22.
-	return &Context{
-		GrantID:           cl.grantID,
-		WorkspaceID:       cl.workspaceID,
-		WorkspaceSlug:     clonePtr(cl.workspaceSlug),
-		AgentID:           cl.agentID,
-		AgentSlug:         cl.agentSlug,
-		ServerID:          cl.serverID,
-		Scopes:            slices.Clone(cl.scopes),
-		AgentWorkspaceRef: clonePtr(cl.agentWorkspaceRef),
-	}, nil
+	// 22. One allocation holds the context and the strings its pointers
+	// refer to; nothing is shared with the cached claims.
+	out := &contextBlock{Context: Context{
+		GrantID:     cl.grantID,
+		WorkspaceID: cl.workspaceID,
+		AgentID:     cl.agentID,
+		AgentSlug:   cl.agentSlug,
+		ServerID:    cl.serverID,
+		Scopes:      slices.Clone(cl.scopes),
+	}}
+	if cl.workspaceSlug != nil {
+		out.workspaceSlug = *cl.workspaceSlug
+		out.WorkspaceSlug = &out.workspaceSlug
+	}
+	if cl.agentWorkspaceRef != nil {
+		out.agentWorkspaceRef = *cl.agentWorkspaceRef
+		out.AgentWorkspaceRef = &out.agentWorkspaceRef
+	}
+	return &out.Context, nil
 }
 
-func clonePtr(p *string) *string {
-	if p == nil {
-		return nil
-	}
-	s := *p
-	return &s
+// contextBlock is a Context with the storage of its two optional strings.
+type contextBlock struct {
+	Context
+	workspaceSlug     string
+	agentWorkspaceRef string
 }
 
 // satAdd returns a + b (b >= 0), saturating at math.MaxInt64.

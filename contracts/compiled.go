@@ -1,0 +1,726 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// This file holds the compiled validator: the subset of JSON Schema (draft
+// 2020-12) that the generated contracts schema and the derived input schemas
+// use, compiled into a tree that validates a tape (tape.go) without
+// decoding it. It only answers "valid or not"; the problems of an invalid
+// document always come from the reference validator
+// (santhosh-tekuri/jsonschema), which stays the authority: a document the
+// compiled validator rejects, or cannot judge, is validated again by the
+// reference, and the differential tests (compiled_test.go) check that both
+// give the same verdict over the corpus and under fuzzing.
+//
+// A schema using a keyword outside the subset does not compile; its model
+// then always takes the reference path.
+
+// Type bits of the "type" keyword.
+const (
+	typeNull uint8 = 1 << iota
+	typeBoolean
+	typeNumber
+	typeInteger
+	typeString
+	typeArray
+	typeObject
+)
+
+var typeBits = map[string]uint8{
+	"null": typeNull, "boolean": typeBoolean, "number": typeNumber, "integer": typeInteger,
+	"string": typeString, "array": typeArray, "object": typeObject,
+}
+
+// cschema is one compiled (sub)schema. Absent keywords have their zero
+// value, except the length and item bounds, which are -1 when absent.
+type cschema struct {
+	always *bool // a boolean schema
+
+	types    uint8
+	consts   []any // at most one value; nil when no const
+	enum     []any
+	hasEnum  bool
+	format   *formatCheck
+	ref      *cschema
+	minimum  *big.Rat
+	maximum  *big.Rat
+	minInt   int64 // minimum as an int64, when minIntOK
+	maxInt   int64
+	minIntOK bool
+	maxIntOK bool
+	minLen   int
+	maxLen   int
+	pattern  *regexp.Regexp
+	minItems int
+	maxItems int
+	unique   bool
+	items    *cschema
+	contains *cschema
+
+	fields     map[string]fieldRule // properties and required names
+	reqMask    uint64               // one bit per required name
+	additional *cschema
+
+	allOf, anyOf, oneOf []*cschema
+	not                 *cschema
+	ifS, thenS, elseS   *cschema
+}
+
+// fieldRule is what an object schema says about one key.
+type fieldRule struct {
+	prop *cschema // the "properties" entry, nil when none
+	bit  uint64   // the key's bit in reqMask, 0 when not required
+}
+
+// formatCheck asserts one format. "nonblank" (ours) is checked natively;
+// the others are delegated to the reference implementation, compiled as
+// the one-keyword schema {"format": name}.
+type formatCheck struct {
+	name string
+	ref  *jsonschema.Schema // nil for nonblank
+}
+
+// annotations are keywords that never affect validity.
+var annotations = map[string]bool{
+	"$schema": true, "$defs": true, "$comment": true, "title": true, "description": true,
+	"default": true, "examples": true, "readOnly": true, "writeOnly": true, "deprecated": true,
+}
+
+// schemaCompiler compiles the documents of one schema resource.
+type schemaCompiler struct {
+	root    any
+	byPtr   map[string]*cschema
+	formats map[string]*formatCheck
+}
+
+// compileFast compiles the schema at each JSON Pointer of ptrs ("" for the
+// root) of root, a schema document decoded by jsonschema.UnmarshalJSON. A
+// pointer whose schema does not compile gets nil and its error.
+func compileFast(root any, ptrs ...string) ([]*cschema, []error) {
+	out := make([]*cschema, len(ptrs))
+	errs := make([]error, len(ptrs))
+	for i, p := range ptrs {
+		// A fresh compiler each time: a failed compile leaves incomplete
+		// schemas in the cache.
+		c := &schemaCompiler{root: root, byPtr: map[string]*cschema{}, formats: map[string]*formatCheck{}}
+		out[i], errs[i] = c.at(p)
+	}
+	return out, errs
+}
+
+// at returns the compiled schema at a JSON Pointer of the root document.
+func (c *schemaCompiler) at(ptr string) (*cschema, error) {
+	if s, ok := c.byPtr[ptr]; ok {
+		return s, nil
+	}
+	var node any = c.root
+	if ptr != "" {
+		if !strings.HasPrefix(ptr, "/") || strings.Contains(ptr, "%") {
+			return nil, fmt.Errorf("unsupported JSON Pointer %q", ptr)
+		}
+		for _, tok := range strings.Split(ptr[1:], "/") {
+			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+			m, ok := node.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("JSON Pointer %q does not resolve", ptr)
+			}
+			if node, ok = m[tok]; !ok {
+				return nil, fmt.Errorf("JSON Pointer %q does not resolve", ptr)
+			}
+		}
+	}
+	s := &cschema{}
+	c.byPtr[ptr] = s // before compiling: a schema may refer to itself
+	if err := c.fill(s, node, ptr == ""); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *schemaCompiler) compile(v any) (*cschema, error) {
+	s := &cschema{}
+	return s, c.fill(s, v, false)
+}
+
+func (c *schemaCompiler) list(v any) ([]*cschema, error) {
+	items, ok := v.([]any)
+	if !ok || len(items) == 0 {
+		return nil, errors.New("expected a non-empty array of schemas")
+	}
+	out := make([]*cschema, len(items))
+	for i, it := range items {
+		var err error
+		if out[i], err = c.compile(it); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func nonNegInt(v any) (int, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, errors.New("expected a number")
+	}
+	i, err := n.Int64()
+	if err != nil || i < 0 || i > 1<<31 {
+		return 0, fmt.Errorf("expected a small non-negative integer, got %s", n)
+	}
+	return int(i), nil
+}
+
+// fill compiles the schema value v into s.
+func (c *schemaCompiler) fill(s *cschema, v any, root bool) error {
+	s.minLen, s.maxLen, s.minItems, s.maxItems = -1, -1, -1, -1
+	if b, ok := v.(bool); ok {
+		s.always = &b
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("a schema must be an object or a boolean, got %T", v)
+	}
+	var props map[string]any
+	var required []any
+	for k, val := range m {
+		var err error
+		switch k {
+		case "$id":
+			if !root {
+				return errors.New("$id below the root is not supported")
+			}
+		case "type":
+			switch t := val.(type) {
+			case string:
+				if s.types = typeBits[t]; s.types == 0 {
+					return fmt.Errorf("unknown type %q", t)
+				}
+			case []any:
+				for _, x := range t {
+					name, _ := x.(string)
+					bit := typeBits[name]
+					if bit == 0 {
+						return fmt.Errorf("unknown type %v", x)
+					}
+					s.types |= bit
+				}
+			default:
+				return errors.New("type must be a string or an array")
+			}
+		case "const":
+			s.consts = []any{val}
+		case "enum":
+			vals, ok := val.([]any)
+			if !ok {
+				return errors.New("enum must be an array")
+			}
+			s.enum, s.hasEnum = vals, true
+		case "format":
+			name, ok := val.(string)
+			if !ok {
+				return errors.New("format must be a string")
+			}
+			if s.format, err = c.formatCheck(name); err != nil {
+				return err
+			}
+		case "$ref":
+			ref, ok := val.(string)
+			if !ok || !strings.HasPrefix(ref, "#") {
+				return fmt.Errorf("unsupported $ref %v", val)
+			}
+			if s.ref, err = c.at(ref[1:]); err != nil {
+				return err
+			}
+		case "minimum", "maximum":
+			n, ok := val.(json.Number)
+			if !ok {
+				return fmt.Errorf("%s must be a number", k)
+			}
+			r, ok := new(big.Rat).SetString(string(n))
+			if !ok {
+				return fmt.Errorf("%s %s is out of range", k, n)
+			}
+			small := r.IsInt() && r.Num().IsInt64()
+			if k == "minimum" {
+				s.minimum, s.minIntOK = r, small
+				if small {
+					s.minInt = r.Num().Int64()
+				}
+			} else {
+				s.maximum, s.maxIntOK = r, small
+				if small {
+					s.maxInt = r.Num().Int64()
+				}
+			}
+		case "minLength":
+			s.minLen, err = nonNegInt(val)
+		case "maxLength":
+			s.maxLen, err = nonNegInt(val)
+		case "minItems":
+			s.minItems, err = nonNegInt(val)
+		case "maxItems":
+			s.maxItems, err = nonNegInt(val)
+		case "pattern":
+			p, ok := val.(string)
+			if !ok {
+				return errors.New("pattern must be a string")
+			}
+			// The reference's default regexp engine is regexp.Compile.
+			if s.pattern, err = regexp.Compile(p); err != nil {
+				return err
+			}
+		case "uniqueItems":
+			b, ok := val.(bool)
+			if !ok {
+				return errors.New("uniqueItems must be a boolean")
+			}
+			s.unique = b
+		case "items":
+			s.items, err = c.compile(val)
+		case "contains":
+			s.contains, err = c.compile(val)
+		case "properties":
+			if props, ok = val.(map[string]any); !ok {
+				return errors.New("properties must be an object")
+			}
+		case "required":
+			if required, ok = val.([]any); !ok {
+				return errors.New("required must be an array")
+			}
+		case "additionalProperties":
+			s.additional, err = c.compile(val)
+		case "allOf":
+			s.allOf, err = c.list(val)
+		case "anyOf":
+			s.anyOf, err = c.list(val)
+		case "oneOf":
+			s.oneOf, err = c.list(val)
+		case "not":
+			s.not, err = c.compile(val)
+		case "if":
+			s.ifS, err = c.compile(val)
+		case "then":
+			s.thenS, err = c.compile(val)
+		case "else":
+			s.elseS, err = c.compile(val)
+		default:
+			if !annotations[k] {
+				return fmt.Errorf("unsupported keyword %q", k)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if len(props) > 0 || len(required) > 0 {
+		if len(required) > 64 {
+			return errors.New("more than 64 required properties")
+		}
+		s.fields = make(map[string]fieldRule, len(props)+len(required))
+		for name, p := range props {
+			sub, err := c.compile(p)
+			if err != nil {
+				return fmt.Errorf("properties/%s: %w", name, err)
+			}
+			s.fields[name] = fieldRule{prop: sub}
+		}
+		for i, r := range required {
+			name, ok := r.(string)
+			if !ok {
+				return errors.New("required must list strings")
+			}
+			f := s.fields[name]
+			if f.bit != 0 {
+				continue // listed twice
+			}
+			f.bit = 1 << i
+			s.reqMask |= f.bit
+			s.fields[name] = f
+		}
+	}
+	return nil
+}
+
+func (c *schemaCompiler) formatCheck(name string) (*formatCheck, error) {
+	if f, ok := c.formats[name]; ok {
+		return f, nil
+	}
+	f := &formatCheck{name: name}
+	if name != "nonblank" {
+		doc, err := json.Marshal(map[string]any{"format": name})
+		if err != nil {
+			return nil, err
+		}
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+		if err != nil {
+			return nil, err
+		}
+		comp := newCompiler()
+		const id = "https://supervaize.com/schemas/supervaizer/v2/format.schema.json"
+		if err := comp.AddResource(id, inst); err != nil {
+			return nil, err
+		}
+		if f.ref, err = comp.Compile(id); err != nil {
+			return nil, err
+		}
+	}
+	c.formats[name] = f
+	return f, nil
+}
+
+// maxCheckDepth bounds the recursion of one validation (schemas that refer
+// to themselves without consuming the instance).
+const maxCheckDepth = 2048
+
+// tapeCheck validates one tape. unsure records that some step could not be
+// decided here; the verdict is then left to the reference validator.
+type tapeCheck struct {
+	t      *tape
+	unsure bool
+	depth  int
+}
+
+// check validates the document on t against s. sure is false when the
+// compiled validator cannot decide.
+func (s *cschema) check(t *tape) (valid, sure bool) {
+	c := tapeCheck{t: t}
+	valid = c.valid(s, 0)
+	return valid, !c.unsure
+}
+
+func (c *tapeCheck) giveUp() bool {
+	c.unsure = true
+	return false
+}
+
+func (c *tapeCheck) valid(s *cschema, i int32) bool {
+	if s.always != nil {
+		return *s.always
+	}
+	if c.depth >= maxCheckDepth {
+		return c.giveUp()
+	}
+	c.depth++
+	ok := c.validObject(s, i)
+	c.depth--
+	return ok
+}
+
+// validObject applies the keywords of a schema object.
+func (c *tapeCheck) validObject(s *cschema, i int32) bool {
+	kind := c.t.nodes[i].kind
+	if s.types != 0 && !c.typeOK(s.types, i) {
+		return false
+	}
+	for _, want := range s.consts {
+		eq, ok := equalValue(c.t, i, want)
+		if !ok {
+			return c.giveUp()
+		}
+		if !eq {
+			return false
+		}
+	}
+	if s.hasEnum {
+		matched := false
+		for _, want := range s.enum {
+			eq, ok := equalValue(c.t, i, want)
+			if !ok {
+				return c.giveUp()
+			}
+			if eq {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			return false
+		}
+	}
+	if s.format != nil && !c.formatOK(s.format, i) {
+		return false
+	}
+	if s.ref != nil && !c.valid(s.ref, i) {
+		return false
+	}
+	switch kind {
+	case kindObject:
+		if !c.object(s, i) {
+			return false
+		}
+	case kindArray:
+		if !c.array(s, i) {
+			return false
+		}
+	case kindString:
+		if !c.string(s, i) {
+			return false
+		}
+	case kindNumber:
+		if !c.number(s, i) {
+			return false
+		}
+	}
+	for _, sub := range s.allOf {
+		if !c.valid(sub, i) {
+			return false
+		}
+	}
+	if len(s.anyOf) > 0 {
+		matched := false
+		for _, sub := range s.anyOf {
+			if c.valid(sub, i) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			return false
+		}
+	}
+	if len(s.oneOf) > 0 {
+		matched := 0
+		for _, sub := range s.oneOf {
+			if c.valid(sub, i) {
+				if matched++; matched > 1 {
+					return false
+				}
+			}
+		}
+		if matched != 1 {
+			return false
+		}
+	}
+	if s.not != nil && c.valid(s.not, i) {
+		return false
+	}
+	if s.ifS != nil {
+		if c.valid(s.ifS, i) {
+			if s.thenS != nil && !c.valid(s.thenS, i) {
+				return false
+			}
+		} else if s.elseS != nil && !c.valid(s.elseS, i) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *tapeCheck) typeOK(types uint8, i int32) bool {
+	switch c.t.nodes[i].kind {
+	case kindNull:
+		return types&typeNull != 0
+	case kindFalse, kindTrue:
+		return types&typeBoolean != 0
+	case kindString:
+		return types&typeString != 0
+	case kindArray:
+		return types&typeArray != 0
+	case kindObject:
+		return types&typeObject != 0
+	default: // number
+		if types&typeNumber != 0 {
+			return true
+		}
+		if types&typeInteger == 0 {
+			return false
+		}
+		integer, ok := c.t.isInteger(i)
+		if !ok {
+			return c.giveUp()
+		}
+		return integer
+	}
+}
+
+func (c *tapeCheck) formatOK(f *formatCheck, i int32) bool {
+	nd := c.t.nodes[i]
+	if f.ref == nil { // nonblank: strings only
+		return nd.kind != kindString || len(bytes.TrimSpace(c.t.str(i))) > 0
+	}
+	var v any
+	if nd.kind == kindString {
+		v = string(c.t.str(i))
+	} else {
+		var err error
+		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(c.t.raw(i))); err != nil {
+			return c.giveUp()
+		}
+	}
+	return f.ref.Validate(v) == nil
+}
+
+func (c *tapeCheck) object(s *cschema, i int32) bool {
+	if s.fields == nil && s.additional == nil {
+		return true
+	}
+	t := c.t
+	nd := t.nodes[i]
+	var seen uint64
+	for m := i + 1; m < nd.next; m = t.nodes[m+1].next {
+		f := s.fields[string(t.key(m))]
+		seen |= f.bit
+		switch {
+		case f.prop != nil:
+			if !c.valid(f.prop, m+1) {
+				return false
+			}
+		case s.additional != nil:
+			if !c.valid(s.additional, m+1) {
+				return false
+			}
+		}
+	}
+	return seen&s.reqMask == s.reqMask
+}
+
+// maxUniqueScan is the array length up to which uniqueItems is checked
+// here; longer arrays go to the reference.
+const maxUniqueScan = 64
+
+func (c *tapeCheck) array(s *cschema, i int32) bool {
+	t := c.t
+	nd := t.nodes[i]
+	n := int(nd.n)
+	if s.minItems >= 0 && n < s.minItems || s.maxItems >= 0 && n > s.maxItems {
+		return false
+	}
+	if s.unique && n > 1 {
+		if n > maxUniqueScan {
+			return c.giveUp()
+		}
+		var idx [maxUniqueScan]int32
+		k := 0
+		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+			for _, prev := range idx[:k] {
+				eq, ok := t.equal(prev, e)
+				if !ok {
+					return c.giveUp()
+				}
+				if eq {
+					return false
+				}
+			}
+			idx[k] = e
+			k++
+		}
+	}
+	if s.items != nil {
+		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+			if !c.valid(s.items, e) {
+				return false
+			}
+		}
+	}
+	if s.contains != nil {
+		found := false
+		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+			if c.valid(s.contains, e) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *tapeCheck) string(s *cschema, i int32) bool {
+	if s.minLen < 0 && s.maxLen < 0 && s.pattern == nil {
+		return true
+	}
+	str := c.t.str(i)
+	if s.minLen >= 0 || s.maxLen >= 0 {
+		n := utf8.RuneCount(str)
+		if s.minLen >= 0 && n < s.minLen || s.maxLen >= 0 && n > s.maxLen {
+			return false
+		}
+	}
+	return s.pattern == nil || s.pattern.Match(str)
+}
+
+func (c *tapeCheck) number(s *cschema, i int32) bool {
+	if s.minimum == nil && s.maximum == nil {
+		return true
+	}
+	if v, ok := c.t.smallInt(i); ok && (s.minimum == nil || s.minIntOK) && (s.maximum == nil || s.maxIntOK) {
+		return (s.minimum == nil || v >= s.minInt) && (s.maximum == nil || v <= s.maxInt)
+	}
+	r := c.t.rat(i)
+	if r == nil {
+		return c.giveUp()
+	}
+	if s.minimum != nil && r.Cmp(s.minimum) < 0 {
+		return false
+	}
+	return s.maximum == nil || r.Cmp(s.maximum) <= 0
+}
+
+// equalValue compares the value at i with a value of the schema document
+// (decoded by jsonschema.UnmarshalJSON: numbers are json.Number). ok is
+// false when a number cannot be compared.
+func equalValue(t *tape, i int32, want any) (eq, ok bool) {
+	nd := t.nodes[i]
+	switch w := want.(type) {
+	case nil:
+		return nd.kind == kindNull, true
+	case bool:
+		return nd.kind == kindTrue && w || nd.kind == kindFalse && !w, true
+	case string:
+		return nd.kind == kindString && string(t.str(i)) == w, true
+	case json.Number:
+		if nd.kind != kindNumber {
+			return false, true
+		}
+		if string(t.raw(i)) == string(w) {
+			return true, true
+		}
+		x := t.rat(i)
+		y, yok := new(big.Rat).SetString(string(w))
+		if x == nil || !yok {
+			return false, false
+		}
+		return x.Cmp(y) == 0, true
+	case []any:
+		if nd.kind != kindArray || int(nd.n) != len(w) {
+			return false, true
+		}
+		k := 0
+		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+			if eq, ok := equalValue(t, e, w[k]); !eq || !ok {
+				return eq, ok
+			}
+			k++
+		}
+		return true, true
+	case map[string]any:
+		if nd.kind != kindObject || int(nd.n) != len(w) {
+			return false, true
+		}
+		for m := i + 1; m < nd.next; m = t.nodes[m+1].next {
+			v, found := w[string(t.key(m))]
+			if !found {
+				return false, true
+			}
+			if eq, ok := equalValue(t, m+1, v); !eq || !ok {
+				return eq, ok
+			}
+		}
+		return true, true
+	default:
+		return false, false
+	}
+}

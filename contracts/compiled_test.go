@@ -1,0 +1,400 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The differential tests of the fast path: the compiled validator
+// (compiled.go) against the reference validator (santhosh-tekuri/jsonschema),
+// and the tape decoder (fastpath.go) against UnmarshalJSON, over the contracts
+// corpus, mutations of its valid documents, and fuzzing.
+
+// referenceValidator is a Validator without the fast path.
+func referenceValidator(tb testing.TB) *Validator {
+	tb.Helper()
+	v, err := NewValidator()
+	require.NoError(tb, err)
+	v.fast = nil
+	return v
+}
+
+// corpusDoc is one document of testdata/corpus.
+type corpusDoc struct {
+	name  string // <Model>/<valid|invalid>/<file>
+	model Model
+	valid bool
+	raw   []byte
+}
+
+func loadCorpus(tb testing.TB) []corpusDoc {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "corpus", "*", "*", "*.json"))
+	require.NoError(tb, err)
+	require.NotEmpty(tb, files)
+	docs := make([]corpusDoc, 0, len(files))
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(tb, err)
+		rel, err := filepath.Rel(filepath.Join("testdata", "corpus"), f)
+		require.NoError(tb, err)
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		docs = append(docs, corpusDoc{name: strings.TrimSuffix(filepath.ToSlash(rel), ".json"),
+			model: Model(parts[0]), valid: parts[1] == "valid", raw: raw})
+	}
+	return docs
+}
+
+// referenceSchemaVerdict is the reference validator's verdict on the schema
+// alone (no Go rules).
+func referenceSchemaVerdict(ref *Validator, m Model, raw []byte) bool {
+	return ref.validateSchema(m, raw) == nil
+}
+
+// fastVerdict is the compiled validator's verdict; sure is false when it
+// leaves the document to the reference.
+func fastVerdict(tb testing.TB, v *Validator, m Model, raw []byte) (valid, sure bool) {
+	tb.Helper()
+	fs := v.fast[m]
+	require.NotNil(tb, fs, "model %s has no compiled schema", m)
+	t := getTape()
+	defer putTape(t)
+	if !t.parse(raw) {
+		return false, false
+	}
+	return fs.check(t)
+}
+
+// sameOutcome checks that the fast and the reference validators answer
+// Validate, and Decode for the request models, identically: same error
+// (problems, locations and messages included) and same decoded value.
+func sameOutcome(tb testing.TB, fast, ref *Validator, m Model, raw []byte, name string) {
+	tb.Helper()
+	assert.Equal(tb, ref.Validate(m, raw), fast.Validate(m, raw), "%s: Validate differs", name)
+	typ, ok := modelTypes[m]
+	if !ok {
+		return
+	}
+	got, want := reflect.New(typ), reflect.New(typ)
+	gotErr, wantErr := fast.Decode(m, raw, got.Interface()), ref.Decode(m, raw, want.Interface())
+	assert.Equal(tb, wantErr, gotErr, "%s: Decode error differs", name)
+	if wantErr == nil {
+		assert.Equal(tb, want.Interface(), got.Interface(), "%s: decoded value differs", name)
+	}
+}
+
+func TestCompiledValidatorCoversEveryModel(t *testing.T) {
+	v := DefaultValidator()
+	for _, m := range Models() {
+		assert.NotNil(t, v.fast[m], "model %s has no compiled schema: it always takes the reference path", m)
+	}
+}
+
+func TestCompiledValidatorAgreesOnCorpus(t *testing.T) {
+	fast, ref := DefaultValidator(), referenceValidator(t)
+	for _, d := range loadCorpus(t) {
+		want := referenceSchemaVerdict(ref, d.model, d.raw)
+		got, sure := fastVerdict(t, fast, d.model, d.raw)
+		if sure {
+			assert.Equal(t, want, got, "%s: compiled verdict differs from the reference", d.name)
+		}
+		if want {
+			// Every schema-valid document of the corpus must be decided on the fast path.
+			assert.True(t, sure && got, "%s: the compiled validator does not accept a valid document", d.name)
+		}
+		sameOutcome(t, fast, ref, d.model, d.raw, d.name)
+	}
+}
+
+// mutations returns variants of the JSON document raw: every value replaced by
+// values of other types and lengths, every key removed, renamed to a
+// case-variant, duplicated or completed by an unknown sibling, capped at
+// limit variants (a deterministic spread over the document).
+func mutations(tb testing.TB, raw []byte, limit int) [][]byte {
+	tb.Helper()
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	require.NoError(tb, dec.Decode(&doc))
+	replacements := []any{nil, true, json.Number("0"), json.Number("-1"), json.Number("1.5"), json.Number("2.0"),
+		json.Number("1e3"), "", " ", "x", "ok", "2026-01-02T03:04:05Z", "not a date", strings.Repeat("é", 301),
+		[]any{}, []any{"a", "a"}, []any{map[string]any{}}, map[string]any{}, map[string]any{"id": "x"}}
+	// Two walks: the first counts the variants, the second encodes an even
+	// spread of at most limit of them (encoding every variant of a large
+	// registration would dominate the test).
+	var out [][]byte
+	n, stride := 0, 1
+	emit := func(v any) {
+		if n++; (n-1)%stride != 0 || len(out) >= limit {
+			return
+		}
+		b, err := json.Marshal(v)
+		require.NoError(tb, err)
+		out = append(out, b)
+	}
+	// Walk every location; at each, emit the document with the location changed.
+	var walk func(set func(any), v any)
+	walk = func(set func(any), v any) {
+		for _, r := range replacements {
+			set(r)
+			emit(doc)
+		}
+		set(v)
+		switch v := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				child := v[k]
+				delete(v, k)
+				emit(doc)
+				v[strings.ToUpper(k)] = child
+				emit(doc)
+				delete(v, strings.ToUpper(k))
+				v["zz_unknown"] = child
+				emit(doc)
+				delete(v, "zz_unknown")
+				v[k] = child
+				walk(func(n any) { v[k] = n }, child)
+				v[k] = child
+			}
+		case []any:
+			for i := range v {
+				walk(func(n any) { v[i] = n }, v[i])
+			}
+		}
+	}
+	stride = 1 << 62 // counting walk: encode nothing
+	walk(func(n any) { doc = n }, doc)
+	stride, n = max(1, (n+limit-1)/limit), 0
+	walk(func(n any) { doc = n }, doc)
+	// A duplicated key and an escaped key, which the tape refuses.
+	if i := bytes.IndexByte(raw, '{'); i >= 0 {
+		out = append(out, slices.Concat(raw[:i+1], []byte(`"status":"ok","status":1,`), raw[i+1:]))
+		out = append(out, slices.Concat(raw[:i+1], []byte(`"st\u0061tus":"ok",`), raw[i+1:]))
+	}
+	return out
+}
+
+func TestCompiledValidatorAgreesOnMutations(t *testing.T) {
+	limit := 150
+	if testing.Short() {
+		limit = 40
+	}
+	fast, ref := DefaultValidator(), referenceValidator(t)
+	decided, total := 0, 0
+	for _, d := range loadCorpus(t) {
+		if !d.valid {
+			continue
+		}
+		n := limit
+		if d.model == ModelRegistration {
+			n = limit / 4 // large documents: keep the test fast
+		}
+		for i, mut := range mutations(t, d.raw, n) {
+			name := d.name + "#" + strconv.Itoa(i)
+			want := referenceSchemaVerdict(ref, d.model, mut)
+			got, sure := fastVerdict(t, fast, d.model, mut)
+			total++
+			if sure {
+				decided++
+				if !assert.Equal(t, want, got, "%s: compiled verdict differs from the reference on %s", name, mut) {
+					continue
+				}
+			}
+			sameOutcome(t, fast, ref, d.model, mut, name)
+		}
+	}
+	t.Logf("%d mutated documents, %d decided by the compiled validator", total, decided)
+	assert.Greater(t, decided, total*9/10, "the compiled validator leaves too many documents to the reference")
+}
+
+func TestTapeRefusesAmbiguousDocuments(t *testing.T) {
+	for _, doc := range []string{
+		`{"a":1,"a":2}`,    // duplicate key: encoding/json keeps the last
+		`{"\u0061":1}`,     // escaped key
+		"{\"a\":\"\xff\"}", // invalid UTF-8: encoding/json replaces it
+		`{"a":1}x`,         // trailing data
+		`{"a":01}`,         // leading zero
+		`{"a":1.}`,         // no fraction digits
+		`{"a":"\x"}`,       // unknown escape
+		"{\"a\":\"\x01\"}", // control character
+		`[1,]`,             // trailing comma
+		strings.Repeat("[", 300) + strings.Repeat("]", 300), // too deep
+		``,
+	} {
+		tp := getTape()
+		assert.False(t, tp.parse([]byte(doc)), "%q", doc)
+		putTape(tp)
+	}
+	for _, doc := range []string{`{}`, `[]`, `"x"`, `-0.5e+3`, ` {"a" : [ true , false , null ] } `, `{"a":"\u00e9\n"}`} {
+		tp := getTape()
+		assert.True(t, tp.parse([]byte(doc)), "%q", doc)
+		assert.True(t, json.Valid([]byte(doc)))
+		putTape(tp)
+	}
+}
+
+func TestTapeDuplicateKeysInLargeObject(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 40 {
+		b.WriteString(`"k` + strconv.Itoa(i) + `":1,`)
+	}
+	b.WriteString(`"k7":2}`)
+	tp := getTape()
+	defer putTape(tp)
+	assert.False(t, tp.parse([]byte(b.String())))
+	assert.True(t, tp.parse([]byte(strings.Replace(b.String(), `"k7":2`, `"k40":2`, 1))))
+}
+
+func TestDecodedRequestDoesNotShareCallerBytes(t *testing.T) {
+	raw := []byte(`{"request_id":"r","actor":{"user_id":"u"},"workspace":{"id":"w"},"mission_id":"m",` +
+		`"agent_slug":"a","surface":"s","action":"x","input":{"k":1},"extra_key":[1]}`)
+	var req ActionRequest
+	require.NoError(t, DefaultValidator().Decode(ModelActionRequest, raw, &req))
+	for i := range raw {
+		raw[i] = ' '
+	}
+	assert.JSONEq(t, `{"k":1}`, string(req.Input))
+	assert.Equal(t, "r", req.RequestID)
+	assert.JSONEq(t, `[1]`, string(req.Extra["extra_key"]))
+	// Appending to one raw value never writes over another.
+	before := string(req.Extra["extra_key"])
+	_ = append(req.Input, "garbage"...)
+	assert.Equal(t, before, string(req.Extra["extra_key"]))
+}
+
+// FuzzCompiledValidator compares the fast path with the reference on
+// arbitrary documents of every model: the compiled verdict (when it is sure),
+// Validate's problems and Decode's values.
+func FuzzCompiledValidator(f *testing.F) {
+	models := Models()
+	for _, d := range loadCorpus(f) {
+		if i := slices.Index(models, d.model); i >= 0 && len(d.raw) < 4096 {
+			f.Add(uint8(i), d.raw)
+		}
+	}
+	fast, ref := DefaultValidator(), referenceValidator(f)
+	f.Fuzz(func(t *testing.T, mi uint8, raw []byte) {
+		m := models[int(mi)%len(models)]
+		want := referenceSchemaVerdict(ref, m, raw)
+		if got, sure := fastVerdict(t, fast, m, raw); sure && got != want {
+			t.Fatalf("%s: compiled verdict %t, reference %t on %q", m, got, want, raw)
+		}
+		sameOutcome(t, fast, ref, m, raw, string(m))
+	})
+}
+
+// diffInput is an input type using every rule a derived input schema can hold.
+type diffInput struct {
+	TopicID  string            `json:"topic_id" sv:"nonblank,maxLen=20"`
+	Title    string            `json:"title,omitempty" sv:"minLen=2,pattern=^[A-Z]"`
+	Depth    int               `json:"depth" sv:"minimum=1,maximum=5"`
+	Ratio    float64           `json:"ratio,omitempty" sv:"minimum=0,maximum=1"`
+	Mode     string            `json:"mode,omitempty" sv:"enum=quick|deep"`
+	Version  int               `json:"version,omitempty" sv:"const=2"`
+	When     string            `json:"when,omitempty" sv:"format=date-time"`
+	Link     string            `json:"link,omitempty" sv:"format=uri"`
+	Tags     []string          `json:"tags,omitempty" sv:"minItems=1,maxItems=3"`
+	Nested   *diffNested       `json:"nested,omitempty"`
+	Items    []diffNested      `json:"items,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Free     json.RawMessage   `json:"free,omitempty" sv:"object"`
+	Optional *bool             `json:"optional"`
+}
+
+type diffNested struct {
+	ID    string  `json:"id" sv:"nonblank"`
+	Score float64 `json:"score,omitempty"`
+}
+
+var diffInputSeeds = []string{
+	`{"topic_id":"t-1","depth":3,"optional":null}`,
+	`{"topic_id":"t-1","depth":3,"title":"Abc","ratio":0.5,"mode":"deep","version":2,"when":"2026-01-02T03:04:05Z",` +
+		`"link":"https://example.com/x","tags":["a","b"],"nested":{"id":"n","score":1.5},"items":[{"id":"a"},{"id":"b"}],` +
+		`"labels":{"a":"b"},"free":{"x":[1,2]},"optional":true,"rule_snapshot":{"any":"thing"}}`,
+}
+
+func TestInputValidatorAgreesWithReference(t *testing.T) {
+	iv, err := NewInputValidator(reflect.TypeFor[diffInput](), "rule_snapshot")
+	require.NoError(t, err)
+	require.NotNil(t, iv.fast, "the derived input schema must compile")
+	ref := *iv
+	ref.fast = nil
+	decided, total := 0, 0
+	for _, seed := range diffInputSeeds {
+		require.Empty(t, iv.Validate([]byte(seed)))
+		for _, mut := range mutations(t, []byte(seed), 2000) {
+			total++
+			want := ref.Validate(mut)
+			tp := getTape()
+			if tp.parse(mut) {
+				if got, sure := iv.fast.check(tp); sure {
+					decided++
+					assert.Equal(t, len(want) == 0, got, "compiled verdict differs on %s", mut)
+				}
+			}
+			putTape(tp)
+			assert.Equal(t, want, iv.Validate(mut), "problems differ on %s", mut)
+		}
+	}
+	t.Logf("%d mutated inputs, %d decided by the compiled validator", total, decided)
+	assert.Greater(t, decided, total*9/10)
+}
+
+// FuzzInputValidator compares the compiled and the reference verdicts on the
+// input schema of diffInput.
+func FuzzInputValidator(f *testing.F) {
+	for _, s := range diffInputSeeds {
+		f.Add([]byte(s))
+	}
+	iv, err := NewInputValidator(reflect.TypeFor[diffInput](), "rule_snapshot")
+	require.NoError(f, err)
+	ref := *iv
+	ref.fast = nil
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want := ref.Validate(raw)
+		tp := getTape()
+		defer putTape(tp)
+		if tp.parse(raw) {
+			if got, sure := iv.fast.check(tp); sure && got != (len(want) == 0) {
+				t.Fatalf("compiled verdict %t, reference problems %v on %q", got, want, raw)
+			}
+		}
+		assert.Equal(t, want, iv.Validate(raw))
+	})
+}
+
+// The reference validator panics on a number math/big cannot represent under
+// minimum or maximum; the Validator reports a problem instead.
+func TestHugeNumberIsAProblemNotAPanic(t *testing.T) {
+	type in struct {
+		D float64 `json:"d" sv:"minimum=1"`
+	}
+	iv, err := NewInputValidator(reflect.TypeFor[in]())
+	require.NoError(t, err)
+	ps := iv.Validate([]byte(`{"d":1e10000000}`))
+	require.Len(t, ps, 1)
+	assert.Equal(t, "number", ps[0].Type)
+	assert.Empty(t, iv.Validate([]byte(`{"d":1e3}`)))
+
+	doc := []byte(`{"min":1e10000000}`)
+	err = DefaultValidator().Validate(ModelCostEstimate, doc)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "number", ve.Problems[0].Type)
+}

@@ -1,0 +1,132 @@
+package contracts
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// assertEncodesLikeMarshal checks that appendActionResult writes exactly the
+// bytes of json.Marshal, or gives up where json.Marshal fails.
+func assertEncodesLikeMarshal(tb testing.TB, r *ActionResult, name string) (handled bool) {
+	tb.Helper()
+	want, wantErr := json.Marshal(r)
+	got, ok := appendActionResult(nil, r)
+	if wantErr != nil {
+		assert.False(tb, ok, "%s: json.Marshal fails (%v) but the fast encoder did not give up", name, wantErr)
+		return false
+	}
+	if ok {
+		assert.Equal(tb, string(want), string(got), "%s: encodings differ", name)
+	}
+	return ok
+}
+
+func TestResultEncoderMatchesMarshalOnCorpus(t *testing.T) {
+	for _, d := range loadCorpus(t) {
+		if d.model != ModelActionResult {
+			continue
+		}
+		var r ActionResult
+		if json.Unmarshal(d.raw, &r) != nil {
+			continue
+		}
+		handled := assertEncodesLikeMarshal(t, &r, d.name)
+		if d.valid {
+			assert.True(t, handled, "%s: the fast encoder gives up on a valid result", d.name)
+		}
+		for i, mut := range mutations(t, d.raw, 150) {
+			var m ActionResult
+			if json.Unmarshal(mut, &m) == nil {
+				assertEncodesLikeMarshal(t, &m, d.name+"#"+string(rune('0'+i%10)))
+			}
+		}
+	}
+}
+
+func TestResultEncoderMatchesMarshal(t *testing.T) {
+	count := 3
+	tricky := "<a href='x'>&amp;</a> \u2028\u2029 \x00\x1f\b\f\n\r\t \"\\ \xff\xfe é 😀"
+	cyclic := map[string]any{}
+	cyclic["self"] = cyclic
+	for _, tc := range []struct {
+		name    string
+		r       *ActionResult
+		handled bool
+	}{
+		{"empty", &ActionResult{}, true},
+		{"minimal", &ActionResult{Status: StatusOK}, true},
+		{"tricky strings", &ActionResult{Status: tricky, ExternalRef: tricky, ObservedAt: tricky,
+			Effects: []Effect{{Type: tricky, Message: tricky, Data: map[string]any{tricky: tricky}}},
+			Errors:  []ResultError{{Code: tricky, Message: tricky, Field: tricky}}}, true},
+		{"every effect field", &ActionResult{Status: StatusOK, Effects: []Effect{{
+			Type: "t", JobID: "j", CaseID: "c", StepID: "s", Resource: "r", Dataset: "d", ArtifactID: "a",
+			Status: "st", Message: "m", Count: &count,
+			Item: map[string]any{"b": 1, "a": nil}, Summary: map[string]any{"x": true}, Case: map[string]any{"id": "c"},
+			Data:  map[string]any{"n": json.Number("1.50"), "t": time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "s": []string{"a"}},
+			Items: []map[string]any{nil, {}, {"k": []any{1.5, "x", nil, map[string]any{"z": 1}}}},
+			Rows:  []map[string]any{{"r": int64(-7)}}, Errors: []map[string]any{{"e": int32(3)}}, Gaps: []map[string]any{{"g": float32(0.1)}},
+		}}}, true},
+		{"empty maps are omitted", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{}, Items: []map[string]any{}}}}, true},
+		{"floats", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{
+			"a": 1e21, "b": 1e20, "c": 1e-7, "d": 1e-6, "e": -0.0, "f": 0.1, "g": 123456789.125, "h": float32(1e-7),
+			"i": float32(3.4e38), "j": -1e-300, "k": math.MaxFloat64,
+		}}}}, true},
+		{"nan", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}}, false},
+		{"inf in a nested list", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": []any{math.Inf(1)}}}}}, false},
+		{"cycle", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: cyclic}}}, false},
+		{"unsupported value", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"c": make(chan int)}}}}, false},
+		{"typed sub-documents", &ActionResult{Status: StatusOK,
+			JobState:     &JobState{Job: Job{ID: "j", AgentSlug: "a", MissionID: "m", Status: "active"}},
+			ReplaySafety: &ReplaySafety{StableExternalIDsRequired: true, Extra: Extra{"z": json.RawMessage(` { "a" : "<b>" } `), "dedupe_keys": json.RawMessage(`1`)}},
+			Draft:        &FieldDraft{}, DryRun: &DryRunOutcome{}, SetupPlan: &PlanValue{}}, true},
+		{"extras", &ActionResult{Status: StatusOK, Extra: Extra{
+			"b": json.RawMessage(`[1, 2,  {"x" : "&\u2028"}]`), "a": json.RawMessage(` null `), "status": json.RawMessage(`"shadow"`),
+			"<k>": json.RawMessage(`"v"`)}}, true},
+		{"invalid extra", &ActionResult{Status: StatusOK, Extra: Extra{"b": json.RawMessage(`{`)}}, false},
+		{"empty extra", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Extra: Extra{"x": nil}}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.handled, assertEncodesLikeMarshal(t, tc.r, tc.name))
+		})
+	}
+}
+
+func TestMarshalModelFallsBack(t *testing.T) {
+	for _, v := range []any{(*ActionResult)(nil), ActionResult{Status: StatusOK}, map[string]any{"status": "ok"}} {
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		got, err := marshalModel(ModelActionResult, v)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
+	_, err := marshalModel(ModelActionResult, &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}})
+	assert.Error(t, err)
+}
+
+// FuzzResultEncoder compares the fast encoder with json.Marshal on results
+// decoded from arbitrary JSON and on free-form values built from the input.
+func FuzzResultEncoder(f *testing.F) {
+	for _, d := range loadCorpus(f) {
+		if d.model == ModelActionResult {
+			f.Add(d.raw, "x<y>&\u2028", 1.5)
+		}
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, s string, x float64) {
+		var r ActionResult
+		if json.Unmarshal(raw, &r) == nil {
+			assertEncodesLikeMarshal(t, &r, "decoded")
+		}
+		built := &ActionResult{Status: s, SyncCursor: s, Effects: []Effect{{Type: s, Message: s,
+			Data:  map[string]any{s: x, "s": s, "l": []any{x, s, map[string]any{s: nil}}},
+			Items: []map[string]any{{s: float32(x)}}}}}
+		if json.Valid(raw) {
+			built.Extra = Extra{s: raw}
+		}
+		assertEncodesLikeMarshal(t, built, "built")
+	})
+}

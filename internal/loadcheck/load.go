@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// target is one server under load and what a successful answer starts with.
+type target struct {
+	name   string
+	url    string // http://127.0.0.1:<port>/a2a
+	apiKey string
+}
+
+// tokenSource hands out the workspace token of each request.
+type tokenSource interface {
+	// next returns the token of one request; ok is false when the source is
+	// exhausted and the worker must stop.
+	next() (tok string, ok bool)
+}
+
+// reusedToken returns the same token for every request.
+type reusedToken string
+
+func (t reusedToken) next() (string, bool) { return string(t), true }
+
+// tokenPool hands out each pre-minted token once.
+type tokenPool struct {
+	tokens []string
+	used   atomic.Int64
+}
+
+func (p *tokenPool) next() (string, bool) {
+	i := p.used.Add(1) - 1
+	if i >= int64(len(p.tokens)) {
+		return "", false
+	}
+	return p.tokens[i], true
+}
+
+// exhausted reports whether a worker asked for more tokens than the pool had.
+func (p *tokenPool) exhausted() bool { return p.used.Load() > int64(len(p.tokens)) }
+
+// result is what one round measured.
+type result struct {
+	requests  int
+	elapsed   time.Duration
+	latencies []time.Duration // sorted
+	failure   error           // the first failed request, if any
+	cutShort  bool            // the token pool ran out before the duration
+}
+
+// rate returns requests per second.
+func (r result) rate() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.requests) / r.elapsed.Seconds()
+}
+
+// percentile returns the q-quantile (0 < q <= 1) of sorted latencies, by the
+// nearest-rank method.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(q*float64(len(sorted))+0.999999999) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+// driver sends requests with a fixed number of concurrent workers over a
+// keep-alive connection pool, to loopback addresses only.
+type driver struct {
+	client      *http.Client
+	concurrency int
+	body        []byte
+	wantPrefix  []byte // a successful response starts with these bytes
+}
+
+func newDriver(concurrency int, body, wantPrefix []byte) *driver {
+	tr := &http.Transport{
+		Proxy:               nil, // loopback only: never through a proxy
+		MaxIdleConns:        2 * concurrency,
+		MaxIdleConnsPerHost: concurrency,
+		MaxConnsPerHost:     concurrency,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+	return &driver{
+		client:      &http.Client{Transport: tr, Timeout: 10 * time.Second},
+		concurrency: concurrency,
+		body:        body,
+		wantPrefix:  wantPrefix,
+	}
+}
+
+// close releases the idle connections.
+func (d *driver) close() { d.client.CloseIdleConnections() }
+
+// run drives t for duration d (or until tokens runs out) and returns what it
+// measured. Every response must be HTTP 200 and start with wantPrefix (a
+// JSON-RPC result, not an error); the first failure stops the round.
+func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens tokenSource) result {
+	ctx, cancel := context.WithTimeout(ctx, dur)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		failure  error
+		wg       sync.WaitGroup
+		failOnce sync.Once
+	)
+	start := time.Now()
+	for range d.concurrency {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, 4096)
+			buf := make([]byte, 0, 1024)
+			body := bytes.NewReader(d.body)
+			for ctx.Err() == nil {
+				tok, ok := tokens.next()
+				if !ok {
+					break
+				}
+				body.Reset(d.body)
+				t0 := time.Now()
+				var err error
+				buf, err = d.call(ctx, t, tok, body, buf[:0])
+				if err != nil {
+					if ctx.Err() != nil { // the round ended while the request was in flight
+						break
+					}
+					failOnce.Do(func() { failure = err; cancel() })
+					break
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(all)
+	res := result{requests: len(all), elapsed: elapsed, latencies: all, failure: failure}
+	if p, ok := tokens.(*tokenPool); ok && p.exhausted() && elapsed < dur {
+		res.cutShort = true
+	}
+	return res
+}
+
+// call sends one request and checks its answer; it returns buf holding the
+// response body.
+func (d *driver) call(ctx context.Context, t target, token string, body *bytes.Reader, buf []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, body)
+	if err != nil {
+		return buf, err
+	}
+	req.ContentLength = int64(len(d.body))
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["X-Api-Key"] = []string{t.apiKey}
+	req.Header["X-Supervaize-Workspace-Authorization"] = []string{"Bearer " + token}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return buf, fmt.Errorf("%s: %w", t.name, err)
+	}
+	buf, err = readAll(resp.Body, buf)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return buf, fmt.Errorf("%s: read the response: %w", t.name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return buf, fmt.Errorf("%s: HTTP %d: %.200s", t.name, resp.StatusCode, buf)
+	}
+	if !bytes.HasPrefix(buf, d.wantPrefix) {
+		return buf, fmt.Errorf("%s: not a JSON-RPC result: %.300s", t.name, buf)
+	}
+	return buf, nil
+}
+
+// maxResponse bounds what the driver reads from one response.
+const maxResponse = 1 << 20
+
+// readAll appends r to buf, reading at most maxResponse bytes.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > maxResponse {
+			return buf, errors.New("response larger than 1 MiB")
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}

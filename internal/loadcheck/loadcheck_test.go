@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(n ...int) []time.Duration {
+		out := make([]time.Duration, len(n))
+		for i, v := range n {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	sorted := ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 5 * time.Millisecond}, {0.99, 10 * time.Millisecond}, {0.1, time.Millisecond}, {1, 10 * time.Millisecond}} {
+		assert.Equal(t, tc.want, percentile(sorted, tc.q), "q=%v", tc.q)
+	}
+	assert.Equal(t, time.Duration(0), percentile(nil, 0.5))
+	assert.Equal(t, 7*time.Millisecond, percentile(ms(7), 0.99))
+}
+
+func TestTokenPoolHandsOutEachTokenOnce(t *testing.T) {
+	p := &tokenPool{tokens: []string{"a", "b"}}
+	for _, want := range []string{"a", "b"} {
+		got, ok := p.next()
+		require.True(t, ok)
+		assert.Equal(t, want, got)
+	}
+	assert.False(t, p.exhausted())
+	_, ok := p.next()
+	assert.False(t, ok)
+	assert.True(t, p.exhausted())
+}
+
+func TestPoolSize(t *testing.T) {
+	assert.Equal(t, 256+3750, poolSize(1000, 3*time.Second))
+	assert.Equal(t, 500_000, poolSize(1e9, time.Minute))
+}
+
+// startController serves the fixture controller on loopback.
+func startController(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv, err := fixture.NewController()
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func mustToken(t *testing.T) string {
+	t.Helper()
+	tokens, err := fixture.Tokens(1)
+	require.NoError(t, err)
+	return tokens[0]
+}
+
+func TestControllerAndBaselineAnswerAlike(t *testing.T) {
+	ctx := context.Background()
+	ctrl := startController(t)
+	tok := mustToken(t)
+	response, err := probe(ctx, target{name: "controller", url: ctrl.URL + "/a2a", apiKey: fixture.APIKey}, fixture.Body(), tok)
+	require.NoError(t, err)
+	assert.Contains(t, string(response), `"result":{"status":"ok","effects":[{"type":"job.started","job_id":"job-77","data":{"topic_id":"t-1"}}]}`)
+
+	base := httptest.NewServer(baselineHandler(response))
+	t.Cleanup(base.Close)
+	got, err := probe(ctx, target{name: "baseline", url: base.URL + "/a2a", apiKey: fixture.APIKey}, fixture.Body(), tok)
+	require.NoError(t, err)
+	assert.Equal(t, string(response), string(got))
+
+	resp, err := http.Post(base.URL+"/a2a", "application/json", strings.NewReader(`{"method":"other"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+func TestDriverMeasuresBothTokenModes(t *testing.T) {
+	ctrl := startController(t)
+	tok := mustToken(t)
+	response, err := probe(context.Background(), target{name: "controller", url: ctrl.URL + "/a2a", apiKey: fixture.APIKey}, fixture.Body(), tok)
+	require.NoError(t, err)
+	prefix := response[:bytes.Index(response, []byte(`"result":`))+len(`"result":`)]
+	d := newDriver(2, fixture.Body(), prefix)
+	t.Cleanup(d.close)
+	tgt := target{name: "controller", url: ctrl.URL + "/a2a", apiKey: fixture.APIKey}
+
+	r := d.run(context.Background(), tgt, 200*time.Millisecond, reusedToken(tok))
+	require.NoError(t, r.failure)
+	assert.Positive(t, r.requests)
+	assert.Len(t, r.latencies, r.requests)
+	assert.Positive(t, r.rate())
+
+	fresh, err := fixture.Tokens(5)
+	require.NoError(t, err)
+	r = d.run(context.Background(), tgt, 5*time.Second, &tokenPool{tokens: fresh})
+	require.NoError(t, r.failure)
+	assert.Equal(t, 5, r.requests, "each fresh token is used once, then the round ends")
+	assert.True(t, r.cutShort)
+}
+
+func TestDriverReportsFailures(t *testing.T) {
+	ctrl := startController(t)
+	d := newDriver(2, fixture.Body(), []byte(`{"jsonrpc":"2.0","id":"rpc-0b6f3c1e-42","result":`))
+	t.Cleanup(d.close)
+	for _, tc := range []struct {
+		name, url, key, token string
+		want                  string
+	}{
+		{"JSON-RPC error (forged token)", ctrl.URL + "/a2a", fixture.APIKey, "not-a-token", "not a JSON-RPC result"},
+		{"HTTP 401 (wrong key)", ctrl.URL + "/a2a", "wrong", mustToken(t), "HTTP 401"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := d.run(context.Background(), target{name: "controller", url: tc.url, apiKey: tc.key}, 2*time.Second, reusedToken(tc.token))
+			require.Error(t, r.failure)
+			assert.Contains(t, r.failure.Error(), tc.want)
+		})
+	}
+}
+
+func TestRunPrintsTheTable(t *testing.T) {
+	var out bytes.Buffer
+	failed, err := run(context.Background(), config{concurrency: 2, duration: 100 * time.Millisecond, rounds: 1, warmup: 10 * time.Millisecond}, &out)
+	require.NoError(t, err)
+	assert.False(t, failed, out.String())
+	for _, want := range []string{"reused", "fresh", "controller", "baseline", "req/s", "p50", "p99", "ratio", ">= 0.70", ">= 0.40"} {
+		assert.Contains(t, out.String(), want)
+	}
+}
