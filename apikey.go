@@ -21,6 +21,10 @@ func (s KeyScope) satisfies(need KeyScope) bool {
 	return s == ScopeWrite || s == need
 }
 
+// canonicalAPIKeyHeader is HeaderAPIKey in canonical form: looking it up this
+// way spares Header.Get a canonicalization per request.
+var canonicalAPIKeyHeader = http.CanonicalHeaderKey(HeaderAPIKey)
+
 type apiKey struct {
 	key   string
 	scope KeyScope
@@ -75,7 +79,7 @@ func KeyFingerprint(key string) string {
 func (s *Server) requireKey(need KeyScope) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			presented := r.Header.Get(HeaderAPIKey)
+			presented := r.Header.Get(canonicalAPIKeyHeader)
 			scope, ok := s.keys.lookup(presented)
 			if !ok {
 				s.deny(r, "invalid or missing API key", presented)

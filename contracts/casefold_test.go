@@ -67,16 +67,18 @@ func TestKeysDifferingOnlyInCase(t *testing.T) {
 	}
 }
 
-// TestExactDuplicateKeys: a repeated key is read as its last value by both the
-// schema and the Go decoder, so they judge the same value.
+// TestExactDuplicateKeys: a repeated key is refused, whichever value would
+// win: decoders disagree on it (encoding/json keeps the last, a proxy may read
+// the first), so accepting it would let two readers see two documents.
 func TestExactDuplicateKeys(t *testing.T) {
 	v := contracts.DefaultValidator()
-	err := v.Validate(contracts.ModelActionResult, []byte(`{"status": "ok", "status": "bogus"}`))
-	var ve *contracts.ValidationError
-	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, "/status", ve.Problems[0].Path)
-
-	var res contracts.ActionResult
-	require.NoError(t, v.Decode(contracts.ModelActionResult, []byte(`{"status": "bogus", "status": "ok"}`), &res))
-	assert.Equal(t, contracts.StatusOK, res.Status)
+	for _, doc := range []string{`{"status": "ok", "status": "bogus"}`, `{"status": "bogus", "status": "ok"}`} {
+		err := v.Validate(contracts.ModelActionResult, []byte(doc))
+		var ve *contracts.ValidationError
+		require.ErrorAs(t, err, &ve, doc)
+		assert.Equal(t, "/status", ve.Problems[0].Path)
+		assert.Equal(t, "duplicate_key", ve.Problems[0].Type)
+		var res contracts.ActionResult
+		require.Error(t, v.Decode(contracts.ModelActionResult, []byte(doc), &res))
+	}
 }

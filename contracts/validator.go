@@ -320,6 +320,9 @@ func (v *Validator) validateSchema(m Model, raw []byte) error {
 	if v.fastValid(m, raw) {
 		return nil
 	}
+	if loc, dup := duplicateKey(raw); dup {
+		return &ValidationError{Model: m, Problems: []Problem{newProblem(loc, "duplicate_key", "the key appears twice in the same object")}}
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return &ValidationError{Model: m, Problems: []Problem{{Loc: []any{}, Msg: "not valid JSON", Type: "json"}}}

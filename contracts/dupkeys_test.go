@@ -1,0 +1,54 @@
+package contracts
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDuplicateKey(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want []string // nil: no duplicate
+	}{
+		{`{"a":1,"b":2}`, nil},
+		{`{"a":1,"a":2}`, []string{"a"}},
+		{`{"action":"x","\u0061ction":"y"}`, []string{"action"}},
+		{`{"a":{"b":1,"c":{"d":1,"d":2}}}`, []string{"a", "c", "d"}},
+		{`{"a":[{"k":1},{"k":1,"k":2}]}`, []string{"a", "1", "k"}},
+		{`{"a":[1,2,{"x":[{"y":1}]}],"b":{"y":1}}`, nil},
+		{`[{"a":1},{"a":1}]`, nil},
+		{`{"a":"a","b":"a"}`, nil},
+		{`not json`, nil},
+	}
+	for _, tt := range tests {
+		loc, found := duplicateKey([]byte(tt.doc))
+		assert.Equal(t, tt.want != nil, found, tt.doc)
+		assert.Equal(t, tt.want, loc, tt.doc)
+	}
+}
+
+// TestDuplicateKeyRefusedInRequests: the bootstrap action must not be smuggled
+// past a proxy that reads the first "action" while the SDK reads the last.
+func TestDuplicateKeyRefusedInRequests(t *testing.T) {
+	raw := []byte(`{"request_id":"r","actor":{"user_id":"u"},"workspace":{"id":"w"},"mission_id":"m","agent_slug":"a",` +
+		`"surface":"s","action":"job.sync","action":"workspace_binding.options"}`)
+	var req ActionRequest
+	err := DefaultValidator().Decode(ModelActionRequest, raw, &req)
+	require.Error(t, err)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, []Problem{{Loc: []any{"action"}, Msg: "the key appears twice in the same object", Type: "duplicate_key", Path: "/action"}}, ve.Problems)
+}
+
+func FuzzDuplicateKey(f *testing.F) {
+	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Add([]byte(`{"a":[{"b":{"c":1}}],"d":"e"}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		loc, found := duplicateKey(doc)
+		if !found {
+			assert.Nil(t, loc)
+		}
+	})
+}
