@@ -48,6 +48,54 @@
 //			svtest.RecommendedChecks(map[string]any{"topic_id": "t-2"}))
 //	}
 //
+// # Attached to Studio
+//
+// A controller attached to Studio registers at startup and calls Studio while
+// it works. [FakeStudioAPI] fakes that HTTP side on an httptest server:
+// controller events and the registration handshake, the agent lookup with
+// encrypted parameters, rule checkpoints, the context client and billing.
+// [NewAttachedTestServer] starts a server attached to one, through the real
+// Server.Start (server.register, handshake, lookup):
+//
+//	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
+//	api.SetAgent("research-agent", svtest.AgentDetail{Parameters: map[string]any{"SEARCH_API_KEY": "sk-test"}})
+//	ts := svtest.NewAttachedTestServerWithAPI(t, api, []*supervaizer.Agent{newAgent(t)})
+//	sa, _ := ts.Server.Account().StudioAgent("research-agent") // decrypted parameters
+//
+// The controller's own server id is [DefaultControllerID]; Studio's id for it
+// ([FakeStudio.ServerID]) comes with the handshake's audience, and the tokens
+// the fake Studio mints carry it. [FakeStudioAPI.ServerOptions] gives the same
+// configuration for startup-failure tests, [FakeStudioAPI.Env] the
+// SUPERVAIZE_* variables for agents configured from the environment.
+//
+// Governed jobs take a snapshot from [FakeStudioAPI.RuleSnapshot]; its token
+// is accepted on checkpoints of that snapshot only, and its checkpoint_url is
+// a decoy that [FakeStudioAPI.SnapshotURLCalls] proves never called.
+// Decisions are allow unless [FakeStudioAPI.SetDecision] says otherwise; a
+// paused checkpoint is resumed with [TestServer.ResumeRequest]:
+//
+//	ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, supervaizer.CheckpointPause)
+//	start := ts.Request("job.start", map[string]any{"topic_id": "t-1", "rule_snapshot": ts.API.RuleSnapshot("rs_1")})
+//	start.JobID = "job-1"
+//	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Account(), &start)
+//	go func() { done <- run(gate) }() // supervaizer.RunGuardedStep waits for the decision
+//	before := ts.API.WaitCheckpoints(t, 1)[0]
+//	res, err := ts.Invoke(ctx, ts.ResumeRequest(before, supervaizer.CheckpointAllow, "dec-1"))
+//
+// What the fake received is read with typed accessors (Events, Registrations,
+// Checkpoints, BillingRecords, ContextCalls, Requests), safe for concurrent
+// use; the Wait methods block until it arrives. [FakeStudioAPI.FailNext]
+// injects an HTTP failure or a dropped connection on the next request of a
+// path. The fake checks the account headers and the wire format of every
+// request, so SDK regressions surface as Studio errors.
+//
+// # Running controllers
+//
+// [Connect] drives a controller that already runs, over HTTP: Invoke,
+// LoadSurface and [AssertConfirmIdempotent] work as with a TestServer.
+//
+//	remote := svtest.Connect(t, "http://127.0.0.1:8080", apiKey, studio)
+//
 // # Golden files
 //
 // [Golden] compares wire JSON with a file under testdata/ and rewrites it

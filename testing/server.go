@@ -29,20 +29,27 @@ const shutdownTimeout = 5 * time.Second
 // handler, result validation), in memory through ServeHTTP; [TestServer.URL]
 // serves it over HTTP when a test needs a network client. It is safe for
 // concurrent use.
+//
+// [NewAttachedTestServer] builds one attached to a [FakeStudioAPI], and
+// [Connect] one that drives an already running controller over HTTP.
 type TestServer struct {
-	Server *supervaizer.Server // the server under test
+	Server *supervaizer.Server // the server under test; nil for Connect
 	Studio *FakeStudio         // the fake Studio whose tokens the server trusts
-	APIKey string              // the transport key (X-API-Key): DefaultAPIKey
+	API    *FakeStudioAPI      // the fake Studio API the server is attached to; nil unless attached
+	APIKey string              // the transport key (X-API-Key): DefaultAPIKey, or the key given to Connect
 
 	t         testing.TB
-	store     *store.Memory // the default store, closed with the server
-	agentSlug string        // the first agent: the default agent_slug of built requests
+	store     *store.Memory // the default store, closed with the server; nil for Connect
+	agentSlug string        // the primary agent: the default agent_slug of built requests
 	reqSeq    atomic.Uint64 // request ids of built requests
 	rpcSeq    atomic.Uint64 // JSON-RPC ids
+	baseURL   string        // Connect: the controller's base URL
+	client    *http.Client  // Connect: the HTTP client
 
-	mu     sync.Mutex
-	http   *httptest.Server
-	closed bool
+	mu          sync.Mutex
+	http        *httptest.Server
+	httpStarted bool
+	closed      bool
 }
 
 // NewTestServer builds a test server for agents with a new [FakeStudio]; see
@@ -89,18 +96,22 @@ func NewTestServerWithStudio(t testing.TB, studio *FakeStudio, agents []*superva
 	return ts
 }
 
-// close shuts the server down, then closes the HTTP server if it was started
-// and the default store.
+// close shuts the server down, then closes the HTTP server if it was
+// created and the default store. For Connect it only closes idle connections.
 func (ts *TestServer) close() {
+	ts.mu.Lock()
+	hs := ts.http
+	ts.closed = true
+	ts.mu.Unlock()
+	if ts.Server == nil {
+		ts.client.CloseIdleConnections()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := ts.Server.Shutdown(ctx); err != nil {
 		ts.t.Errorf("svtest: Server.Shutdown: %v", err)
 	}
-	ts.mu.Lock()
-	hs := ts.http
-	ts.closed = true
-	ts.mu.Unlock()
 	if hs != nil {
 		hs.Close()
 	}
@@ -110,10 +121,15 @@ func (ts *TestServer) close() {
 }
 
 // URL returns the base URL of an httptest server serving the test server,
-// started on first use (POST URL()+"/a2a" for JSON-RPC). Calling it after the
-// test's cleanup is reported through t.
+// started on first use (POST URL()+"/a2a" for JSON-RPC); for [Connect] the
+// controller's URL. An attached test server listens on the public URL it
+// registered with Studio. Calling it after the test's cleanup is reported
+// through t.
 func (ts *TestServer) URL() string {
 	ts.t.Helper()
+	if ts.Server == nil {
+		return ts.baseURL
+	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
@@ -121,7 +137,11 @@ func (ts *TestServer) URL() string {
 		return ""
 	}
 	if ts.http == nil {
-		ts.http = httptest.NewServer(ts.Server)
+		ts.http = httptest.NewUnstartedServer(ts.Server)
+	}
+	if !ts.httpStarted {
+		ts.http.Start()
+		ts.httpStarted = true
 	}
 	return ts.http.URL
 }
@@ -279,18 +299,25 @@ func (ts *TestServer) Call(ctx context.Context, method string, params any, token
 	if err != nil {
 		return nil, fmt.Errorf("svtest: encode the JSON-RPC request: %w", err)
 	}
-	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/a2a", bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set(supervaizer.HeaderAPIKey, ts.APIKey)
-	if token != "" {
-		r.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+token)
+	if ts.Server == nil {
+		return ts.callRemote(ctx, body, token)
 	}
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/a2a", bytes.NewReader(body))
+	setCallHeaders(r, ts.APIKey, token)
 	w := httptest.NewRecorder()
 	ts.Server.ServeHTTP(w, r)
 	if w.Code != http.StatusOK {
 		return nil, &HTTPError{StatusCode: w.Code, Body: w.Body.String()}
 	}
 	return w.Body.Bytes(), nil
+}
+
+func setCallHeaders(r *http.Request, apiKey, token string) {
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set(supervaizer.HeaderAPIKey, apiKey)
+	if token != "" {
+		r.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+token)
+	}
 }
 
 // HTTPError is an answer of /a2a with an HTTP status other than 200, given

@@ -3,15 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
+	"maps"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -26,146 +20,8 @@ import (
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
-// The Studio account of the governed tests.
-const (
-	studioKey       = "studio-account-key"
-	ownerWorkspace  = "ws-owner"
-	checkpointToken = "rule-checkpoint-token-secret"
-	snapshotHash    = "rs_9a41c0"
-)
-
-// controllerKeyPEM is an RSA key for the controller, generated once: attached
-// to Studio, the server needs one and generating it per test is slow.
-var controllerKeyPEM = sync.OnceValues(func() (string, error) {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return "", err
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		return "", err
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
-})
-
-// checkpointCall is one checkpoint request the fake Studio API received.
-type checkpointCall struct {
-	OccurrenceID string         `json:"occurrence_id"`
-	Phase        string         `json:"phase"`
-	SnapshotHash string         `json:"snapshot_hash"`
-	JobID        string         `json:"job_id"`
-	CaseID       string         `json:"case_id"`
-	StepID       string         `json:"step_id"`
-	Context      map[string]any `json:"context"`
-	CheckpointID string         `json:"-"`
-	InputHash    string         `json:"-"`
-}
-
-// studioAPI fakes the Studio endpoints a governed delivery calls: controller
-// events (the case announcement), rule checkpoints and billing.
-type studioAPI struct {
-	t        *testing.T
-	decide   func(phase string) string // allow, pause or stop
-	serverID string                    // the controller Studio registers
-	agentID  string                    // the agent's Studio id
-
-	mu          sync.Mutex
-	checkpoints []checkpointCall
-	events      []string
-	billed      []string
-	checked     chan checkpointCall
-}
-
-func newStudioAPI(t *testing.T, studio *svtest.FakeStudio, decide func(phase string) string) (*studioAPI, *httptest.Server) {
-	f := &studioAPI{t: t, decide: decide, serverID: studio.ServerID(), agentID: studio.StudioAgentID(agentSlug), checked: make(chan checkpointCall, 8)}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	return f, srv
-}
-
-func (f *studioAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Api-Key "+studioKey {
-		http.Error(w, `{"detail":"bad key"}`, http.StatusUnauthorized)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	switch r.URL.Path {
-	case supervaizer.RuleCheckpointsPath:
-		if r.Header.Get(supervaizer.HeaderRuleCheckpointToken) != checkpointToken {
-			http.Error(w, `{"detail":"bad checkpoint token"}`, http.StatusForbidden)
-			return
-		}
-		var c checkpointCall
-		if err := json.Unmarshal(body, &c); err != nil {
-			http.Error(w, `{"detail":"bad body"}`, http.StatusBadRequest)
-			return
-		}
-		// Checkpoint calls are idempotent per (occurrence, phase).
-		c.CheckpointID = "cp-" + c.OccurrenceID + "-" + c.Phase
-		c.InputHash = "ih-" + c.Phase
-		f.checkpoints = append(f.checkpoints, c)
-		select {
-		case f.checked <- c:
-		default: // nobody is reading: the call is still in f.checkpoints
-		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"checkpoint_id": c.CheckpointID, "status": f.decide(c.Phase),
-			"snapshot_hash": c.SnapshotHash, "input_hash": c.InputHash})
-	case "/w/" + ownerWorkspace + "/api/v1/ctrl-events/":
-		var ev struct {
-			EventType string `json:"event_type"`
-		}
-		_ = json.Unmarshal(body, &ev)
-		if ev.EventType == string(supervaizer.EventServerRegister) {
-			// The registration handshake (studio.md §5).
-			_ = json.NewEncoder(w).Encode(map[string]any{"supervaizer_handshake": map[string]any{
-				"server_id": f.serverID, "controller_api_key_match": true,
-				"workspace_authorization": map[string]any{"audience": "supervaizer-server:" + f.serverID,
-					"agents": []map[string]string{{"id": f.agentID, "slug": agentSlug}}},
-			}})
-			return
-		}
-		f.events = append(f.events, ev.EventType)
-		_, _ = io.WriteString(w, `{}`)
-	case "/w/" + ownerWorkspace + "/api/v1/agents/" + f.agentID:
-		_ = json.NewEncoder(w).Encode(map[string]string{"id": f.agentID, "status": "online"})
-	case "/w/" + ownerWorkspace + "/api/v1" + supervaizer.BillingConsumptionPath:
-		var rep struct {
-			Records []struct {
-				IdempotencyKey string `json:"idempotency_key"`
-			} `json:"records"`
-		}
-		_ = json.Unmarshal(body, &rep)
-		receipts := []map[string]string{}
-		for _, rec := range rep.Records {
-			f.billed = append(f.billed, rec.IdempotencyKey)
-			receipts = append(receipts, map[string]string{"idempotency_key": rec.IdempotencyKey, "status": supervaizer.ReceiptAccepted, "receipt_id": "rcpt-" + rec.IdempotencyKey})
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"receipts": receipts})
-	default:
-		http.NotFound(w, r)
-	}
-}
-
-// next returns the next checkpoint call.
-func (f *studioAPI) next(t *testing.T) checkpointCall {
-	t.Helper()
-	select {
-	case c := <-f.checked:
-		return c
-	case <-time.After(5 * time.Second):
-		t.Fatal("no checkpoint call within 5 s")
-		return checkpointCall{}
-	}
-}
-
-func (f *studioAPI) snapshot() (checkpoints []checkpointCall, events, billed []string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]checkpointCall(nil), f.checkpoints...), append([]string(nil), f.events...), append([]string(nil), f.billed...)
-}
+// snapshotHash is the hash of the rule snapshot of the governed jobs.
+const snapshotHash = "rs_9a41c0"
 
 // lockedBuffer collects the agent's logs.
 type lockedBuffer struct {
@@ -186,26 +42,32 @@ func (b *lockedBuffer) String() string {
 }
 
 // governedEnv is the environment of an agent attached to the fake Studio API.
-func governedEnv(t *testing.T, studio *svtest.FakeStudio, apiURL string) map[string]string {
+func governedEnv(t *testing.T, studio *svtest.FakeStudio, api *svtest.FakeStudioAPI) map[string]string {
 	t.Helper()
-	keyPEM, err := controllerKeyPEM()
-	require.NoError(t, err)
 	env := studioEnv(studio, t.TempDir())
-	env["SUPERVAIZE_API_URL"] = apiURL
-	env["SUPERVAIZE_API_KEY"] = studioKey
-	env["SUPERVAIZE_WORKSPACE_ID"] = ownerWorkspace
+	maps.Copy(env, api.Env()) // SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID
 	env["SUPERVAIZER_PUBLIC_URL"] = "http://127.0.0.1:8080"
-	env["SUPERVAIZER_PRIVATE_KEY"] = keyPEM
+	env["SUPERVAIZER_PRIVATE_KEY"] = svtest.ControllerKeyPEM(t)
 	return env
 }
 
-// governedHarness starts the agent attached to the fake Studio API, with its
-// logs captured.
-func governedHarness(t *testing.T, decide func(string) string) (*harness, *studioAPI, *lockedBuffer) {
+// newGovernedAPI is a fake Studio API answering the before and after
+// checkpoints with the given decisions.
+func newGovernedAPI(t *testing.T, studio *svtest.FakeStudio, before, after string) *svtest.FakeStudioAPI {
+	t.Helper()
+	api := svtest.NewFakeStudioAPI(t, studio)
+	api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, before)
+	api.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, after)
+	return api
+}
+
+// governedHarness starts the agent attached to a fake Studio API deciding
+// before and after, with its logs captured.
+func governedHarness(t *testing.T, before, after string) (*harness, *svtest.FakeStudioAPI, *lockedBuffer) {
 	t.Helper()
 	studio := svtest.NewFakeStudio(t)
-	api, apiSrv := newStudioAPI(t, studio, decide)
-	h, logs := startGoverned(t, studio, governedEnv(t, studio, apiSrv.URL), nil)
+	api := newGovernedAPI(t, studio, before, after)
+	h, logs := startGoverned(t, studio, governedEnv(t, studio, api), nil)
 	return h, api, logs
 }
 
@@ -237,17 +99,13 @@ func startGoverned(t *testing.T, studio *svtest.FakeStudio, env map[string]strin
 	return h, logs
 }
 
-func ruleSnapshot() map[string]any {
-	return map[string]any{"hash": snapshotHash, "version": 1, "checkpoint_token": checkpointToken,
-		"checkpoint_url": "https://attacker.example/steal"}
-}
-
-// approveGoverned starts a governed job with one contact and approves its brief.
-func approveGoverned(t *testing.T, c *client) *contracts.JobState {
+// approveGoverned starts a governed job with one contact and approves its
+// brief; snapshot is the job's rule_snapshot.
+func approveGoverned(t *testing.T, c *client, snapshot map[string]any) *contracts.JobState {
 	t.Helper()
 	res := c.invoke(actionRequest(t, wsA, "resource.contacts.create", map[string]any{"item": map[string]any{"name": "Ada", "email": "ada@example.com"}}))
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
-	req := actionRequest(t, wsA, actionStart, map[string]any{"topic_id": "t-1", "rule_snapshot": ruleSnapshot()})
+	req := actionRequest(t, wsA, actionStart, map[string]any{"topic_id": "t-1", "rule_snapshot": snapshot})
 	req.JobID, req.IdempotencyKey = "job-g", "setup-g"
 	res = c.invoke(req)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
@@ -257,6 +115,16 @@ func approveGoverned(t *testing.T, c *client) *contracts.JobState {
 	res = c.invoke(sub)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
 	return res.JobState
+}
+
+// billedKeys returns the idempotency keys of every consumption record the
+// fake Studio API received.
+func billedKeys(api *svtest.FakeStudioAPI) []string {
+	var keys []string
+	for _, r := range api.BillingRecords() {
+		keys = append(keys, r.IdempotencyKey)
+	}
+	return keys
 }
 
 func outboxHas(t *testing.T, h *harness, jobID string) bool {
@@ -270,14 +138,16 @@ func outboxHas(t *testing.T, h *harness, jobID string) bool {
 // first, the brief is sent once and billed once, and the snapshot's token is
 // never logged.
 func TestGovernedDeliveryAllowed(t *testing.T) {
-	h, api, logs := governedHarness(t, func(string) string { return supervaizer.CheckpointAllow })
-	st := approveGoverned(t, h.client)
+	h, api, logs := governedHarness(t, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	snapshot := api.RuleSnapshot(snapshotHash)
+	checkpointToken := snapshot["checkpoint_token"].(string)
+	st := approveGoverned(t, h.client, snapshot)
 	res := h.client.waitStatus(wsA, "job-g", jobCompleted)
 	assert.Equal(t, "completed", res.JobState.Cases[1].Steps[0].Status)
 	assert.True(t, outboxHas(t, h, "job-g"))
 
-	require.Eventually(t, func() bool { _, _, billed := api.snapshot(); return len(billed) == 1 }, 5*time.Second, 5*time.Millisecond)
-	checkpoints, events, billed := api.snapshot()
+	api.WaitBilling(t, 1)
+	checkpoints, events, billed := api.Checkpoints(), api.Events(), billedKeys(api)
 	require.Len(t, checkpoints, 2)
 	assert.Equal(t, []string{contracts.PhaseBefore, contracts.PhaseAfter}, []string{checkpoints[0].Phase, checkpoints[1].Phase})
 	for _, c := range checkpoints {
@@ -287,7 +157,10 @@ func TestGovernedDeliveryAllowed(t *testing.T) {
 		assert.Equal(t, st.Cases[1].Steps[0].ID, c.StepID)
 	}
 	assert.Equal(t, map[string]any{"operation": "send_brief", "channel": "email", "recipients": float64(1)}, checkpoints[0].Context)
-	assert.Equal(t, []string{"agent.case.start"}, events, "the case is announced before any checkpoint")
+	assert.Equal(t, []string{string(supervaizer.EventServerRegister), string(supervaizer.EventCaseStart)}, api.EventTypes(),
+		"the case is the only event after the registration")
+	require.Len(t, events, 2)
+	assert.Less(t, events[1].Seq, checkpoints[0].Seq, "the case is announced before any checkpoint")
 	assert.Equal(t, []string{"brief-job-g"}, billed)
 	poll(t, func() bool {
 		rec, err := h.app.jobs.get(t.Context(), mustScope(t, wsA.id), "job-g")
@@ -295,6 +168,7 @@ func TestGovernedDeliveryAllowed(t *testing.T) {
 		return rec.Delivery.Billed
 	}, "the report is recorded on the job")
 
+	assert.Zero(t, api.SnapshotURLCalls(), "checkpoints never go to the snapshot's checkpoint_url")
 	assert.NotContains(t, logs.String(), checkpointToken)
 	raw, rerr := h.client.invokeRaw(jobRequest(t, wsA, actionSync, "job-g", nil))
 	require.Nil(t, rerr)
@@ -303,35 +177,27 @@ func TestGovernedDeliveryAllowed(t *testing.T) {
 
 // TestGovernedDeliveryStopped: Studio stops the brief before it is sent.
 func TestGovernedDeliveryStopped(t *testing.T) {
-	h, api, _ := governedHarness(t, func(string) string { return supervaizer.CheckpointStop })
-	approveGoverned(t, h.client)
+	h, api, _ := governedHarness(t, supervaizer.CheckpointStop, supervaizer.CheckpointStop)
+	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
 	res := h.client.waitStatus(wsA, "job-g", jobFailed)
 	assert.Equal(t, "a rule checkpoint stopped the brief before it was sent", res.JobState.Cases[1].Metadata["failure"])
 	assert.False(t, outboxHas(t, h, "job-g"), "the effect never ran")
-	checkpoints, _, billed := api.snapshot()
-	assert.Len(t, checkpoints, 1)
-	assert.Empty(t, billed)
+	assert.Len(t, api.Checkpoints(), 1)
+	assert.Empty(t, billedKeys(api))
 }
 
 // TestGovernedDeliveryPausedThenResumed: the before checkpoint pauses; the
 // delivery waits (no polling) until Studio pushes its decision through
 // rule.checkpoint.resume.
 func TestGovernedDeliveryPausedThenResumed(t *testing.T) {
-	h, api, _ := governedHarness(t, func(phase string) string {
-		if phase == contracts.PhaseBefore {
-			return supervaizer.CheckpointPause
-		}
-		return supervaizer.CheckpointAllow
-	})
-	approveGoverned(t, h.client)
-	before := api.next(t)
+	h, api, _ := governedHarness(t, supervaizer.CheckpointPause, supervaizer.CheckpointAllow)
+	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
+	before := api.WaitCheckpoints(t, 1)[0]
 	res := h.client.invoke(jobRequest(t, wsA, actionSync, "job-g", nil))
 	assert.Equal(t, jobActive, res.JobState.Job.Status, "waiting for the decision")
 	assert.False(t, outboxHas(t, h, "job-g"))
 
-	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", map[string]any{
-		"checkpoint_id": before.CheckpointID, "occurrence_id": before.OccurrenceID, "phase": contracts.PhaseBefore,
-		"status": supervaizer.CheckpointAllow, "snapshot_hash": snapshotHash, "input_hash": before.InputHash, "decision_id": "dec-1"})
+	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(supervaizer.CheckpointAllow, "dec-1"))
 	resume.CaseID = before.CaseID
 	res = h.client.invoke(resume)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
@@ -345,12 +211,14 @@ func TestGovernedDeliveryPausedThenResumed(t *testing.T) {
 // Studio account; it is refused at job.start rather than failing later.
 func TestGovernedStartNeedsStudio(t *testing.T) {
 	_, ts := newTestServer(t)
-	req := ts.Request(actionStart, map[string]any{"topic_id": "t-1", "rule_snapshot": ruleSnapshot()})
+	api := svtest.NewFakeStudioAPI(t, ts.Studio) // only for a valid snapshot: the agent is not attached
+	snapshot := api.RuleSnapshot(snapshotHash)
+	req := ts.Request(actionStart, map[string]any{"topic_id": "t-1", "rule_snapshot": snapshot})
 	req.JobID = "job-1"
 	res, err := ts.Invoke(t.Context(), req)
 	require.NoError(t, err)
 	assert.Equal(t, codeGovernance, errorCode(res))
-	assert.False(t, strings.Contains(fmt.Sprint(res.Errors), checkpointToken))
+	assert.False(t, strings.Contains(fmt.Sprint(res.Errors), snapshot["checkpoint_token"].(string)))
 }
 
 // TestGovernedPauseSurvivesRestart: the agent stops while its delivery waits
@@ -359,16 +227,11 @@ func TestGovernedStartNeedsStudio(t *testing.T) {
 // delivery finds it.
 func TestGovernedPauseSurvivesRestart(t *testing.T) {
 	studio := svtest.NewFakeStudio(t)
-	api, apiSrv := newStudioAPI(t, studio, func(phase string) string {
-		if phase == contracts.PhaseBefore {
-			return supervaizer.CheckpointPause
-		}
-		return supervaizer.CheckpointAllow
-	})
-	env := governedEnv(t, studio, apiSrv.URL)
+	api := newGovernedAPI(t, studio, supervaizer.CheckpointPause, supervaizer.CheckpointAllow)
+	env := governedEnv(t, studio, api)
 	h, logs1 := startGoverned(t, studio, env, nil)
-	approveGoverned(t, h.client)
-	before := api.next(t)
+	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
+	before := api.WaitCheckpoints(t, 1)[0]
 	require.Eventually(t, func() bool { return strings.Contains(logs1.String(), "rule checkpoint waiting for a decision") },
 		5*time.Second, 5*time.Millisecond, "the pause is persisted")
 	h.stop()
@@ -379,14 +242,12 @@ func TestGovernedPauseSurvivesRestart(t *testing.T) {
 			t.Log(logs.String())
 		}
 	})
-	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", map[string]any{
-		"checkpoint_id": before.CheckpointID, "occurrence_id": before.OccurrenceID, "phase": contracts.PhaseBefore,
-		"status": supervaizer.CheckpointAllow, "snapshot_hash": snapshotHash, "input_hash": before.InputHash, "decision_id": "dec-1"})
+	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(supervaizer.CheckpointAllow, "dec-1"))
 	resume.CaseID = before.CaseID
 	res := h2.client.invoke(resume)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
 	h2.client.waitStatus(wsA, "job-g", jobCompleted)
-	checkpoints, _, _ := api.snapshot()
+	checkpoints := api.Checkpoints()
 	phases := make([]string, len(checkpoints))
 	for i, c := range checkpoints {
 		phases[i] = c.Phase
@@ -419,19 +280,19 @@ func (s *interruptedSender) Send(ctx context.Context, m message) (string, error)
 // the after checkpoint is asked.
 func TestGovernedRecoveryAfterInterruptedEffect(t *testing.T) {
 	studio := svtest.NewFakeStudio(t)
-	api, apiSrv := newStudioAPI(t, studio, func(string) string { return supervaizer.CheckpointAllow })
-	env := governedEnv(t, studio, apiSrv.URL)
+	api := newGovernedAPI(t, studio, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	env := governedEnv(t, studio, api)
 	h, _ := startGoverned(t, studio, env, nil)
 	snd := &interruptedSender{outbox: &outboxSender{st: h.app.store, now: time.Now}, sent: make(chan struct{})}
 	h.app.sender = snd
-	approveGoverned(t, h.client)
+	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
 	waitClosed(t, snd.sent, "the brief sent")
 	h.stop()
 
 	h2, _ := startGoverned(t, studio, env, nil)
 	res := h2.client.waitStatus(wsA, "job-g", jobCompleted)
 	assert.Equal(t, "completed", res.JobState.Cases[1].Steps[0].Status)
-	checkpoints, _, _ := api.snapshot()
+	checkpoints := api.Checkpoints()
 	require.Len(t, checkpoints, 2)
 	assert.Equal(t, contracts.PhaseAfter, checkpoints[1].Phase)
 }
