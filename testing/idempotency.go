@@ -20,6 +20,7 @@ const (
 	ruleKey      = `"idempotency_key present" (model.md §10, recommended)`
 	ruleStrict   = `"strictly idempotent response" (model.md §10, recommended)`
 	ruleConflict = `"idempotency conflict" (model.md §9 rule 2, recommended)`
+	ruleProbe    = `"the retry creates nothing" (model.md §9 rule 1, effect probe)`
 )
 
 // IdempotencyOption turns on an opt-in check of [AssertConfirmIdempotent]
@@ -29,7 +30,16 @@ type IdempotencyOption func(*idempotencyChecks)
 type idempotencyChecks struct {
 	key, strict bool
 	conflict    bool
-	changed     any // the input of the conflict call
+	changed     any          // the input of the conflict call
+	probe       func() int64 // counts the agent's side effects, or nil
+}
+
+// WithEffectProbe plugs a probe of the agent's own side effects, for example a
+// counter of created records: the check fails unless the identical retry leaves
+// the probe unchanged (the retry must create nothing, model.md §9 rule 1). This
+// catches a handler that creates records again but answers the same result.
+func WithEffectProbe(probe func() int64) IdempotencyOption {
+	return func(c *idempotencyChecks) { c.probe = probe }
 }
 
 // RequireIdempotencyKey checks that the request carries a non-empty
@@ -90,7 +100,16 @@ func AssertConfirmIdempotent(t testing.TB, ts *TestServer, req contracts.ActionR
 		t.Errorf("svtest.AssertConfirmIdempotent: call 1 of action %q failed: %v%s", req.Action, err, errorData(err))
 		return false
 	}
+	var before int64
+	if checks.probe != nil {
+		before = checks.probe()
+	}
 	r2, err := ts.InvokeRaw(ctx, req)
+	if checks.probe != nil {
+		if after := checks.probe(); after != before {
+			fail(ruleProbe, "the effect probe went from %d to %d during the identical retry", before, after)
+		}
+	}
 	if err != nil {
 		t.Errorf("svtest.AssertConfirmIdempotent: call 2 (the identical retry) of action %q failed: %v%s\n\tresult 1: %s",
 			req.Action, err, errorData(err), r1)
