@@ -261,6 +261,10 @@ func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, res *Ac
 		s.broker.Publish(EventEffect, append(data, '}'))
 		return
 	}
+	if res == nil { // a stored result without effects cannot exist: results always carry them
+		s.logger.LogAttrs(ctx, slog.LevelError, "effect event: result without effects", slog.String("action", req.Action))
+		return
+	}
 	effects := res.Effects
 	if effects == nil {
 		effects = []Effect{}

@@ -258,12 +258,11 @@ func (l *idempotency) storeFailure(ctx context.Context, req *ActionRequest, err 
 		Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}, Err: err}
 }
 
+// replay returns a stored result as it was first sent, byte for byte. It is not
+// decoded: the dispatcher only needs its bytes (the SSE effects are sliced from
+// them).
 func replay(raw json.RawMessage) ([]byte, *ActionResult, *Error) {
-	var res ActionResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
-	}
-	return raw, &res, nil
+	return raw, nil, nil
 }
 
 func strictReplaySafety(key string) *contracts.ReplaySafety {
