@@ -115,11 +115,22 @@ type RecoveryRequiredError struct {
 	// started effect without completion has an unknown outcome, which the
 	// agent must establish before [RecoverGuardedStep] with ConfirmEffect.
 	EffectStarted, EffectCompleted bool
+	// Decision is the persisted decision that holds the occurrence, when
+	// there is one: the status of its before checkpoint when the effect has
+	// not started, else of its after checkpoint. It is CheckpointPause while
+	// Studio's decision is awaited (it comes through rule.checkpoint.resume;
+	// see [Agent.OnRuleCheckpointDecision]) and CheckpointStop when Studio
+	// refused; empty otherwise.
+	Decision string
 }
 
-// Error names the occurrence and the reason.
+// Error names the occurrence, the reason and the decision, if any.
 func (e *RecoveryRequiredError) Error() string {
-	return fmt.Sprintf("supervaizer: rule checkpoint recovery required: %s (occurrence %q)", e.Reason, e.OccurrenceID)
+	msg := fmt.Sprintf("supervaizer: rule checkpoint recovery required: %s (occurrence %q)", e.Reason, e.OccurrenceID)
+	if e.Decision != "" {
+		msg += ", decision " + e.Decision
+	}
+	return msg
 }
 
 // Is reports whether target is ErrRecoveryRequired.
@@ -258,7 +269,12 @@ func parseRuleSnapshot(input json.RawMessage) (*ruleSnapshot, error) {
 	if strings.TrimSpace(token) == "" || !headerSafe(token) {
 		return nil, invalidState("rule_snapshot.checkpoint_token must be non-blank printable ASCII")
 	}
-	return &ruleSnapshot{hash: hash, token: func() checkpointToken { return checkpointToken(token) }}, nil
+	return newRuleSnapshot(hash, token), nil
+}
+
+// newRuleSnapshot holds a validated hash and token.
+func newRuleSnapshot(hash, token string) *ruleSnapshot {
+	return &ruleSnapshot{hash: hash, token: func() checkpointToken { return checkpointToken(token) }}
 }
 
 func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
@@ -267,13 +283,16 @@ func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "
 // (checkpoints.md §3). Build it with [NewRuleCheckpointGate] from the job.start
 // request; use it with [RunGuardedStep] and [RecoverGuardedStep]. It holds the
 // job's rule snapshot, which it never logs or prints (fmt, slog), and is
-// immutable and safe for concurrent use.
+// immutable and safe for concurrent use. To use it after a restart, persist it
+// at job start with [RuleCheckpointGate.Save] and rebuild it with
+// [RestoreRuleCheckpointGate].
 type RuleCheckpointGate struct {
-	agent      *Agent
-	account    *Account
-	jobID      string
-	snapshot   *ruleSnapshot // behind a pointer: reflection-based printing shows an address
-	secretRefs []string
+	agent       *Agent
+	account     *Account
+	jobID       string
+	workspaceID string        // the verified workspace of the job start; "" when unknown
+	snapshot    *ruleSnapshot // behind a pointer: reflection-based printing shows an address
+	secretRefs  []string
 }
 
 // GateOption configures [NewRuleCheckpointGate].
@@ -300,7 +319,9 @@ var secretRefPrefixes = []string{"job.fields.", "case.metadata.", "step.payload.
 // version 1, checkpoint_token; checkpoint_url is ignored) and binds the gate
 // to agent, which must be the agent req names (a request that names none, as
 // a v1 start, is taken to be agent's). Checkpoints are posted with account
-// (its API URL and headers) and nothing else from the snapshot. It fails with
+// (its API URL and headers) and nothing else from the snapshot. The gate is
+// bound to the request's verified workspace (req.WorkspaceAuthorization, set
+// by the server), which [RuleCheckpointGate.Save] records. It fails with
 // an error wrapping [ErrInvalidCheckpointState] when the snapshot is missing
 // or invalid, when req names another agent or no job, when agent does not
 // declare capabilities.rule_checkpoints, or when a secret path is invalid; an
@@ -334,6 +355,17 @@ func NewRuleCheckpointGate(agent *Agent, account *Account, req *ActionRequest, o
 	if cfg.refsSet {
 		refs = cfg.secretRefs
 	}
+	var workspaceID string
+	if req.WorkspaceAuthorization != nil {
+		workspaceID = req.WorkspaceAuthorization.WorkspaceID
+	}
+	return newGate(agent, account, req.JobID, workspaceID, snap, refs)
+}
+
+// newGate checks the secret paths and builds the gate; agent declares the
+// capability.
+func newGate(agent *Agent, account *Account, jobID, workspaceID string, snap *ruleSnapshot, refs []string) (*RuleCheckpointGate, error) {
+	declared := agent.ruleCheckpointCapability().SecretRefs
 	if refs == nil {
 		refs = []string{}
 	}
@@ -342,12 +374,12 @@ func NewRuleCheckpointGate(agent *Agent, account *Account, req *ActionRequest, o
 		if !slices.ContainsFunc(secretRefPrefixes, func(prefix string) bool { return strings.HasPrefix(p, prefix) }) {
 			return nil, invalidState("invalid path %q in secret_refs: it must start with one of %s", p, strings.Join(secretRefPrefixes, ", "))
 		}
-		if !slices.Contains(capability.SecretRefs, p) {
+		if !slices.Contains(declared, p) {
 			logger.Warn("rule checkpoint gate uses a secret path not declared in capabilities.rule_checkpoints.secret_refs",
 				slog.String("agent_slug", agent.Slug()), slog.String("path", p))
 		}
 	}
-	return &RuleCheckpointGate{agent: agent, account: account, jobID: req.JobID, snapshot: snap, secretRefs: refs}, nil
+	return &RuleCheckpointGate{agent: agent, account: account, jobID: jobID, workspaceID: workspaceID, snapshot: snap, secretRefs: refs}, nil
 }
 
 // AgentSlug returns the slug of the agent the gate belongs to.
@@ -627,14 +659,17 @@ func retainedPrefix(agentSlug string) string {
 const maxCASAttempts = 64
 
 // checkpointRuntime is an agent's rule-checkpoint state: the server's store,
-// the occurrences active in this process and the goroutines waiting for a
-// decision. NewServer creates it for each agent that declares the capability.
+// the occurrences active in this process, the goroutines waiting for a
+// decision and the decision hooks. NewServer creates it for each agent that
+// declares the capability; before that, [Agent.OnRuleCheckpointDecision]
+// may create one without a store, which only holds the hooks.
 type checkpointRuntime struct {
 	slug   string
-	store  store.Store
+	store  store.Store // nil until the agent is served
 	logger *slog.Logger
 	now    func() time.Time
-	retain int // bound of retained decisions
+	retain int            // bound of retained decisions
+	hooks  *decisionHooks // shared with the runtime it replaces
 
 	mu      sync.Mutex
 	active  map[string]struct{}                   // occurrence ids running in this process
@@ -647,7 +682,7 @@ const maxRetainedDecisions = 1024
 
 func newCheckpointRuntime(slug string, st store.Store, logger *slog.Logger) *checkpointRuntime {
 	return &checkpointRuntime{slug: slug, store: st, logger: logger, now: time.Now, retain: maxRetainedDecisions,
-		active: map[string]struct{}{}, waiters: map[string]map[chan struct{}]struct{}{}}
+		hooks: &decisionHooks{}, active: map[string]struct{}{}, waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
 // attachRuleCheckpoints gives every agent that declares rule checkpoints its
@@ -662,8 +697,12 @@ func (s *Server) attachRuleCheckpoints(st store.Store) {
 			s.logger.Warn("rule checkpoints are declared but no store is configured (WithStore): their progress is kept in memory, "+
 				"so after a restart a started effect is no longer known and could be run again", slog.String("agent_slug", a.slug))
 		}
+		rt := newCheckpointRuntime(a.slug, st, s.logger)
 		a.mu.Lock()
-		a.checkpoints = newCheckpointRuntime(a.slug, st, s.logger)
+		if a.checkpoints != nil { // hooks registered before NewServer
+			rt.hooks = a.checkpoints.hooks
+		}
+		a.checkpoints = rt
 		a.mu.Unlock()
 		if !a.declaresAction(RuleCheckpointResumeAction) {
 			s.logger.Warn("rule checkpoints are declared but the registration lacks the rule.checkpoint.resume action",
@@ -686,7 +725,7 @@ func (a *Agent) ruleCheckpointCapability() *contracts.RuleCheckpoints {
 func (a *Agent) checkpointRuntime() (*checkpointRuntime, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	if a.checkpoints == nil {
+	if a.checkpoints == nil || a.checkpoints.store == nil {
 		return nil, invalidState("agent %q is not served: NewServer attaches the rule-checkpoint store", a.slug)
 	}
 	return a.checkpoints, nil
@@ -697,7 +736,7 @@ func (a *Agent) checkpointRuntime() (*checkpointRuntime, error) {
 func (a *Agent) checkpointLogger(account *Account) *slog.Logger {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	if a.checkpoints != nil {
+	if a.checkpoints != nil && a.checkpoints.logger != nil {
 		return a.checkpoints.logger
 	}
 	return account.logger
@@ -707,7 +746,9 @@ func (a *Agent) checkpointLogger(account *Account) *slog.Logger {
 // with h (for example one that records decisions elsewhere before answering).
 // It panics when rule.checkpoint.resume is not declared or when the author
 // already registered a handler for it. Without it, a Server installs the SDK
-// handler for every agent that declares capabilities.rule_checkpoints.
+// handler for every agent that declares capabilities.rule_checkpoints. The
+// functions registered with [Agent.OnRuleCheckpointDecision] are called by
+// the SDK handler only.
 func (a *Agent) HandleRuleCheckpointResume(h ActionHandler) {
 	a.setAction(RuleCheckpointResumeAction, h, true)
 }
@@ -824,6 +865,14 @@ func (rt *checkpointRuntime) claim(occurrenceID string) (release func(), err err
 		delete(rt.active, occurrenceID)
 		rt.mu.Unlock()
 	}, nil
+}
+
+// isActive reports whether the occurrence is running in this process.
+func (rt *checkpointRuntime) isActive(occurrenceID string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	_, busy := rt.active[occurrenceID]
+	return busy
 }
 
 // subscribe registers a waiter for the record at key; notify wakes it.

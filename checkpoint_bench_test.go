@@ -83,3 +83,17 @@ func BenchmarkResumeRetained(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRestoreRuleCheckpointGate rebuilds a saved gate from the store, as
+// an agent does before each guarded step that may follow a restart.
+func BenchmarkRestoreRuleCheckpointGate(b *testing.B) {
+	f := newBenchFixture(b)
+	ctx := context.Background()
+	require.NoError(b, f.gate.Save(ctx))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := sv.RestoreRuleCheckpointGate(ctx, f.agent, f.account, cpJob); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

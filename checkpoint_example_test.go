@@ -3,9 +3,11 @@ package supervaizer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
@@ -30,10 +32,26 @@ func exampleStudio() *httptest.Server {
 	}))
 }
 
-// exampleGovernedAgent is an agent declaring rule checkpoints, served by a
-// server (which keeps checkpoint progress in its store), and the gate of
-// job-77 built from its job.start request.
+// exampleGovernedAgent is the gate of job-77 of exampleGoverned.
 func exampleGovernedAgent(studioURL string) (*sv.RuleCheckpointGate, error) {
+	g, err := exampleGoverned(studioURL)
+	if err != nil {
+		return nil, err
+	}
+	return g.gate, nil
+}
+
+// governedExample is an agent declaring rule checkpoints, its server (which
+// keeps checkpoint progress in its store), a Studio account and the gate of
+// job-77 built from its job.start request.
+type governedExample struct {
+	agent   *sv.Agent
+	srv     *sv.Server
+	account *sv.Account
+	gate    *sv.RuleCheckpointGate
+}
+
+func exampleGoverned(studioURL string) (*governedExample, error) {
 	reg, err := sv.BuildRegistration(sv.RegistrationSpec{
 		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "research-agent.1",
 		Actions: sv.Actions("job.start"),
@@ -47,7 +65,8 @@ func exampleGovernedAgent(studioURL string) (*sv.RuleCheckpointGate, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sv.NewServer([]*sv.Agent{agent}, sv.WithLocalMode(true), sv.WithEnv(func(string) string { return "" })); err != nil {
+	srv, err := sv.NewServer([]*sv.Agent{agent}, sv.WithLocalMode(true), sv.WithEnv(func(string) string { return "" }))
+	if err != nil {
 		return nil, err
 	}
 	account, err := sv.NewAccount(sv.AccountConfig{APIURL: studioURL, WorkspaceID: "ws-1", APIKey: "studio-key"})
@@ -58,7 +77,11 @@ func exampleGovernedAgent(studioURL string) (*sv.RuleCheckpointGate, error) {
 	start := &sv.ActionRequest{AgentSlug: "research-agent", Action: "job.start", JobID: "job-77",
 		Input: json.RawMessage(`{"topic_id":"battery","rule_snapshot":{"hash":"rs_9a41c0",` +
 			`"checkpoint_url":"https://studio.example/cp","version":1,"checkpoint_token":"opaque"}}`)}
-	return sv.NewRuleCheckpointGate(agent, account, start)
+	gate, err := sv.NewRuleCheckpointGate(agent, account, start)
+	if err != nil {
+		return nil, err
+	}
+	return &governedExample{agent: agent, srv: srv, account: account, gate: gate}, nil
 }
 
 func ExampleNewRuleCheckpointGate() {
@@ -135,4 +158,66 @@ func ExampleRecoverGuardedStep() {
 	// true
 	// case advanced after msg-1
 	// msg-1 <nil>
+}
+
+func ExampleRestoreRuleCheckpointGate() {
+	studio := exampleStudio()
+	defer studio.Close()
+	g, err := exampleGoverned(studio.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	// In the job.start handler: keep the gate in the SDK's store, never the
+	// snapshot in business context.
+	if err := g.gate.Save(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Later, after a restart too: rebuild it from the job id.
+	gate, err := sv.RestoreRuleCheckpointGate(ctx, g.agent, g.account, "job-77")
+	fmt.Println(gate, gate.SnapshotHash(), err)
+	// Once the job needs no more checkpoints, drop the token from the store.
+	if err := gate.Forget(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = sv.RestoreRuleCheckpointGate(ctx, g.agent, g.account, "job-77")
+	fmt.Println(errors.Is(err, sv.ErrGateNotFound))
+	// Output:
+	// RuleCheckpointGate(agent research-agent, job job-77) rs_9a41c0 <nil>
+	// true
+}
+
+func ExampleAgent_OnRuleCheckpointDecision() {
+	studio := exampleStudio()
+	defer studio.Close()
+	g, err := exampleGoverned(studio.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g.agent.OnRuleCheckpointDecision(func(ctx context.Context, d sv.RuleCheckpointDecision) {
+		// Return quickly. When no step of this process waits for the decision
+		// (!d.Active && !d.Retained: a previous run left it paused), run the
+		// occurrence again in a goroutine, with a gate from
+		// RestoreRuleCheckpointGate: it goes on from the persisted decision.
+		fmt.Println("decision", d.Status, "for", d.OccurrenceID, "retained:", d.Retained, "active:", d.Active)
+	})
+	// Studio pushes a decision through rule.checkpoint.resume.
+	body := `{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"request_id":"req-resume-1",` +
+		`"actor":{"user_id":"studio"},"workspace":{"id":"ws-1"},"mission_id":"mis-3","agent_slug":"research-agent",` +
+		`"surface":"mission.agent","action":"rule.checkpoint.resume","job_id":"job-77","case_id":"case-1",` +
+		`"input":{"checkpoint_id":"cp_51e2","occurrence_id":"send-brief-job-77-case-1","phase":"before","status":"allow",` +
+		`"snapshot_hash":"rs_9a41c0","input_hash":"ih_77d0","decision_id":"dec_03"}}}`
+	r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+	r.Header.Set(sv.HeaderAPIKey, sv.LocalModeAPIKey)
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	g.srv.ServeHTTP(w, r)
+	fmt.Println(w.Code)
+	// Output:
+	// decision allow for send-brief-job-77-case-1 retained: true active: false
+	// 200
 }

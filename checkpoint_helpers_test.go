@@ -230,7 +230,8 @@ type cpFixture struct {
 
 type cpOptions struct {
 	store        store.Store
-	checkpointTo string // the snapshot's checkpoint_url
+	studio       *cpStudio // default: a new fake Studio
+	checkpointTo string    // the snapshot's checkpoint_url
 }
 
 func cpRegistration(t testing.TB, slug, name string) *sv.Agent {
@@ -249,7 +250,10 @@ func cpRegistration(t testing.TB, slug, name string) *sv.Agent {
 
 func newCPFixture(t testing.TB, opt cpOptions) *cpFixture {
 	t.Helper()
-	f := &cpFixture{studio: newCPStudio(t), logs: newCPLogs(), store: opt.store}
+	f := &cpFixture{studio: opt.studio, logs: newCPLogs(), store: opt.store}
+	if f.studio == nil {
+		f.studio = newCPStudio(t)
+	}
 	if f.store == nil {
 		f.store = store.NewMemory()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -159,5 +160,46 @@ func FuzzParseResumeDecision(f *testing.F) {
 		for _, s := range []string{d.CheckpointID, d.OccurrenceID, d.SnapshotHash} {
 			assert.NotEmpty(t, strings.TrimSpace(s))
 		}
+	})
+}
+
+// FuzzRestoreSavedGate reads arbitrary saved-gate records: Restore never
+// panics, never quotes the record in an error, and only returns a usable gate.
+func FuzzRestoreSavedGate(f *testing.F) {
+	f.Add([]byte(`{"version":1,"agent_slug":"research-agent","job_id":"job-1","snapshot_hash":"rs","checkpoint_token":"tok-SECRET","secret_refs":["context.x"]}`))
+	f.Add([]byte(`{"version":1,"agent_slug":"research-agent","job_id":"job-1","snapshot_hash":"rs","checkpoint_token":"tok-SECRET\n"}`))
+	f.Add([]byte(`{"version":2,"agent_slug":"research-agent","job_id":"job-1","workspace_id":"ws","checkpoint_token":"tok-SECRET"}`))
+	f.Add([]byte(`{"checkpoint_token":"tok-SECRET"`))
+	f.Add([]byte(`null`))
+	reg, err := BuildRegistration(RegistrationSpec{AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1",
+		Actions: Actions("job.start"), RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore}}})
+	require.NoError(f, err)
+	agent, err := NewAgent(AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
+	require.NoError(f, err)
+	account, err := NewAccount(AccountConfig{APIURL: "http://127.0.0.1:1", WorkspaceID: "ws", APIKey: "key"})
+	require.NoError(f, err)
+	st := store.NewMemory()
+	agent.checkpoints = newCheckpointRuntime(agent.Slug(), st, slog.New(slog.DiscardHandler))
+	key := gateKey(agent.Slug(), "job-1")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		require.NoError(t, st.Delete(context.Background(), key))
+		_, _, err := st.PutIfAbsent(context.Background(), key, data)
+		require.NoError(t, err)
+		g, err := RestoreRuleCheckpointGate(context.Background(), agent, account, "job-1")
+		if err != nil {
+			var rec struct {
+				Token string `json:"checkpoint_token"`
+			}
+			if json.Unmarshal(data, &rec) == nil && strings.Contains(rec.Token, "SECRET") {
+				assert.NotContains(t, err.Error(), rec.Token, "an error never quotes the token")
+			}
+			assert.True(t, errors.Is(err, ErrInvalidCheckpointState) || errors.Is(err, ErrGateNotFound), err.Error())
+			return
+		}
+		assert.Equal(t, "job-1", g.JobID())
+		assert.NotEmpty(t, strings.TrimSpace(g.SnapshotHash()))
+		tok := g.snapshot.token().reveal()
+		assert.NotEmpty(t, strings.TrimSpace(tok))
+		assert.True(t, headerSafe(tok))
 	})
 }

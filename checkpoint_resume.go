@@ -92,9 +92,10 @@ func parseResumeDecision(req *ActionRequest) (*resumeDecision, error) {
 	return d, nil
 }
 
-// resumeRuleCheckpoint is the SDK's rule.checkpoint.resume handler. A rejected
-// decision is logged with its precise reason and answered with an error (sent
-// as -32603 "Action handler failed"); the checkpoint keeps waiting.
+// resumeRuleCheckpoint is the SDK's rule.checkpoint.resume handler. An
+// accepted decision is passed to the decision hooks before the answer. A
+// rejected decision is logged with its precise reason and answered with an
+// error (sent as -32603 "Action handler failed"); the checkpoint keeps waiting.
 func (a *Agent) resumeRuleCheckpoint(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
 	rt, err := a.checkpointRuntime()
 	if err != nil {
@@ -104,6 +105,7 @@ func (a *Agent) resumeRuleCheckpoint(ctx context.Context, req *ActionRequest) (*
 	if err == nil {
 		var retained bool
 		if retained, err = rt.resume(ctx, d); err == nil {
+			rt.decided(ctx, d, retained)
 			return OK(resumedEffect(d, retained)), nil
 		}
 	}
@@ -131,10 +133,15 @@ func resumedEffect(d *resumeDecision, retained bool) Effect {
 // resume applies a decision (checkpoints.md §7): to the matching paused
 // record, persisted before the waiter is woken and before the answer; or, when
 // the checkpoint request has not returned yet or the case is unknown, retained
-// for a later waiter. It reports whether the decision was only retained.
+// for a later waiter. It reports whether the decision was only retained. A
+// decision for a job whose saved gate was started from another workspace is
+// rejected.
 func (rt *checkpointRuntime) resume(ctx context.Context, d *resumeDecision) (bool, error) {
 	if d.AgentSlug != rt.slug {
 		return false, rejectResume("the decision is for agent %q, not %q", d.AgentSlug, rt.slug)
+	}
+	if err := rt.checkDecisionWorkspace(ctx, d); err != nil {
+		return false, err
 	}
 	owner, _, err := getJSON[checkpointCase](ctx, rt.store, caseKey(d.JobID, d.CaseID))
 	if err != nil {

@@ -255,9 +255,12 @@ func (o *occurrence) guard(before, after *checkpointRecord, beforeHash string) e
 			return invalidState("snapshot changed (occurrence %q)", o.id)
 		case before.StepID != o.stepID:
 			return invalidState("step changed (occurrence %q)", o.id)
-		case before.Status == CheckpointAllow && effect,
-			before.Status != CheckpointAllow && before.Status != statusChecking:
+		case before.Status == CheckpointAllow && effect:
 			return o.recoveryRequired(RecoveryOccurrenceClaimed, after)
+		case before.Status != CheckpointAllow && before.Status != statusChecking:
+			e := o.recoveryRequired(RecoveryOccurrenceClaimed, after)
+			e.Decision = before.Status // pause or stop: the effect never started
+			return e
 		}
 	}
 	if effect {
@@ -266,11 +269,15 @@ func (o *occurrence) guard(before, after *checkpointRecord, beforeHash string) e
 	return nil
 }
 
-// recoveryRequired builds the error with the effect flags of after.
+// recoveryRequired builds the error with the effect flags of after and its
+// decision, if it is pause or stop.
 func (o *occurrence) recoveryRequired(reason string, after *checkpointRecord) *RecoveryRequiredError {
 	e := &RecoveryRequiredError{OccurrenceID: o.id, Reason: reason}
 	if after != nil {
 		e.EffectStarted, e.EffectCompleted = after.EffectStarted, after.EffectCompleted
+		if after.Status == CheckpointPause || after.Status == CheckpointStop {
+			e.Decision = after.Status
+		}
 	}
 	return e
 }

@@ -530,6 +530,8 @@ func TestGuardedStepReentryGuards(t *testing.T) {
 		require.ErrorAs(t, err, &rr)
 		assert.Equal(t, "occurrence already claimed", rr.Reason)
 		assert.False(t, rr.EffectStarted)
+		assert.Equal(t, sv.CheckpointStop, rr.Decision, "the persisted decision that holds it")
+		assert.Contains(t, rr.Error(), "decision stop")
 	})
 }
 
@@ -735,6 +737,7 @@ func TestRecoverGuardedStepAfterStopAndPause(t *testing.T) {
 	var rr *sv.RecoveryRequiredError
 	require.ErrorAs(t, err, &rr)
 	assert.Equal(t, "not ready to recover", rr.Reason)
+	assert.Equal(t, sv.CheckpointStop, rr.Decision)
 	assert.Zero(t, f.advances.Load())
 }
 

@@ -67,13 +67,19 @@ func (a *app) startDelivery(scope, jobID string) {
 	}()
 }
 
-// resumeDeliveries restarts the deliveries (and billing reports) a previous
-// run left unfinished.
+// resumeDeliveries subscribes to rule checkpoint decisions, which resume the
+// deliveries parked on a paused checkpoint (onDecision), then restarts the
+// deliveries (and billing reports) a previous run left unfinished and forgets
+// the rule checkpoint gates of the governed jobs that are over.
 func (a *app) resumeDeliveries(ctx context.Context) error {
+	a.agent.OnRuleCheckpointDecision(a.onDecision)
 	return a.jobs.each(ctx, "", func(j *jobRecord) error {
 		unbilled := j.Delivery != nil && !j.Delivery.Billed && a.srv.Account() != nil
-		if (j.Status == jobActive && j.Delivery == nil) || unbilled {
+		switch {
+		case (j.Status == jobActive && j.Delivery == nil) || unbilled:
 			a.startDelivery(j.Scope, j.ID)
+		case j.Governed && j.Status != jobAwaiting && j.Status != jobActive:
+			a.forgetGate(ctx, j)
 		}
 		return nil
 	})
@@ -84,40 +90,40 @@ var errStoppedBeforeSend = errors.New("the job was stopped before the brief was 
 
 // deliver sends the brief of an approved job, records the delivery, then
 // reports the billable brief to Studio. A governed job sends it between rule
-// checkpoints.
+// checkpoints; one parked on a checkpoint that a previous run left paused
+// returns at once, and onDecision starts it again when Studio decides. Once
+// a governed job is over, its gate is forgotten.
 func (a *app) deliver(ctx context.Context, scope, jobID string) error {
-	for attempted := false; ; {
-		rec, err := a.jobs.get(ctx, scope, jobID)
-		if err != nil {
-			return err
-		}
-		switch {
-		case rec.Delivery != nil:
-			return a.bill(ctx, rec)
-		case rec.Status != jobActive:
-			return nil // stopped, or failed without sending
-		case attempted:
-			return fmt.Errorf("the delivery of job %s ended without a recorded outcome", jobID)
-		}
+	rec, err := a.jobs.get(ctx, scope, jobID)
+	if err != nil {
+		return err
+	}
+	if rec.Status == jobActive && rec.Delivery == nil {
 		if !rec.Governed {
 			err = a.sendUngoverned(ctx, rec)
 		} else {
 			err = a.sendGoverned(ctx, rec)
 		}
-		if !errors.Is(err, errAwaitingDecision) {
-			if err != nil {
-				return err
-			}
-			attempted = true // read the outcome, then bill
-			continue
+		switch {
+		case errors.Is(err, errAwaitingDecision):
+			a.logger.LogAttrs(ctx, slog.LevelInfo, err.Error(), slog.String("job_id", jobID))
+			return nil
+		case errors.Is(err, errDeliveryActive):
+			return nil
+		case err != nil:
+			return err
 		}
-		a.logger.LogAttrs(ctx, slog.LevelInfo, errAwaitingDecision.Error(), slog.String("job_id", jobID))
-		select {
-		case <-time.After(a.recheck):
-		case <-ctx.Done():
-			return ctx.Err()
+		if rec, err = a.jobs.get(ctx, scope, jobID); err != nil {
+			return err
+		}
+		if rec.Status == jobActive && rec.Delivery == nil {
+			return fmt.Errorf("the delivery of job %s ended without a recorded outcome", jobID)
 		}
 	}
+	if rec.Governed && rec.Status != jobActive {
+		a.forgetGate(ctx, rec)
+	}
+	return a.bill(ctx, rec) // nothing to bill when the brief was not sent
 }
 
 // sendUngoverned performs the external effect and records its outcome. The

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,67 +9,87 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/store"
 )
 
 // Governed jobs. When a workspace governs the agent with rules, Studio adds an
 // opaque rule_snapshot to the job.start input. The agent then guards its one
 // external effect, sending the brief, with rule checkpoints: Studio decides
 // before the brief is sent and again after (checkpoints.md). The snapshot is a
-// credential: it is kept in the agent's private store for the delivery, which
-// may run after a restart, and never logged, shown or put in a job_state.
+// credential, which the agent never keeps itself: job.start saves the gate in
+// the SDK's store, the delivery (which may run after a restart) restores it
+// by job id, and the gate is forgotten once the job is over. It is never
+// logged, shown or put in a job_state.
 
 // codeGovernance refuses a governed job whose snapshot cannot be used.
 const codeGovernance = "rule_snapshot_unusable"
 
-// recheckDecision is how long a delivery whose before checkpoint was paused by
-// a previous run waits before it looks for Studio's decision again.
+// recheckDecision is the default of config.RecheckDecision. Deliveries do not
+// poll for decisions: onDecision resumes a delivery parked on a paused
+// checkpoint as soon as the decision is persisted.
 const recheckDecision = 30 * time.Second
 
-// errAwaitingDecision: a previous run recorded a paused checkpoint for the
-// delivery and Studio's decision has not arrived yet.
+// errAwaitingDecision: the delivery is parked on a paused rule checkpoint
+// that a previous run recorded; onDecision resumes it when Studio's decision
+// arrives.
 var errAwaitingDecision = errors.New("waiting for a rule checkpoint decision recorded before a restart")
 
-// governance is what the agent keeps to rebuild the gate of a governed job.
-type governance struct {
-	RuleSnapshot json.RawMessage `json:"rule_snapshot"`
-}
-
-func governanceKey(scope, jobID string) string { return store.Key(keyRoot, "governance", scope, jobID) }
+// errDeliveryActive: another goroutine of this process is running the
+// delivery's guarded step; it records the outcome.
+var errDeliveryActive = errors.New("the delivery is already running")
 
 // keepGovernance checks that a governed job.start can be gated (a valid
-// snapshot and a controller attached to Studio), then keeps its snapshot.
-func (a *app) keepGovernance(ctx context.Context, scope string, req *supervaizer.ActionRequest) *supervaizer.ActionResult {
-	if _, err := supervaizer.NewRuleCheckpointGate(a.agent, a.srv.Account(), req); err != nil {
+// snapshot and a controller attached to Studio), then saves the gate in the
+// SDK's store, bound to the call's verified workspace (so the job's scope is
+// not needed). A job.start delivered again saves nothing new; one that brings
+// another snapshot for the job is refused.
+func (a *app) keepGovernance(ctx context.Context, _ string, req *supervaizer.ActionRequest) *supervaizer.ActionResult {
+	gate, err := supervaizer.NewRuleCheckpointGate(a.agent, a.srv.Account(), req)
+	if err != nil {
 		a.logger.LogAttrs(ctx, slog.LevelWarn, "governed job refused", slog.String("job_id", req.JobID), slog.Any("error", err))
 		return supervaizer.Fail(codeGovernance, "this job is governed by rule checkpoints, which need a valid rule snapshot and a controller attached to Studio")
 	}
-	var in governance
-	if err := json.Unmarshal(req.Input, &in); err != nil {
-		return supervaizer.Fail(codeGovernance, "the rule snapshot cannot be read")
-	}
-	if err := put(ctx, a.store, governanceKey(scope, req.JobID), in); err != nil {
-		a.logger.LogAttrs(ctx, slog.LevelError, "keep the rule snapshot", slog.String("job_id", req.JobID), slog.Any("error", err))
+	if err := gate.Save(ctx); err != nil {
+		a.logger.LogAttrs(ctx, slog.LevelError, "save the rule checkpoint gate", slog.String("job_id", req.JobID), slog.Any("error", err))
 		return supervaizer.Fail(codeGovernance, "the rule snapshot could not be kept")
 	}
 	return nil
 }
 
-// gate rebuilds the checkpoint gate of a governed job from its kept snapshot.
+// gate restores the checkpoint gate that job.start saved for the job.
 func (a *app) gate(ctx context.Context, rec *jobRecord) (*supervaizer.RuleCheckpointGate, error) {
-	var g governance
-	found, err := get(ctx, a.store, governanceKey(rec.Scope, rec.ID), &g)
-	if err != nil {
-		return nil, err
+	return supervaizer.RestoreRuleCheckpointGate(ctx, a.agent, a.srv.Account(), rec.ID)
+}
+
+// forgetGate drops the saved gate of a governed job that is over, and with it
+// the checkpoint token. A failure is logged: the next start tries again.
+func (a *app) forgetGate(ctx context.Context, rec *jobRecord) {
+	if a.srv.Account() == nil {
+		return // no gate can have been saved without a Studio account
 	}
-	if !found {
-		return nil, fmt.Errorf("job %s is governed but its rule snapshot is gone", rec.ID)
+	gate, err := a.gate(ctx, rec)
+	if err == nil {
+		err = gate.Forget(ctx)
 	}
-	input, err := json.Marshal(g)
-	if err != nil {
-		return nil, err
+	if err != nil && !errors.Is(err, supervaizer.ErrGateNotFound) {
+		a.logger.LogAttrs(ctx, slog.LevelWarn, "forget the rule checkpoint gate", slog.String("job_id", rec.ID), slog.Any("error", err))
 	}
-	return supervaizer.NewRuleCheckpointGate(a.agent, a.srv.Account(), &supervaizer.ActionRequest{AgentSlug: agentSlug, JobID: rec.ID, Input: input})
+}
+
+// onDecision is called by the SDK once Studio's decision on a paused rule
+// checkpoint is persisted. A delivery waiting in this process takes the
+// decision by itself; one that a previous run left paused is parked
+// (errAwaitingDecision), so it is started again: it goes on from the
+// decision. It runs on the rule.checkpoint.resume call and only starts the
+// delivery in the background. The decision's verified workspace gives the
+// job's scope: a decision never reaches another workspace's job.
+func (a *app) onDecision(ctx context.Context, d supervaizer.RuleCheckpointDecision) {
+	if d.Active || d.Retained {
+		return
+	}
+	ws, _ := supervaizer.WorkspaceFrom(ctx)
+	if scope, ok := workspaceScope(ws); ok {
+		a.startDelivery(scope, d.JobID)
+	}
 }
 
 // sendResult is the outcome of the external effect.
@@ -118,7 +137,7 @@ func (a *app) sendGoverned(ctx context.Context, rec *jobRecord) error {
 	case err == nil:
 		return nil // Advance recorded the delivery
 	case errors.As(err, &blocked):
-		return a.blocked(ctx, rec, blocked, r)
+		return a.blocked(ctx, rec, blocked.Phase, blocked.Status, r)
 	case errors.As(err, &recovery):
 		return a.recoverDelivery(ctx, gate, rec, step, recovery)
 	case ctx.Err() != nil:
@@ -132,10 +151,10 @@ func (a *app) sendGoverned(ctx context.Context, rec *jobRecord) error {
 
 // blocked records a decision other than allow: before the effect, the brief
 // was not sent; after it, the brief was sent but the job does not advance.
-func (a *app) blocked(ctx context.Context, rec *jobRecord, b *supervaizer.BlockedError, r sendResult) error {
+func (a *app) blocked(ctx context.Context, rec *jobRecord, phase, status string, r sendResult) error {
 	a.logger.LogAttrs(ctx, slog.LevelInfo, "rule checkpoint blocked the delivery", slog.String("job_id", rec.ID),
-		slog.String("phase", b.Phase), slog.String("status", b.Status))
-	if b.Phase == contracts.PhaseBefore {
+		slog.String("phase", phase), slog.String("status", status))
+	if phase == contracts.PhaseBefore {
 		return a.markFailed(ctx, rec, "a rule checkpoint stopped the brief before it was sent")
 	}
 	_, err := a.jobs.update(ctx, rec.Scope, rec.ID, func(j *jobRecord) error {
@@ -146,12 +165,21 @@ func (a *app) blocked(ctx context.Context, rec *jobRecord, b *supervaizer.Blocke
 	return err
 }
 
-// recoverDelivery finishes a delivery a previous run left between its
-// checkpoints. The outbox tells whether the brief went out: the effect is
-// never run twice.
+// recoverDelivery handles a delivery that RunGuardedStep cannot run as is:
+// one running elsewhere in this process, one a previous run left on a paused
+// checkpoint (parked until onDecision), one Studio stopped in the meantime,
+// and one left between its checkpoints, which it finishes. The outbox tells
+// whether the brief went out: the effect is never run twice.
 func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpointGate, rec *jobRecord, step supervaizer.GuardedStep[sendResult], rr *supervaizer.RecoveryRequiredError) error {
-	if !rr.EffectStarted {
+	switch {
+	case rr.Reason == supervaizer.RecoveryOccurrenceActive:
+		return errDeliveryActive
+	case rr.Decision == supervaizer.CheckpointPause:
 		return errAwaitingDecision
+	case !rr.EffectStarted && rr.Decision == supervaizer.CheckpointStop:
+		return a.blocked(ctx, rec, contracts.PhaseBefore, rr.Decision, sendResult{})
+	case !rr.EffectStarted:
+		return fmt.Errorf("the delivery of job %s cannot be recovered: %w", rec.ID, rr)
 	}
 	var m message
 	sent, err := get(ctx, a.store, outboxKey(rec.Scope, rec.ID), &m)
@@ -168,9 +196,19 @@ func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpo
 		Advance:       step.Advance,
 		ConfirmEffect: !rr.EffectCompleted,
 	})
-	var blocked *supervaizer.BlockedError
-	if errors.As(err, &blocked) {
-		return a.blocked(ctx, rec, blocked, r)
+	var (
+		blocked *supervaizer.BlockedError
+		again   *supervaizer.RecoveryRequiredError
+	)
+	switch {
+	case errors.As(err, &blocked):
+		return a.blocked(ctx, rec, blocked.Phase, blocked.Status, r)
+	case errors.As(err, &again) && again.Decision == supervaizer.CheckpointStop:
+		return a.blocked(ctx, rec, contracts.PhaseAfter, again.Decision, r)
+	case errors.As(err, &again) && again.Decision == supervaizer.CheckpointPause:
+		return errAwaitingDecision
+	case errors.As(err, &again) && again.Reason == supervaizer.RecoveryOccurrenceActive:
+		return errDeliveryActive
 	}
 	return err
 }

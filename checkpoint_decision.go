@@ -1,0 +1,123 @@
+package supervaizer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+)
+
+// RuleCheckpointDecision is a decision on a paused rule checkpoint that the
+// SDK's rule.checkpoint.resume handler accepted (RuleCheckpointResume,
+// checkpoints.md §7), as given to the functions registered with
+// [Agent.OnRuleCheckpointDecision]. It holds no credential: never the rule
+// snapshot or its token.
+type RuleCheckpointDecision struct {
+	AgentSlug    string
+	JobID        string
+	CaseID       string
+	CheckpointID string
+	OccurrenceID string
+	Phase        string // before or after
+	Status       string // CheckpointAllow or CheckpointStop
+	SnapshotHash string
+	InputHash    string
+	DecisionID   string
+	// Retained reports that no paused checkpoint matched the decision yet
+	// (its checkpoint request had not returned, or the case was unknown): it
+	// is kept, bounded, for the guarded step that waits for it next. When
+	// false, the decision is persisted on the paused checkpoint.
+	Retained bool
+	// Active reports that a guarded step of this process runs the occurrence
+	// (RunGuardedStep or RecoverGuardedStep): it takes the decision by itself.
+	// When false, no step of this process waits for it, for example one that
+	// a previous run left paused: run the occurrence again with its gate (see
+	// [RestoreRuleCheckpointGate]) and it goes on from the decision, or, for
+	// a stop, returns a [RecoveryRequiredError] whose Decision is stop.
+	Active bool
+}
+
+// decisionHooks are the functions registered with OnRuleCheckpointDecision.
+type decisionHooks struct {
+	mu  sync.RWMutex
+	fns []func(context.Context, RuleCheckpointDecision)
+}
+
+func (h *decisionHooks) add(f func(context.Context, RuleCheckpointDecision)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fns = append(h.fns, f)
+}
+
+func (h *decisionHooks) list() []func(context.Context, RuleCheckpointDecision) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return slices.Clip(h.fns)
+}
+
+// OnRuleCheckpointDecision registers f, called with every decision that the
+// SDK's rule.checkpoint.resume handler accepts, once it is persisted: a
+// decision delivered to a paused checkpoint (woken waiter or not) and a
+// decision retained for a later waiter alike. It lets an agent learn that a
+// step a previous run left paused can go on; a step waiting in this process
+// needs no hook (see [RuleCheckpointDecision.Active]).
+//
+// Concurrency: f runs synchronously on the goroutine of the
+// rule.checkpoint.resume call, after the decision is persisted and any
+// waiting step woken, and before Studio gets its answer, so it must return
+// quickly: start a goroutine for anything long, with a context of its own
+// (ctx ends with the call). ctx is the call's: [WorkspaceFrom] gives its
+// verified workspace. Decisions may arrive concurrently, so f may run on
+// several goroutines at once; for one decision the functions run in the
+// order they were registered. f is called at least once per decision: a
+// decision Studio delivers again is accepted (and f called) again, so f must
+// be idempotent. A panic in f is recovered and logged; the decision stays
+// accepted.
+//
+// f may be registered before or after [NewServer]. A handler installed with
+// [Agent.HandleRuleCheckpointResume] replaces the SDK handler, which then
+// calls nothing. It panics when f is nil or when the agent does not declare
+// capabilities.rule_checkpoints (setup errors).
+func (a *Agent) OnRuleCheckpointDecision(f func(ctx context.Context, d RuleCheckpointDecision)) {
+	if f == nil {
+		panic(fmt.Sprintf("supervaizer: OnRuleCheckpointDecision on agent %q: nil function", a.slug))
+	}
+	if a.ruleCheckpointCapability() == nil {
+		panic(fmt.Sprintf("supervaizer: OnRuleCheckpointDecision: agent %q does not declare capabilities.rule_checkpoints", a.slug))
+	}
+	a.mu.Lock()
+	if a.checkpoints == nil { // not served yet: NewServer keeps the hooks
+		a.checkpoints = &checkpointRuntime{slug: a.slug, hooks: &decisionHooks{}}
+	}
+	hooks := a.checkpoints.hooks
+	a.mu.Unlock()
+	hooks.add(f)
+}
+
+// decided calls the decision hooks with an accepted decision.
+func (rt *checkpointRuntime) decided(ctx context.Context, d *resumeDecision, retained bool) {
+	fns := rt.hooks.list()
+	if len(fns) == 0 {
+		return
+	}
+	dec := RuleCheckpointDecision{AgentSlug: d.AgentSlug, JobID: d.JobID, CaseID: d.CaseID, CheckpointID: d.CheckpointID,
+		OccurrenceID: d.OccurrenceID, Phase: d.Phase, Status: d.Status, SnapshotHash: d.SnapshotHash, InputHash: d.InputHash,
+		DecisionID: d.DecisionID, Retained: retained, Active: rt.isActive(d.OccurrenceID)}
+	for _, f := range fns {
+		rt.callHook(ctx, f, dec)
+	}
+}
+
+// callHook calls f, recovering and logging a panic.
+func (rt *checkpointRuntime) callHook(ctx context.Context, f func(context.Context, RuleCheckpointDecision), d RuleCheckpointDecision) {
+	defer func() {
+		if v := recover(); v != nil {
+			rt.logger.LogAttrs(ctx, slog.LevelError, "rule checkpoint decision hook panicked", slog.String("agent_slug", rt.slug),
+				slog.String("job_id", d.JobID), slog.String("occurrence_id", d.OccurrenceID), slog.String("phase", d.Phase),
+				slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	f(ctx, d)
+}

@@ -1,0 +1,235 @@
+package supervaizer_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// decisionLog records the decisions a hook receives, with the workspace of
+// the call.
+type decisionLog struct {
+	mu         sync.Mutex
+	decisions  []sv.RuleCheckpointDecision
+	workspaces []string
+}
+
+func (l *decisionLog) hook(ctx context.Context, d sv.RuleCheckpointDecision) {
+	ws := ""
+	if w, ok := sv.WorkspaceFrom(ctx); ok {
+		ws = w.WorkspaceID
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.decisions, l.workspaces = append(l.decisions, d), append(l.workspaces, ws)
+}
+
+func (l *decisionLog) all() ([]sv.RuleCheckpointDecision, []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]sv.RuleCheckpointDecision(nil), l.decisions...), append([]string(nil), l.workspaces...)
+}
+
+// wantDecision is the decision of cpDecision(phase, status) as a hook sees it.
+func wantDecision(phase, status string, retained, active bool) sv.RuleCheckpointDecision {
+	return sv.RuleCheckpointDecision{AgentSlug: cpAgentSlug, JobID: cpJob, CaseID: cpCase, CheckpointID: "cp-" + phase + "-" + cpOccurrence,
+		OccurrenceID: cpOccurrence, Phase: phase, Status: status, SnapshotHash: cpSnapshot, InputHash: "ih-" + phase, DecisionID: "dec_03",
+		Retained: retained, Active: active}
+}
+
+func TestDecisionHookLiveWaiter(t *testing.T) {
+	for _, phase := range []string{contracts.PhaseBefore, contracts.PhaseAfter} {
+		t.Run(phase, func(t *testing.T) {
+			t.Parallel()
+			f := newCPFixture(t, cpOptions{})
+			var log decisionLog
+			f.agent.OnRuleCheckpointDecision(log.hook)
+			f.studio.set(func(s *cpStudio) { s.status[phase] = sv.CheckpointPause })
+			done := f.runAsync(t.Context(), f.step(cpOccurrence))
+			f.logs.awaitWaiting(t)
+
+			require.Nil(t, f.resume(t, cpDecision(phase, sv.CheckpointAllow)).Error)
+			require.NoError(t, awaitOutcome(t, done).err)
+			got, workspaces := log.all()
+			assert.Equal(t, []sv.RuleCheckpointDecision{wantDecision(phase, sv.CheckpointAllow, false, true)}, got,
+				"called once, and the step waiting in this process is active")
+			assert.Equal(t, []string{cpWorkspace}, workspaces, "ctx is the call's")
+
+			require.Nil(t, f.resume(t, cpDecision(phase, sv.CheckpointAllow)).Error)
+			got, _ = log.all()
+			require.Len(t, got, 2, "a decision delivered again is passed again")
+			assert.Equal(t, wantDecision(phase, sv.CheckpointAllow, false, false), got[1])
+		})
+	}
+}
+
+func TestDecisionHookRetainedAndRejected(t *testing.T) {
+	f := newCPFixture(t, cpOptions{})
+	var log decisionLog
+	f.agent.OnRuleCheckpointDecision(log.hook)
+
+	rejected := cpDecision(contracts.PhaseBefore, sv.CheckpointPause)
+	require.NotNil(t, f.resume(t, rejected).Error)
+	otherAgent := resumeParams(cpOtherSlug, cpJob, cpCase, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow))
+	require.Nil(t, f.invoke(t, otherAgent).Error, "retained for the other agent")
+	got, _ := log.all()
+	assert.Empty(t, got, "a rejected decision, or one for another agent, calls nothing")
+
+	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointStop)).Error)
+	got, _ = log.all()
+	assert.Equal(t, []sv.RuleCheckpointDecision{wantDecision(contracts.PhaseBefore, sv.CheckpointStop, true, false)}, got,
+		"a decision for an unknown case is retained")
+}
+
+func TestDecisionHookPanics(t *testing.T) {
+	f := newCPFixture(t, cpOptions{})
+	var log decisionLog
+	f.agent.OnRuleCheckpointDecision(func(context.Context, sv.RuleCheckpointDecision) { panic("hook bug") })
+	f.agent.OnRuleCheckpointDecision(log.hook)
+	rpc := f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow))
+	require.Nil(t, rpc.Error, "the decision stays accepted")
+	var res sv.ActionResult
+	require.NoError(t, json.Unmarshal(rpc.Result, &res))
+	assert.Equal(t, sv.EffectRuleCheckpointResumed, res.Effects[0].Type)
+	got, _ := log.all()
+	assert.Len(t, got, 1, "the next hook is still called")
+	assert.Contains(t, f.logs.String(), "rule checkpoint decision hook panicked")
+	assert.Contains(t, f.logs.String(), "hook bug")
+}
+
+func TestOnRuleCheckpointDecisionSetup(t *testing.T) {
+	t.Run("registered before NewServer", func(t *testing.T) {
+		a := cpRegistration(t, cpAgentSlug, cpAgentName)
+		var log decisionLog
+		a.OnRuleCheckpointDecision(log.hook)
+		srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true), sv.WithStore(store.NewMemory()))
+		require.NoError(t, err)
+		f := &cpFixture{srv: srv}
+		require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+		got, _ := log.all()
+		assert.Len(t, got, 1)
+	})
+	t.Run("not called with a replaced handler", func(t *testing.T) {
+		f := newCPFixture(t, cpOptions{})
+		var log decisionLog
+		f.agent.OnRuleCheckpointDecision(log.hook)
+		f.agent.HandleRuleCheckpointResume(func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) { return sv.OK(), nil })
+		require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+		got, _ := log.all()
+		assert.Empty(t, got)
+	})
+	t.Run("setup errors panic", func(t *testing.T) {
+		a := cpRegistration(t, cpAgentSlug, cpAgentName)
+		assert.PanicsWithValue(t, `supervaizer: OnRuleCheckpointDecision on agent "research-agent": nil function`,
+			func() { a.OnRuleCheckpointDecision(nil) })
+		reg, err := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "plain-agent", DisplayName: "Plain", A2UICatalogVersion: "p.1",
+			Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")})
+		require.NoError(t, err)
+		plain, err := sv.NewAgent(sv.AgentSpec{Name: "Plain Agent", Version: "1", Registration: reg})
+		require.NoError(t, err)
+		assert.PanicsWithValue(t, `supervaizer: OnRuleCheckpointDecision: agent "plain-agent" does not declare capabilities.rule_checkpoints`,
+			func() { plain.OnRuleCheckpointDecision(func(context.Context, sv.RuleCheckpointDecision) {}) })
+	})
+}
+
+// TestDecisionHookAfterRestart: a run stops while its guarded step waits for
+// a paused checkpoint. After a restart on the same file, the step is refused
+// with Decision pause; the decision Studio pushes later is persisted, the hook
+// is called with Active false, and the agent runs the step again from a
+// restored gate: it goes on from the decision (allow) without asking the
+// checkpoint again, or is refused with Decision stop.
+func TestDecisionHookAfterRestart(t *testing.T) {
+	tests := []struct {
+		name, phase, decision     string
+		wantEffects, wantAdvances int64
+		wantReason                string
+	}{
+		{"before allow", contracts.PhaseBefore, sv.CheckpointAllow, 1, 1, ""},
+		{"before stop", contracts.PhaseBefore, sv.CheckpointStop, 0, 0, sv.RecoveryOccurrenceClaimed},
+		{"after allow", contracts.PhaseAfter, sv.CheckpointAllow, 1, 1, ""},
+		{"after stop", contracts.PhaseAfter, sv.CheckpointStop, 1, 0, sv.RecoveryNotReady},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "state.db")
+			studio := newCPStudio(t)
+			studio.set(func(s *cpStudio) { s.status[tt.phase] = sv.CheckpointPause })
+
+			// First run: the step waits, then the controller stops.
+			st, err := store.Open(path, store.WithLockTimeout(5*time.Second))
+			require.NoError(t, err)
+			f := newCPFixture(t, cpOptions{store: st, studio: studio})
+			require.NoError(t, f.gate.Save(t.Context()))
+			ctx, stop := context.WithCancel(t.Context())
+			done := f.runAsync(ctx, f.step(cpOccurrence))
+			f.logs.awaitWaiting(t)
+			stop()
+			require.ErrorIs(t, awaitOutcome(t, done).err, context.Canceled)
+			require.NoError(t, st.Close())
+
+			// Second run on the same file.
+			st, err = store.Open(path, store.WithLockTimeout(5*time.Second))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			g := newCPFixture(t, cpOptions{store: st, studio: studio})
+			g.effects.Store(f.effects.Load())
+			gate, err := sv.RestoreRuleCheckpointGate(t.Context(), g.agent, g.account, cpJob)
+			require.NoError(t, err)
+			recoverStep := func(ctx context.Context) error {
+				_, err := sv.RecoverGuardedStep(ctx, gate, sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence,
+					Result: "msg-42", AfterContext: cpAfterContext, Advance: g.step(cpOccurrence).Advance})
+				return err
+			}
+			rerun := func(ctx context.Context) error {
+				_, err := sv.RunGuardedStep(ctx, gate, g.step(cpOccurrence))
+				var rr *sv.RecoveryRequiredError
+				if errors.As(err, &rr) && rr.EffectCompleted { // the after checkpoint holds it
+					return recoverStep(ctx)
+				}
+				return err
+			}
+			err = rerun(t.Context())
+			var rr *sv.RecoveryRequiredError
+			require.ErrorAs(t, err, &rr)
+			assert.Equal(t, sv.CheckpointPause, rr.Decision, "the step waits for a decision")
+			assert.Equal(t, tt.phase == contracts.PhaseAfter, rr.EffectCompleted)
+
+			outcome := make(chan error, 1)
+			g.agent.OnRuleCheckpointDecision(func(ctx context.Context, d sv.RuleCheckpointDecision) {
+				assert.False(t, d.Active, "no step of this process waits")
+				assert.False(t, d.Retained)
+				go func() { outcome <- rerun(context.Background()) }() // never block the resume call
+			})
+			require.Nil(t, g.resume(t, cpDecision(tt.phase, tt.decision)).Error)
+			var final error
+			select {
+			case final = <-outcome:
+			case <-time.After(cpWaitTimeout):
+				t.Fatal("the hook did not run the step again")
+			}
+			if tt.wantReason == "" {
+				require.NoError(t, final)
+			} else {
+				require.ErrorAs(t, final, &rr)
+				assert.Equal(t, tt.wantReason, rr.Reason)
+				assert.Equal(t, sv.CheckpointStop, rr.Decision)
+			}
+			assert.Equal(t, tt.wantEffects, g.effects.Load(), "effects")
+			assert.Equal(t, tt.wantAdvances, g.advances.Load(), "advances")
+			assert.Len(t, studio.calls(contracts.PhaseBefore), 1, "the before checkpoint is asked once")
+			assert.NotContains(t, f.logs.String()+g.logs.String(), cpToken)
+		})
+	}
+}
