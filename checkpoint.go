@@ -524,7 +524,8 @@ func (a *Account) postRuleCheckpoint(ctx context.Context, token checkpointToken,
 	secrets := []string{token.reveal()}
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		status, body, err := a.checkpointAttempt(ctx, &client, target, token, payload)
+		status, body, err := a.attempt(ctx, &client, http.MethodPost, target, payload,
+			http.Header{HeaderRuleCheckpointToken: {token.reveal()}})
 		if err == nil {
 			a.logger.LogAttrs(ctx, slog.LevelDebug, "studio call", slog.String("method", http.MethodPost), slog.String("path", RuleCheckpointsPath),
 				slog.Int("status", status), slog.Int("attempt", attempt+1), slog.Duration("elapsed", time.Since(start)))
@@ -550,35 +551,6 @@ func (a *Account) postRuleCheckpoint(ctx context.Context, token checkpointToken,
 		case <-t.C:
 		}
 	}
-}
-
-// checkpointAttempt performs one exchange and reads the bounded body.
-func (a *Account) checkpointAttempt(ctx context.Context, client *http.Client, target string, token checkpointToken, payload []byte) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Api-Key "+a.key.value())
-	req.Header.Set("accept", "application/json")
-	req.Header.Set("workspace", a.workspaceID)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderRuleCheckpointToken, token.reveal())
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, a.maxBody+1))
-	if err != nil {
-		return 0, nil, fmt.Errorf("read response: %w", err)
-	}
-	if int64(len(b)) > a.maxBody {
-		return resp.StatusCode, nil, &StudioError{Method: http.MethodPost, Path: RuleCheckpointsPath, StatusCode: resp.StatusCode,
-			Body: fmt.Sprintf("response larger than %d bytes", a.maxBody)}
-	}
-	return resp.StatusCode, b, nil
 }
 
 // --- persisted state (checkpoints.md §6.4) ---

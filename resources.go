@@ -16,8 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
@@ -265,7 +263,7 @@ func RegisterResource[T any](r HandlerRegistry, id string, impl Resource[T]) {
 		fail("%v", err)
 	}
 	for _, f := range def.Fields {
-		if k := foldJSONKey(f.ID); names[k] == "" {
+		if k := contracts.FoldKey(f.ID); names[k] == "" {
 			names[k] = f.ID
 		}
 	}
@@ -530,7 +528,7 @@ func decodeItem[T any](b *resourceBinding, raw []byte) (T, error) {
 	}
 	var errs []contracts.ResultError
 	for _, k := range slices.Sorted(maps.Keys(values)) {
-		if exact, ok := b.names[foldJSONKey(k)]; ok && exact != k {
+		if exact, ok := b.names[contracts.FoldKey(k)]; ok && exact != k {
 			errs = append(errs, contracts.ResultError{Code: codeAmbiguousKey, Field: k,
 				Message: "differs from the key " + strconv.Quote(exact) + " only in letter case"})
 		}
@@ -662,37 +660,10 @@ func collectJSONNames(t reflect.Type, names map[string]string, depth int) {
 		if name == "" {
 			name = f.Name
 		}
-		if _, dup := names[foldJSONKey(name)]; !dup {
-			names[foldJSONKey(name)] = name
+		if _, dup := names[contracts.FoldKey(name)]; !dup {
+			names[contracts.FoldKey(name)] = name
 		}
 	}
-}
-
-// foldJSONKey folds a key so that two keys fold alike exactly when
-// encoding/json would read them into the same field (bytes.EqualFold
-// semantics: the smallest rune of each case-folding orbit).
-func foldJSONKey(k string) string {
-	var b strings.Builder
-	b.Grow(len(k))
-	for _, r := range k {
-		if r < utf8.RuneSelf {
-			if 'a' <= r && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			b.WriteByte(byte(r))
-			continue
-		}
-		for {
-			r2 := unicode.SimpleFold(r)
-			if r2 <= r {
-				r = r2
-				break
-			}
-			r = r2
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // resourceCall is the request context of one resource or dataset call,

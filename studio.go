@@ -322,7 +322,7 @@ func (a *Account) call(ctx context.Context, method, path string, body any, secre
 	}
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		status, resp, err := a.attempt(ctx, method, target, payload)
+		status, resp, err := a.attempt(ctx, a.client, method, target, payload, nil)
 		if err == nil {
 			a.logger.LogAttrs(ctx, slog.LevelDebug, "studio call", slog.String("method", method), slog.String("path", path),
 				slog.Int("status", status), slog.Int("attempt", attempt+1), slog.Duration("elapsed", time.Since(start)))
@@ -350,8 +350,9 @@ func (a *Account) call(ctx context.Context, method, path string, body any, secre
 	}
 }
 
-// attempt performs one exchange and reads the bounded body.
-func (a *Account) attempt(ctx context.Context, method, target string, payload []byte) (int, []byte, error) {
+// attempt performs one exchange with client and reads the bounded body. extra
+// headers are sent after the account's own.
+func (a *Account) attempt(ctx context.Context, client *http.Client, method, target string, payload []byte, extra http.Header) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	var rd io.Reader
@@ -368,7 +369,12 @@ func (a *Account) attempt(ctx context.Context, method, target string, payload []
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := a.client.Do(req)
+	for k, vs := range extra {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -67,7 +67,7 @@ func (d *requestDecoder) key(m int32) string {
 // declared one only in letter case (unmarshalOpen refuses it).
 func (d *requestDecoder) extra(ti *typeInfo, m int32, dst *Extra) bool {
 	k := d.key(m)
-	if _, folded := ti.folded[foldKey(k)]; folded {
+	if _, folded := ti.folded[FoldKey(k)]; folded {
 		return false
 	}
 	if *dst == nil {

@@ -41,7 +41,7 @@ func infoOf(t reflect.Type) *typeInfo {
 			continue
 		}
 		ti.declared[name] = struct{}{}
-		ti.folded[foldKey(name)] = name
+		ti.folded[FoldKey(name)] = name
 		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
 		if !omit && f.Type.Kind() == reflect.Slice && f.Type != rawMessageType {
 			ti.nilSlice = append(ti.nilSlice, i)
@@ -139,7 +139,7 @@ func unmarshalOpen(data []byte, v any) (Extra, error) {
 		if _, ok := ti.declared[k]; ok {
 			continue
 		}
-		if real, ok := ti.folded[foldKey(k)]; ok {
+		if real, ok := ti.folded[FoldKey(k)]; ok {
 			if folded == nil || k < folded.key { // report the same key on every run
 				folded = &foldedKeyError{key: k, declared: real}
 			}
@@ -168,11 +168,12 @@ func (e *foldedKeyError) message() string {
 	return fmt.Sprintf("key %q differs from %q only in letter case", e.key, e.declared)
 }
 
-// foldKey folds a key the way encoding/json matches object keys to fields (the
-// folding of bytes.EqualFold): two keys fold alike exactly when encoding/json
-// would read them into the same field. strings.ToLower is not enough: the long s
-// (U+017F) matches "s" and the Kelvin sign (U+212A) matches "k".
-func foldKey(k string) string {
+// FoldKey folds a key the way encoding/json matches object keys to struct
+// fields (the folding of bytes.EqualFold): two keys fold alike exactly when
+// encoding/json would read them into the same field. Use it to refuse keys that
+// differ from a declared key only in letter case. strings.ToLower is not
+// enough: the long s (U+017F) matches "s" and the Kelvin sign (U+212A) "k".
+func FoldKey(k string) string {
 	var b strings.Builder
 	b.Grow(len(k))
 	for _, r := range k {
