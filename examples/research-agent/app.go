@@ -26,10 +26,6 @@ type app struct {
 	now    func() time.Time
 	local  bool // SUPERVAIZER_LOCAL_MODE
 
-	// recheck is how long a delivery waits before it looks again for a rule
-	// checkpoint decision that a previous run was waiting for.
-	recheck time.Duration
-
 	// Background deliveries run on bg; Shutdown cancels it and waits for them.
 	bg     context.Context
 	stopBG context.CancelFunc
@@ -68,15 +64,11 @@ func newApp(cfg config) (*app, error) {
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	recheck := cfg.RecheckDecision
-	if recheck <= 0 {
-		recheck = recheckDecision
-	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &app{
 		logger: logger, store: st, agent: agent, srv: srv,
 		jobs: &jobStore{st: st, now: time.Now}, sender: &outboxSender{st: st, now: time.Now},
-		now: time.Now, local: cfg.LocalMode, recheck: recheck, bg: bg, stopBG: stop,
+		now: time.Now, local: cfg.LocalMode, bg: bg, stopBG: stop,
 	}
 	a.ctxs = &supervaizer.ContextAssigner{Opener: srv.Account().Context(), Save: a.saveContext}
 	a.register()

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/supervaize/supervaizer-go/store"
 )
@@ -41,10 +40,6 @@ type config struct {
 	Getenv func(string) string
 	// Logger receives the agent's and the SDK's logs; nil discards them.
 	Logger *slog.Logger
-	// RecheckDecision is how often a delivery that a previous run left waiting
-	// for a rule checkpoint decision looks for it; 0 means 30 s. Not read from
-	// the environment: tests shorten it.
-	RecheckDecision time.Duration
 }
 
 // loadConfig reads the configuration through getenv (os.Getenv in main).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
@@ -23,11 +22,6 @@ import (
 // codeGovernance refuses a governed job whose snapshot cannot be used.
 const codeGovernance = "rule_snapshot_unusable"
 
-// recheckDecision is the default of config.RecheckDecision. Deliveries do not
-// poll for decisions: onDecision resumes a delivery parked on a paused
-// checkpoint as soon as the decision is persisted.
-const recheckDecision = 30 * time.Second
-
 // errAwaitingDecision: the delivery is parked on a paused rule checkpoint
 // that a previous run recorded; onDecision resumes it when Studio's decision
 // arrives.
@@ -39,10 +33,10 @@ var errDeliveryActive = errors.New("the delivery is already running")
 
 // keepGovernance checks that a governed job.start can be gated (a valid
 // snapshot and a controller attached to Studio), then saves the gate in the
-// SDK's store, bound to the call's verified workspace (so the job's scope is
-// not needed). A job.start delivered again saves nothing new; one that brings
-// another snapshot for the job is refused.
-func (a *app) keepGovernance(ctx context.Context, _ string, req *supervaizer.ActionRequest) *supervaizer.ActionResult {
+// SDK's store, bound to the call's verified workspace. A job.start delivered
+// again saves nothing new; one that brings another snapshot for the job is
+// refused.
+func (a *app) keepGovernance(ctx context.Context, req *supervaizer.ActionRequest) *supervaizer.ActionResult {
 	gate, err := supervaizer.NewRuleCheckpointGate(a.agent, a.srv.Account(), req)
 	if err != nil {
 		a.logger.LogAttrs(ctx, slog.LevelWarn, "governed job refused", slog.String("job_id", req.JobID), slog.Any("error", err))

@@ -81,7 +81,6 @@ func startGoverned(t *testing.T, studio *svtest.FakeStudio, env map[string]strin
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	require.NoError(t, err)
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg.RecheckDecision = 20 * time.Millisecond
 	a, err := newApp(cfg)
 	require.NoError(t, err)
 	h := &harness{t: t, app: a, studio: studio, srv: httptest.NewServer(a.Handler()), dbPath: cfg.DBPath}

@@ -87,7 +87,7 @@ func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in s
 	topic, goal := strings.TrimSpace(in.TopicID), strings.TrimSpace(in.Goal)
 	isGoverned := governed(req.Input)
 	if isGoverned {
-		if fail := a.keepGovernance(ctx, scope, req); fail != nil {
+		if fail := a.keepGovernance(ctx, req); fail != nil {
 			return fail, nil
 		}
 	}
