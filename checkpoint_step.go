@@ -3,6 +3,7 @@ package supervaizer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -89,7 +90,12 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 	if err != nil {
 		return zero, err
 	}
-	defer release()
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
 	o := newOccurrence(gate, rt, step.CaseID, step.OccurrenceID, step.StepID)
 
 	if err := o.announce(ctx, step.CaseDetails); err != nil {
@@ -104,6 +110,15 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 		return zero, err
 	}
 	if err := o.guard(before, after, beforeHash); err != nil {
+		var rr *RecoveryRequiredError
+		if errors.As(err, &rr) && rr.Decision == CheckpointPause {
+			// A decision that arrived while this step held the occurrence saw it
+			// "active" and was left to this step, which is refusing: release the
+			// occurrence, then hand any such decision to the hooks.
+			released = true
+			release()
+			o.redeliverDecisions(ctx)
+		}
 		return zero, err
 	}
 	if before != nil && before.Status == CheckpointAllow {
@@ -421,4 +436,20 @@ func (o *occurrence) advance(ctx context.Context, fn func(context.Context) error
 		return nil
 	})
 	return err
+}
+
+// redeliverDecisions calls the decision hooks with every decision persisted on
+// the occurrence's records since they were read as paused (an allow or stop
+// delivered while this process held the occurrence). Hooks are idempotent, so
+// a decision they already saw costs nothing.
+func (o *occurrence) redeliverDecisions(ctx context.Context) {
+	for _, key := range []string{o.beforeKey, o.afterKey} {
+		rec, err := o.rt.loadRecord(ctx, key)
+		if err != nil || rec == nil || (rec.Status != CheckpointAllow && rec.Status != CheckpointStop) || rec.DecisionID == "" {
+			continue
+		}
+		o.rt.decided(ctx, &resumeDecision{AgentSlug: o.gate.agent.slug, JobID: rec.JobID, CaseID: rec.CaseID,
+			CheckpointID: rec.CheckpointID, OccurrenceID: rec.OccurrenceID, Phase: rec.Phase, Status: rec.Status,
+			SnapshotHash: rec.SnapshotHash, InputHash: rec.InputHash, DecisionID: rec.DecisionID}, false)
+	}
 }
