@@ -50,17 +50,7 @@ func (c *checks) typedPlan(p *SetupPlan, at path) {
 	}
 }
 
-func locOf(at path) []any {
-	loc := make([]any, len(at))
-	for i, s := range at {
-		if n, err := strconv.Atoi(s); err == nil {
-			loc[i] = n
-		} else {
-			loc[i] = s
-		}
-	}
-	return loc
-}
+func locOf(at path) []any { return locSegments(at) }
 
 func (c *checks) add(at path, rule, format string, args ...any) {
 	c.problems = append(c.problems, newProblem(at, rule, fmt.Sprintf(format, args...)))

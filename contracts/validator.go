@@ -320,12 +320,12 @@ func (v *Validator) validateSchema(m Model, raw []byte) error {
 	if v.fastValid(m, raw) {
 		return nil
 	}
-	if loc, dup := duplicateKey(raw); dup {
-		return &ValidationError{Model: m, Problems: []Problem{newProblem(loc, "duplicate_key", "the key appears twice in the same object")}}
-	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return &ValidationError{Model: m, Problems: []Problem{{Loc: []any{}, Msg: "not valid JSON", Type: "json"}}}
+	}
+	if loc, dup := duplicateKey(raw); dup {
+		return &ValidationError{Model: m, Problems: []Problem{newProblem(loc, "duplicate_key", "the key appears twice in the same object")}}
 	}
 	err = referenceValidate(s, inst)
 	if err == nil {
@@ -502,15 +502,22 @@ func prefixWhy(schemaURL, msg string) string {
 }
 
 func newProblem(loc []string, rule, msg string) Problem {
+	return Problem{Loc: locSegments(loc), Msg: msg, Type: rule, Path: pointer(loc)}
+}
+
+// locSegments turns path segments into loc entries: an array index (a
+// canonical non-negative integer) becomes a number, anything else stays a
+// string, so the loc always formats back to the same path ("007" stays "007").
+func locSegments(loc []string) []any {
 	segs := make([]any, len(loc))
 	for i, s := range loc {
-		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 && strconv.Itoa(n) == s {
 			segs[i] = n
 		} else {
 			segs[i] = s
 		}
 	}
-	return Problem{Loc: segs, Msg: msg, Type: rule, Path: pointer(loc)}
+	return segs
 }
 
 // pointer formats path segments as a JSON Pointer (RFC 6901).
