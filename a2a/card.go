@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 // Defaults and fixed values of the Agent Card.
@@ -16,7 +18,7 @@ const (
 	// DefaultA2AVersion is the A2A protocol version a card states when
 	// [CardInput.A2AVersion] is empty. It matches the registration's pinned
 	// versions.a2a_version.
-	DefaultA2AVersion = "0.2.6"
+	DefaultA2AVersion = contracts.A2AVersion
 	// DefaultDeveloper is the developer name used when none is given.
 	DefaultDeveloper = "Supervaize"
 	// TransportJSONRPC is the card's preferredTransport: POST /a2a speaks JSON-RPC 2.0.
@@ -29,9 +31,9 @@ const (
 	// SkillTag is the first tag of every skill; the second is the action's scope.
 	SkillTag = "supervaizer"
 	// DefaultScope is the scope of an action that states none (registration spec §5.3).
-	DefaultScope = "job"
+	DefaultScope = contracts.ScopeJob
 	// KindHelp is the kind of a help action; any other kind is a command.
-	KindHelp = "help"
+	KindHelp = contracts.KindHelp
 	// MaxCardBytes is the largest compact JSON encoding of a card (1 MiB).
 	// Marshalling a larger card fails with [ErrCardTooLarge].
 	MaxCardBytes = 1 << 20
@@ -294,7 +296,7 @@ type ActionInfo struct {
 
 // identity holds the validated members shared by the card and the discovery entry.
 type identity struct {
-	name, version, slug, developer, base string
+	version, slug, developer, base string
 }
 
 // NewAgentCard builds the Agent Card described by in. It returns an error
@@ -475,7 +477,7 @@ func checkIdentity(in CardInput) (identity, error) {
 	if err != nil {
 		return identity{}, err
 	}
-	return identity{name: in.Name, version: in.Version, slug: in.Slug, developer: developer, base: base}, nil
+	return identity{version: in.Version, slug: in.Slug, developer: developer, base: base}, nil
 }
 
 // normalizeBaseURL checks that raw is an absolute http(s) URL with a host and

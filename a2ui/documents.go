@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/supervaize/supervaizer-go/contracts"
 )
@@ -137,10 +138,8 @@ type Configurator map[string]any
 func (c Configurator) MarshalJSON() ([]byte, error) {
 	m := map[string]any(c)
 	if _, ok := m["type"]; !ok {
-		m = make(map[string]any, len(c)+1)
-		for k, v := range c {
-			m[k] = v
-		}
+		m = make(map[string]any, len(c)+1) // not maps.Clone: it keeps a nil map nil
+		maps.Copy(m, c)
 		m["type"] = contracts.DocumentConfigurator
 	}
 	return json.Marshal(m)

@@ -243,6 +243,9 @@ func TestConfiguratorGolden(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"type": "Configurator", "revision": 12345678901234567890}`), &back))
 	assert.Equal(t, json.Number("12345678901234567890"), back["revision"])
 	assert.JSONEq(t, `{"type": "Configurator", "revision": 12345678901234567890}`, string(marshal(t, back)))
+
+	// A nil document is written with its type too, never as null.
+	assert.JSONEq(t, `{"type": "Configurator"}`, string(marshal(t, a2ui.Configurator(nil))))
 }
 
 func TestConfiguratorErrors(t *testing.T) {

@@ -43,14 +43,12 @@ func (c *checks) typedPlan(p *SetupPlan, at path) {
 			return
 		}
 		for _, pr := range ve.Problems {
-			pr.Loc = append(locOf(at), pr.Loc...)
+			pr.Loc = append(locSegments(at), pr.Loc...)
 			pr.Path = pointer(at) + pr.Path
 			c.problems = append(c.problems, pr)
 		}
 	}
 }
-
-func locOf(at path) []any { return locSegments(at) }
 
 func (c *checks) add(at path, rule, format string, args ...any) {
 	c.problems = append(c.problems, newProblem(at, rule, fmt.Sprintf(format, args...)))

@@ -227,18 +227,14 @@ func (e *resultEncoder) extra(ti *typeInfo, extra Extra) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		v := extra[k]
-		if len(v) == 0 || !json.Valid(v) {
+		var compact, escaped bytes.Buffer
+		if json.Compact(&compact, v) != nil { // also refuses empty and invalid JSON
 			e.ok = false
 			return
 		}
 		e.b = append(e.b, ',')
 		e.str(k)
 		e.b = append(e.b, ':')
-		var compact, escaped bytes.Buffer
-		if json.Compact(&compact, v) != nil {
-			e.ok = false
-			return
-		}
 		json.HTMLEscape(&escaped, compact.Bytes())
 		e.b = append(e.b, escaped.Bytes()...)
 	}

@@ -229,7 +229,7 @@ func (v *Validator) Decode(m Model, raw []byte, dst any) error {
 	if handled, err := v.decodeFast(m, raw, dst); handled {
 		return err
 	}
-	val, err := v.decode(m, raw)
+	val, err := v.decodeReference(m, raw)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,14 @@ func (v *Validator) decode(m Model, raw []byte) (any, error) {
 			return val, nil
 		}
 	}
-	if err := v.validateSchema(m, raw); err != nil {
+	return v.decodeReference(m, raw)
+}
+
+// decodeReference validates raw with the reference validator and decodes it.
+// Its callers have already asked the compiled validator, which could not
+// decide: asking it again would parse and check raw a second time.
+func (v *Validator) decodeReference(m Model, raw []byte) (any, error) {
+	if err := v.referenceSchema(m, raw); err != nil {
 		return nil, err
 	}
 	return v.decodeChecked(m, raw)
@@ -312,13 +319,21 @@ func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 	return val, nil
 }
 
+// validateSchema validates raw against the schema of m: with the compiled
+// validator when it is sure, else with the reference validator.
 func (v *Validator) validateSchema(m Model, raw []byte) error {
+	if v.fastValid(m, raw) {
+		return nil
+	}
+	return v.referenceSchema(m, raw)
+}
+
+// referenceSchema validates raw against the schema of m with the reference
+// validator and reports every problem.
+func (v *Validator) referenceSchema(m Model, raw []byte) error {
 	s, ok := v.schemas[m]
 	if !ok {
 		return fmt.Errorf("contracts: unknown model %q", m)
-	}
-	if v.fastValid(m, raw) {
-		return nil
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -480,18 +495,16 @@ func typeMismatchAt(e *jsonschema.ValidationError, loc []string) *kind.Type {
 
 func leafProblems(e *jsonschema.ValidationError) []Problem {
 	loc := e.InstanceLocation
-	rule, msg := describeKind(e.ErrorKind)
-	if why := schemaDescription(e.SchemaURL); why != "" {
-		msg = why + ": " + msg
-	}
 	if req, ok := e.ErrorKind.(*kind.Required); ok {
+		msg := prefixWhy(e.SchemaURL, "missing property")
 		ps := make([]Problem, 0, len(req.Missing))
 		for _, name := range req.Missing {
-			ps = append(ps, newProblem(append(slices.Clone(loc), name), "required", prefixWhy(e.SchemaURL, "missing property")))
+			ps = append(ps, newProblem(append(slices.Clone(loc), name), "required", msg))
 		}
 		return ps
 	}
-	return []Problem{newProblem(loc, rule, msg)}
+	rule, msg := describeKind(e.ErrorKind)
+	return []Problem{newProblem(loc, rule, prefixWhy(e.SchemaURL, msg))}
 }
 
 func prefixWhy(schemaURL, msg string) string {
