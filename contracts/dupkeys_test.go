@@ -1,6 +1,7 @@
 package contracts
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +52,15 @@ func FuzzDuplicateKey(f *testing.F) {
 			assert.Nil(t, loc)
 		}
 	})
+}
+
+func TestDuplicateKeyRefusedInInput(t *testing.T) {
+	type in struct {
+		TopicID string `json:"topic_id"`
+	}
+	iv, err := NewInputValidator(reflect.TypeFor[in]())
+	require.NoError(t, err)
+	ps := iv.Validate([]byte(`{"topic_id":"a","topic_id":"b"}`))
+	require.Len(t, ps, 1)
+	assert.Equal(t, Problem{Loc: []any{"input", "topic_id"}, Msg: "the key appears twice in the same object", Type: "duplicate_key", Path: "/input/topic_id"}, ps[0])
 }

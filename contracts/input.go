@@ -104,6 +104,10 @@ func (v *InputValidator) Validate(raw []byte) []Problem {
 	if err != nil {
 		return []Problem{{Loc: []any{"input"}, Msg: "not valid JSON", Type: "json", Path: "/input"}}
 	}
+	if loc, dup := duplicateKey(raw); dup {
+		p := newProblem(loc, "duplicate_key", "the key appears twice in the same object")
+		return []Problem{{Loc: append([]any{"input"}, p.Loc...), Msg: p.Msg, Type: p.Type, Path: "/input" + p.Path}}
+	}
 	err = referenceValidate(v.schema, inst)
 	if err == nil {
 		return nil
