@@ -7,9 +7,9 @@ FUZZTIME ?= 30s
 help: ## List targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "%-12s %s\n",$$1,$$2}'
 
-test: lint ## Vet, gofmt, unit and end-to-end tests with the race detector, benchmarks compiled once
+test: lint ## Vet, gofmt, unit and end-to-end tests with the race detector, every benchmark run once
 	$(GO) test -race -count=1 ./...
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./... > /dev/null
+	@out=$$($(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { printf '%s\n' "$$out"; exit 1; }
 
 lint: ## go vet and gofmt
 	$(GO) vet ./...

@@ -522,35 +522,18 @@ func (a *Account) postRuleCheckpoint(ctx context.Context, token checkpointToken,
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	target := a.apiURL + RuleCheckpointsPath
 	secrets := []string{token.reveal()}
-	for attempt := 0; ; attempt++ {
-		start := time.Now()
-		status, body, err := a.attempt(ctx, &client, http.MethodPost, target, payload,
-			http.Header{HeaderRuleCheckpointToken: {token.reveal()}})
-		if err == nil {
-			a.logger.LogAttrs(ctx, slog.LevelDebug, "studio call", slog.String("method", http.MethodPost), slog.String("path", RuleCheckpointsPath),
-				slog.Int("status", status), slog.Int("attempt", attempt+1), slog.Duration("elapsed", time.Since(start)))
-			if status < 200 || status > 299 {
-				return nil, &CheckpointRequestError{StatusCode: status, Body: a.mask(snippet(body), secrets)}
-			}
-			return body, nil
-		}
-		if se := (*StudioError)(nil); errors.As(err, &se) { // an answer too large to read
-			return nil, &CheckpointRequestError{StatusCode: se.StatusCode, Body: se.Body}
-		}
-		masked := &transportError{msg: a.mask(err.Error(), secrets), err: err}
-		if ctx.Err() != nil || attempt >= a.retries {
-			return nil, &CheckpointRequestError{Err: masked}
-		}
-		a.logger.LogAttrs(ctx, slog.LevelWarn, "studio call failed; retrying", slog.String("method", http.MethodPost),
-			slog.String("path", RuleCheckpointsPath), slog.Int("attempt", attempt+1), slog.String("error", masked.msg))
-		t := time.NewTimer(a.retryDelay * time.Duration(attempt+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, &CheckpointRequestError{Err: &transportError{msg: masked.msg, err: ctx.Err()}}
-		case <-t.C:
-		}
+	status, body, err := a.exchange(ctx, &client, http.MethodPost, target, RuleCheckpointsPath, payload,
+		http.Header{HeaderRuleCheckpointToken: {token.reveal()}}, secrets)
+	if se := (*StudioError)(nil); errors.As(err, &se) { // an answer too large to read
+		return nil, &CheckpointRequestError{StatusCode: se.StatusCode, Body: se.Body}
 	}
+	if err != nil {
+		return nil, &CheckpointRequestError{Err: err}
+	}
+	if status < 200 || status > 299 {
+		return nil, &CheckpointRequestError{StatusCode: status, Body: a.mask(snippet(body), secrets)}
+	}
+	return body, nil
 }
 
 // --- persisted state (checkpoints.md §6.4) ---

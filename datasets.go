@@ -113,8 +113,7 @@ func (a *Agent) datasetDefinition(id string) (contracts.DatasetDefinition, bool)
 // reference (mode "ref") names no dataset declared in reg, located at
 // /dashboards/<i>/widgets/<j>/data/datasetId (rule "dataset_ref"). A missing
 // or empty datasetId is left to the contract schema, which reports it.
-//
-// BuildRegistration should append these problems to its own after the merge.
+// BuildRegistration appends these problems to its own after the merge.
 func dashboardRefProblems(reg *contracts.Registration) []contracts.Problem {
 	declared := make(map[string]bool, len(reg.Datasets))
 	for _, d := range reg.Datasets {

@@ -320,23 +320,39 @@ func (a *Account) call(ctx context.Context, method, path string, body any, secre
 	if u, err := url.Parse(target); err == nil {
 		path = u.Path // errors and logs name the full URL path
 	}
+	status, resp, err := a.exchange(ctx, a.client, method, target, path, payload, nil, secrets)
+	if te := (*transportError)(nil); errors.As(err, &te) {
+		return nil, &transportError{msg: fmt.Sprintf("supervaizer: Studio %s %s: %s", method, path, te.msg), err: te.err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if status < 200 || status > 299 {
+		return nil, &StudioError{Method: method, Path: path, StatusCode: status, Body: a.mask(snippet(resp), secrets)}
+	}
+	return resp, nil
+}
+
+// exchange performs a request with client, retrying after a transport
+// failure (never after an HTTP answer), and returns the status and bounded
+// body of the answer, whatever its status. An answer too large to read is a
+// *StudioError; a transport failure a *transportError whose message has the
+// account key and secrets masked. path names the request in the logs.
+func (a *Account) exchange(ctx context.Context, client *http.Client, method, target, path string, payload []byte, extra http.Header, secrets []string) (int, []byte, error) {
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		status, resp, err := a.attempt(ctx, a.client, method, target, payload, nil)
+		status, resp, err := a.attempt(ctx, client, method, target, payload, extra)
 		if err == nil {
 			a.logger.LogAttrs(ctx, slog.LevelDebug, "studio call", slog.String("method", method), slog.String("path", path),
 				slog.Int("status", status), slog.Int("attempt", attempt+1), slog.Duration("elapsed", time.Since(start)))
-			if status < 200 || status > 299 {
-				return nil, &StudioError{Method: method, Path: path, StatusCode: status, Body: a.mask(snippet(resp), secrets)}
-			}
-			return resp, nil
+			return status, resp, nil
 		}
 		if se := (*StudioError)(nil); errors.As(err, &se) {
-			return nil, se // an answer too large to read: not a transport failure
+			return 0, nil, se // an answer too large to read: not a transport failure
 		}
 		msg := a.mask(err.Error(), secrets)
 		if ctx.Err() != nil || attempt >= a.retries {
-			return nil, &transportError{msg: fmt.Sprintf("supervaizer: Studio %s %s: %s", method, path, msg), err: err}
+			return 0, nil, &transportError{msg: msg, err: err}
 		}
 		a.logger.LogAttrs(ctx, slog.LevelWarn, "studio call failed; retrying", slog.String("method", method), slog.String("path", path),
 			slog.Int("attempt", attempt+1), slog.String("error", msg))
@@ -344,7 +360,7 @@ func (a *Account) call(ctx context.Context, method, path string, body any, secre
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &transportError{msg: fmt.Sprintf("supervaizer: Studio %s %s: %s", method, path, msg), err: ctx.Err()}
+			return 0, nil, &transportError{msg: msg, err: ctx.Err()}
 		case <-t.C:
 		}
 	}
@@ -467,15 +483,14 @@ func JobSource(jobID string) EventSource { return EventSource{Job: jobID} }
 // CaseSource is the source {"job": jobID, "case": caseID}.
 func CaseSource(jobID, caseID string) EventSource { return EventSource{Job: jobID, Case: caseID} }
 
-// MarshalJSON writes only the members that are set.
+// MarshalJSON writes only the members that are set, in key order.
 func (s EventSource) MarshalJSON() ([]byte, error) {
-	m := make(map[string]string, 2)
-	for k, v := range map[string]string{"server": s.Server, "agent": s.Agent, "job": s.Job, "case": s.Case} {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	return json.Marshal(m)
+	return json.Marshal(struct {
+		Agent  string `json:"agent,omitempty"`
+		Case   string `json:"case,omitempty"`
+		Job    string `json:"job,omitempty"`
+		Server string `json:"server,omitempty"`
+	}{s.Agent, s.Case, s.Job, s.Server})
 }
 
 func (s EventSource) validate() error {

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
@@ -319,12 +318,10 @@ func (s *Server) agentRegistration(a *Agent) agentRegistration {
 		SupervaizerV2:   a.RegistrationJSON(),
 		Introduction:    sp.Introduction,
 		FullDescription: sp.FullDescription,
+		BillingCatalog:  sp.BillingCatalog, // omitempty: an empty catalog is omitted
 	}
 	if len(sp.Tags) > 0 {
 		p.Tags = slices.Clone(sp.Tags)
-	}
-	if len(sp.BillingCatalog) > 0 {
-		p.BillingCatalog = sp.BillingCatalog
 	}
 	if id, ok := a.StudioAgentID(); ok {
 		p.ServerAgentID = &id
@@ -718,33 +715,29 @@ func parseParameters(plain []byte) ([]AgentParameter, error) {
 }
 
 // refresher runs one background re-registration at a time; requests that
-// arrive meanwhile coalesce into one more run.
+// arrive meanwhile coalesce into one more run, that of the latest request.
 type refresher struct {
 	mu      sync.Mutex
 	running bool
-	pending bool
+	pending func() // the run requested while one was running
 }
 
-// trigger starts run in the background, or marks one more run pending.
+// trigger starts run in the background, or makes it the one pending run.
 func (r *refresher) trigger(run func()) {
 	r.mu.Lock()
 	if r.running {
-		r.pending = true
+		r.pending = run
 		r.mu.Unlock()
 		return
 	}
 	r.running = true
 	r.mu.Unlock()
 	go func() {
-		for {
+		for run != nil {
 			run()
 			r.mu.Lock()
-			if !r.pending {
-				r.running = false
-				r.mu.Unlock()
-				return
-			}
-			r.pending = false
+			run, r.pending = r.pending, nil
+			r.running = run != nil
 			r.mu.Unlock()
 		}
 	}()
@@ -762,6 +755,10 @@ type refreshRequest struct {
 func (s *Server) serveRegistrationRefresh(w http.ResponseWriter, r *http.Request) {
 	if s.studio == nil {
 		writeDetail(w, http.StatusServiceUnavailable, "No supervisor account configured")
+		return
+	}
+	if s.closing.Load() {
+		writeDetail(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
 	}
 	var body bytes.Buffer
@@ -789,16 +786,18 @@ func (s *Server) serveRegistrationRefresh(w http.ResponseWriter, r *http.Request
 }
 
 // refreshRegistration re-registers with Studio; it is bounded by
-// refreshTimeout and logs its outcome.
+// refreshTimeout and logs its outcome. Once Shutdown has begun it does nothing.
 func (s *Server) refreshRegistration(reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
 	defer cancel()
-	if utf8.RuneCountInString(reason) > maxLoggedReason {
-		reason = string([]rune(reason)[:maxLoggedReason]) + "…"
-	}
+	reason = truncateRunes(reason, maxLoggedReason)
 	l := s.studio
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
+	if s.closing.Load() {
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "registration refresh skipped: the server is shutting down", slog.String("reason", reason))
+		return
+	}
 	if err := s.syncStudio(ctx); err != nil {
 		s.logger.LogAttrs(ctx, slog.LevelError, "registration refresh failed", slog.String("reason", reason), slog.String("error", err.Error()))
 		return

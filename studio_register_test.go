@@ -16,6 +16,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -697,4 +698,58 @@ func BenchmarkParseHandshake(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestRegistrationRefreshDuringShutdown(t *testing.T) {
+	t.Parallel()
+	f := newFakeStudio(t)
+	srv, sink := studioServer(t, f, nil)
+	require.NoError(t, srv.Start(context.Background()))
+	require.Equal(t, 1, f.count(http.MethodPost, stEventsPath))
+	require.NoError(t, srv.Shutdown(context.Background()))
+
+	r := httptest.NewRequest(http.MethodPost, RegistrationRefreshPath, strings.NewReader(`{"reason":"late"}`))
+	r.Header.Set(HeaderAPIKey, stControllerKey)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+
+	// A refresh already queued when Shutdown begins does not register again.
+	srv.refreshRegistration("queued")
+	assert.Contains(t, sink.String(), "registration refresh skipped")
+	assert.Equal(t, 1, f.count(http.MethodPost, stEventsPath), "no server.register after Shutdown")
+}
+
+func TestRefresherRunsLatestPending(t *testing.T) {
+	t.Parallel()
+	var r refresher
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	run := func(name string) func() {
+		return func() {
+			mu.Lock()
+			seen = append(seen, name)
+			mu.Unlock()
+			started <- struct{}{}
+			<-release
+		}
+	}
+	r.trigger(run("first"))
+	<-started
+	r.trigger(run("second"))
+	r.trigger(run("third"))
+	close(release)
+	<-started
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.running
+	}, 5*time.Second, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"first", "third"}, seen, "the coalesced run is the latest request's")
 }

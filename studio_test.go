@@ -568,3 +568,21 @@ func mintEdDSA(tb testing.TB, claims map[string]any) string {
 	require.NoError(tb, err)
 	return s
 }
+
+func TestEventSourceJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		src  EventSource
+		want string
+	}{
+		{ServerSource("server:02-00-00-00-00-01"), `{"server":"server:02-00-00-00-00-01"}`},
+		{AgentSource("research-agent"), `{"agent":"research-agent"}`},
+		{JobSource("job-1"), `{"job":"job-1"}`},
+		{CaseSource("job-1", "case-<1>"), `{"case":"case-\u003c1\u003e","job":"job-1"}`},
+		{EventSource{}, `{}`},
+	} {
+		got, err := json.Marshal(tc.src)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, string(got), "exact bytes: members set only, in key order")
+	}
+}

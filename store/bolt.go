@@ -73,14 +73,15 @@ func WithLockTimeout(d time.Duration) Option {
 
 // DefaultPath returns the default location of the database file:
 // $SUPERVAIZER_DATA_DIR/supervaizer.db when [EnvDataDir] is set and not blank,
-// else supervaizer/supervaizer.db under [os.TempDir]. The temporary directory
-// is meant for development; a deployment sets SUPERVAIZER_DATA_DIR to a
-// directory that only its user can write and that outlives reboots.
+// else supervaizer-<uid>/supervaizer.db under [os.TempDir] (one folder per
+// user of the machine). The temporary directory is meant for development; a
+// deployment sets SUPERVAIZER_DATA_DIR to a directory that only its user can
+// write and that outlives reboots.
 func DefaultPath() string {
 	if dir := strings.TrimSpace(os.Getenv(EnvDataDir)); dir != "" {
 		return filepath.Join(dir, DefaultFileName)
 	}
-	return filepath.Join(os.TempDir(), "supervaizer", DefaultFileName)
+	return filepath.Join(os.TempDir(), "supervaizer-"+userTag(), DefaultFileName)
 }
 
 // Open opens the database file at path, creating it (mode 0600) and its
@@ -97,6 +98,9 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		opt(&o)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := checkSharedTempDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.lockTimeout})

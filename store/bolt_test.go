@@ -289,8 +289,8 @@ func TestDefaultPath(t *testing.T) {
 	}{
 		{"set", "/var/lib/agent", filepath.Join("/var/lib/agent", "supervaizer.db")},
 		{"surrounding spaces", " /data ", filepath.Join("/data", "supervaizer.db")},
-		{"blank", " \t", filepath.Join(os.TempDir(), "supervaizer", "supervaizer.db")},
-		{"empty", "", filepath.Join(os.TempDir(), "supervaizer", "supervaizer.db")},
+		{"blank", " \t", filepath.Join(os.TempDir(), "supervaizer-"+strconv.Itoa(os.Getuid()), "supervaizer.db")},
+		{"empty", "", filepath.Join(os.TempDir(), "supervaizer-"+strconv.Itoa(os.Getuid()), "supervaizer.db")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

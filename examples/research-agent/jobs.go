@@ -224,7 +224,8 @@ func jobKey(scope, id string) string { return store.Key(keyRoot, "jobs", scope, 
 // create stores rec unless a job with its id exists in its scope; then it
 // returns the existing record and false.
 func (s *jobStore) create(ctx context.Context, rec *jobRecord) (*jobRecord, bool, error) {
-	rec.CreatedAt, rec.UpdatedAt, rec.Revision = s.now().UTC(), s.now().UTC(), 1
+	now := s.now().UTC()
+	rec.CreatedAt, rec.UpdatedAt, rec.Revision = now, now, 1
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return nil, false, err
