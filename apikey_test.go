@@ -136,6 +136,7 @@ func TestAPIKeyDefaults(t *testing.T) {
 		for name, opt := range map[string]supervaizer.Option{
 			"blank key":     supervaizer.WithAPIKey("  ", supervaizer.ScopeWrite),
 			"unknown scope": supervaizer.WithAPIKey("k", supervaizer.KeyScope("admin")),
+			"no write key":  supervaizer.WithAPIKey("read-only", supervaizer.ScopeRead),
 		} {
 			_, err := supervaizer.NewServer(agent(t), supervaizer.WithEnv(emptyEnv), supervaizer.WithServerID(testServerID), opt)
 			assert.Error(t, err, name)

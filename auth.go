@@ -67,9 +67,10 @@ const (
 	AuthUnknownAgent  = string(wsauth.CodeUnknownAgent)
 )
 
-// isBootstrap reports whether a call runs without a workspace token: exactly the
-// actions workspace_binding.options and workspace_binding.create and the surface
-// workspace_binding.create (authorization.md §9).
+// isBootstrapAction and isBootstrapSurface report whether a call runs without a
+// workspace token: exactly the actions workspace_binding.options and
+// workspace_binding.create and the surface workspace_binding.create
+// (authorization.md §9).
 func isBootstrapAction(id string) bool {
 	return id == contracts.BootstrapOptionsAction || id == contracts.BootstrapCreateAction
 }
@@ -158,24 +159,35 @@ func (s *Server) authorize(ctx context.Context, r *http.Request, ws contracts.Wo
 			AgentID: a.legacyID, AgentSlug: agentSlug, ServerID: s.serverID, Scopes: scopes,
 		}, nil
 	}
-	vc, err := s.verifier.VerifyWorkspace(ctx, WorkspaceCheck{
+	vc, ae := s.verifyWorkspace(ctx, WorkspaceCheck{
 		Header: r.Header.Get(HeaderWorkspaceAuthorization), WorkspaceID: ws.ID, WorkspaceSlug: ws.Slug,
 		AgentSlug: agentSlug, Scopes: scopes,
 	})
-	if err == nil && vc == nil {
-		err = errors.New("verifier returned no context and no error")
-	}
-	if err != nil {
-		var ae *AuthError
-		if !errors.As(err, &ae) {
-			s.logger.LogAttrs(ctx, slog.LevelError, "workspace verifier failed", slog.String("agent_slug", agentSlug), slog.Any("error", err))
-			ae = &AuthError{Code: AuthNotConfigured, Message: "Workspace authorization could not be verified"}
-		}
-		s.logger.LogAttrs(ctx, slog.LevelWarn, "workspace authorization failed",
-			slog.String("agent_slug", agentSlug), slog.String("code", ae.Code))
+	if ae != nil {
 		return nil, authFailure(ae.Code, ae.Message)
 	}
 	return vc, nil
+}
+
+// verifyWorkspace asks the verifier to prove c and logs a failure (its code,
+// never the token). Any error other than an *AuthError, or no context, fails
+// closed as workspace_authorization_not_configured.
+func (s *Server) verifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contracts.VerifiedWorkspaceContext, *AuthError) {
+	vc, err := s.verifier.VerifyWorkspace(ctx, c)
+	if err == nil && vc == nil {
+		err = errors.New("verifier returned no context and no error")
+	}
+	if err == nil {
+		return vc, nil
+	}
+	var ae *AuthError
+	if !errors.As(err, &ae) {
+		s.logger.LogAttrs(ctx, slog.LevelError, "workspace verifier failed", slog.String("agent_slug", c.AgentSlug), slog.Any("error", err))
+		ae = &AuthError{Code: AuthNotConfigured, Message: "Workspace authorization could not be verified"}
+	}
+	s.logger.LogAttrs(ctx, slog.LevelWarn, "workspace authorization failed",
+		slog.String("agent_slug", c.AgentSlug), slog.Any("scopes", c.Scopes), slog.String("code", ae.Code))
+	return nil, ae
 }
 
 func authFailure(code, msg string) *Error {

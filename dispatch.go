@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,14 +29,6 @@ import (
 //
 // Each step has one error, mapped once to its JSON-RPC code; nothing after the
 // request-model step re-parses the body.
-
-// effectEvent is the data of a supervaizer.effect SSE event.
-type effectEvent struct {
-	AgentSlug string   `json:"agent_slug"`
-	Action    string   `json:"action"`
-	RequestID string   `json:"request_id"`
-	Effects   []Effect `json:"effects"`
-}
 
 // EventEffect is the name of the SSE event published after each successful action.
 const EventEffect = "supervaizer.effect"
@@ -111,7 +104,7 @@ func isJSONContentType(ct string) bool {
 	if err != nil {
 		return false
 	}
-	return mt == "application/json" || (len(mt) > 5 && mt[len(mt)-5:] == "+json" && bytes.HasPrefix([]byte(mt), []byte("application/")))
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
 // readBody reads the body within the size limit; a larger body is answered 413
@@ -190,23 +183,21 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 	}
 	ctx = withAgent(ctx, a)
 	start := time.Now()
-	exec := func(ctx context.Context) ([]byte, *ActionResult, *Error) {
-		return s.runAction(ctx, h, &req)
-	}
 	var (
 		raw    []byte
-		res    *ActionResult
 		rpcErr *Error
 	)
 	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
-		raw, res, rpcErr = s.idem.run(ctx, &req, exec)
+		raw, rpcErr = s.idem.run(ctx, &req, func(ctx context.Context) ([]byte, *Error) {
+			return s.runAction(ctx, h, &req, true)
+		})
 	} else {
-		raw, res, rpcErr = exec(ctx)
+		raw, rpcErr = s.runAction(ctx, h, &req, false)
 	}
 	if rpcErr != nil {
 		return nil, rpcErr
 	}
-	s.publishEffects(ctx, &req, res, raw)
+	s.publishEffects(ctx, &req, raw)
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
 	return raw, nil
@@ -217,64 +208,57 @@ func actionFailed(req *ActionRequest) *Error {
 	return &Error{Code: CodeInternalError, Message: "Action handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
 }
 
-// runAction calls the handler and validates its result.
-func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest) ([]byte, *ActionResult, *Error) {
+// surfaceFailed is the -32603 error of a failed surface handler.
+func surfaceFailed(req *SurfaceRequest) *Error {
+	return &Error{Code: CodeInternalError, Message: "Surface handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
+}
+
+// runAction calls the handler and validates its result. strict marks the
+// result as the idempotency layer's (replay_safety.strictly_idempotent_response).
+func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool) ([]byte, *Error) {
 	res, err := callAction(ctx, h, req)
 	if err != nil {
 		if e, ok := isInputError(err); ok {
-			return nil, nil, e
+			return nil, e
 		}
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
-		return nil, nil, actionFailed(req)
+		return nil, actionFailed(req)
 	}
 	if res == nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
-		return nil, nil, actionFailed(req)
+		return nil, actionFailed(req)
 	}
-	if req.IdempotencyKey != "" {
-		if a, ok := AgentFrom(ctx); ok && a.isIdempotent(req.Action) {
-			markStrict(res, req.IdempotencyKey)
-		}
+	if strict {
+		markStrict(res, req.IdempotencyKey)
 	}
 	raw, verr := s.validator.ValidateValue(contracts.ModelActionResult, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return nil, nil, actionFailed(req)
+		return nil, actionFailed(req)
 	}
-	return raw, res, nil
+	return raw, nil
 }
 
 // publishEffects publishes the supervaizer.effect event of a successful
 // action. The effects are serialized like the result's, so they are taken
-// from raw, the validated result JSON, rather than encoded again.
-func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, res *ActionResult, raw []byte) {
-	if effects, ok := jsonrpc.Member(raw, "effects"); ok {
-		data := make([]byte, 0, len(effects)+len(req.AgentSlug)+len(req.Action)+len(req.RequestID)+64)
-		data = append(data, `{"agent_slug":`...)
-		data = jsonrpc.AppendHTMLString(data, req.AgentSlug)
-		data = append(data, `,"action":`...)
-		data = jsonrpc.AppendHTMLString(data, req.Action)
-		data = append(data, `,"request_id":`...)
-		data = jsonrpc.AppendHTMLString(data, req.RequestID)
-		data = append(data, `,"effects":`...)
-		data = append(data, effects...)
-		s.broker.Publish(EventEffect, append(data, '}'))
-		return
-	}
-	if res == nil { // a stored result without effects cannot exist: results always carry them
+// from raw, the result JSON as sent (fresh, replayed or built by the
+// idempotency layer), which always carries "effects".
+func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw []byte) {
+	effects, ok := jsonrpc.Member(raw, "effects")
+	if !ok {
 		s.logger.LogAttrs(ctx, slog.LevelError, "effect event: result without effects", slog.String("action", req.Action))
 		return
 	}
-	effects := res.Effects
-	if effects == nil {
-		effects = []Effect{}
-	}
-	data, err := json.Marshal(effectEvent{AgentSlug: req.AgentSlug, Action: req.Action, RequestID: req.RequestID, Effects: effects})
-	if err != nil {
-		s.logger.LogAttrs(ctx, slog.LevelError, "encode effect event", slog.String("action", req.Action), slog.Any("error", err))
-		return
-	}
-	s.broker.Publish(EventEffect, data)
+	data := make([]byte, 0, len(effects)+len(req.AgentSlug)+len(req.Action)+len(req.RequestID)+64)
+	data = append(data, `{"agent_slug":`...)
+	data = jsonrpc.AppendHTMLString(data, req.AgentSlug)
+	data = append(data, `,"action":`...)
+	data = jsonrpc.AppendHTMLString(data, req.Action)
+	data = append(data, `,"request_id":`...)
+	data = jsonrpc.AppendHTMLString(data, req.RequestID)
+	data = append(data, `,"effects":`...)
+	data = append(data, effects...)
+	s.broker.Publish(EventEffect, append(data, '}'))
 }
 
 func (s *Server) loadSurface(r *http.Request, params json.RawMessage) ([]byte, *Error) {
@@ -302,19 +286,18 @@ func (s *Server) loadSurface(r *http.Request, params json.RawMessage) ([]byte, *
 			Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
 	}
 	ctx = withAgent(ctx, a)
-	failed := &Error{Code: CodeInternalError, Message: "Surface handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
 	res, err := callSurface(ctx, h, &req)
 	if err == nil && res == nil {
 		err = errors.New("handler returned no result")
 	}
 	if err != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
-		return nil, failed
+		return nil, surfaceFailed(&req)
 	}
 	raw, verr := s.validator.ValidateValue(contracts.ModelSurfaceResult, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return nil, failed
+		return nil, surfaceFailed(&req)
 	}
 	return raw, nil
 }

@@ -29,26 +29,22 @@ func Fail(code, format string, args ...any) *ActionResult {
 // ResultFromMap decodes a result given as a plain map, validating it exactly
 // like a typed result. Keys the contract does not type are kept.
 func ResultFromMap(m map[string]any) (*ActionResult, error) {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("supervaizer: encode result map: %w", err)
-	}
-	var res ActionResult
-	if err := contracts.DefaultValidator().Decode(contracts.ModelActionResult, raw, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return fromMap[ActionResult](contracts.ModelActionResult, "result", m)
 }
 
 // SurfaceResultFromMap decodes a surface result given as a plain map,
 // validating it exactly like a typed result.
 func SurfaceResultFromMap(m map[string]any) (*SurfaceResult, error) {
+	return fromMap[SurfaceResult](contracts.ModelSurfaceResult, "surface result", m)
+}
+
+func fromMap[T any](model contracts.Model, what string, m map[string]any) (*T, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("supervaizer: encode surface result map: %w", err)
+		return nil, fmt.Errorf("supervaizer: encode %s map: %w", what, err)
 	}
-	var res SurfaceResult
-	if err := contracts.DefaultValidator().Decode(contracts.ModelSurfaceResult, raw, &res); err != nil {
+	var res T
+	if err := contracts.DefaultValidator().Decode(model, raw, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -66,10 +66,11 @@ type idempotency struct {
 	flights map[string]*flight // in-process attempts, by record key
 }
 
+// flight is one in-process attempt; duplicates with the same record key and
+// the same identities and input wait for it and share its outcome.
 type flight struct {
 	done chan struct{}
 	raw  []byte
-	res  *ActionResult
 	err  *Error
 }
 
@@ -137,78 +138,85 @@ func canonicalHash(input json.RawMessage) (string, error) {
 }
 
 // run applies the layer around exec, which calls the handler and validates its
-// result. It returns the serialized result to send and the decoded result.
-func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(context.Context) ([]byte, *ActionResult, *Error)) ([]byte, *ActionResult, *Error) {
+// result. It returns the serialized result to send.
+func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(context.Context) ([]byte, *Error)) ([]byte, *Error) {
 	hash, err := canonicalHash(req.Input)
 	if err != nil {
-		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
+		return nil, failedWith(req, err)
 	}
 	key := recordKey(req.AgentSlug, req.Action, req.IdempotencyKey)
 
+	// Only a duplicate with the same identities and input may share an
+	// attempt's outcome; any other request settles against the record itself
+	// (a conflict, whatever state the record is in).
+	flightKey := key + "\x00" + req.MissionID + "\x00" + req.JobID + "\x00" + hash
 	l.mu.Lock()
-	if f, ok := l.flights[key]; ok {
+	if f, ok := l.flights[flightKey]; ok {
 		l.mu.Unlock()
-		return l.await(ctx, f, req, hash)
+		select {
+		case <-f.done:
+			return f.raw, f.err
+		case <-ctx.Done():
+			return nil, failedWith(req, ctx.Err())
+		}
 	}
 	f := &flight{done: make(chan struct{})}
-	l.flights[key] = f
+	l.flights[flightKey] = f
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
-		delete(l.flights, key)
+		delete(l.flights, flightKey)
 		l.mu.Unlock()
 		close(f.done)
 	}()
+	f.raw, f.err = l.attempt(ctx, req, key, hash, exec)
+	return f.raw, f.err
+}
 
+// attempt settles one request against the record under key: replay,
+// conflict, in progress, or a run of exec whose result is recorded.
+func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash string, exec func(context.Context) ([]byte, *Error)) ([]byte, *Error) {
 	now := l.now()
 	pending := idemRecord{State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash, CreatedAt: now.UTC(), LeaseUntil: now.Add(l.lease).UTC()}
 	pendingRaw, _ := json.Marshal(pending)
 	existing, stored, err := l.store.PutIfAbsent(ctx, key, pendingRaw)
 	if err != nil {
-		f.err = l.storeFailure(ctx, req, err)
-		return nil, nil, f.err
+		return nil, l.storeFailure(ctx, req, err)
 	}
 	if !stored {
 		var rec idemRecord
 		if err := json.Unmarshal(existing, &rec); err != nil {
-			f.err = l.storeFailure(ctx, req, fmt.Errorf("decode record: %w", err))
-			return nil, nil, f.err
+			return nil, l.storeFailure(ctx, req, fmt.Errorf("decode record: %w", err))
 		}
 		if conflict := rec.MissionID != req.MissionID || rec.JobID != req.JobID || rec.InputHash != hash; conflict {
-			f.raw, f.res, f.err = conflictResult(req.IdempotencyKey)
-			return f.raw, f.res, f.err
+			return conflictResult(req)
 		}
 		switch {
 		case rec.State == recordDone:
-			f.raw, f.res, f.err = replay(rec.Result)
-			return f.raw, f.res, f.err
+			return rec.Result, nil // the stored result, byte for byte
 		case now.Before(rec.LeaseUntil):
 			// Another instance is running this start right now.
-			f.raw, f.res, f.err = inProgressResult(req.IdempotencyKey)
-			return f.raw, f.res, f.err
+			return inProgressResult(req)
 		}
 		// The original attempt's lease expired: take the record over.
 		swapped, err := l.store.CompareAndSwap(ctx, key, existing, pendingRaw)
 		if err != nil {
-			f.err = l.storeFailure(ctx, req, err)
-			return nil, nil, f.err
+			return nil, l.storeFailure(ctx, req, err)
 		}
 		if !swapped {
-			f.raw, f.res, f.err = inProgressResult(req.IdempotencyKey)
-			return f.raw, f.res, f.err
+			return inProgressResult(req)
 		}
 		l.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency record taken over after its lease expired",
 			slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action))
 	}
 
-	raw, res, rpcErr := exec(ctx)
+	raw, rpcErr := exec(ctx)
 	if rpcErr != nil {
 		// Nothing is stored for a failed attempt: a retry runs the handler again.
 		if err := l.store.Delete(context.WithoutCancel(ctx), key); err != nil {
 			l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: release record", slog.String("action", req.Action), slog.Any("error", err))
 		}
-		f.err = rpcErr
-		return nil, nil, rpcErr
+		return nil, rpcErr
 	}
 	done := pending
 	done.State, done.Result, done.LeaseUntil = recordDone, raw, time.Time{}
@@ -223,46 +231,23 @@ func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(con
 	if err != nil {
 		// The handler ran but its result could not be recorded: a retry could run
 		// it twice. Fail loudly rather than answer as if all were well.
-		f.err = l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
-		return nil, nil, f.err
+		return nil, l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
 	}
-	f.raw, f.res = raw, res
-	return raw, res, nil
-}
-
-// await waits for an in-process attempt with the same key.
-func (l *idempotency) await(ctx context.Context, f *flight, req *ActionRequest, hash string) ([]byte, *ActionResult, *Error) {
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: ctx.Err()}
-	}
-	// The first attempt's identities may differ from ours: check the record.
-	rec, found, err := l.store.Get(ctx, recordKey(req.AgentSlug, req.Action, req.IdempotencyKey))
-	if err == nil && found {
-		var r idemRecord
-		if json.Unmarshal(rec, &r) == nil && (r.MissionID != req.MissionID || r.JobID != req.JobID || r.InputHash != hash) {
-			return conflictResult(req.IdempotencyKey)
-		}
-	}
-	if f.err != nil {
-		return nil, nil, f.err
-	}
-	return f.raw, f.res, nil
+	return raw, nil
 }
 
 func (l *idempotency) storeFailure(ctx context.Context, req *ActionRequest, err error) *Error {
 	l.logger.LogAttrs(ctx, slog.LevelError, "idempotency store failed", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.Any("error", err))
-	return &Error{Code: CodeInternalError, Message: "Action handler failed",
-		Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}, Err: err}
+	return failedWith(req, err)
 }
 
-// replay returns a stored result as it was first sent, byte for byte. It is not
-// decoded: the dispatcher only needs its bytes (the SSE effects are sliced from
-// them).
-func replay(raw json.RawMessage) ([]byte, *ActionResult, *Error) {
-	return raw, nil, nil
+// failedWith is the -32603 "Action handler failed" of req (controller.md §5.1
+// step 6) carrying the logged cause.
+func failedWith(req *ActionRequest, err error) *Error {
+	e := actionFailed(req)
+	e.Err = err
+	return e
 }
 
 func strictReplaySafety(key string) *contracts.ReplaySafety {
@@ -272,28 +257,26 @@ func strictReplaySafety(key string) *contracts.ReplaySafety {
 	return &rs
 }
 
-func conflictResult(key string) ([]byte, *ActionResult, *Error) {
-	res := Fail(contracts.ErrorIdempotencyConflict, "idempotency_key %s was already used with a different input or job", key)
-	res.ReplaySafety = strictReplaySafety(key)
-	raw, err := json.Marshal(res)
-	if err != nil {
-		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
-	}
-	return raw, res, nil
+func conflictResult(req *ActionRequest) ([]byte, *Error) {
+	return layerResult(req, Fail(contracts.ErrorIdempotencyConflict, "idempotency_key %s was already used with a different input or job", req.IdempotencyKey))
 }
 
 // ErrorIdempotencyInProgress is the business error of a retry that arrives
 // while another instance holds the record's lease.
 const ErrorIdempotencyInProgress = "idempotency_in_progress"
 
-func inProgressResult(key string) ([]byte, *ActionResult, *Error) {
-	res := Fail(ErrorIdempotencyInProgress, "an attempt with idempotency_key %s is still in progress; retry later with the same key", key)
-	res.ReplaySafety = strictReplaySafety(key)
+func inProgressResult(req *ActionRequest) ([]byte, *Error) {
+	return layerResult(req, Fail(ErrorIdempotencyInProgress, "an attempt with idempotency_key %s is still in progress; retry later with the same key", req.IdempotencyKey))
+}
+
+// layerResult serializes a business result the layer answers itself.
+func layerResult(req *ActionRequest, res *ActionResult) ([]byte, *Error) {
+	res.ReplaySafety = strictReplaySafety(req.IdempotencyKey)
 	raw, err := json.Marshal(res)
 	if err != nil {
-		return nil, nil, &Error{Code: CodeInternalError, Message: "Action handler failed", Err: err}
+		return nil, failedWith(req, err)
 	}
-	return raw, res, nil
+	return raw, nil
 }
 
 // markStrict sets replay_safety.strictly_idempotent_response on a result the

@@ -1,6 +1,8 @@
 package supervaizer
 
 import (
+	"maps"
+
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
@@ -60,15 +62,17 @@ func (b *JobStateBuilder) Case(id, lane, title string) *CaseBuilder {
 	return c
 }
 
-// Build validates and returns the snapshot.
+// Build validates and returns the snapshot. The snapshot does not change when
+// the builder is used again, so one builder can produce successive snapshots.
 func (b *JobStateBuilder) Build() (*contracts.JobState, error) {
 	js := b.state
 	js.Cases = make([]contracts.Case, 0, len(b.cases))
 	for _, c := range b.cases {
 		cs := c.c
+		cs.Metadata = maps.Clone(c.c.Metadata)
 		cs.Steps = make([]contracts.Step, 0, len(c.steps))
 		for _, s := range c.steps {
-			cs.Steps = append(cs.Steps, s.s)
+			cs.Steps = append(cs.Steps, s.s) // Output only appends: built steps keep their outputs
 		}
 		js.Cases = append(js.Cases, cs)
 	}
@@ -98,7 +102,11 @@ func (c *CaseBuilder) Metadata(key string, value any) *CaseBuilder {
 
 // Snapshot returns the case as built so far (without validation), for a
 // case.created effect.
-func (c *CaseBuilder) Snapshot() contracts.Case { return c.c }
+func (c *CaseBuilder) Snapshot() contracts.Case {
+	cs := c.c
+	cs.Metadata = maps.Clone(c.c.Metadata)
+	return cs
+}
 
 // Step adds an operation step and returns its builder.
 func (c *CaseBuilder) Step(id, status, title string) *StepBuilder {

@@ -88,3 +88,29 @@ func TestJobStateBuilderValidates(t *testing.T) {
 		})
 	}
 }
+
+// TestJobStateBuilderSnapshotsAreIndependent: a built snapshot does not change
+// when the builder goes on to produce the next one.
+func TestJobStateBuilderSnapshotsAreIndependent(t *testing.T) {
+	b := sv.NewJobState(jobRequest(), "active")
+	c := b.Case("case-1", "", "Review").Metadata("round", 1)
+	s := c.Step("step-1", "running", "Collect")
+	s.Output(contracts.ArtifactRef{ID: "a-1", Type: "transcript"})
+	first, err := b.Build()
+	require.NoError(t, err)
+	before, err := json.Marshal(first)
+	require.NoError(t, err)
+	snap := c.Snapshot()
+
+	c.Metadata("round", 2)
+	s.Output(contracts.ArtifactRef{ID: "a-2", Type: "transcript"})
+	second, err := b.Build()
+	require.NoError(t, err)
+
+	after, err := json.Marshal(first)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after))
+	assert.Equal(t, 1, snap.Metadata["round"])
+	assert.Equal(t, 2, second.Cases[0].Metadata["round"])
+	assert.Len(t, second.Cases[0].Steps[0].Outputs, 2)
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if len(agents) == 0 {
 		return nil, errors.New("supervaizer: NewServer needs at least one agent")
 	}
+	agents = slices.Clone(agents) // the caller's slice may change later
 	s := &Server{
 		agents:    agents,
 		bySlug:    make(map[string]*Agent, len(agents)),
@@ -204,6 +206,10 @@ func (s *Server) resolveKeys() error {
 		}
 	}
 	s.keys = newAPIKeys(keys)
+	if s.keys.primary.get == nil {
+		// No key could call /a2a, and Studio would be sent an empty key.
+		return errors.New("supervaizer: no API key has the write scope: add one with WithAPIKey(key, ScopeWrite)")
+	}
 	return nil
 }
 
