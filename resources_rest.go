@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -153,22 +152,12 @@ func (s *Server) serveDataResource(op string) http.HandlerFunc {
 // verifyDataResource verifies the workspace token for one REST call, with
 // the single scope of the operation. It never applies the local-mode bypass.
 func (s *Server) verifyDataResource(ctx context.Context, w http.ResponseWriter, r *http.Request, agentSlug, scope string) (*contracts.VerifiedWorkspaceContext, bool) {
-	vc, err := s.verifier.VerifyWorkspace(ctx, WorkspaceCheck{
+	vc, ae := s.verifyWorkspace(ctx, WorkspaceCheck{
 		Header:      r.Header.Get(HeaderWorkspaceAuthorization),
 		WorkspaceID: r.Header.Get(HeaderWorkspaceID), WorkspaceSlug: r.Header.Get(HeaderWorkspaceSlug),
 		AgentSlug: agentSlug, Scopes: []string{scope},
 	})
-	if err == nil && vc == nil {
-		err = errors.New("verifier returned no context and no error")
-	}
-	if err != nil {
-		var ae *AuthError
-		if !errors.As(err, &ae) {
-			s.logger.LogAttrs(ctx, slog.LevelError, "workspace verifier failed", slog.String("agent_slug", agentSlug), slog.Any("error", err))
-			ae = &AuthError{Code: AuthNotConfigured, Message: "Workspace authorization could not be verified"}
-		}
-		s.logger.LogAttrs(ctx, slog.LevelWarn, "workspace authorization failed", slog.String("agent_slug", agentSlug),
-			slog.String("scope", scope), slog.String("code", ae.Code))
+	if ae != nil {
 		writeDetail(w, http.StatusForbidden, ae.Message)
 		return nil, false
 	}
