@@ -53,11 +53,37 @@ func (s *Server) cardInput(a *Agent, base string) a2a.CardInput {
 }
 
 // discovery returns the cards and agents list for the request's base URL.
+// They are built once per base URL; without a public URL the base comes from
+// the request's Host, so at most maxCardBases bases are kept and any other is
+// built for its request only.
 func (s *Server) discovery(r *http.Request) (*cardSet, error) {
 	base := s.baseURL(r)
-	if cs, ok := s.cards.Load(base); ok {
-		return cs.(*cardSet), nil
+	s.cardsMu.Lock()
+	cs, ok := s.cards[base]
+	s.cardsMu.Unlock()
+	if ok {
+		return cs, nil
 	}
+	cs, err := s.buildDiscovery(base)
+	if err != nil {
+		return nil, err
+	}
+	s.cardsMu.Lock()
+	defer s.cardsMu.Unlock()
+	if s.cards == nil {
+		s.cards = map[string]*cardSet{}
+	}
+	if prev, ok := s.cards[base]; ok {
+		return prev, nil
+	}
+	if len(s.cards) < maxCardBases {
+		s.cards[base] = cs
+	}
+	return cs, nil
+}
+
+// buildDiscovery builds the cards and agents list for one base URL.
+func (s *Server) buildDiscovery(base string) (*cardSet, error) {
 	cs := &cardSet{cards: map[string][]byte{}}
 	var summaries []a2a.AgentSummary
 	for _, a := range s.agents {
@@ -82,11 +108,6 @@ func (s *Server) discovery(r *http.Request) (*cardSet, error) {
 		return nil, err
 	}
 	cs.agents = b
-	n := 0
-	s.cards.Range(func(any, any) bool { n++; return true })
-	if n < maxCardBases {
-		s.cards.Store(base, cs)
-	}
 	return cs, nil
 }
 

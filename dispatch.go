@@ -30,6 +30,9 @@ import (
 // Each step has one error, mapped once to its JSON-RPC code; nothing after the
 // request-model step re-parses the body.
 
+// maxInitialBody caps the buffer reserved from Content-Length before reading.
+const maxInitialBody = 64 << 10
+
 // EventEffect is the name of the SSE event published after each successful action.
 const EventEffect = "supervaizer.effect"
 
@@ -117,10 +120,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	}
 	// One allocation when Content-Length is right: the spare byte lets the
 	// read that reports EOF happen without growing the buffer.
+	// Size the buffer from Content-Length, but never reserve more than
+	// maxInitialBody up front: a client announcing a large body must send it
+	// before it costs that much memory.
 	size := r.ContentLength
 	if size < 0 {
 		size = 512
 	}
+	size = min(size, maxInitialBody)
 	buf := make([]byte, 0, size+1)
 	body := http.MaxBytesReader(w, r.Body, limit)
 	for {

@@ -68,7 +68,8 @@ type Server struct {
 	idem      *idempotency
 	router    http.Handler
 
-	cards sync.Map // base URL -> *cardSet
+	cardsMu sync.Mutex
+	cards   map[string]*cardSet // base URL -> discovery documents (bounded, see maxCardBases)
 
 	studio *studioLink // Studio attachment, nil when not attached (studio_register.go)
 
@@ -304,6 +305,9 @@ func (s *Server) Start(ctx context.Context) error {
 		if s.localAuth {
 			s.logger.Warn("local mode: workspace authorization is BYPASSED; handlers receive an unverified context with grant_id \"local-mode\"")
 		}
+		if s.cfg.publicURL == "" && !s.cfg.localMode {
+			s.logger.Warn("no public URL (WithPublicURL or SUPERVAIZER_PUBLIC_URL): Agent Cards take their URLs from the Host header of each discovery request")
+		}
 		s.warnMissingHandlers()
 	})
 	return nil
@@ -330,7 +334,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		return errors.Join(err, ctx.Err())
 	}
 }
 
