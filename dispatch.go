@@ -169,16 +169,11 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 	if err := s.validator.Decode(contracts.ModelActionRequest, innerParams(params, "action_request"), &req); err != nil {
 		return nil, requestError("Invalid Supervaizer v2 action request", err)
 	}
-	req.WorkspaceAuthorization = nil // never trusted from the client
-	ctx := r.Context()
-	if !isBootstrapAction(req.Action) {
-		ws, err := s.authorize(ctx, r, req.Workspace, req.AgentSlug, []string{MethodActionInvoke, req.Action})
-		if err != nil {
-			return nil, err
-		}
-		req.WorkspaceAuthorization = ws
-		ctx = withWorkspace(ctx, ws)
+	ctx, ws, rpcErr := s.admit(r, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, MethodActionInvoke, req.Action)
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
+	req.WorkspaceAuthorization = ws // never the client's
 	a := s.bySlug[req.AgentSlug]
 	var h ActionHandler
 	if a != nil {
@@ -190,10 +185,7 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 	}
 	ctx = withAgent(ctx, a)
 	start := time.Now()
-	var (
-		raw    []byte
-		rpcErr *Error
-	)
+	var raw []byte
 	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
 		raw, rpcErr = s.idem.run(ctx, &req, func(ctx context.Context) ([]byte, *Error) {
 			return s.runAction(ctx, h, &req, true)
@@ -268,21 +260,33 @@ func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw []b
 	s.broker.Publish(EventEffect, append(data, '}'))
 }
 
+// admit is the workspace step of the pipeline (controller.md §5 steps 2–4): a
+// bootstrap call gets no verified context, even with a token; any other call
+// is verified with the scopes [method, id] before any handler lookup. The
+// returned context carries the verified workspace; the client's
+// workspace_authorization is never used.
+func (s *Server) admit(r *http.Request, bootstrap bool, ws contracts.WorkspaceRef, agentSlug, method, id string) (context.Context, *contracts.VerifiedWorkspaceContext, *Error) {
+	ctx := r.Context()
+	if bootstrap {
+		return ctx, nil, nil
+	}
+	vc, err := s.authorize(ctx, r, ws, agentSlug, []string{method, id})
+	if err != nil {
+		return nil, nil, err
+	}
+	return withWorkspace(ctx, vc), vc, nil
+}
+
 func (s *Server) loadSurface(r *http.Request, params json.RawMessage) ([]byte, *Error) {
 	var req contracts.SurfaceRequest
 	if err := s.validator.Decode(contracts.ModelSurfaceRequest, innerParams(params, "surface_request"), &req); err != nil {
 		return nil, requestError("Invalid Supervaizer v2 surface request", err)
 	}
-	req.WorkspaceAuthorization = nil
-	ctx := r.Context()
-	if !isBootstrapSurface(req.Surface) {
-		ws, err := s.authorize(ctx, r, req.Workspace, req.AgentSlug, []string{MethodSurfaceLoad, req.Surface})
-		if err != nil {
-			return nil, err
-		}
-		req.WorkspaceAuthorization = ws
-		ctx = withWorkspace(ctx, ws)
+	ctx, ws, rpcErr := s.admit(r, isBootstrapSurface(req.Surface), req.Workspace, req.AgentSlug, MethodSurfaceLoad, req.Surface)
+	if rpcErr != nil {
+		return nil, rpcErr
 	}
+	req.WorkspaceAuthorization = ws // never the client's
 	a := s.bySlug[req.AgentSlug]
 	var h SurfaceHandler
 	if a != nil {
