@@ -30,8 +30,10 @@ type RuleCheckpointDecision struct {
 	// is kept, bounded, for the guarded step that waits for it next. When
 	// false, the decision is persisted on the paused checkpoint.
 	Retained bool
-	// Active reports that a guarded step of this process runs the occurrence
-	// (RunGuardedStep or RecoverGuardedStep): it takes the decision by itself.
+	// Active reports that a guarded step of this process ran the occurrence
+	// when the decision arrived (RunGuardedStep or RecoverGuardedStep): it
+	// takes the decision by itself. A step that was only refusing the
+	// occurrence hands the decision to the hooks again, with Active false.
 	// When false, no step of this process waits for it, for example one that
 	// a previous run left paused: run the occurrence again with its gate (see
 	// [RestoreRuleCheckpointGate]) and it goes on from the decision, or, for
@@ -97,14 +99,14 @@ func (a *Agent) OnRuleCheckpointDecision(f func(ctx context.Context, d RuleCheck
 }
 
 // decided calls the decision hooks with an accepted decision.
-func (rt *checkpointRuntime) decided(ctx context.Context, d *resumeDecision, retained bool) {
+func (rt *checkpointRuntime) decided(ctx context.Context, d *resumeDecision, retained, active bool) {
 	fns := rt.hooks.list()
 	if len(fns) == 0 {
 		return
 	}
 	dec := RuleCheckpointDecision{AgentSlug: d.AgentSlug, JobID: d.JobID, CaseID: d.CaseID, CheckpointID: d.CheckpointID,
 		OccurrenceID: d.OccurrenceID, Phase: d.Phase, Status: d.Status, SnapshotHash: d.SnapshotHash, InputHash: d.InputHash,
-		DecisionID: d.DecisionID, Retained: retained, Active: rt.isActive(d.OccurrenceID)}
+		DecisionID: d.DecisionID, Retained: retained, Active: active}
 	for _, f := range fns {
 		rt.callHook(ctx, f, dec)
 	}

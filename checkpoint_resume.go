@@ -103,9 +103,12 @@ func (a *Agent) resumeRuleCheckpoint(ctx context.Context, req *ActionRequest) (*
 	}
 	d, err := parseResumeDecision(req)
 	if err == nil {
+		// Whether a step of this process holds the occurrence is read before
+		// the decision can wake it: a woken step may finish before the hooks run.
+		active := rt.isActive(d.OccurrenceID)
 		var retained bool
 		if retained, err = rt.resume(ctx, d); err == nil {
-			rt.decided(ctx, d, retained)
+			rt.decided(ctx, d, retained, active)
 			return OK(resumedEffect(d, retained)), nil
 		}
 	}

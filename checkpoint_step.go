@@ -450,6 +450,6 @@ func (o *occurrence) redeliverDecisions(ctx context.Context) {
 		}
 		o.rt.decided(ctx, &resumeDecision{AgentSlug: o.gate.agent.slug, JobID: rec.JobID, CaseID: rec.CaseID,
 			CheckpointID: rec.CheckpointID, OccurrenceID: rec.OccurrenceID, Phase: rec.Phase, Status: rec.Status,
-			SnapshotHash: rec.SnapshotHash, InputHash: rec.InputHash, DecisionID: rec.DecisionID}, false)
+			SnapshotHash: rec.SnapshotHash, InputHash: rec.InputHash, DecisionID: rec.DecisionID}, false, false)
 	}
 }
