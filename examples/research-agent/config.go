@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ type config struct {
 	// Addr is the TCP address to listen on (SUPERVAIZER_ADDR).
 	Addr string
 	// DBPath is the embedded store file: SUPERVAIZER_DATA_DIR/supervaizer.db,
-	// else store.DefaultPath() (a folder in the OS temp dir).
+	// else the folder store.DefaultPath uses in the OS temp dir.
 	DBPath string
 	// LocalMode reports SUPERVAIZER_LOCAL_MODE; the SDK reads it too.
 	LocalMode bool
@@ -56,7 +57,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if dir := strings.TrimSpace(getenv(envDataDir)); dir != "" {
 		cfg.DBPath = filepath.Join(dir, store.DefaultFileName)
 	} else {
-		cfg.DBPath = store.DefaultPath()
+		cfg.DBPath = defaultDBPath()
 	}
 	switch v := strings.ToLower(strings.TrimSpace(getenv(envLocalMode))); v {
 	case "1", "true", "yes", "on":
@@ -66,4 +67,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return config{}, fmt.Errorf("%s=%q: use true or false", envLocalMode, v)
 	}
 	return cfg, nil
+}
+
+// defaultDBPath is the database file when SUPERVAIZER_DATA_DIR is not set: the
+// one store.DefaultPath gives in that case, supervaizer-<uid>/supervaizer.db
+// under os.TempDir. store.DefaultPath itself is not called because it reads
+// SUPERVAIZER_DATA_DIR from the process environment, not from getenv.
+func defaultDBPath() string {
+	return filepath.Join(os.TempDir(), "supervaizer-"+userTag(), store.DefaultFileName)
 }

@@ -29,10 +29,50 @@ type contact struct {
 // a workspace.
 const codeDuplicateEmail = "duplicate_email"
 
+// errDuplicateEmail is the business error of a create or update that loses
+// the address of a workspace to another contact.
+func errDuplicateEmail() error {
+	return &supervaizer.ResourceError{Code: codeDuplicateEmail, Field: "email",
+		Message: "another contact of this workspace has this e-mail address", Status: 409}
+}
+
+// E-mail uniqueness. The address is unique per workspace even under concurrent
+// writes and after a crash, with the store's two atomic operations only:
+//
+//   - The index entry emailKey(scope, email) holds an [emailClaim]: the id of
+//     the contact that may use the address and a token that changes with every
+//     claim. A writer claims the address (PutIfAbsent, or CompareAndSwap of the
+//     exact entry it read) before it writes the contact.
+//   - The stored contact ([contactRecord]) is the commit point: a create writes
+//     it with PutIfAbsent, an update with CompareAndSwap of the bytes it read
+//     before claiming. An entry whose contact does not hold the address is
+//     taken over only after fencing that contact: a void record where it is
+//     missing (so its pending create can never be written) or a new revision
+//     where it has another address (so its pending update must start again).
+//
+// So a writer that lost its claim always fails its write, and an index entry
+// left by a crash, a failed write or an address an update gave up never blocks
+// the address: the next claim fences its contact and takes it over. Entries
+// are not deleted (deleting one could drop a claim made meanwhile); a stale one
+// costs the next claim of its address one fencing write.
+
+// contactRecord is a stored contact: the item, the revision that fences
+// concurrent updates, and Void for the record that fences a create which lost
+// its address (it is no contact).
+type contactRecord struct {
+	contact
+	Rev  uint64 `json:"rev,omitempty"`
+	Void bool   `json:"void,omitempty"`
+}
+
+// emailClaim is an entry of the e-mail index.
+type emailClaim struct {
+	ID    string `json:"id"`
+	Token string `json:"token"`
+}
+
 func contactKey(scope, id string) string { return store.Key(keyRoot, "contacts", scope, id) }
 
-// emailKey indexes contacts by e-mail address, which makes the address unique
-// per workspace even under concurrent writes.
 func emailKey(scope, email string) string { return store.Key(keyRoot, "contact-emails", scope, email) }
 
 func normalize(c contact) contact {
@@ -79,10 +119,11 @@ func (a *app) listContacts(ctx context.Context, rc supervaizer.ResourceContext, 
 	var out []contact
 	skip := q.Offset
 	err := a.store.Scan(ctx, store.Prefix(keyRoot, "contacts", rc.Scope.String()), func(_ string, v []byte) error {
-		var c contact
-		if err := json.Unmarshal(v, &c); err != nil {
+		var rec contactRecord
+		if err := json.Unmarshal(v, &rec); err != nil || rec.Void {
 			return err
 		}
+		c := rec.contact
 		if search != "" && !strings.Contains(strings.ToLower(c.Name+"\x00"+c.Email+"\x00"+c.Organization), search) {
 			return nil
 		}
@@ -103,42 +144,59 @@ func (a *app) createContact(ctx context.Context, rc supervaizer.ResourceContext,
 	c = normalize(c)
 	c.ID = uuid.NewString()
 	scope := rc.Scope.String()
-	if err := a.claimEmail(ctx, scope, c.Email, c.ID); err != nil {
-		return contact{}, err
-	}
-	b, err := json.Marshal(c)
+	b, err := json.Marshal(contactRecord{contact: c})
 	if err != nil {
 		return contact{}, err
 	}
-	if _, _, err := a.store.PutIfAbsent(ctx, contactKey(scope, c.ID), b); err != nil {
+	if err := a.claimEmail(ctx, scope, c.Email, c.ID); err != nil {
 		return contact{}, err
+	}
+	if _, stored, err := a.store.PutIfAbsent(ctx, contactKey(scope, c.ID), b); err != nil {
+		return contact{}, err
+	} else if !stored {
+		// Another create took the address over and voided this id.
+		return contact{}, errDuplicateEmail()
 	}
 	return c, nil
 }
 
-// updateContact replaces the contact id of the scope.
+// updateContact replaces the contact id of the scope. It starts again when
+// another writer changed the stored contact since it was read.
 func (a *app) updateContact(ctx context.Context, rc supervaizer.ResourceContext, id string, c contact) (contact, error) {
 	scope := rc.Scope.String()
-	var old contact
-	if found, err := get(ctx, a.store, contactKey(scope, id), &old); err != nil {
-		return contact{}, err
-	} else if !found {
-		return contact{}, supervaizer.ErrNotFound
-	}
+	key := contactKey(scope, id)
 	c = normalize(c)
 	c.ID = id
-	if c.Email != old.Email {
-		if err := a.claimEmail(ctx, scope, c.Email, id); err != nil {
+	for {
+		raw, found, err := a.store.Get(ctx, key)
+		if err != nil {
 			return contact{}, err
 		}
+		var old contactRecord
+		if found {
+			if err := json.Unmarshal(raw, &old); err != nil {
+				return contact{}, err
+			}
+		}
+		if !found || old.Void {
+			return contact{}, supervaizer.ErrNotFound
+		}
+		if c.Email != old.Email {
+			if err := a.claimEmail(ctx, scope, c.Email, id); err != nil {
+				return contact{}, err
+			}
+		}
+		b, err := json.Marshal(contactRecord{contact: c, Rev: old.Rev + 1})
+		if err != nil {
+			return contact{}, err
+		}
+		if swapped, err := a.store.CompareAndSwap(ctx, key, raw, b); err != nil || swapped {
+			if err != nil {
+				return contact{}, err
+			}
+			return c, nil
+		}
 	}
-	if err := put(ctx, a.store, contactKey(scope, id), c); err != nil {
-		return contact{}, err
-	}
-	if c.Email != old.Email {
-		a.releaseEmail(ctx, scope, old.Email, id)
-	}
-	return c, nil
 }
 
 // importContacts applies an uploaded file whose rows all passed the SDK's
@@ -183,20 +241,24 @@ func (a *app) importContacts(ctx context.Context, rc supervaizer.ResourceContext
 
 // contactByEmail returns the id of the scope's contact with the address.
 func (a *app) contactByEmail(ctx context.Context, scope, email string) (string, bool, error) {
-	var id string
-	if found, err := get(ctx, a.store, emailKey(scope, email), &id); err != nil || !found {
+	var claim emailClaim
+	if found, err := get(ctx, a.store, emailKey(scope, email), &claim); err != nil || !found {
 		return "", false, err
 	}
-	_, found, err := a.store.Get(ctx, contactKey(scope, id))
-	return id, found, err
+	var rec contactRecord
+	found, err := get(ctx, a.store, contactKey(scope, claim.ID), &rec)
+	if err != nil || !found || rec.Void || rec.Email != email {
+		return "", false, err
+	}
+	return claim.ID, true, nil
 }
 
-// claimEmail reserves the e-mail address of a workspace for the contact id.
-// An index entry left by a write that did not complete (its contact does not
-// exist) is taken over.
+// claimEmail reserves the e-mail address of a workspace for the contact id,
+// taking over an entry whose contact does not hold the address (see "E-mail
+// uniqueness" above).
 func (a *app) claimEmail(ctx context.Context, scope, email, id string) error {
 	key := emailKey(scope, email)
-	claim, err := json.Marshal(id)
+	claim, err := json.Marshal(emailClaim{ID: id, Token: uuid.NewString()})
 	if err != nil {
 		return err
 	}
@@ -205,33 +267,66 @@ func (a *app) claimEmail(ctx context.Context, scope, email, id string) error {
 		if err != nil || stored {
 			return err
 		}
-		var owner string
+		var owner emailClaim
 		if err := json.Unmarshal(existing, &owner); err != nil {
 			return err
 		}
-		if owner == id {
-			return nil
+		if owner.ID != id {
+			held, err := a.fenceContact(ctx, scope, owner.ID, email)
+			if err != nil {
+				return err
+			}
+			if held {
+				return errDuplicateEmail()
+			}
 		}
-		if _, found, err := a.store.Get(ctx, contactKey(scope, owner)); err != nil {
-			return err
-		} else if found {
-			return &supervaizer.ResourceError{Code: codeDuplicateEmail, Field: "email",
-				Message: "another contact of this workspace has this e-mail address", Status: 409}
-		}
+		// The entry is ours from an earlier write, or its contact is fenced:
+		// take it over unless another claim replaced it meanwhile.
 		if swapped, err := a.store.CompareAndSwap(ctx, key, existing, claim); err != nil || swapped {
 			return err
 		}
 	}
 }
 
-// releaseEmail drops the index entry of an address the contact id no longer
-// uses. A failure leaves a stale entry that claimEmail takes over later.
-func (a *app) releaseEmail(ctx context.Context, scope, email, id string) {
-	key := emailKey(scope, email)
-	var owner string
-	if found, err := get(ctx, a.store, key, &owner); err == nil && found && owner == id {
-		if err := a.store.Delete(ctx, key); err != nil {
-			a.logger.WarnContext(ctx, "release a contact e-mail index entry", "error", err)
+// fenceContact reports whether the contact id holds the address email. When
+// it does not, it changes the stored contact so that a write of it prepared
+// earlier fails: it stores a void record where the contact does not exist and
+// a new revision where it does.
+func (a *app) fenceContact(ctx context.Context, scope, id, email string) (bool, error) {
+	key := contactKey(scope, id)
+	for {
+		raw, found, err := a.store.Get(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if !found {
+			void, err := json.Marshal(contactRecord{contact: contact{ID: id}, Void: true})
+			if err != nil {
+				return false, err
+			}
+			existing, stored, err := a.store.PutIfAbsent(ctx, key, void)
+			if err != nil || stored {
+				return false, err
+			}
+			raw = existing
+		}
+		var rec contactRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return false, err
+		}
+		switch {
+		case rec.Void:
+			return false, nil
+		case rec.Email == email:
+			return true, nil
+		}
+		rec.Rev++
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return false, err
+		}
+		if swapped, err := a.store.CompareAndSwap(ctx, key, raw, b); err != nil || swapped {
+			return false, err
 		}
 	}
 }
@@ -241,11 +336,11 @@ func (a *app) releaseEmail(ctx context.Context, scope, email, id string) {
 func (a *app) contactEmails(ctx context.Context, scope string) ([]string, error) {
 	var out []string
 	err := a.store.Scan(ctx, store.Prefix(keyRoot, "contacts", scope), func(_ string, v []byte) error {
-		var c contact
-		if err := json.Unmarshal(v, &c); err != nil {
+		var rec contactRecord
+		if err := json.Unmarshal(v, &rec); err != nil || rec.Void {
 			return err
 		}
-		out = append(out, c.Email)
+		out = append(out, rec.Email)
 		return nil
 	})
 	slices.Sort(out)

@@ -12,17 +12,23 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
+	// The default data folder is store.DefaultPath's when the process has no
+	// SUPERVAIZER_DATA_DIR; loadConfig must give it whatever the process
+	// environment says, since it reads the environment passed in only.
+	t.Setenv(envDataDir, "")
+	def := store.DefaultPath()
+	t.Setenv(envDataDir, filepath.Join(t.TempDir(), "process-env"))
 	tests := []struct {
 		name    string
 		env     map[string]string
 		want    config
 		wantErr string
 	}{
-		{"defaults", nil, config{Addr: defaultAddr, DBPath: store.DefaultPath()}, ""},
+		{"defaults", nil, config{Addr: defaultAddr, DBPath: def}, ""},
 		{"everything", map[string]string{envAddr: " 0.0.0.0:9000 ", envDataDir: "/var/lib/ra", envLocalMode: "TRUE"},
 			config{Addr: "0.0.0.0:9000", DBPath: filepath.Join("/var/lib/ra", store.DefaultFileName), LocalMode: true}, ""},
-		{"port 0", map[string]string{envAddr: "127.0.0.1:0"}, config{Addr: "127.0.0.1:0", DBPath: store.DefaultPath()}, ""},
-		{"local mode off", map[string]string{envLocalMode: "off"}, config{Addr: defaultAddr, DBPath: store.DefaultPath()}, ""},
+		{"port 0", map[string]string{envAddr: "127.0.0.1:0"}, config{Addr: "127.0.0.1:0", DBPath: def}, ""},
+		{"local mode off", map[string]string{envLocalMode: "off"}, config{Addr: defaultAddr, DBPath: def}, ""},
 		{"no port", map[string]string{envAddr: "localhost"}, config{}, "SUPERVAIZER_ADDR"},
 		{"bad port", map[string]string{envAddr: "localhost:http"}, config{}, "SUPERVAIZER_ADDR"},
 		{"port too large", map[string]string{envAddr: ":65536"}, config{}, "SUPERVAIZER_ADDR"},
