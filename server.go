@@ -73,6 +73,11 @@ type Server struct {
 
 	studio *studioLink // Studio attachment, nil when not attached (studio_register.go)
 
+	// lifetime is the context of the server's own background work (the
+	// registration refresh); Shutdown cancels it with stop.
+	lifetime context.Context
+	stop     context.CancelFunc
+
 	inflight  callTracker // calls in progress; Shutdown waits for them
 	closing   atomic.Bool
 	started   atomic.Bool // Start completed (required before /a2a when attached to Studio)
@@ -99,12 +104,15 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		return nil, errors.New("supervaizer: NewServer needs at least one agent")
 	}
 	agents = slices.Clone(agents) // the caller's slice may change later
+	lifetime, stop := context.WithCancel(context.Background())
 	s := &Server{
 		agents:    agents,
 		bySlug:    make(map[string]*Agent, len(agents)),
 		logger:    cfg.logger,
 		cfg:       cfg,
 		validator: contracts.DefaultValidator(),
+		lifetime:  lifetime,
+		stop:      stop,
 	}
 	for i, a := range agents {
 		if a == nil {
@@ -319,23 +327,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.router.ServeHTTP(w, r)
 }
 
-// Shutdown closes the SSE streams first, then waits for in-flight /a2a calls to
-// finish or ctx to end. New /a2a calls are answered 503 once it has begun. Call
-// it before http.Server.Shutdown, which would otherwise wait on open streams.
+// Shutdown cancels the server's background work (a registration refresh in
+// progress), closes the SSE streams, then waits for in-flight /a2a calls and
+// the background refresh to finish, or ctx to end. New /a2a calls and refresh
+// requests are answered 503 once it has begun. Call it before
+// http.Server.Shutdown, which would otherwise wait on open streams.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
+	s.stop()
+	refreshed := s.stopStudio() // studio_register.go
 	err := s.broker.Shutdown(ctx)
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
 		close(done)
 	}()
-	select {
-	case <-done:
-		return err
-	case <-ctx.Done():
-		return errors.Join(err, ctx.Err())
+	for _, ch := range []<-chan struct{}{refreshed, done} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
 	}
+	return err
 }
 
 // callTracker counts the calls in progress. Unlike sync.WaitGroup, calls may

@@ -716,23 +716,32 @@ func parseParameters(plain []byte) ([]AgentParameter, error) {
 
 // refresher runs one background re-registration at a time; requests that
 // arrive meanwhile coalesce into one more run, that of the latest request.
+// Once closed it starts nothing more.
 type refresher struct {
 	mu      sync.Mutex
 	running bool
-	pending func() // the run requested while one was running
+	closed  bool
+	pending func()        // the run requested while one was running
+	idle    chan struct{} // closed when the latest background goroutine ends
 }
 
-// trigger starts run in the background, or makes it the one pending run.
-func (r *refresher) trigger(run func()) {
+// trigger starts run in the background, or makes it the one pending run. It
+// does nothing and reports false once the refresher is closed.
+func (r *refresher) trigger(run func()) bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
 	if r.running {
 		r.pending = run
-		r.mu.Unlock()
-		return
+		return true
 	}
 	r.running = true
-	r.mu.Unlock()
+	idle := make(chan struct{})
+	r.idle = idle
 	go func() {
+		defer close(idle)
 		for run != nil {
 			run()
 			r.mu.Lock()
@@ -741,6 +750,35 @@ func (r *refresher) trigger(run func()) {
 			r.mu.Unlock()
 		}
 	}()
+	return true
+}
+
+// close stops the refresher: later triggers do nothing and the pending run is
+// dropped. The channel returned is closed once the background goroutine, if
+// any, has ended. close may be called more than once.
+func (r *refresher) close() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.pending = nil
+	if r.idle == nil {
+		idle := make(chan struct{})
+		close(idle)
+		r.idle = idle
+	}
+	return r.idle
+}
+
+// stopStudio stops the registration refreshes for Shutdown, which has
+// cancelled the context of the one in progress. The channel returned is
+// closed once no refresh runs any more.
+func (s *Server) stopStudio() <-chan struct{} {
+	if s.studio == nil {
+		idle := make(chan struct{})
+		close(idle)
+		return idle
+	}
+	return s.studio.refresh.close()
 }
 
 // refreshRequest is the optional body of POST /api/supervaizer/registration/refresh.
@@ -781,14 +819,18 @@ func (s *Server) serveRegistrationRefresh(w http.ResponseWriter, r *http.Request
 	if req.Reason != nil {
 		reason = *req.Reason
 	}
-	s.studio.refresh.trigger(func() { s.refreshRegistration(reason) })
+	if !s.studio.refresh.trigger(func() { s.refreshRegistration(reason) }) {
+		writeDetail(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"status": "accepted", "reason": req.Reason})
 }
 
 // refreshRegistration re-registers with Studio; it is bounded by
-// refreshTimeout and logs its outcome. Once Shutdown has begun it does nothing.
+// refreshTimeout and by the server's lifetime (Shutdown cancels it), and logs
+// its outcome. Once Shutdown has begun it does nothing.
 func (s *Server) refreshRegistration(reason string) {
-	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	ctx, cancel := context.WithTimeout(s.lifetime, refreshTimeout)
 	defer cancel()
 	reason = truncateRunes(reason, maxLoggedReason)
 	l := s.studio
@@ -799,6 +841,10 @@ func (s *Server) refreshRegistration(reason string) {
 		return
 	}
 	if err := s.syncStudio(ctx); err != nil {
+		if s.lifetime.Err() != nil {
+			s.logger.LogAttrs(ctx, slog.LevelInfo, "registration refresh cancelled: the server is shutting down", slog.String("reason", reason))
+			return
+		}
 		s.logger.LogAttrs(ctx, slog.LevelError, "registration refresh failed", slog.String("reason", reason), slog.String("error", err.Error()))
 		return
 	}

@@ -11,10 +11,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -752,4 +754,164 @@ func TestRefresherRunsLatestPending(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"first", "third"}, seen, "the coalesced run is the latest request's")
+}
+
+// TestShutdownCancelsRegistrationRefresh checks that Shutdown cancels a
+// refresh blocked on server.register, waits for it to end, and leaves no
+// goroutine behind.
+func TestShutdownCancelsRegistrationRefresh(t *testing.T) {
+	// Not parallel: it counts the process's goroutines.
+	baseline := runtime.NumGoroutine()
+	t.Run("refresh", func(t *testing.T) {
+		f := newFakeStudio(t)
+		var block atomic.Bool
+		entered, cancelled, unblock := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		var registers atomic.Int32
+		// Studio in front of f whose server.register blocks, once block is
+		// set, until the controller gives up on the request.
+		studio := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/ctrl-events/") {
+				f.serve(w, r)
+				return
+			}
+			registers.Add(1)
+			if !block.Load() {
+				f.serve(w, r)
+				return
+			}
+			// The server notices a closed connection only once the body is read.
+			_, _ = io.Copy(io.Discard, r.Body)
+			close(entered)
+			select {
+			case <-r.Context().Done(): // the controller closed the connection
+				close(cancelled)
+			case <-unblock: // the test failed: let studio.Close return
+			}
+		}))
+		t.Cleanup(studio.Close)
+		t.Cleanup(func() { close(unblock) }) // runs before studio.Close
+		acct := f.account(t, func(c *AccountConfig) { c.APIURL = studio.URL })
+		srv, sink := studioServer(t, f, nil, WithAccount(acct))
+		require.NoError(t, srv.Start(context.Background()))
+		block.Store(true)
+
+		refresh := func() int {
+			r := httptest.NewRequest(http.MethodPost, RegistrationRefreshPath, strings.NewReader(`{"reason":"blocked"}`))
+			r.Header.Set(HeaderAPIKey, stControllerKey)
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, r)
+			return w.Code
+		}
+		require.Equal(t, http.StatusAccepted, refresh())
+		select {
+		case <-entered:
+		case <-time.After(5 * time.Second):
+			require.FailNow(t, "the refresh never reached server.register")
+		}
+		require.Equal(t, http.StatusAccepted, refresh(), "queued behind the blocked run, dropped by Shutdown")
+
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		began := time.Now()
+		require.NoError(t, srv.Shutdown(ctx))
+		assert.Less(t, time.Since(began), 2*time.Second, "Shutdown returns promptly")
+		select {
+		case <-cancelled:
+		case <-time.After(5 * time.Second):
+			require.FailNow(t, "the in-flight server.register was not cancelled")
+		}
+		// Shutdown returned only after the refresh goroutine ended.
+		assert.Contains(t, sink.String(), "registration refresh cancelled: the server is shutting down")
+		assert.NotContains(t, sink.String(), "registration refresh failed")
+		srv.studio.refresh.mu.Lock()
+		assert.False(t, srv.studio.refresh.running)
+		srv.studio.refresh.mu.Unlock()
+		assert.Equal(t, http.StatusServiceUnavailable, refresh())
+		assert.Equal(t, int32(2), registers.Load(), "Start and the cancelled refresh only: no retry, the queued run dropped")
+		assertNoSecrets(t, sink.String())
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > baseline {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			require.FailNowf(t, "goroutine leak", "%d goroutines, baseline %d:\n%s", runtime.NumGoroutine(), baseline, buf)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestShutdownBoundedByContext checks that Shutdown stops waiting for a
+// refresh that cannot end (it waits for the registration lock held here) when
+// its context ends.
+func TestShutdownBoundedByContext(t *testing.T) {
+	t.Parallel()
+	f := newFakeStudio(t)
+	srv, _ := studioServer(t, f, nil)
+	l := srv.studio
+	l.syncMu.Lock()
+	require.True(t, l.refresh.trigger(func() { srv.refreshRegistration("stuck") }))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	idle := l.refresh.close()
+	l.syncMu.Unlock() // the refresh now sees the shutdown and ends
+	select {
+	case <-idle:
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the refresh did not end")
+	}
+	assert.Equal(t, 0, f.count(http.MethodPost, stEventsPath))
+}
+
+func TestRefresherClose(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		running bool // a run is blocked when close is called
+	}{
+		{name: "idle", running: false},
+		{name: "running", running: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var r refresher
+			var runs atomic.Int32
+			release := make(chan struct{})
+			started := make(chan struct{}, 1)
+			run := func() {
+				runs.Add(1)
+				started <- struct{}{}
+				<-release
+			}
+			if tt.running {
+				require.True(t, r.trigger(run))
+				<-started
+				require.True(t, r.trigger(run), "pending")
+			}
+			idle := r.close()
+			assert.False(t, r.trigger(run), "closed")
+			if tt.running {
+				select {
+				case <-idle:
+					require.FailNow(t, "idle before the run ended")
+				default:
+				}
+				close(release)
+			}
+			select {
+			case <-idle:
+			case <-time.After(5 * time.Second):
+				require.FailNow(t, "the background goroutine did not end")
+			}
+			want := int32(0)
+			if tt.running {
+				want = 1 // the pending run is dropped
+			}
+			assert.Equal(t, want, runs.Load())
+			assert.Equal(t, idle, r.close(), "close is idempotent")
+		})
+	}
 }
