@@ -335,43 +335,29 @@ func optionEqual(raw json.RawMessage, v any) bool {
 
 func formatNumber(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
-// number returns the value of a finite JSON number given as any Go number or
+// number returns the value of a finite JSON number given as any Go number
+// (named numeric types included, as encoding/json writes them as numbers) or
 // json.Number.
 func number(v any) (float64, bool) {
 	var x float64
-	switch v := v.(type) {
-	case float64:
-		x = v
-	case json.Number:
-		f, err := strconv.ParseFloat(string(v), 64)
+	if n, ok := v.(json.Number); ok {
+		f, err := strconv.ParseFloat(string(n), 64)
 		if err != nil {
 			return 0, false
 		}
 		x = f
-	case float32:
-		x = float64(v)
-	case int:
-		x = float64(v)
-	case int8:
-		x = float64(v)
-	case int16:
-		x = float64(v)
-	case int32:
-		x = float64(v)
-	case int64:
-		x = float64(v)
-	case uint:
-		x = float64(v)
-	case uint8:
-		x = float64(v)
-	case uint16:
-		x = float64(v)
-	case uint32:
-		x = float64(v)
-	case uint64:
-		x = float64(v)
-	default:
-		return 0, false
+	} else {
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			x = float64(rv.Int())
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+			x = float64(rv.Uint())
+		case reflect.Float32, reflect.Float64:
+			x = rv.Float()
+		default:
+			return 0, false
+		}
 	}
 	return x, !math.IsInf(x, 0) && !math.IsNaN(x)
 }
