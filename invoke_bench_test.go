@@ -106,3 +106,36 @@ func BenchmarkInvoke(b *testing.B) {
 		b.Fatalf("last response: %s", w.body)
 	}
 }
+
+// BenchmarkInvokeJobState is BenchmarkInvoke on a realistic result: job.sync
+// answering the research agent's job_state of a job awaiting review (the job
+// and its display texts, the setup case, the awaiting step and its fields),
+// its sync cursor and replay safety.
+func BenchmarkInvokeJobState(b *testing.B) {
+	srv, err := fixture.NewController()
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	token, err := fixture.Token("bench", now.Add(-time.Minute), now.Add(time.Hour))
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := newBenchCall(b, fixture.SyncBody(), token)
+	w := &benchWriter{header: make(http.Header, 4), body: make([]byte, 0, 4096)}
+	call.serve(srv, w)
+	if !w.succeeded() || !bytes.Contains(w.body, []byte(`"job_state":{"job":`)) {
+		b.Fatalf("status %d: %s", w.status, w.body)
+	}
+	b.SetBytes(int64(len(call.raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		call.serve(srv, w)
+		if w.status != http.StatusOK {
+			b.Fatalf("status %d: %s", w.status, w.body)
+		}
+	}
+	if !w.succeeded() {
+		b.Fatalf("last response: %s", w.body)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
 )
 
 // target is one server under load and what a successful answer starts with.
@@ -56,6 +58,8 @@ type result struct {
 	latencies []time.Duration // sorted
 	failure   error           // the first failed request, if any
 	cutShort  bool            // the token pool ran out before the duration
+	cpu       time.Duration   // CPU time the server process used during the round
+	cpuKnown  bool            // cpu was measured
 }
 
 // rate returns requests per second.
@@ -209,4 +213,39 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 	}
+}
+
+// cpuPerRequest returns the server's CPU time per request in microseconds.
+func (r result) cpuPerRequest() (float64, bool) {
+	if !r.cpuKnown || r.requests == 0 {
+		return 0, false
+	}
+	return float64(r.cpu.Microseconds()) / float64(r.requests), true
+}
+
+// probe sends one call and returns the response body, which must be a
+// JSON-RPC result.
+func probe(ctx context.Context, t target, body []byte, token string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(supervaizer.HeaderAPIKey, t.apiKey)
+	req.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+token)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	defer resp.Body.Close()
+	out, err := readAll(resp.Body, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"result":{"status":"ok"`)) {
+		return nil, fmt.Errorf("%s: HTTP %d: %.300s", t.name, resp.StatusCode, out)
+	}
+	return out, nil
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -132,12 +134,73 @@ func TestDriverReportsFailures(t *testing.T) {
 	}
 }
 
+// TestMain lets run start this test binary as its -serve children.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnvVar) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Setenv(childEnvVar, "1") // inherited by the children only: this process is past the check
+	os.Exit(m.Run())
+}
+
 func TestRunPrintsTheTable(t *testing.T) {
 	var out bytes.Buffer
-	failed, err := run(context.Background(), config{concurrency: 2, duration: 100 * time.Millisecond, rounds: 1, warmup: 10 * time.Millisecond}, &out)
+	cfg := config{concurrency: 2, duration: 100 * time.Millisecond, rounds: 2, warmup: 10 * time.Millisecond,
+		cases: []string{caseSync, caseFixture}}
+	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
-	for _, want := range []string{"reused", "fresh", "controller", "baseline", "req/s", "p50", "p99", "ratio", ">= 0.70", ">= 0.40"} {
+	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "p50", "p99", "ratio", ">= 0.70", ">= 0.40"} {
 		assert.Contains(t, out.String(), want)
+	}
+	_, line, ok := strings.Cut(out.String(), "loadcheck-json: ")
+	require.True(t, ok, out.String())
+	var got struct {
+		Rows []summaryRow `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line), &got))
+	require.Len(t, got.Rows, 4)
+	for _, r := range got.Rows {
+		assert.Equal(t, 2, r.Rounds)
+		require.NotNil(t, r.Ratio, "%s %s", r.Case, r.Mode)
+		assert.Positive(t, r.Ratio.Median)
+		require.NotNil(t, r.CtrlCPU, "%s %s", r.Case, r.Mode)
+		assert.Positive(t, r.CtrlRate.Median)
+	}
+	// The realistic case answers a job_state read from the agent's store.
+	assert.Equal(t, caseSync, got.Rows[0].Case)
+}
+
+func TestParseStatCPU(t *testing.T) {
+	d, ok := parseStatCPU("4242 (my (odd) cmd) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0")
+	require.True(t, ok)
+	assert.Equal(t, 3*time.Second, d)
+	_, ok = parseStatCPU("garbage")
+	assert.False(t, ok)
+	_, ok = parseStatCPU("1 (x) S 1 2")
+	assert.False(t, ok)
+}
+
+func TestSpread(t *testing.T) {
+	assert.Nil(t, spreadOf(nil))
+	assert.Equal(t, &spread{Median: 2, Min: 1, Max: 9}, spreadOf([]float64{9, 1, 2}))
+	assert.Equal(t, &spread{Median: 2.5, Min: 1, Max: 9}, spreadOf([]float64{9, 1, 2, 3}))
+	assert.Equal(t, "2.00 [1.00–9.00]", spreadOf([]float64{9, 1, 2}).format("%.2f"))
+	assert.Equal(t, "n/a", (*spread)(nil).format("%.2f"))
+}
+
+func TestBaselineReadsTheWrappedForm(t *testing.T) {
+	base := httptest.NewServer(baselineHandler([]byte(`{"ok":1}`)))
+	t.Cleanup(base.Close)
+	for body, want := range map[string]int{
+		`{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"action_request":{"agent_slug":"a","action":"job.sync"}}}`: http.StatusOK,
+		`{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"agent_slug":"a","action":"job.sync"}}`:                    http.StatusOK,
+		`{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{}}`:                                                        http.StatusBadRequest,
+	} {
+		resp, err := http.Post(base.URL, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, body)
 	}
 }

@@ -1,49 +1,60 @@
 // Command loadcheck compares the controller with a bare net/http baseline
-// over loopback. It starts both servers on 127.0.0.1 ephemeral ports, drives
-// them with the same concurrency and duration in interleaved rounds
-// (controller, baseline, controller, baseline, …) and prints requests per
-// second, p50 and p99 latency and the ratio controller/baseline, first with
-// one workspace token reused by every request (a verifier cache hit), then
-// with a distinct, never seen token per request (a full Ed25519
-// verification each time; the tokens are minted before the round so the
-// client's signing cost stays out of it).
+// over loopback, on two cases:
 //
-// The controller is built in process from the SDK's public API (see package
-// fixture): the research agent's registration with a typed job.start
-// handler, workspace authorization on with an Ed25519 PEM key, and the agent
-// linked to its Studio agent id.
+//   - job.sync: examples/research-agent, built and run as its own process,
+//     attached to svtest's fake Studio (registration handshake, real Ed25519
+//     workspace tokens, its bbolt store), answering job.sync on a started job
+//     with the job's job_state read from its store: the realistic case;
+//   - fixture: the small in-process fixture controller of package fixture
+//     (a typed job.start answering one effect), served by a child process.
+//
+// Each case runs in two token modes: one workspace token reused by every
+// request (a verifier cache hit), then a distinct, never seen token per
+// request (a full Ed25519 verification each time; the tokens are minted
+// before the round so the signing cost stays out of it). The baseline is a
+// bare net/http + encoding/json JSON-RPC endpoint in a process of its own
+// that decodes the same body and writes the controller's own answer.
+//
+// Rounds are interleaved (controller, baseline, controller, …) with the same
+// concurrency and duration. For every case and mode it prints requests per
+// second, the server's CPU time per request (read from /proc/<pid>/stat of
+// the server process, so the client's share is not in it), p50 and p99, the
+// throughput ratio controller/baseline and the p99 ratio, each as the median
+// and the spread (min–max) over the rounds, then one line starting with
+// "loadcheck-json: " holding the same figures as JSON.
 //
 // It exits with status 1 when any request fails (not HTTP 200, or a JSON-RPC
 // error), 2 on a usage or setup error. Run it with `make loadcheck`.
 //
 // Usage:
 //
-//	go run ./internal/loadcheck [-concurrency 16] [-duration 3s] [-rounds 3]
+//	go run ./internal/loadcheck [-concurrency 32] [-duration 3s] [-rounds 3] [-cases job.sync,fixture]
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
-	"text/tabwriter"
+	"strings"
 	"time"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
 )
 
-// Targets of issue 10, on the reference 2-core machine.
+// Targets on the reference 2-core machine: throughput ratios, and the p99 of
+// the controller at most twice the baseline's.
 const (
 	targetReused = 0.70
 	targetFresh  = 0.40
+	targetP99    = 2.0
 )
 
 type config struct {
@@ -51,24 +62,57 @@ type config struct {
 	duration    time.Duration
 	rounds      int
 	warmup      time.Duration
+	cases       []string
 }
 
+// Child modes (-serve): the baseline with a fixed response, the fixture
+// controller.
+const (
+	serveBaseline = "baseline"
+	serveFixture  = "fixture"
+)
+
 func main() {
-	var cfg config
+	var (
+		cfg      config
+		serve    string
+		response string
+		cases    string
+	)
 	fs := flag.NewFlagSet("loadcheck", flag.ContinueOnError)
-	fs.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent requests (keep-alive connections) per server")
+	fs.IntVar(&cfg.concurrency, "concurrency", 32, "concurrent requests (keep-alive connections) per server")
 	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "duration of one round")
-	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds per server and token mode")
-	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per server and token mode")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds per server, case and token mode")
+	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per server, case and token mode")
+	fs.StringVar(&cases, "cases", "job.sync,fixture", "comma-separated cases to run: job.sync, fixture")
+	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
+	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
+	}
+	if serve != "" {
+		if err := runChild(serve, response); err != nil {
+			fmt.Fprintln(os.Stderr, "loadcheck -serve:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	for _, c := range strings.Split(cases, ",") {
+		if c = strings.TrimSpace(c); c != caseSync && c != caseFixture {
+			fmt.Fprintf(os.Stderr, "loadcheck: unknown case %q (known: %s, %s)\n", c, caseSync, caseFixture)
+			os.Exit(2)
+		} else if !slices.Contains(cfg.cases, c) {
+			cfg.cases = append(cfg.cases, c)
+		}
 	}
 	if cfg.concurrency < 1 || cfg.concurrency > 1024 || cfg.duration <= 0 || cfg.duration > 10*time.Minute ||
 		cfg.rounds < 1 || cfg.rounds > 100 || cfg.warmup < 0 {
 		fmt.Fprintln(os.Stderr, "loadcheck: need 1 <= -concurrency <= 1024, 0 < -duration <= 10m, 1 <= -rounds <= 100, -warmup >= 0")
 		os.Exit(2)
 	}
-	failed, err := run(context.Background(), cfg, os.Stdout)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	failed, err := run(ctx, cfg, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadcheck:", err)
 		os.Exit(2)
@@ -78,203 +122,232 @@ func main() {
 	}
 }
 
-// server is one of the two servers under test.
-type server struct {
-	target
-	http *http.Server
-	done chan error
-}
-
-// listen serves h on a loopback ephemeral port.
-func listen(name, apiKey string, h http.Handler) (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+// runChild is the -serve mode.
+func runChild(mode, responseFile string) error {
+	interrupt := make(chan os.Signal, 1)
+	signal.Notify(interrupt, os.Interrupt)
+	switch mode {
+	case serveBaseline:
+		response, err := os.ReadFile(responseFile)
+		if err != nil {
+			return err
+		}
+		return serveChild(baselineHandler(response), os.Stdin, os.Stdout, interrupt)
+	case serveFixture:
+		srv, err := fixture.NewController()
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		if err := srv.Start(ctx); err != nil {
+			return err
+		}
+		err = serveChild(srv, os.Stdin, os.Stdout, interrupt)
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return errors.Join(err, srv.Shutdown(sctx))
 	}
-	s := &server{
-		target: target{name: name, url: "http://" + ln.Addr().String() + "/a2a", apiKey: apiKey},
-		http:   &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute},
-		done:   make(chan error, 1),
-	}
-	go func() { s.done <- s.http.Serve(ln) }()
-	return s, nil
+	return fmt.Errorf("unknown -serve mode %q", mode)
 }
 
-func (s *server) shutdown(ctx context.Context) error {
-	err := s.http.Shutdown(ctx)
-	if serveErr := <-s.done; !errors.Is(serveErr, http.ErrServerClosed) && err == nil {
-		err = serveErr
-	}
-	return err
+// Cases.
+const (
+	caseSync    = "job.sync"
+	caseFixture = "fixture"
+)
+
+// scenario is one case: the controller, its baseline, the call and its tokens.
+type scenario struct {
+	name       string
+	ctrl, base *child
+	ctrlTarget target
+	body       []byte
+	wantPrefix []byte
+	reused     string
+	mint       func(n int) ([]string, error)
 }
 
-// measurement is every round of one server in one token mode.
-type measurement struct {
-	rounds []result
-}
-
-// best returns the highest rate of a round.
-func (m *measurement) best() float64 {
-	best := 0.0
-	for _, r := range m.rounds {
-		best = max(best, r.rate())
-	}
-	return best
-}
-
-func (m *measurement) total() result {
-	var t result
-	for _, r := range m.rounds {
-		t.requests += r.requests
-		t.elapsed += r.elapsed
-		t.latencies = append(t.latencies, r.latencies...)
-		t.cutShort = t.cutShort || r.cutShort
-	}
-	slices.Sort(t.latencies)
-	return t
-}
-
-// run starts both servers, measures both token modes and prints the table.
+// run starts every server, measures every case and mode and prints the report.
 // failed reports a failed request.
 func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error) {
-	srv, err := fixture.NewController()
-	if err != nil {
-		return false, fmt.Errorf("build the controller: %w", err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		return false, fmt.Errorf("start the controller: %w", err)
-	}
-	ctrl, err := listen("controller", fixture.APIKey, srv)
+	self, err := os.Executable()
 	if err != nil {
 		return false, err
 	}
+	tmp, err := os.MkdirTemp("", "loadcheck-")
+	if err != nil {
+		return false, err
+	}
+	var cleanups []func() error
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		if serr := ctrl.shutdown(sctx); serr != nil && err == nil {
-			err = serr
-		}
-	}()
-
-	body := fixture.Body()
-	now := time.Now()
-	reused, err := fixture.Token("reused", now.Add(-time.Minute), now.Add(time.Hour))
-	if err != nil {
-		return false, err
-	}
-	// The controller's answer is the baseline's fixed response, so both
-	// servers send the same bytes; its prefix (up to "result") is what every
-	// successful response starts with.
-	response, err := probe(ctx, ctrl.target, body, reused)
-	if err != nil {
-		return false, err
-	}
-	i := bytes.Index(response, []byte(`"result":`))
-	if i < 0 {
-		return false, fmt.Errorf("controller: not a JSON-RPC result: %.300s", response)
-	}
-	wantPrefix := response[:i+len(`"result":`)]
-	base, err := listen("baseline", fixture.APIKey, baselineHandler(response))
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if serr := base.shutdown(sctx); serr != nil && err == nil {
-			err = serr
-		}
-	}()
-
-	d := newDriver(cfg.concurrency, body, wantPrefix)
-	defer d.close()
-	fmt.Fprintf(out, "loadcheck: %d concurrent requests, %d rounds of %v per server and mode, interleaved; GOMAXPROCS %d, %s\n",
-		cfg.concurrency, cfg.rounds, cfg.duration, runtime.GOMAXPROCS(0), runtime.Version())
-	fmt.Fprintf(out, "controller %s, baseline %s (client, controller and baseline share this process)\n\n", ctrl.url, base.url)
-
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tround\tserver\trequests\treq/s\tp50\tp99\t")
-	type row struct {
-		mode       string
-		ctrl, base measurement
-		target     float64
-	}
-	rows := []*row{{mode: "reused", target: targetReused}, {mode: "fresh", target: targetFresh}}
-	var firstFailure error
-	for _, rw := range rows {
-		// Warm up both servers (connections, the verifier cache, the runtime).
-		d.run(ctx, ctrl.target, cfg.warmup, reusedToken(reused))
-		d.run(ctx, base.target, cfg.warmup, reusedToken(reused))
-		for round := 1; round <= cfg.rounds; round++ {
-			var tokens tokenSource = reusedToken(reused)
-			if rw.mode == "fresh" {
-				// The best reused-token round bounds the fresh-token rate.
-				pool, err := fixture.Tokens(poolSize(rows[0].ctrl.best(), cfg.duration))
-				if err != nil {
-					return false, err
-				}
-				tokens = &tokenPool{tokens: pool}
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			if cerr := cleanups[i](); cerr != nil && err == nil {
+				err = cerr
 			}
-			r := d.run(ctx, ctrl.target, cfg.duration, tokens)
-			rw.ctrl.rounds = append(rw.ctrl.rounds, r)
-			printRound(tw, rw.mode, round, ctrl.name, r)
-			// The baseline ignores the token; it gets one of the same size.
-			b := d.run(ctx, base.target, cfg.duration, reusedToken(reused))
-			rw.base.rounds = append(rw.base.rounds, b)
-			printRound(tw, rw.mode, round, base.name, b)
-			for _, f := range []error{r.failure, b.failure} {
-				if f != nil && firstFailure == nil {
-					firstFailure = f
+		}
+		if rerr := os.RemoveAll(tmp); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	// startBaseline serves response from a baseline process.
+	startBaseline := func(name string, response []byte) (*child, error) {
+		file := filepath.Join(tmp, "response-"+name+".json")
+		if err := os.WriteFile(file, response, 0o600); err != nil {
+			return nil, err
+		}
+		c, err := startChild(ctx, "baseline "+name, exec.Command(self, "-serve", serveBaseline, "-response", file))
+		if err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, c.stop)
+		return c, nil
+	}
+
+	var scenarios []*scenario
+	for _, name := range cfg.cases {
+		sc := &scenario{name: name}
+		switch name {
+		case caseSync:
+			ra, err := startResearchAgent(ctx)
+			if err != nil {
+				return false, err
+			}
+			cleanups = append(cleanups, ra.close)
+			sc.ctrl, sc.ctrlTarget, sc.body, sc.mint = ra.child, ra.target(), ra.syncBody(), ra.tokens
+			toks, err := ra.tokens(1)
+			if err != nil {
+				return false, err
+			}
+			sc.reused = toks[0]
+		case caseFixture:
+			c, err := startChild(ctx, "fixture controller", exec.Command(self, "-serve", serveFixture))
+			if err != nil {
+				return false, err
+			}
+			cleanups = append(cleanups, c.stop)
+			now := time.Now()
+			sc.reused, err = fixture.Token("reused", now.Add(-time.Minute), now.Add(time.Hour))
+			if err != nil {
+				return false, err
+			}
+			sc.ctrl, sc.ctrlTarget, sc.body, sc.mint = c, target{name: "controller", url: c.url + "/a2a", apiKey: fixture.APIKey}, fixture.Body(), fixture.Tokens
+		}
+		// The controller's answer is the baseline's fixed response, so both
+		// servers send the same bytes; its prefix (up to "result") is what
+		// every successful response starts with.
+		response, err := probe(ctx, sc.ctrlTarget, sc.body, sc.reused)
+		if err != nil {
+			return false, err
+		}
+		sc.wantPrefix, err = resultPrefix(response)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		if sc.base, err = startBaseline(name, response); err != nil {
+			return false, err
+		}
+		scenarios = append(scenarios, sc)
+	}
+
+	fmt.Fprintf(out, "loadcheck: %d concurrent requests, %d rounds of %v per server, case and token mode, interleaved\n",
+		cfg.concurrency, cfg.rounds, cfg.duration)
+	fmt.Fprintf(out, "%s, %d CPUs; %s\n", runtime.Version(), runtime.NumCPU(), loadAverage())
+	fmt.Fprintln(out, "every server in a process of its own; the client shares the machine")
+	fmt.Fprintln(out)
+
+	rep := newReport(out)
+	var firstFailure error
+	for _, sc := range scenarios {
+		d := newDriver(cfg.concurrency, sc.body, sc.wantPrefix)
+		for _, mode := range []string{modeReused, modeFresh} {
+			row := rep.row(sc.name, mode)
+			ctrl := server{target: sc.ctrlTarget, proc: sc.ctrl}
+			base := server{target: target{name: "baseline", url: sc.base.url + "/a2a", apiKey: sc.ctrlTarget.apiKey}, proc: sc.base}
+			// Warm up both servers (connections, the verifier cache, the runtime).
+			d.run(ctx, ctrl.target, cfg.warmup, reusedToken(sc.reused))
+			d.run(ctx, base.target, cfg.warmup, reusedToken(sc.reused))
+			for round := 1; round <= cfg.rounds && firstFailure == nil; round++ {
+				var tokens tokenSource = reusedToken(sc.reused)
+				if mode == modeFresh {
+					// The best reused-token round bounds the fresh-token rate.
+					pool, err := sc.mint(poolSize(rep.bestRate(sc.name, modeReused), cfg.duration))
+					if err != nil {
+						return false, err
+					}
+					tokens = &tokenPool{tokens: pool}
+				}
+				c := measure(ctx, d, ctrl, cfg.duration, tokens)
+				// The baseline ignores the token; it gets one of the same size.
+				b := measure(ctx, d, base, cfg.duration, reusedToken(sc.reused))
+				row.add(round, c, b)
+				for _, f := range []error{c.failure, b.failure} {
+					if f != nil && firstFailure == nil {
+						firstFailure = f
+					}
 				}
 			}
 			if firstFailure != nil {
 				break
 			}
 		}
+		d.close()
 		if firstFailure != nil {
 			break
 		}
 	}
-	if err := tw.Flush(); err != nil {
+	if err := rep.summary(); err != nil {
 		return false, err
-	}
-
-	fmt.Fprintln(out)
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tbaseline req/s\tcontroller req/s\tbaseline p50\tcontroller p50\tbaseline p99\tcontroller p99\tratio\ttarget\t")
-	var notes []string
-	for _, rw := range rows {
-		if len(rw.ctrl.rounds) == 0 || len(rw.base.rounds) == 0 {
-			continue
-		}
-		c, b := rw.ctrl.total(), rw.base.total()
-		ratio := 0.0
-		if b.rate() > 0 {
-			ratio = c.rate() / b.rate()
-		}
-		verdict := "met"
-		if ratio < rw.target {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%.2f\t>= %.2f %s\t\n", rw.mode,
-			b.rate(), c.rate(), ms(percentile(b.latencies, 0.50)), ms(percentile(c.latencies, 0.50)),
-			ms(percentile(b.latencies, 0.99)), ms(percentile(c.latencies, 0.99)), ratio, rw.target, verdict)
-		if c.cutShort {
-			notes = append(notes, rw.mode+": some rounds ran out of pre-minted tokens and ended early; rates use the time actually run")
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return false, err
-	}
-	for _, n := range notes {
-		fmt.Fprintln(out, n)
 	}
 	if firstFailure != nil {
 		fmt.Fprintf(out, "\nFAILED: %v\n", firstFailure)
 		return true, nil
 	}
-	return false, nil
+	return false, ctx.Err()
+}
+
+// Token modes.
+const (
+	modeReused = "reused"
+	modeFresh  = "fresh"
+)
+
+// server is a server under test: where to call it and its process.
+type server struct {
+	target
+	proc *child
+}
+
+// measure runs one round against s and adds the server's CPU time.
+func measure(ctx context.Context, d *driver, s server, dur time.Duration, tokens tokenSource) result {
+	before, ok1 := s.proc.cpuTime()
+	r := d.run(ctx, s.target, dur, tokens)
+	after, ok2 := s.proc.cpuTime()
+	if ok1 && ok2 {
+		r.cpu, r.cpuKnown = after-before, true
+	}
+	return r
+}
+
+// resultPrefix returns the bytes of response up to and including "result":.
+func resultPrefix(response []byte) ([]byte, error) {
+	i := strings.Index(string(response), `"result":`)
+	if i < 0 {
+		return nil, fmt.Errorf("not a JSON-RPC result: %.300s", response)
+	}
+	return response[:i+len(`"result":`)], nil
+}
+
+// loadAverage returns the 1, 5 and 15-minute load averages, when known.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "load average unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "load average unknown"
+	}
+	return "load average " + strings.Join(f[:3], " ")
 }
 
 // poolSize is how many fresh tokens a round at about rate requests per
@@ -284,37 +357,6 @@ func poolSize(rate float64, d time.Duration) int {
 	return min(n, 500_000)
 }
 
-func printRound(w io.Writer, mode string, round int, name string, r result) {
-	fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%.0f\t%s\t%s\t\n", mode, round, name, r.requests, r.rate(),
-		ms(percentile(r.latencies, 0.50)), ms(percentile(r.latencies, 0.99)))
-}
-
-// ms formats a latency in milliseconds.
-func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
-
-// probe sends one call and returns the response body, which must be a
-// JSON-RPC result.
-func probe(ctx context.Context, t target, body []byte, token string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(supervaizer.HeaderAPIKey, t.apiKey)
-	req.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+token)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
-	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.name, err)
-	}
-	defer resp.Body.Close()
-	out, err := readAll(resp.Body, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.name, err)
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"result":`)) {
-		return nil, fmt.Errorf("%s: HTTP %d: %.300s", t.name, resp.StatusCode, out)
-	}
-	return out, nil
-}
+// childEnvVar, set to 1, makes the test binary of this package act as this
+// command (its children are started from os.Executable).
+const childEnvVar = "LOADCHECK_TEST_CHILD"

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+// report collects the rounds of every case and mode and prints them.
+type report struct {
+	out    io.Writer
+	rounds *tabwriter.Writer
+	rows   []*row
+}
+
+func newReport(out io.Writer) *report {
+	r := &report{out: out, rounds: tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)}
+	fmt.Fprintln(r.rounds, "case\tmode\tround\tserver\trequests\treq/s\tCPU µs/req\tp50\tp99\t")
+	return r
+}
+
+// row is one case in one token mode.
+type row struct {
+	rep        *report
+	name, mode string
+	ctrl, base []result
+}
+
+func (r *report) row(name, mode string) *row {
+	rw := &row{rep: r, name: name, mode: mode}
+	r.rows = append(r.rows, rw)
+	return rw
+}
+
+// bestRate returns the highest controller rate of a round of name in mode.
+func (r *report) bestRate(name, mode string) float64 {
+	best := 0.0
+	for _, rw := range r.rows {
+		if rw.name == name && rw.mode == mode {
+			for _, c := range rw.ctrl {
+				best = max(best, c.rate())
+			}
+		}
+	}
+	return best
+}
+
+// add records and prints one round pair.
+func (rw *row) add(round int, ctrl, base result) {
+	rw.ctrl = append(rw.ctrl, ctrl)
+	rw.base = append(rw.base, base)
+	for _, x := range []struct {
+		server string
+		r      result
+	}{{"controller", ctrl}, {"baseline", base}} {
+		cpu := "n/a"
+		if v, ok := x.r.cpuPerRequest(); ok {
+			cpu = fmt.Sprintf("%.1f", v)
+		}
+		fmt.Fprintf(rw.rep.rounds, "%s\t%s\t%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t\n", rw.name, rw.mode, round, x.server, x.r.requests,
+			x.r.rate(), cpu, ms(percentile(x.r.latencies, 0.50)), ms(percentile(x.r.latencies, 0.99)))
+	}
+}
+
+// spread is the median and the range of a figure over the rounds.
+type spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// spreadOf returns nil for no figures.
+func spreadOf(xs []float64) *spread {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	round := func(x float64) float64 { return math.Round(x*1000) / 1000 }
+	return &spread{Median: round(m), Min: round(s[0]), Max: round(s[len(s)-1])}
+}
+
+// format writes "median [min–max]" with the precision of f.
+func (s *spread) format(f string) string {
+	if s == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf(f+" ["+f+"–"+f+"]", s.Median, s.Min, s.Max)
+}
+
+// summaryRow is one line of the summary, also written as JSON.
+type summaryRow struct {
+	Case          string  `json:"case"`
+	Mode          string  `json:"mode"`
+	Rounds        int     `json:"rounds"`
+	Ratio         *spread `json:"ratio,omitempty"`
+	Target        float64 `json:"target"`
+	Met           bool    `json:"met"`
+	CtrlRate      *spread `json:"controller_rps,omitempty"`
+	BaseRate      *spread `json:"baseline_rps,omitempty"`
+	CtrlCPU       *spread `json:"controller_cpu_us_per_req,omitempty"`
+	BaseCPU       *spread `json:"baseline_cpu_us_per_req,omitempty"`
+	CtrlP50       *spread `json:"controller_p50_ms,omitempty"`
+	BaseP50       *spread `json:"baseline_p50_ms,omitempty"`
+	CtrlP99       *spread `json:"controller_p99_ms,omitempty"`
+	BaseP99       *spread `json:"baseline_p99_ms,omitempty"`
+	P99Ratio      *spread `json:"p99_ratio,omitempty"`
+	P99Target     float64 `json:"p99_target"`
+	P99Met        bool    `json:"p99_met"`
+	RanOutOfToken bool    `json:"cut_short,omitempty"`
+}
+
+func (rw *row) summary() summaryRow {
+	s := summaryRow{Case: rw.name, Mode: rw.mode, Rounds: len(rw.ctrl), Target: targetReused, P99Target: targetP99}
+	if rw.mode == modeFresh {
+		s.Target = targetFresh
+	}
+	var ratio, cr, br, cc, bc, c50, b50, c99, b99, p99r []float64
+	for i := range rw.ctrl {
+		c, b := rw.ctrl[i], rw.base[i]
+		if b.rate() > 0 {
+			ratio = append(ratio, c.rate()/b.rate())
+		}
+		cr, br = append(cr, c.rate()), append(br, b.rate())
+		if v, ok := c.cpuPerRequest(); ok {
+			cc = append(cc, v)
+		}
+		if v, ok := b.cpuPerRequest(); ok {
+			bc = append(bc, v)
+		}
+		cp50, cp99 := percentile(c.latencies, 0.50), percentile(c.latencies, 0.99)
+		bp50, bp99 := percentile(b.latencies, 0.50), percentile(b.latencies, 0.99)
+		c50, b50 = append(c50, msf(cp50)), append(b50, msf(bp50))
+		c99, b99 = append(c99, msf(cp99)), append(b99, msf(bp99))
+		if bp99 > 0 {
+			p99r = append(p99r, float64(cp99)/float64(bp99))
+		}
+		s.RanOutOfToken = s.RanOutOfToken || c.cutShort
+	}
+	s.Ratio, s.CtrlRate, s.BaseRate = spreadOf(ratio), spreadOf(cr), spreadOf(br)
+	s.CtrlCPU, s.BaseCPU = spreadOf(cc), spreadOf(bc)
+	s.CtrlP50, s.BaseP50, s.CtrlP99, s.BaseP99 = spreadOf(c50), spreadOf(b50), spreadOf(c99), spreadOf(b99)
+	s.P99Ratio = spreadOf(p99r)
+	s.Met = s.Ratio != nil && s.Ratio.Median >= s.Target
+	s.P99Met = s.P99Ratio != nil && s.P99Ratio.Median <= s.P99Target
+	return s
+}
+
+// summary prints the rounds, the summary table and the JSON line.
+func (r *report) summary() error {
+	if err := r.rounds.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(r.out)
+	fmt.Fprintln(r.out, "median [min–max] over the rounds; ratio = controller/baseline req/s of the same round")
+	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "case\tmode\tratio\ttarget\tcontroller req/s\tbaseline req/s\tcontroller CPU µs/req\tbaseline CPU µs/req\tcontroller p50 ms\tbaseline p50 ms\tcontroller p99 ms\tbaseline p99 ms\tp99 ratio (target <= 2)\t")
+	var rows []summaryRow
+	for _, rw := range r.rows {
+		if len(rw.ctrl) == 0 {
+			continue
+		}
+		s := rw.summary()
+		rows = append(rows, s)
+		verdict := func(ok bool) string {
+			if ok {
+				return "met"
+			}
+			return "NOT met"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t>= %.2f %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s %s\t\n", s.Case, s.Mode,
+			s.Ratio.format("%.2f"), s.Target, verdict(s.Met), s.CtrlRate.format("%.0f"), s.BaseRate.format("%.0f"),
+			s.CtrlCPU.format("%.1f"), s.BaseCPU.format("%.1f"), s.CtrlP50.format("%.2f"), s.BaseP50.format("%.2f"),
+			s.CtrlP99.format("%.2f"), s.BaseP99.format("%.2f"), s.P99Ratio.format("%.2f"), verdict(s.P99Met))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range rows {
+		if s.RanOutOfToken {
+			fmt.Fprintf(r.out, "%s %s: some rounds ran out of pre-minted tokens and ended early; rates use the time actually run\n", s.Case, s.Mode)
+		}
+	}
+	b, err := json.Marshal(map[string]any{"load_average": loadAverage(), "rows": rows})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(r.out, "\nloadcheck-json: %s\n", b)
+	return err
+}
+
+// ms formats a latency in milliseconds.
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", msf(d)) }
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
