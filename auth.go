@@ -124,6 +124,9 @@ func (s *Server) resolveAuthorization() error {
 	if s.cfg.jwksRefetch != nil {
 		opts = append(opts, wsauth.WithJWKSRefetchInterval(*s.cfg.jwksRefetch))
 	}
+	if s.cfg.jwksMaxAge != nil {
+		opts = append(opts, wsauth.WithJWKSKeyMaxAge(*s.cfg.jwksMaxAge))
+	}
 	v, err := wsauth.New(settings, s.serverID, s, opts...)
 	if err != nil {
 		return fmt.Errorf("supervaizer: workspace authorization: %w", err)

@@ -35,6 +35,7 @@ type config struct {
 	studioAttached  bool
 	store           store.Store
 	jwksRefetch     *time.Duration
+	jwksMaxAge      *time.Duration
 	errs            []error
 
 	// Studio account (studio.go, studio_register.go).
@@ -130,6 +131,14 @@ func WithWorkspaceAuth(s WorkspaceAuthSettings) Option {
 // fetch). Default: 10 s, so a flood of forged key ids cannot make every request
 // trigger a fetch. Zero or less removes the limit (tests only).
 func WithJWKSRefetchInterval(d time.Duration) Option { return func(c *config) { c.jwksRefetch = &d } }
+
+// WithJWKSKeyMaxAge sets how long the built-in verifier trusts the keys of a
+// successful JWKS fetch without another successful fetch. Every fetch replaces
+// the trusted keys (a key Studio removed stops verifying); past the maximum
+// age the next call that needs a key refetches, and a failed fetch keeps the
+// previous keys only until their maximum age. Default: 10 min; never shorter
+// than the refetch interval.
+func WithJWKSKeyMaxAge(d time.Duration) Option { return func(c *config) { c.jwksMaxAge = &d } }
 
 // WithWorkspaceVerifier replaces the built-in Ed25519 token verifier, for
 // example with a test double. The dispatcher still calls it before any handler

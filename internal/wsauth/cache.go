@@ -22,7 +22,8 @@ type tokenCache struct {
 
 type cachedToken struct {
 	claims  *claims
-	expires int64 // exp + leeway, Unix seconds (saturating)
+	keyGen  uint64 // generation of the JWKS key set that verified it; 0 for a PEM key
+	expires int64  // exp + leeway, Unix seconds (saturating)
 }
 
 func newTokenCache(size int) *tokenCache {
@@ -32,15 +33,16 @@ func newTokenCache(size int) *tokenCache {
 	return &tokenCache{max: size, m: make(map[[32]byte]cachedToken, min(size, 256))}
 }
 
-// get returns the claims cached for key. A nil cache always misses.
-func (c *tokenCache) get(key [32]byte) (*claims, bool) {
+// get returns the claims cached for key and the generation of the key set
+// that verified them. A nil cache always misses.
+func (c *tokenCache) get(key [32]byte) (*claims, uint64, bool) {
 	if c == nil {
-		return nil, false
+		return nil, 0, false
 	}
 	c.mu.RLock()
 	e, ok := c.m[key]
 	c.mu.RUnlock()
-	return e.claims, ok
+	return e.claims, e.keyGen, ok
 }
 
 // generation returns the current generation, to pass to put.
@@ -53,10 +55,11 @@ func (c *tokenCache) generation() uint64 {
 	return c.gen
 }
 
-// put caches cl under key unless the cache was cleared since gen was read.
+// put caches cl, verified with the key set of generation keyGen, under key
+// unless the cache was cleared since gen was read.
 // A full cache first evicts the entry expiring first among a few sampled
 // ones (map iteration order is randomized), so expired entries go first.
-func (c *tokenCache) put(key [32]byte, cl *claims, expires int64, gen uint64) {
+func (c *tokenCache) put(key [32]byte, cl *claims, keyGen uint64, expires int64, gen uint64) {
 	if c == nil {
 		return
 	}
@@ -79,7 +82,7 @@ func (c *tokenCache) put(key [32]byte, cl *claims, expires int64, gen uint64) {
 		}
 		delete(c.m, victim)
 	}
-	c.m[key] = cachedToken{claims: cl, expires: expires}
+	c.m[key] = cachedToken{claims: cl, keyGen: keyGen, expires: expires}
 }
 
 // clear drops every entry and invalidates in-flight insertions.

@@ -11,17 +11,21 @@
 // # Keys
 //
 // The public key comes either from a PEM (SubjectPublicKeyInfo, Ed25519 only)
-// or from a JWKS endpoint. JWKS keys are cached by (URL, kid) in a small LRU;
-// an unknown kid triggers a refetch, which is how key rotation is picked up.
-// Refetches are coalesced and rate limited (see [WithJWKSRefetchInterval]) so
-// that forged kids cannot turn every request into a fetch.
+// or from a JWKS endpoint. The keys trusted for a JWKS URL are exactly those
+// of its last successful fetch, for at most a maximum age (see
+// [WithJWKSKeyMaxAge]): an unknown kid or an aged set triggers a refetch,
+// which is how key rotation is picked up, and a kid Studio removed stops
+// verifying at the next fetch. Refetches are coalesced and rate limited (see
+// [WithJWKSRefetchInterval]) so that forged kids cannot turn every request
+// into a fetch.
 //
 // # Caching
 //
 // A successful signature and the token-intrinsic claim checks are cached per
 // token (keyed by the token's SHA-256). Every time-dependent and per-request
-// check still runs on a cache hit; the cache can only save work, never turn a
-// failure into a success.
+// check still runs on a cache hit, and a hit counts only while the JWKS key
+// that verified the token is still trusted; the cache can only save work,
+// never turn a failure into a success.
 //
 // The package never logs a token or puts it in an error; logs carry at most a
 // short SHA-256 fingerprint.

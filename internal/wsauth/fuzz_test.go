@@ -34,6 +34,12 @@ func FuzzVerify(f *testing.F) {
 	f.Add(mintWith(f, setHeader("alg", "none")))
 	f.Add(mintWith(f, setClaim("exp", "1791700600")))
 	f.Add(mint(f, otherKey.priv, validHeader(), validClaims()))
+	// Validly signed by the trusted key, yet never acceptable: a not-before a
+	// year ahead, and critical header extensions this verifier lacks.
+	f.Add(mintWith(f, setClaim("nbf", testNow.Unix()+365*24*3600)))
+	f.Add(mintWith(f, setClaim("nbf", "later")))
+	f.Add(mintWith(f, setHeader("crit", []any{"exp-ext"})))
+	f.Add("Bearer " + mintWith(f, func(h, _ map[string]any) { h["crit"] = []any{"b64"}; h["b64"] = false }))
 	codes := map[Code]bool{}
 	for _, c := range Codes() {
 		codes[c] = true

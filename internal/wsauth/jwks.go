@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -28,56 +29,33 @@ const (
 	// MaxJWKSRedirects is the number of same-host redirects a JWKS fetch
 	// follows. Redirects to another host (or from https to http) are refused.
 	MaxJWKSRedirects = 3
-	// JWKSKeyCacheSize is the number of (JWKS URL, kid) keys kept in the
-	// least-recently-used key cache.
-	JWKSKeyCacheSize = 16
 	// DefaultJWKSRefetchInterval is the minimum time between two JWKS fetches
 	// of the same URL; see [WithJWKSRefetchInterval].
 	DefaultJWKSRefetchInterval = 10 * time.Second
+	// DefaultJWKSKeyMaxAge is how long the keys of a successful fetch are
+	// trusted without a new successful fetch; see [WithJWKSKeyMaxAge].
+	DefaultJWKSKeyMaxAge = 10 * time.Minute
 )
 
-// keyCache is a small thread-safe LRU of Ed25519 keys keyed by (url, kid).
-// With at most a few entries a slice ordered by recency beats a map.
-type keyCache struct {
-	mu      sync.Mutex
-	max     int
-	entries []keyEntry // most recently used first
+// keySet is the set of keys trusted for a JWKS URL: exactly the usable keys
+// of its last successful fetch. It is immutable once published.
+type keySet struct {
+	keys    map[string]ed25519.PublicKey
+	fetched time.Time // start of the fetch that produced it
+	// gen identifies the trusted keys: it changes whenever a fetch removes a
+	// kid or changes its key (an added kid keeps it), so a token verified
+	// under gen is still verifiable with the current set while gen holds.
+	gen uint64
 }
 
-type keyEntry struct {
-	url, kid string
-	key      ed25519.PublicKey
-}
-
-func (c *keyCache) get(url, kid string) (ed25519.PublicKey, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, e := range c.entries {
-		if e.kid == kid && e.url == url {
-			copy(c.entries[1:i+1], c.entries[:i])
-			c.entries[0] = e
-			return e.key, true
+// keeps reports whether every key of s is in next, unchanged.
+func (s *keySet) keeps(next map[string]ed25519.PublicKey) bool {
+	for kid, key := range s.keys {
+		if k, ok := next[kid]; !ok || !key.Equal(k) {
+			return false
 		}
 	}
-	return nil, false
-}
-
-func (c *keyCache) put(url, kid string, key ed25519.PublicKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	i := 0
-	for i < len(c.entries) && (c.entries[i].kid != kid || c.entries[i].url != url) {
-		i++
-	}
-	switch {
-	case i < len(c.entries): // present: move to front
-	case len(c.entries) < c.max:
-		c.entries = append(c.entries, keyEntry{})
-	default: // full: the least recently used entry (last) is evicted
-		i = len(c.entries) - 1
-	}
-	copy(c.entries[1:i+1], c.entries[:i])
-	c.entries[0] = keyEntry{url: url, kid: kid, key: key}
+	return true
 }
 
 // jwk is one entry of a fetched key set, parsed once per fetch.
@@ -89,10 +67,12 @@ type jwk struct {
 	bad    string // why key is nil, for the CodeInvalidJWK message
 }
 
-// jwksResult is the outcome of one fetch: either err or the parsed entries.
+// jwksResult is the outcome of one fetch: either err, or the parsed entries
+// and the key set they yield.
 type jwksResult struct {
 	keys []jwk
 	err  *Error
+	set  *keySet // set by a successful fetch
 }
 
 // fetchCall is one in-flight fetch that concurrent misses wait on.
@@ -102,17 +82,23 @@ type fetchCall struct {
 	waiters int // requests waiting besides the one that started the fetch
 }
 
-// jwksSource resolves kids against one JWKS URL. Misses are coalesced into a
-// single in-flight fetch, and fetches are at least interval apart: a miss
-// within the interval is resolved against the last fetched set without
-// fetching, which yields the same code a fetch of that set would.
+// jwksSource resolves kids against one JWKS URL. The trusted keys are exactly
+// those of the last successful fetch, for at most maxAge after it started. A
+// miss (an unknown kid, or a set past its maximum age) starts a fetch;
+// concurrent misses are coalesced into that single in-flight fetch, and
+// fetches are at least interval apart: a miss within the interval is resolved
+// against the last fetch without fetching, which yields the same code a fetch
+// of that set would. A failed fetch leaves the trusted set alone, so it keeps
+// serving until its maximum age.
 type jwksSource struct {
 	url      string
 	client   *http.Client
 	interval time.Duration
+	maxAge   time.Duration // never below interval
 	now      func() time.Time
 	logger   *slog.Logger
-	keys     *keyCache
+
+	set atomic.Pointer[keySet] // nil until a fetch succeeds
 
 	mu        sync.Mutex
 	lastStart time.Time   // start of the last completed fetch
@@ -120,12 +106,15 @@ type jwksSource struct {
 	inflight  *fetchCall
 }
 
-func newJWKSSource(rawURL string, client *http.Client, interval time.Duration, now func() time.Time, logger *slog.Logger) *jwksSource {
+func newJWKSSource(rawURL string, client *http.Client, interval, maxAge time.Duration, now func() time.Time, logger *slog.Logger) *jwksSource {
 	c := *client // a copy: the redirect policy is ours, the transport is shared
 	c.CheckRedirect = checkJWKSRedirect
+	if maxAge <= 0 {
+		maxAge = DefaultJWKSKeyMaxAge
+	}
 	return &jwksSource{
-		url: rawURL, client: &c, interval: interval, now: now, logger: logger,
-		keys: &keyCache{max: JWKSKeyCacheSize},
+		url: rawURL, client: &c, interval: interval, maxAge: max(maxAge, interval),
+		now: now, logger: logger,
 	}
 }
 
@@ -145,25 +134,48 @@ func checkJWKSRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// resolve returns the key for kid: from the key cache, else from a fetch
-// (or the last fetch, while refetches are rate limited).
-func (s *jwksSource) resolve(ctx context.Context, kid string) (ed25519.PublicKey, *Error) {
-	if key, ok := s.keys.get(s.url, kid); ok {
-		return key, nil
+// fresh returns the trusted key set if it is within its maximum age at now.
+func (s *jwksSource) fresh(now time.Time) *keySet {
+	set := s.set.Load()
+	if set == nil || now.Sub(set.fetched) >= s.maxAge {
+		return nil
+	}
+	return set
+}
+
+// trusts reports whether a token verified with the key set of generation gen
+// may still count as verified at now: the set is within its maximum age and
+// no fetch since removed or changed any of its keys.
+func (s *jwksSource) trusts(gen uint64, now time.Time) bool {
+	set := s.fresh(now)
+	return set != nil && set.gen == gen
+}
+
+// resolve returns the key for kid and the generation of the set holding it:
+// from the trusted set, else from a fetch (or the last fetch, while refetches
+// are rate limited).
+func (s *jwksSource) resolve(ctx context.Context, kid string) (ed25519.PublicKey, uint64, *Error) {
+	if set := s.fresh(s.now()); set != nil {
+		if key, ok := set.keys[kid]; ok {
+			return key, set.gen, nil
+		}
 	}
 	s.mu.Lock()
-	if key, ok := s.keys.get(s.url, kid); ok { // cached by a fetch that just ended
-		s.mu.Unlock()
-		return key, nil
+	now := s.now()
+	if set := s.fresh(now); set != nil { // replaced by a fetch that just ended
+		if key, ok := set.keys[kid]; ok {
+			s.mu.Unlock()
+			return key, set.gen, nil
+		}
 	}
 	call := s.inflight
 	switch {
 	case call != nil:
 		call.waiters++
-	case s.last != nil && s.now().Sub(s.lastStart) < s.interval:
+	case s.last != nil && now.Sub(s.lastStart) < s.interval:
 		last := s.last
 		s.mu.Unlock()
-		return s.lookup(last, kid)
+		return lookup(last, kid)
 	default:
 		call = &fetchCall{done: make(chan struct{})}
 		s.inflight = call
@@ -174,64 +186,75 @@ func (s *jwksSource) resolve(ctx context.Context, kid string) (ed25519.PublicKey
 	s.mu.Unlock()
 	select {
 	case <-call.done:
-		return s.lookup(call.res, kid)
+		return lookup(call.res, kid)
 	case <-ctx.Done():
-		return nil, failf(CodeJWKSUnavailable, "request ended while fetching the key set")
+		return nil, 0, failf(CodeJWKSUnavailable, "request ended while fetching the key set")
 	}
 }
 
-// run performs the fetch of call and publishes its result.
+// run performs the fetch of call and publishes its result: a successful
+// fetch replaces the trusted set, a failed one leaves it alone.
 func (s *jwksSource) run(ctx context.Context, call *fetchCall) {
 	start := s.now()
 	res := s.fetch(ctx)
-	if res.err == nil {
-		s.cacheKeys(res)
-	}
 	s.mu.Lock()
+	if res.err == nil {
+		keys := usableKeys(res)
+		gen := uint64(1)
+		if prev := s.set.Load(); prev != nil {
+			gen = prev.gen
+			if !prev.keeps(keys) {
+				gen++
+			}
+		}
+		res.set = &keySet{keys: keys, fetched: start, gen: gen}
+		s.set.Store(res.set)
+	}
 	s.last, s.lastStart, s.inflight = res, start, nil
 	call.res = res
 	s.mu.Unlock()
 	close(call.done)
 }
 
-// cacheKeys caches every usable key of a fetched set under the kid a lookup
+// usableKeys returns every usable key of a fetched set under the kid a lookup
 // would resolve it to: the first entry carrying that kid, met before any
 // non-object entry. One fetch thus serves every kid the set holds.
-func (s *jwksSource) cacheKeys(res *jwksResult) {
+func usableKeys(res *jwksResult) map[string]ed25519.PublicKey {
+	keys := make(map[string]ed25519.PublicKey)
 	seen := make(map[string]bool, len(res.keys))
 	for _, k := range res.keys {
 		if !k.object {
-			return
+			break
 		}
 		if !k.hasKID || seen[k.kid] {
 			continue
 		}
 		seen[k.kid] = true
 		if k.key != nil {
-			s.keys.put(s.url, k.kid, k.key)
+			keys[k.kid] = k.key
 		}
 	}
+	return keys
 }
 
 // lookup walks a fetched set in order (authorization.md §6 step 5).
-func (s *jwksSource) lookup(res *jwksResult, kid string) (ed25519.PublicKey, *Error) {
+func lookup(res *jwksResult, kid string) (ed25519.PublicKey, uint64, *Error) {
 	if res.err != nil {
 		e := *res.err // a copy: the result is shared by every request
-		return nil, &e
+		return nil, 0, &e
 	}
 	for i, k := range res.keys {
 		if !k.object {
-			return nil, failf(CodeInvalidJWKS, "entry %d of keys is not an object", i)
+			return nil, 0, failf(CodeInvalidJWKS, "entry %d of keys is not an object", i)
 		}
 		if k.hasKID && k.kid == kid {
 			if k.key == nil {
-				return nil, failf(CodeInvalidJWK, "%s", k.bad)
+				return nil, 0, failf(CodeInvalidJWK, "%s", k.bad)
 			}
-			s.keys.put(s.url, kid, k.key)
-			return k.key, nil
+			return k.key, res.set.gen, nil
 		}
 	}
-	return nil, fail(CodeUnknownKID)
+	return nil, 0, fail(CodeUnknownKID)
 }
 
 // fetch GETs the key set and parses it.

@@ -59,6 +59,170 @@ func TestJWKSRotation(t *testing.T) {
 	assert.Equal(t, int64(2), srv.fetches.Load())
 }
 
+// verifyTok verifies tok and returns the code ("" on success).
+func verifyTok(t testing.TB, v *Verifier, tok string) Code {
+	t.Helper()
+	_, err := v.Verify(t.Context(), testRequest(tok))
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	return e.Code
+}
+
+// TestJWKSFetchReplacesKeySet rotates the served key set: once a fetch no
+// longer carries a kid, tokens under it are refused, whether or not the same
+// token was verified (and cached) before.
+func TestJWKSFetchReplacesKeySet(t *testing.T) {
+	t.Parallel()
+	for _, cacheSize := range []int{0, DefaultCacheSize} {
+		t.Run(fmt.Sprint("token cache ", cacheSize), func(t *testing.T) {
+			t.Parallel()
+			srv := newJWKSServer(t, mainKey.jwk("k1"))
+			clock := newTestClock(testNow)
+			v := newJWKSVerifier(t, srv.url(), clock.Now, WithCacheSize(cacheSize))
+			k1 := func(jti string) string {
+				return mint(t, mainKey.priv, map[string]any{"alg": "EdDSA", "kid": "k1"}, func() map[string]any {
+					c := validClaims()
+					c["jti"] = jti
+					return c
+				}())
+			}
+			seen := k1("seen-before")
+			require.Equal(t, Code(""), verifyTok(t, v, seen))
+
+			// Studio publishes k2 next to k1, then drops k1.
+			srv.setKeys(t, mainKey.jwk("k1"), otherKey.jwk("k2"))
+			clock.Advance(DefaultJWKSRefetchInterval)
+			require.Equal(t, Code(""), verifyCode(t, v, t.Context(), otherKey, "k2"))
+			require.Equal(t, int64(2), srv.fetches.Load())
+			srv.setKeys(t, otherKey.jwk("k2"), otherKey.jwk("k3"))
+			clock.Advance(DefaultJWKSRefetchInterval)
+			require.Equal(t, Code(""), verifyCode(t, v, t.Context(), otherKey, "k3"))
+			require.Equal(t, int64(3), srv.fetches.Load())
+
+			assert.Equal(t, CodeUnknownKID, verifyTok(t, v, k1("fresh")), "a fresh token under the removed kid")
+			assert.Equal(t, CodeUnknownKID, verifyTok(t, v, seen), "a token verified before the removal")
+			assert.Equal(t, Code(""), verifyCode(t, v, t.Context(), otherKey, "k2"), "kept kids still verify")
+			assert.Equal(t, int64(3), srv.fetches.Load(), "refusals within the interval do not fetch")
+
+			// A kid whose key changed verifies only with the new key.
+			srv.setKeys(t, mainKey.jwk("k2"))
+			clock.Advance(DefaultJWKSRefetchInterval)
+			assert.Equal(t, CodeUnknownKID, verifyCode(t, v, t.Context(), otherKey, "k4"))
+			assert.Equal(t, int64(4), srv.fetches.Load())
+			assert.Equal(t, CodeBadSignature, verifyCode(t, v, t.Context(), otherKey, "k2"), "the old key of k2")
+			assert.Equal(t, Code(""), verifyCode(t, v, t.Context(), mainKey, "k2"))
+		})
+	}
+}
+
+// longLived mints a token under kid, signed by key, valid for a day from
+// testNow.
+func longLived(t testing.TB, key testKey, kid string) string {
+	c := validClaims()
+	c["exp"] = testNow.Add(24 * time.Hour).Unix()
+	return mint(t, key.priv, map[string]any{"alg": "EdDSA", "kid": kid}, c)
+}
+
+// TestJWKSKeyMaxAge: keys are trusted for at most the maximum age of their
+// fetch; past it the next request refetches, and a failed fetch keeps the
+// previous set only until its maximum age.
+func TestJWKSKeyMaxAge(t *testing.T) {
+	t.Parallel()
+	srv := newJWKSServer(t, mainKey.jwk("k1"))
+	clock := newTestClock(testNow)
+	v := newJWKSVerifier(t, srv.url(), clock.Now)
+	tok := longLived(t, mainKey, "k1")
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+
+	// Within the maximum age nothing is fetched, even for a cached token,
+	// and a failed refetch keeps the set.
+	srv.setBody(http.StatusServiceUnavailable, nil)
+	clock.Advance(DefaultJWKSKeyMaxAge / 2)
+	assert.Equal(t, CodeJWKSUnavailable, verifyCode(t, v, t.Context(), mainKey, "unknown"))
+	assert.Equal(t, int64(2), srv.fetches.Load())
+	assert.Equal(t, Code(""), verifyTok(t, v, tok), "a failed fetch keeps the previous set")
+
+	// Past the maximum age of the last good fetch, the set is no longer
+	// trusted: the next request refetches (once per interval), and fails.
+	clock.Set(testNow.Add(DefaultJWKSKeyMaxAge))
+	assert.Equal(t, CodeJWKSUnavailable, verifyTok(t, v, tok))
+	assert.Equal(t, CodeJWKSUnavailable, verifyCode(t, v, t.Context(), mainKey, "k1"))
+	assert.Equal(t, int64(3), srv.fetches.Load())
+
+	// Studio dropped k1 meanwhile: the refetch past the maximum age sees it
+	// although no unknown kid asked for one.
+	srv.setKeys(t, otherKey.jwk("k2"))
+	clock.Advance(DefaultJWKSRefetchInterval)
+	assert.Equal(t, CodeUnknownKID, verifyTok(t, v, tok))
+	assert.Equal(t, int64(4), srv.fetches.Load())
+
+	// A set that still holds the kid is trusted again for a full maximum age.
+	srv.setKeys(t, mainKey.jwk("k1"))
+	clock.Advance(DefaultJWKSRefetchInterval)
+	assert.Equal(t, Code(""), verifyTok(t, v, tok))
+	assert.Equal(t, int64(5), srv.fetches.Load())
+	clock.Advance(DefaultJWKSKeyMaxAge - time.Second)
+	assert.Equal(t, Code(""), verifyTok(t, v, tok))
+	assert.Equal(t, int64(5), srv.fetches.Load())
+}
+
+// TestJWKSMaxAgeOption: the maximum age is configurable and never shorter
+// than the refetch interval.
+func TestJWKSMaxAgeOption(t *testing.T) {
+	t.Parallel()
+	srv := newJWKSServer(t, mainKey.jwk("k1"))
+	clock := newTestClock(testNow)
+	v := newJWKSVerifier(t, srv.url(), clock.Now, WithJWKSKeyMaxAge(time.Minute), WithJWKSRefetchInterval(time.Second))
+	tok := longLived(t, mainKey, "k1")
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+	clock.Advance(time.Minute - time.Second)
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+	assert.Equal(t, int64(1), srv.fetches.Load())
+	clock.Advance(time.Second)
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+	assert.Equal(t, int64(2), srv.fetches.Load())
+
+	// A maximum age below the refetch interval is raised to it.
+	v = newJWKSVerifier(t, srv.url(), clock.Now, WithJWKSKeyMaxAge(time.Second), WithJWKSRefetchInterval(time.Minute))
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+	clock.Advance(59 * time.Second)
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+	assert.Equal(t, int64(3), srv.fetches.Load())
+	clock.Advance(time.Second)
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+	assert.Equal(t, int64(4), srv.fetches.Load())
+}
+
+// TestJWKSMaxAgeRefetchCoalesced: many cached tokens whose keys reach their
+// maximum age at once cause a single refetch.
+func TestJWKSMaxAgeRefetchCoalesced(t *testing.T) {
+	t.Parallel()
+	srv := newJWKSServer(t, mainKey.jwk("k1"))
+	clock := newTestClock(testNow)
+	v := newJWKSVerifier(t, srv.url(), clock.Now)
+	tok := longLived(t, mainKey, "k1")
+	require.Equal(t, Code(""), verifyTok(t, v, tok))
+	clock.Advance(DefaultJWKSKeyMaxAge)
+	gate := make(chan struct{})
+	srv.setGate(gate)
+	const n = 12
+	codes := make([]Code, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { codes[i] = verifyTok(t, v, tok) })
+	}
+	waitForWaiters(t, v, n-1)
+	close(gate)
+	wg.Wait()
+	assert.Equal(t, int64(2), srv.fetches.Load())
+	for _, c := range codes {
+		assert.Equal(t, Code(""), c)
+	}
+}
+
 func TestJWKSOneFetchServesEveryKid(t *testing.T) {
 	t.Parallel()
 	srv := newJWKSServer(t, mainKey.jwk("k1"), otherKey.jwk("k2"), map[string]any{"kid": "k3", "kty": "RSA"})
@@ -347,30 +511,41 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func TestKeyCacheLRU(t *testing.T) {
+func TestKeySetGeneration(t *testing.T) {
 	t.Parallel()
-	c := &keyCache{max: JWKSKeyCacheSize}
-	key := func(i int) []byte { return []byte{byte(i)} }
-	for i := range JWKSKeyCacheSize {
-		c.put("u", fmt.Sprint(i), key(i))
+	src := newJWKSSource("http://127.0.0.1/jwks", &http.Client{}, 0, 0, func() time.Time { return testNow }, nil)
+	assert.Equal(t, DefaultJWKSKeyMaxAge, src.maxAge)
+	publish := func(body string) *keySet {
+		res := parseJWKS([]byte(body))
+		require.Nil(t, res.err)
+		prev := src.set.Load()
+		keys := usableKeys(res)
+		gen := uint64(1)
+		if prev != nil {
+			gen = prev.gen
+			if !prev.keeps(keys) {
+				gen++
+			}
+		}
+		set := &keySet{keys: keys, gen: gen}
+		src.set.Store(set)
+		return set
 	}
-	_, ok := c.get("u", "0") // 0 becomes the most recent; 1 is now the oldest
-	require.True(t, ok)
-	c.put("u", "new", key(99))
-	_, ok = c.get("u", "1")
-	assert.False(t, ok, "the least recently used key is evicted")
-	for _, kid := range []string{"0", "2", "15", "new"} {
-		got, ok := c.get("u", kid)
-		assert.True(t, ok, kid)
-		assert.NotNil(t, got)
-	}
-	assert.Len(t, c.entries, JWKSKeyCacheSize)
-	_, ok = c.get("other-url", "0")
-	assert.False(t, ok, "keyed by (url, kid)")
-	c.put("u", "0", key(42)) // replacing does not grow the cache
-	got, _ := c.get("u", "0")
-	assert.Equal(t, key(42), []byte(got))
-	assert.Len(t, c.entries, JWKSKeyCacheSize)
+	k := func(kid string, key testKey) string { return mustJSON(t, key.jwk(kid)) }
+	a := publish(`{"keys":[` + k("a", mainKey) + `]}`)
+	assert.Equal(t, uint64(1), a.gen)
+	b := publish(`{"keys":[` + k("a", mainKey) + `,` + k("b", otherKey) + `]}`)
+	assert.Equal(t, a.gen, b.gen, "an added kid keeps the generation")
+	c := publish(`{"keys":[` + k("a", otherKey) + `,` + k("b", otherKey) + `]}`)
+	assert.Equal(t, b.gen+1, c.gen, "a changed key")
+	d := publish(`{"keys":[` + k("b", otherKey) + `]}`)
+	assert.Equal(t, c.gen+1, d.gen, "a removed kid")
+	e := publish(`{"keys":[` + k("b", otherKey) + `,1,` + k("c", mainKey) + `]}`)
+	assert.Equal(t, d.gen, e.gen)
+	assert.NotContains(t, e.keys, "c", "keys behind a non-object entry are not trusted")
+	f := publish(`{"keys":[{"kid":"b","kty":"RSA"},` + k("b", mainKey) + `]}`)
+	assert.Equal(t, e.gen+1, f.gen, "the first entry of a kid decides, and it is unusable")
+	assert.Empty(t, f.keys)
 }
 
 func TestParseJWKS(t *testing.T) {

@@ -100,6 +100,12 @@ func parseToken(tok string) (parsedToken, *Error) {
 	if alg, ok := jsonString(header["alg"]); !ok || alg != "EdDSA" {
 		return parsedToken{}, fail(CodeUnsupportedAlg)
 	}
+	// crit lists header extensions the recipient must understand (RFC 7515
+	// §4.1.11); this verifier implements none, so any crit, even an empty or
+	// ill-typed one, is refused rather than ignored.
+	if _, ok := header["crit"]; ok {
+		return parsedToken{}, failf(CodeMalformed, "critical header extensions are not supported")
+	}
 	var pt parsedToken
 	if kid, ok := jsonString(header["kid"]); ok && kid != "" {
 		pt.kid, pt.hasKID = kid, true
@@ -141,13 +147,15 @@ type claims struct {
 	agentWorkspaceRef *string
 	iat               int64
 	hasIAT            bool
+	nbf               int64
+	hasNBF            bool
 	exp               int64
 }
 
 // parseClaims runs step 9 (authorization.md §4) on claims decoded with
 // json.Number. Types are checked strictly: string claims must be JSON
 // strings, aud a string or an array of strings, scopes a non-empty array of
-// strings, exp (required) and iat (optional) JSON numbers with an integral
+// strings, exp (required), iat and nbf (optional) JSON numbers with an integral
 // value that fits in an int64. An optional claim that is null counts as
 // absent; unknown claims are ignored.
 func parseClaims(m map[string]any) (*claims, *Error) {
@@ -227,6 +235,12 @@ func parseClaims(m map[string]any) (*claims, *Error) {
 			return nil, invalidClaim("iat", v, "an integer")
 		}
 		c.hasIAT = true
+	}
+	if v, present := m["nbf"]; present && v != nil {
+		if c.nbf, ok = integralClaim(v); !ok {
+			return nil, invalidClaim("nbf", v, "an integer")
+		}
+		c.hasNBF = true
 	}
 	return c, nil
 }

@@ -66,6 +66,7 @@ type options struct {
 	client   *http.Client
 	logger   *slog.Logger
 	interval time.Duration
+	maxAge   time.Duration
 	size     int
 }
 
@@ -94,6 +95,16 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 func WithJWKSRefetchInterval(d time.Duration) Option {
 	return func(o *options) { o.interval = d }
 }
+
+// WithJWKSKeyMaxAge sets how long the keys of a successful JWKS fetch are
+// trusted without another successful fetch. Past it, the next request that
+// needs a key (a cached token included) refetches the set, subject to the
+// refetch interval and coalesced with concurrent misses; a failed fetch keeps
+// the previous set only until its maximum age, then requests fail with
+// CodeJWKSUnavailable until a fetch succeeds. d is raised to the refetch
+// interval when shorter; zero or negative means the default,
+// [DefaultJWKSKeyMaxAge].
+func WithJWKSKeyMaxAge(d time.Duration) Option { return func(o *options) { o.maxAge = d } }
 
 // WithCacheSize sets how many verified tokens are cached; n <= 0 disables the
 // cache. Default: [DefaultCacheSize].
@@ -148,7 +159,7 @@ func New(s Settings, serverID string, dir Directory, opts ...Option) (*Verifier,
 	if dir == nil {
 		return nil, errors.New("wsauth: nil Directory")
 	}
-	o := options{now: time.Now, interval: DefaultJWKSRefetchInterval, size: DefaultCacheSize}
+	o := options{now: time.Now, interval: DefaultJWKSRefetchInterval, maxAge: DefaultJWKSKeyMaxAge, size: DefaultCacheSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -189,7 +200,7 @@ func New(s Settings, serverID string, dir Directory, opts ...Option) (*Verifier,
 		}
 		v.pemKey = key
 	} else {
-		v.jwks = newJWKSSource(s.JWKSURL, o.client, o.interval, o.now, o.logger)
+		v.jwks = newJWKSSource(s.JWKSURL, o.client, o.interval, o.maxAge, o.now, o.logger)
 	}
 	return v, nil
 }
@@ -215,7 +226,8 @@ func (v *Verifier) ExpectedAudience() string { return v.aud.Load().audience }
 // Times are compared in whole seconds: now is truncated to the second, so a
 // token is accepted up to and including now == exp + leeway (until the next
 // second begins) and rejected as expired from exp + leeway + 1; likewise it
-// is not yet valid while now < iat − leeway.
+// is not yet valid while now < iat − leeway, or now < nbf − leeway when the
+// token carries nbf.
 func (v *Verifier) Verify(ctx context.Context, r Request) (*Context, error) {
 	vc, tok, e := v.verify(ctx, r)
 	if e != nil {
@@ -253,55 +265,64 @@ func (v *Verifier) verify(ctx context.Context, r Request) (*Context, string, *Er
 	if len(tok) > MaxTokenBytes {
 		return nil, tok, failf(CodeMalformed, "token longer than %d bytes", MaxTokenBytes)
 	}
-	nowSec := v.now().Unix()
+	now := v.now()
+	nowSec := now.Unix()
 	key := sha256.Sum256([]byte(tok))
-	if cl, ok := v.cache.get(key); ok {
+	// A cached token counts as verified only while the JWKS key that
+	// verified it is still trusted (not removed, changed or past its
+	// maximum age); otherwise it takes the full path, which refetches.
+	if cl, keyGen, ok := v.cache.get(key); ok && (v.jwks == nil || v.jwks.trusts(keyGen, now)) {
 		// Steps 4–9 passed for these exact bytes; 10–21 always run.
 		vc, e := v.check(cl, v.aud.Load(), r, nowSec)
 		return vc, tok, e
 	}
 	gen := v.cache.generation()
 	exp := v.aud.Load()
-	cl, e := v.verifyToken(ctx, tok)
+	cl, keyGen, e := v.verifyToken(ctx, tok)
 	if e != nil {
 		return nil, tok, e
 	}
 	if v.intrinsicOK(cl, exp) {
-		v.cache.put(key, cl, satAdd(cl.exp, v.leeway), gen)
+		v.cache.put(key, cl, keyGen, satAdd(cl.exp, v.leeway), gen)
 	}
 	vc, e := v.check(cl, exp, r, nowSec)
 	return vc, tok, e
 }
 
-// verifyToken runs steps 4–9: format, alg, key, signature, claim types.
-func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, *Error) {
+// verifyToken runs steps 4–9: format, alg, key, signature, claim types. It
+// also returns the generation of the JWKS key set that held the key (0 for a
+// PEM key).
+func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, uint64, *Error) {
 	pt, e := parseToken(tok)
 	if e != nil {
-		return nil, e
+		return nil, 0, e
 	}
 	mc := jwt.MapClaims{}
+	var keyGen uint64
 	_, err := v.parser.ParseWithClaims(tok, mc, func(*jwt.Token) (any, error) {
-		key, e := v.resolveKey(ctx, pt)
+		key, gen, e := v.resolveKey(ctx, pt)
 		if e != nil {
 			return nil, e
 		}
+		keyGen = gen
 		return key, nil
 	})
 	if err != nil {
-		return nil, parseErrorCode(err)
+		return nil, 0, parseErrorCode(err)
 	}
-	return parseClaims(mc)
+	cl, e := parseClaims(mc)
+	return cl, keyGen, e
 }
 
 // resolveKey is step 7 (authorization.md §6).
-func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (ed25519.PublicKey, *Error) {
+func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (ed25519.PublicKey, uint64, *Error) {
 	switch {
 	case v.pemKey != nil:
-		return v.pemKey, nil
+		return v.pemKey, 0, nil
 	case v.jwks == nil:
-		return nil, fail(CodeNotConfigured)
+		return nil, 0, fail(CodeNotConfigured)
 	case !pt.hasKID:
-		return nil, fail(CodeMissingKID)
+		return nil, 0, fail(CodeMissingKID)
 	}
 	return v.jwks.resolve(ctx, pt.kid)
 }
@@ -350,6 +371,9 @@ func (v *Verifier) check(cl *claims, exp *expected, r Request, nowSec int64) (*C
 		return nil, fail(CodeExpired)
 	}
 	if cl.hasIAT && cl.iat > nowSec+v.leeway {
+		return nil, fail(CodeNotYetValid)
+	}
+	if cl.hasNBF && cl.nbf > nowSec+v.leeway {
 		return nil, fail(CodeNotYetValid)
 	}
 	// 14.

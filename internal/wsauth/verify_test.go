@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -192,6 +193,21 @@ func TestVerifyAttackMatrix(t *testing.T) {
 			return mintWith(t, func(h, _ map[string]any) { h["alg"] = "none"; delete(h, "kid") })
 		}, want: CodeUnsupportedAlg},
 
+		// Critical header extensions: this verifier implements none.
+		{name: "crit naming an unknown extension", token: func(t testing.TB) string { return mintWith(t, setHeader("crit", []any{"exp-ext"})) }, want: CodeMalformed},
+		{name: "crit naming b64", token: func(t testing.TB) string {
+			return mintWith(t, func(h, _ map[string]any) { h["crit"] = []any{"b64"}; h["b64"] = true })
+		}, want: CodeMalformed},
+		{name: "crit empty", token: func(t testing.TB) string { return mintWith(t, setHeader("crit", []any{})) }, want: CodeMalformed},
+		{name: "crit null", token: func(t testing.TB) string { return mintWith(t, setHeader("crit", nil)) }, want: CodeMalformed},
+		{name: "crit not an array", token: func(t testing.TB) string { return mintWith(t, setHeader("crit", "exp-ext")) }, want: CodeMalformed},
+		{name: "crit beats a missing kid", jwks: true, token: func(t testing.TB) string {
+			return mintWith(t, func(h, _ map[string]any) { h["crit"] = []any{"exp-ext"}; delete(h, "kid") })
+		}, want: CodeMalformed},
+		{name: "alg none beats crit", token: func(t testing.TB) string {
+			return mintWith(t, func(h, _ map[string]any) { h["alg"] = "none"; h["crit"] = []any{"exp-ext"} })
+		}, want: CodeUnsupportedAlg},
+
 		// Key (step 7).
 		{name: "JWKS and no kid", jwks: true, token: func(t testing.TB) string {
 			return mintWith(t, func(h, _ map[string]any) { delete(h, "kid") })
@@ -256,6 +272,8 @@ func TestVerifyAttackMatrix(t *testing.T) {
 		{name: "null exp", token: func(t testing.TB) string { return mintWith(t, setClaim("exp", nil)) }, want: CodeInvalidClaims},
 		{name: "missing exp", token: func(t testing.TB) string { return mintWith(t, delClaim("exp")) }, want: CodeInvalidClaims},
 		{name: "boolean iat", token: func(t testing.TB) string { return mintWith(t, setClaim("iat", true)) }, want: CodeInvalidClaims},
+		{name: "string nbf", token: func(t testing.TB) string { return mintWith(t, setClaim("nbf", "later")) }, want: CodeInvalidClaims},
+		{name: "fractional nbf", token: func(t testing.TB) string { return mintWith(t, setClaim("nbf", 1791700000.5)) }, want: CodeInvalidClaims},
 		{name: "issuer is a number", token: func(t testing.TB) string { return mintWith(t, setClaim("iss", 1)) }, want: CodeInvalidClaims},
 		{name: "missing grant_id", token: func(t testing.TB) string { return mintWith(t, delClaim("grant_id")) }, want: CodeInvalidClaims},
 		{name: "workspace_slug is a number", token: func(t testing.TB) string { return mintWith(t, setClaim("workspace_slug", 3)) }, want: CodeInvalidClaims},
@@ -279,6 +297,14 @@ func TestVerifyAttackMatrix(t *testing.T) {
 			return mintWith(t, func(_, c map[string]any) { c["exp"] = now - 31; c["server_id"] = "other" })
 		}, want: CodeExpired},
 		{name: "iat beyond the leeway", token: func(t testing.TB) string { return mintWith(t, setClaim("iat", now+31)) }, want: CodeNotYetValid},
+		{name: "nbf beyond the leeway", token: func(t testing.TB) string { return mintWith(t, setClaim("nbf", now+31)) }, want: CodeNotYetValid},
+		{name: "nbf a year ahead", token: func(t testing.TB) string { return mintWith(t, setClaim("nbf", now+365*24*3600)) }, want: CodeNotYetValid},
+		{name: "nbf ahead beats wrong server", token: func(t testing.TB) string {
+			return mintWith(t, func(_, c map[string]any) { c["nbf"] = now + 3600; c["server_id"] = "other" })
+		}, want: CodeNotYetValid},
+		{name: "expiry beats nbf ahead", token: func(t testing.TB) string {
+			return mintWith(t, func(_, c map[string]any) { c["nbf"] = now + 3600; c["exp"] = now - 31 })
+		}, want: CodeExpired},
 		{name: "wrong server", token: func(t testing.TB) string { return mintWith(t, setClaim("server_id", "studio-server-2")) }, want: CodeWrongServer},
 
 		// Agent (steps 15–18).
@@ -357,6 +383,64 @@ func TestVerifyAttackMatrixNeverFetchesElsewhere(t *testing.T) {
 	}
 }
 
+// TestVerifyAttackJWKSRemoval: a token under testKID verified (and cached),
+// then Studio's key set changes; once a fetch has seen the change, the same
+// token must answer as the new set dictates. Failed fetches keep the previous
+// set (within its maximum age).
+func TestVerifyAttackJWKSRemoval(t *testing.T) {
+	t.Parallel()
+	good := mainKey.jwk(testKID)
+	tests := []struct {
+		name   string
+		status int
+		body   func(t testing.TB) string
+		want   Code
+	}{
+		{name: "kid removed", body: func(t testing.TB) string { return mustJSON(t, map[string]any{"keys": []any{otherKey.jwk("next")}}) }, want: CodeUnknownKID},
+		{name: "set emptied", body: func(t testing.TB) string { return `{"keys":[]}` }, want: CodeUnknownKID},
+		{name: "keys member dropped", body: func(t testing.TB) string { return `{}` }, want: CodeUnknownKID},
+		{name: "kid moved to another key", body: func(t testing.TB) string { return mustJSON(t, map[string]any{"keys": []any{otherKey.jwk(testKID)}}) }, want: CodeBadSignature},
+		{name: "kid turned into an RSA key", body: func(t testing.TB) string {
+			return mustJSON(t, map[string]any{"keys": []any{map[string]any{"kid": testKID, "kty": "RSA", "n": "AQAB", "e": "AQAB"}}})
+		}, want: CodeInvalidJWK},
+		{name: "kid behind a non-object entry", body: func(t testing.TB) string { return mustJSON(t, map[string]any{"keys": []any{1, good}}) }, want: CodeInvalidJWKS},
+		{name: "kid kept", body: func(t testing.TB) string {
+			return mustJSON(t, map[string]any{"keys": []any{otherKey.jwk("next"), good}})
+		}},
+		{name: "failed fetch keeps the set", status: http.StatusServiceUnavailable, body: func(testing.TB) string { return "" }},
+		{name: "invalid set keeps the set", body: func(testing.TB) string { return `{"keys":{}}` }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newJWKSServer(t, good)
+			clock := newTestClock(testNow)
+			v := newJWKSVerifier(t, srv.url(), clock.Now)
+			tok := mintWith(t, nil)
+			_, err := v.Verify(t.Context(), testRequest(tok))
+			require.NoError(t, err)
+
+			status := tt.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			srv.setBody(status, []byte(tt.body(t)))
+			clock.Advance(DefaultJWKSRefetchInterval)
+			_, _ = v.Verify(t.Context(), testRequest(mintWith(t, setHeader("kid", "trigger"))))
+			require.Equal(t, int64(2), srv.fetches.Load())
+
+			_, err = v.Verify(t.Context(), testRequest(tok))
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tt.want, e.Code, e.Message)
+		})
+	}
+}
+
 func TestVerifyMissingScopeMessage(t *testing.T) {
 	t.Parallel()
 	v := newPEMVerifier(t)
@@ -422,8 +506,11 @@ func TestVerifyAccepts(t *testing.T) {
 			ServerID: testServerID, Scopes: full.Scopes,
 		}},
 		{name: "unknown claims and typ ignored", header: func(t testing.TB) string {
-			return mintWith(t, func(h, c map[string]any) { h["typ"] = 7; c["nbf"] = "later"; c["extra"] = []any{1} })
+			return mintWith(t, func(h, c map[string]any) { h["typ"] = 7; h["cty"] = "x"; c["extra"] = []any{1} })
 		}, want: full},
+		{name: "nbf in the past", header: func(t testing.TB) string { return mintWith(t, setClaim("nbf", testIAT)) }, want: full},
+		{name: "nbf within the leeway", header: func(t testing.TB) string { return mintWith(t, setClaim("nbf", testNow.Unix()+30)) }, want: full},
+		{name: "nbf null", header: func(t testing.TB) string { return mintWith(t, setClaim("nbf", nil)) }, want: full},
 		{name: "request without a slug", header: func(t testing.TB) string { return mintWith(t, setClaim("workspace_slug", "globex")) },
 			req: func(r *Request) { r.WorkspaceSlug = "" }, want: func() *Context {
 				c := *full
@@ -501,9 +588,26 @@ func TestVerifyTimeBoundaries(t *testing.T) {
 		{name: "sub-second leeway is truncated", leeway: new(1500 * time.Millisecond), now: time.Unix(exp+2, 0), want: CodeExpired},
 	}
 	tok := mintWith(t, nil)
+	nbf := int64(testIAT + 100)
+	nbfTok := mintWith(t, setClaim("nbf", nbf))
+	tests = append(tests, []struct {
+		name   string
+		leeway *time.Duration
+		now    time.Time
+		want   Code
+	}{
+		{name: "now == nbf - leeway", now: time.Unix(nbf-30, 0)},
+		{name: "now == nbf - leeway - 1", now: time.Unix(nbf-31, 0), want: CodeNotYetValid},
+		{name: "zero leeway at nbf", leeway: new(time.Duration(0)), now: time.Unix(nbf, 0)},
+		{name: "zero leeway before nbf", leeway: new(time.Duration(0)), now: time.Unix(nbf-1, 0), want: CodeNotYetValid},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			tok := tok
+			if strings.Contains(tt.name, "nbf") {
+				tok = nbfTok
+			}
 			s := pemSettings(t)
 			if tt.leeway != nil {
 				s.Leeway, s.LeewaySet = *tt.leeway, true
