@@ -1,18 +1,27 @@
 # supervaizer-go: the Go SDK for Supervaizer v2 agent controllers.
 GO ?= go
 FUZZTIME ?= 30s
+# Folder of the published A2A JSON Schemas (a2a-0.2.6.schema.json,
+# a2a-0.3.0.schema.json) that make conformance validates the cards against.
+# They are third-party files, never copied into this repository.
+A2A_SCHEMAS ?= ../shared/schemas/a2a
+# Packages whose card tests (every test with Card in its name) also validate
+# against the published schemas in a build with the conformance tag.
+CONFORMANCE_A2A_PKGS = . ./a2a ./internal/cardcheck ./examples/research-agent
 
 .DEFAULT_GOAL := help
 
 help: ## List targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "%-12s %s\n",$$1,$$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "%-16s %s\n",$$1,$$2}'
 
 test: lint ## Vet, gofmt, unit and end-to-end tests with the race detector, every benchmark run once
 	$(GO) test -race -count=1 ./...
 	@out=$$($(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { printf '%s\n' "$$out"; exit 1; }
+	@echo "make test: cards checked against the A2A 0.2.6 and 0.3.0 structure; the published A2A schemas and SDK clients are checked by make conformance"
 
 lint: ## go vet, gofmt, and go.mod/go.sum tidy
 	$(GO) vet ./...
+	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS)
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 
@@ -22,6 +31,14 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each
 	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
 	  done; \
 	done
+
+conformance: conformance-a2a ## Checks against third-party specifications and SDKs (run by .ci/run after make test)
+
+conformance-a2a: ## Agent Cards against the published A2A JSON Schemas in A2A_SCHEMAS (default ../shared/schemas/a2a)
+	@test -f "$(A2A_SCHEMAS)/a2a-0.2.6.schema.json" && test -f "$(A2A_SCHEMAS)/a2a-0.3.0.schema.json" || { \
+	  echo "conformance-a2a: the published A2A JSON Schemas are not in A2A_SCHEMAS=$(A2A_SCHEMAS)" >&2; \
+	  echo "  set A2A_SCHEMAS to the folder holding a2a-0.2.6.schema.json and a2a-0.3.0.schema.json" >&2; exit 1; }
+	SUPERVAIZER_A2A_SCHEMAS="$(abspath $(A2A_SCHEMAS))" $(GO) test -tags conformance -count=1 -run Card $(CONFORMANCE_A2A_PKGS)
 
 bench: ## Benchmarks with allocations
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -39,4 +56,4 @@ run: ## Run examples/research-agent on 127.0.0.1:8080 in local mode (no Studio n
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
 	$(GO) run ./internal/loadcheck
 
-.PHONY: help test lint fuzz bench cover run loadcheck
+.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a

@@ -1,86 +1,29 @@
 package supervaizer_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/cardcheck"
 )
 
-// a2aSchemaFiles are the A2A JSON Schemas every card must satisfy, read from
-// <repository root>/../shared/schemas/a2a (never copied into the repository).
-var a2aSchemaFiles = []string{"a2a-0.2.6.schema.json", "a2a-0.3.0.schema.json"}
-
-// loadAgentCardSchemas compiles #/definitions/AgentCard of each A2A schema.
-var loadAgentCardSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*jsonschema.Schema{}
-	for _, name := range a2aSchemaFiles {
-		path := filepath.Join(root, "..", "shared", "schemas", "a2a", name)
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("the A2A schema %s is required by the card tests: %w", path, err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", path, err)
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource(path, doc); err != nil {
-			return nil, fmt.Errorf("add %s: %w", path, err)
-		}
-		s, err := c.Compile(path + "#/definitions/AgentCard")
-		if err != nil {
-			return nil, fmt.Errorf("compile %s#/definitions/AgentCard: %w", path, err)
-		}
-		out[name] = s
-	}
-	return out, nil
-})
-
-// moduleRoot walks up from the working directory to the directory of go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// assertValidAgentCard validates a card against both A2A schemas.
+// assertValidAgentCard checks a card with every validator of cardcheck: the
+// A2A 0.2.6 and 0.3.0 structure, and the published A2A JSON Schemas in a build
+// with the conformance tag (make conformance).
 func assertValidAgentCard(tb testing.TB, card []byte) {
 	tb.Helper()
-	schemas, err := loadAgentCardSchemas()
-	require.NoError(tb, err) // a missing schema fails the test; it is never skipped
-	for _, name := range a2aSchemaFiles {
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(card))
-		require.NoError(tb, err)
-		assert.NoError(tb, schemas[name].Validate(inst), "the card must be a valid %s AgentCard", name)
+	validators, err := cardcheck.Validators()
+	require.NoError(tb, err)
+	for _, v := range validators {
+		assert.NoError(tb, v.Validate(card), "the card must be a valid AgentCard: %s", v.Name)
 	}
 }
 

@@ -19,8 +19,8 @@ func TestAgentCardGolden(t *testing.T) {
 	golden(t, filepath.Join("testdata", "agent_card.golden.json"), got)
 }
 
-func TestAgentCardValidatesAgainstA2ASchemas(t *testing.T) {
-	schemas := cardSchemas(t)
+func TestAgentCardValidatesAgainstA2A(t *testing.T) {
+	validators := cardValidators(t)
 	many := make([]a2a.ActionInfo, 250)
 	for i := range many {
 		many[i] = a2a.ActionInfo{ID: fmt.Sprintf("resource.r%d.list", i), Scope: "workspace", Mutating: i%2 == 0}
@@ -56,8 +56,8 @@ func TestAgentCardValidatesAgainstA2ASchemas(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			card, b := mustCard(t, tt.in)
-			for _, file := range schemaFiles {
-				assert.NoError(t, validate(schemas[file], b), file)
+			for _, v := range validators {
+				assert.NoError(t, v.Validate(b), v.Name)
 			}
 			var doc map[string]json.RawMessage
 			require.NoError(t, json.Unmarshal(b, &doc))
@@ -78,7 +78,7 @@ func TestAgentCardValidatesAgainstA2ASchemas(t *testing.T) {
 	}
 }
 
-func TestA2ASchemasRejectLegacyOnlyCard(t *testing.T) {
+func TestCardValidatorsRejectLegacyOnlyCard(t *testing.T) {
 	t.Parallel()
 	_, b := mustCard(t, researchInput(t))
 	var doc map[string]json.RawMessage
@@ -88,21 +88,24 @@ func TestA2ASchemasRejectLegacyOnlyCard(t *testing.T) {
 	}
 	legacy, err := json.Marshal(doc)
 	require.NoError(t, err)
-	for _, file := range schemaFiles {
-		assert.Error(t, validate(cardSchemas(t)[file], legacy), file)
+	validators := cardValidators(t)
+	for _, v := range validators {
+		assert.Error(t, v.Validate(legacy), v.Name)
 	}
 	doc["skills"] = json.RawMessage(`null`)
 	withNull, err := json.Marshal(doc)
 	require.NoError(t, err)
-	assert.Error(t, validate(cardSchemas(t)[schema030], withNull))
+	for _, v := range validators {
+		assert.Error(t, v.Validate(withNull), v.Name)
+	}
 }
 
 func TestZeroAgentCardValidates(t *testing.T) {
 	t.Parallel()
 	b, err := json.Marshal(a2a.AgentCard{Skills: []a2a.AgentSkill{{ID: "x"}}, APIEndpoints: []a2a.APIEndpoint{{}}, Tools: []a2a.Tool{{Name: "t"}}})
 	require.NoError(t, err)
-	for _, file := range schemaFiles {
-		assert.NoError(t, validate(cardSchemas(t)[file], b), file)
+	for _, v := range cardValidators(t) {
+		assert.NoError(t, v.Validate(b), v.Name)
 	}
 	assert.NotContains(t, string(b), "null", "unset card members must not be null")
 	assert.Contains(t, string(b), `"input_schema":{}`)

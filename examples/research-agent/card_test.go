@@ -1,52 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/internal/cardcheck"
 )
-
-// cardSchemas compiles #/definitions/AgentCard of the A2A 0.2.6 and 0.3.0
-// schemas, read from ../shared/schemas/a2a beside the repository root. A
-// missing schema fails the test: the card's validity is not optional.
-func cardSchemas(t *testing.T) map[string]*jsonschema.Schema {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "go.mod not found above %s", dir)
-		dir = parent
-	}
-	schemas := map[string]*jsonschema.Schema{}
-	for _, name := range []string{"a2a-0.2.6.schema.json", "a2a-0.3.0.schema.json"} {
-		path := filepath.Join(dir, "..", "shared", "schemas", "a2a", name)
-		raw, err := os.ReadFile(path)
-		require.NoError(t, err, "the A2A JSON Schema %s is required (expected at ../shared/schemas/a2a beside the repository root)", name)
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		require.NoError(t, err, name)
-		c := jsonschema.NewCompiler()
-		require.NoError(t, c.AddResource(path, doc), name)
-		sch, err := c.Compile(path + "#/definitions/AgentCard")
-		require.NoError(t, err, name)
-		schemas[name] = sch
-	}
-	return schemas
-}
 
 // fetch GETs url and returns the JSON body.
 func fetch(t *testing.T, url string) []byte {
@@ -61,25 +26,21 @@ func fetch(t *testing.T, url string) []byte {
 	return body
 }
 
-// TestAgentCardValidatesAgainstA2ASchemas validates every card the running
-// agent serves against both A2A schemas.
-func TestAgentCardValidatesAgainstA2ASchemas(t *testing.T) {
-	schemas := cardSchemas(t)
+// TestAgentCardValidatesAgainstA2A checks every card the running agent serves
+// with every validator of cardcheck: the A2A 0.2.6 and 0.3.0 structure, and
+// the published A2A JSON Schemas in a build with the conformance tag (make
+// conformance).
+func TestAgentCardValidatesAgainstA2A(t *testing.T) {
+	validators, err := cardcheck.Validators()
+	require.NoError(t, err)
 	h := newHarness(t)
 	for _, path := range []string{
 		a2a.WellKnownCardPath, a2a.WellKnownCardPathV02,
 		a2a.CardPath(agentSlug), a2a.VersionedCardPath(agentVersion, agentSlug),
 	} {
 		body := fetch(t, h.srv.URL+path)
-		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-		require.NoError(t, err, path)
-		for name, sch := range schemas {
-			var verr *jsonschema.ValidationError
-			if err := sch.Validate(inst); errors.As(err, &verr) {
-				t.Errorf("%s does not validate against %s:\n%v", path, name, verr)
-			} else {
-				assert.NoError(t, err, "%s against %s", path, name)
-			}
+		for _, v := range validators {
+			assert.NoError(t, v.Validate(body), "%s: %s", path, v.Name)
 		}
 	}
 }
