@@ -3,9 +3,10 @@ package supervaizer
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
+
+	"github.com/supervaize/supervaizer-go/internal/redact"
 )
 
 // KeyScope is the scope of a transport API key. Write satisfies read.
@@ -35,7 +36,7 @@ type apiKey struct {
 type apiKeys struct {
 	digests [][sha256.Size]byte
 	scopes  []KeyScope
-	primary secret // the first write key: the effective key sent to Studio
+	primary redact.Secret // the first write key: the effective key sent to Studio
 }
 
 func newAPIKeys(keys []apiKey) apiKeys {
@@ -43,8 +44,8 @@ func newAPIKeys(keys []apiKey) apiKeys {
 	for _, k := range keys {
 		ks.digests = append(ks.digests, sha256.Sum256([]byte(k.key)))
 		ks.scopes = append(ks.scopes, k.scope)
-		if ks.primary.get == nil && k.scope == ScopeWrite {
-			ks.primary = newSecret(k.key)
+		if ks.primary.IsZero() && k.scope == ScopeWrite {
+			ks.primary = redact.New(k.key)
 		}
 	}
 	return ks
@@ -65,13 +66,6 @@ func (ks *apiKeys) lookup(presented string) (KeyScope, bool) {
 		}
 	}
 	return scope, found == 1
-}
-
-// KeyFingerprint is what the SDK logs in place of a key: the first 12
-// hexadecimal characters of the SHA-256 of its UTF-8 bytes (controller.md §3.2).
-func KeyFingerprint(key string) string {
-	d := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(d[:6])
 }
 
 // requireKey checks X-API-Key before anything else reads the request: 401 for a
@@ -99,7 +93,7 @@ func (s *Server) requireKey(need KeyScope) func(http.Handler) http.Handler {
 func (s *Server) deny(r *http.Request, reason, presented string) {
 	attrs := []slog.Attr{slog.String("path", r.URL.Path), slog.String("reason", reason)}
 	if presented != "" {
-		attrs = append(attrs, slog.String("api_key_fingerprint", KeyFingerprint(presented)))
+		attrs = append(attrs, slog.String("api_key_fingerprint", redact.Fingerprint(presented)))
 	}
 	s.logger.LogAttrs(r.Context(), slog.LevelWarn, "access denied", attrs...)
 }

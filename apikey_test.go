@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // TestAPIKeyCheckedBeforeBody checks controller.md §3.1: a missing, unknown or
@@ -107,7 +108,9 @@ func TestAPIKeyScopes(t *testing.T) {
 // TestAPIKeyDefaults checks controller.md §3.2: a generated key, the
 // environment key and the local-mode key.
 func TestAPIKeyDefaults(t *testing.T) {
-	agent := func(t *testing.T) []*supervaizer.Agent { return []*supervaizer.Agent{newTestAgent(t, testAgentName)} }
+	agent := func(t *testing.T) []*supervaizer.Agent {
+		return []*supervaizer.Agent{newTestAgent(t, testAgentName)}
+	}
 
 	t.Run("generated key", func(t *testing.T) {
 		srv, err := supervaizer.NewServer(agent(t), supervaizer.WithEnv(emptyEnv), supervaizer.WithServerID(testServerID))
@@ -130,7 +133,7 @@ func TestAPIKeyDefaults(t *testing.T) {
 		assert.Equal(t, supervaizer.LocalModeAPIKey, srv.APIKey())
 	})
 	t.Run("fingerprint", func(t *testing.T) {
-		assert.Equal(t, "215345834bf2", supervaizer.KeyFingerprint("example-controller-key"))
+		assert.Equal(t, "215345834bf2", studio.KeyFingerprint("example-controller-key"))
 	})
 	t.Run("invalid keys fail startup", func(t *testing.T) {
 		for name, opt := range map[string]supervaizer.Option{

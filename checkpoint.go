@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Rule checkpoints (checkpoints.md) let an agent guard an external effect with
@@ -40,14 +42,6 @@ const (
 	CheckpointPause = "pause" // wait for rule.checkpoint.resume
 	CheckpointStop  = "stop"  // do not proceed
 )
-
-// RuleCheckpointsPath is the Studio endpoint of checkpoint calls, relative to
-// the account's API URL (not to the workspace API base).
-const RuleCheckpointsPath = "/api/v1/rule-checkpoints/"
-
-// HeaderRuleCheckpointToken carries the snapshot's checkpoint token on
-// checkpoint calls.
-const HeaderRuleCheckpointToken = "X-Rule-Checkpoint-Token"
 
 // RuleSnapshotVersion is the only rule_snapshot version this SDK accepts.
 const RuleSnapshotVersion = 1
@@ -188,15 +182,15 @@ func (e *CheckpointRequestError) Is(target error) bool { return target == ErrChe
 // in fmt output (every verb), logs and JSON; only the Studio call reads it.
 type checkpointToken string
 
-func (checkpointToken) String() string                      { return redacted }
-func (checkpointToken) GoString() string                    { return `"` + redacted + `"` }
-func (checkpointToken) LogValue() slog.Value                { return slog.StringValue(redacted) }
-func (checkpointToken) MarshalJSON() ([]byte, error)        { return []byte(`"` + redacted + `"`), nil }
-func (checkpointToken) MarshalText() ([]byte, error)        { return []byte(redacted), nil }
-func (checkpointToken) Format(f fmt.State, verb rune)       { _, _ = io.WriteString(f, redacted) }
+func (checkpointToken) String() string                      { return redact.Text }
+func (checkpointToken) GoString() string                    { return `"` + redact.Text + `"` }
+func (checkpointToken) LogValue() slog.Value                { return slog.StringValue(redact.Text) }
+func (checkpointToken) MarshalJSON() ([]byte, error)        { return []byte(`"` + redact.Text + `"`), nil }
+func (checkpointToken) MarshalText() ([]byte, error)        { return []byte(redact.Text), nil }
+func (checkpointToken) Format(f fmt.State, verb rune)       { _, _ = io.WriteString(f, redact.Text) }
 func (t checkpointToken) reveal() string                    { return string(t) }
 func (t checkpointToken) appearsIn(b []byte) bool           { return appearsIn(b, string(t)) }
-func (checkpointToken) AppendText(b []byte) ([]byte, error) { return append(b, redacted...), nil }
+func (checkpointToken) AppendText(b []byte) ([]byte, error) { return append(b, redact.Text...), nil }
 
 // appearsIn reports whether secret occurs in b, raw or JSON-escaped.
 func appearsIn(b []byte, secret string) bool {
@@ -266,7 +260,7 @@ func parseRuleSnapshot(input json.RawMessage) (*ruleSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(token) == "" || !headerSafe(token) {
+	if strings.TrimSpace(token) == "" || !redact.HeaderSafe(token) {
 		return nil, invalidState("rule_snapshot.checkpoint_token must be non-blank printable ASCII")
 	}
 	return newRuleSnapshot(hash, token), nil
@@ -288,7 +282,7 @@ func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "
 // [RestoreRuleCheckpointGate].
 type RuleCheckpointGate struct {
 	agent       *Agent
-	account     *Account
+	account     *studio.Client
 	jobID       string
 	workspaceID string        // the verified workspace of the job start; "" when unknown
 	snapshot    *ruleSnapshot // behind a pointer: reflection-based printing shows an address
@@ -326,7 +320,7 @@ var secretRefPrefixes = []string{"job.fields.", "case.metadata.", "step.payload.
 // or invalid, when req names another agent or no job, when agent does not
 // declare capabilities.rule_checkpoints, or when a secret path is invalid; an
 // error never quotes the token.
-func NewRuleCheckpointGate(agent *Agent, account *Account, req *ActionRequest, opts ...GateOption) (*RuleCheckpointGate, error) {
+func NewRuleCheckpointGate(agent *Agent, account *studio.Client, req *ActionRequest, opts ...GateOption) (*RuleCheckpointGate, error) {
 	switch {
 	case agent == nil:
 		return nil, invalidState("NewRuleCheckpointGate needs the agent")
@@ -364,7 +358,7 @@ func NewRuleCheckpointGate(agent *Agent, account *Account, req *ActionRequest, o
 
 // newGate checks the secret paths and builds the gate; agent declares the
 // capability.
-func newGate(agent *Agent, account *Account, jobID, workspaceID string, snap *ruleSnapshot, refs []string) (*RuleCheckpointGate, error) {
+func newGate(agent *Agent, account *studio.Client, jobID, workspaceID string, snap *ruleSnapshot, refs []string) (*RuleCheckpointGate, error) {
 	declared := agent.ruleCheckpointCapability().SecretRefs
 	if refs == nil {
 		refs = []string{}
@@ -451,7 +445,7 @@ func (g RuleCheckpointGate) check(ctx context.Context, body ruleCheckpointReques
 	if err != nil {
 		return RuleCheckpointResponse{}, invalidState("encode the checkpoint request: %v", err)
 	}
-	raw, err := g.account.postRuleCheckpoint(ctx, g.snapshot.token(), payload)
+	raw, err := postRuleCheckpoint(ctx, g.account, g.snapshot.token(), payload)
 	if err != nil {
 		return RuleCheckpointResponse{}, err
 	}
@@ -493,7 +487,7 @@ func decodeCheckpointResponse(raw []byte, snapshotHash string) (RuleCheckpointRe
 	switch resp.Status {
 	case CheckpointAllow, CheckpointPause, CheckpointStop:
 	default:
-		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("unknown decision status %q", truncateRunes(resp.Status, 40))}
+		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("unknown decision status %q", redact.Truncate(resp.Status, 40))}
 	}
 	if resp.SnapshotHash != snapshotHash {
 		return RuleCheckpointResponse{}, invalidState("the checkpoint answer's snapshot_hash does not match the gate's snapshot")
@@ -501,37 +495,16 @@ func decodeCheckpointResponse(raw []byte, snapshotHash string) (RuleCheckpointRe
 	return resp, nil
 }
 
-// truncateRunes cuts s to at most n runes.
-func truncateRunes(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i] + "…"
-		}
-		n--
-	}
-	return s
-}
-
-// postRuleCheckpoint posts a checkpoint to {api_url}/api/v1/rule-checkpoints/
-// with the account headers and the snapshot token, and returns the 2xx body.
-// The URL is built from the account only; redirects are not followed (they
-// would carry the token elsewhere). Transport failures are retried like the
-// other Studio calls: checkpoint calls are idempotent per occurrence and phase.
-func (a *Account) postRuleCheckpoint(ctx context.Context, token checkpointToken, payload []byte) ([]byte, error) {
-	client := *a.client
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	target := a.apiURL + RuleCheckpointsPath
-	secrets := []string{token.reveal()}
-	status, body, err := a.exchange(ctx, &client, http.MethodPost, target, RuleCheckpointsPath, payload,
-		http.Header{HeaderRuleCheckpointToken: {token.reveal()}}, secrets)
-	if se := (*StudioError)(nil); errors.As(err, &se) { // an answer too large to read
+// postRuleCheckpoint posts a checkpoint through the Studio client (see
+// [studio.Client.PostRuleCheckpoint]); every failure is a
+// *CheckpointRequestError.
+func postRuleCheckpoint(ctx context.Context, c *studio.Client, token checkpointToken, payload []byte) ([]byte, error) {
+	body, err := c.PostRuleCheckpoint(ctx, token.reveal(), payload)
+	if se := (*studio.Error)(nil); errors.As(err, &se) {
 		return nil, &CheckpointRequestError{StatusCode: se.StatusCode, Body: se.Body}
 	}
 	if err != nil {
 		return nil, &CheckpointRequestError{Err: err}
-	}
-	if status < 200 || status > 299 {
-		return nil, &CheckpointRequestError{StatusCode: status, Body: a.mask(snippet(body), secrets)}
 	}
 	return body, nil
 }
@@ -688,13 +661,13 @@ func (a *Agent) checkpointRuntime() (*checkpointRuntime, error) {
 
 // checkpointLogger is the server's logger once the agent is served, else the
 // account's.
-func (a *Agent) checkpointLogger(account *Account) *slog.Logger {
+func (a *Agent) checkpointLogger(account *studio.Client) *slog.Logger {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.checkpoints != nil && a.checkpoints.logger != nil {
 		return a.checkpoints.logger
 	}
-	return account.logger
+	return account.Logger()
 }
 
 // HandleRuleCheckpointResume replaces the SDK's rule.checkpoint.resume handler

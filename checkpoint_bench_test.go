@@ -12,6 +12,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // handlerTransport serves requests with a handler in memory, so that a
@@ -29,8 +30,8 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func newBenchFixture(b *testing.B) *cpFixture {
 	b.Helper()
 	f := newCPFixture(b, cpOptions{store: store.NewMemory()})
-	account, err := sv.NewAccount(sv.AccountConfig{APIURL: "http://studio.invalid", WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
-		MaxRetries: sv.NoRetries, HTTPClient: &http.Client{Transport: handlerTransport{http.HandlerFunc(f.studio.serve)}}})
+	account, err := studio.NewClient(studio.Config{APIURL: "http://studio.invalid", WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
+		MaxRetries: studio.NoRetries, HTTPClient: &http.Client{Transport: handlerTransport{http.HandlerFunc(f.studio.serve)}}})
 	require.NoError(b, err)
 	f.account = account
 	f.gate = f.newGate(b, f.agent, cpJobStart(b, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))

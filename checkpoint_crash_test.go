@@ -21,6 +21,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // The crash tests run a guarded step in a child process (this test binary,
@@ -60,7 +61,7 @@ func openCrashEnv(t testing.TB, dir, studioURL string) *crashEnv {
 	a := cpRegistration(t, cpAgentSlug, cpAgentName)
 	_, err = sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true), sv.WithStore(st))
 	require.NoError(t, err)
-	account, err := sv.NewAccount(sv.AccountConfig{APIURL: studioURL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey, MaxRetries: sv.NoRetries})
+	account, err := studio.NewClient(studio.Config{APIURL: studioURL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey, MaxRetries: studio.NoRetries})
 	require.NoError(t, err)
 	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
 	require.NoError(t, err)
@@ -127,8 +128,8 @@ func (e *crashEnv) step(crashAt string) sv.GuardedStep[string] {
 func TestGuardedStepCrashChild(t *testing.T) {
 	spec := os.Getenv(cpCrashEnv)
 	if spec == "" {
-		studio := newCPStudio(t)
-		e := openCrashEnv(t, t.TempDir(), studio.srv.URL)
+		fake := newCPStudio(t)
+		e := openCrashEnv(t, t.TempDir(), fake.srv.URL)
 		res, err := sv.RunGuardedStep(t.Context(), e.gate, e.step(""))
 		require.NoError(t, err)
 		assert.Equal(t, "msg-42", res)
@@ -147,31 +148,31 @@ func TestGuardedStepCrashRecovery(t *testing.T) {
 	for _, point := range []string{crashBeforeEffect, crashDuringEffect, crashBeforeAfter, crashAdvancing} {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
-			dir, studio := t.TempDir(), newCPStudio(t)
+			dir, fake := t.TempDir(), newCPStudio(t)
 			afterSent := make(chan struct{}, 1)
 			if point == crashBeforeAfter {
 				// The after call reaches Studio, which never answers: the child
 				// is killed while it waits.
-				studio.set(func(s *cpStudio) {
+				fake.set(func(s *cpStudio) {
 					s.override = func(w http.ResponseWriter, r *http.Request) {
 						raw, _ := io.ReadAll(r.Body)
 						var body map[string]any
 						_ = json.Unmarshal(raw, &body)
-						if r.URL.Path == sv.RuleCheckpointsPath && body["phase"] == contracts.PhaseAfter {
+						if r.URL.Path == studio.RuleCheckpointsPath && body["phase"] == contracts.PhaseAfter {
 							afterSent <- struct{}{}
 							<-r.Context().Done()
 							return
 						}
 						r.Body = io.NopCloser(bytes.NewReader(raw))
-						studio.handle(w, r)
+						fake.handle(w, r)
 					}
 				})
 			}
-			runChildUntilKilled(t, point, dir, studio.srv.URL, afterSent)
-			studio.set(func(s *cpStudio) { s.override = nil })
+			runChildUntilKilled(t, point, dir, fake.srv.URL, afterSent)
+			fake.set(func(s *cpStudio) { s.override = nil })
 
 			// Restart on the same file.
-			e := openCrashEnv(t, dir, studio.srv.URL)
+			e := openCrashEnv(t, dir, fake.srv.URL)
 			effects := e.count(t, "effects")
 			require.LessOrEqual(t, effects, 1)
 			_, err := sv.RunGuardedStep(t.Context(), e.gate, e.step(""))
@@ -210,7 +211,7 @@ func TestGuardedStepCrashRecovery(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 1, e.count(t, "effects"))
 			assert.Equal(t, 1, e.count(t, "advances"))
-			assert.Len(t, studio.calls(contracts.PhaseBefore), 1, "the before checkpoint is never asked again")
+			assert.Len(t, fake.calls(contracts.PhaseBefore), 1, "the before checkpoint is never asked again")
 		})
 	}
 }

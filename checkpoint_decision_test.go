@@ -164,13 +164,13 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "state.db")
-			studio := newCPStudio(t)
-			studio.set(func(s *cpStudio) { s.status[tt.phase] = sv.CheckpointPause })
+			fake := newCPStudio(t)
+			fake.set(func(s *cpStudio) { s.status[tt.phase] = sv.CheckpointPause })
 
 			// First run: the step waits, then the controller stops.
 			st, err := store.Open(path, store.WithLockTimeout(5*time.Second))
 			require.NoError(t, err)
-			f := newCPFixture(t, cpOptions{store: st, studio: studio})
+			f := newCPFixture(t, cpOptions{store: st, studio: fake})
 			require.NoError(t, f.gate.Save(t.Context()))
 			ctx, stop := context.WithCancel(t.Context())
 			done := f.runAsync(ctx, f.step(cpOccurrence))
@@ -183,7 +183,7 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 			st, err = store.Open(path, store.WithLockTimeout(5*time.Second))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
-			g := newCPFixture(t, cpOptions{store: st, studio: studio})
+			g := newCPFixture(t, cpOptions{store: st, studio: fake})
 			g.effects.Store(f.effects.Load())
 			gate, err := sv.RestoreRuleCheckpointGate(t.Context(), g.agent, g.account, cpJob)
 			require.NoError(t, err)
@@ -228,7 +228,7 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantEffects, g.effects.Load(), "effects")
 			assert.Equal(t, tt.wantAdvances, g.advances.Load(), "advances")
-			assert.Len(t, studio.calls(contracts.PhaseBefore), 1, "the before checkpoint is asked once")
+			assert.Len(t, fake.calls(contracts.PhaseBefore), 1, "the before checkpoint is asked once")
 			assert.NotContains(t, f.logs.String()+g.logs.String(), cpToken)
 		})
 	}

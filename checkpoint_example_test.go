@@ -11,6 +11,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // exampleStudio is a Studio that allows every checkpoint and accepts every
@@ -23,7 +24,7 @@ func exampleStudio() *httptest.Server {
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Path != sv.RuleCheckpointsPath {
+		if r.URL.Path != studio.RuleCheckpointsPath {
 			_, _ = w.Write([]byte(`{}`))
 			return
 		}
@@ -47,7 +48,7 @@ func exampleGovernedAgent(studioURL string) (*sv.RuleCheckpointGate, error) {
 type governedExample struct {
 	agent   *sv.Agent
 	srv     *sv.Server
-	account *sv.Account
+	account *studio.Client
 	gate    *sv.RuleCheckpointGate
 }
 
@@ -69,7 +70,7 @@ func exampleGoverned(studioURL string) (*governedExample, error) {
 	if err != nil {
 		return nil, err
 	}
-	account, err := sv.NewAccount(sv.AccountConfig{APIURL: studioURL, WorkspaceID: "ws-1", APIKey: "studio-key"})
+	account, err := studio.NewClient(studio.Config{APIURL: studioURL, WorkspaceID: "ws-1", APIKey: "studio-key"})
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +86,9 @@ func exampleGoverned(studioURL string) (*governedExample, error) {
 }
 
 func ExampleNewRuleCheckpointGate() {
-	studio := exampleStudio()
-	defer studio.Close()
-	gate, err := exampleGovernedAgent(studio.URL)
+	fake := exampleStudio()
+	defer fake.Close()
+	gate, err := exampleGovernedAgent(fake.URL)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -100,9 +101,9 @@ func ExampleNewRuleCheckpointGate() {
 }
 
 func ExampleRunGuardedStep() {
-	studio := exampleStudio()
-	defer studio.Close()
-	gate, err := exampleGovernedAgent(studio.URL)
+	fake := exampleStudio()
+	defer fake.Close()
+	gate, err := exampleGovernedAgent(fake.URL)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -128,9 +129,9 @@ func ExampleRunGuardedStep() {
 }
 
 func ExampleRecoverGuardedStep() {
-	studio := exampleStudio()
-	defer studio.Close()
-	gate, err := exampleGovernedAgent(studio.URL)
+	fake := exampleStudio()
+	defer fake.Close()
+	gate, err := exampleGovernedAgent(fake.URL)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -161,9 +162,9 @@ func ExampleRecoverGuardedStep() {
 }
 
 func ExampleRestoreRuleCheckpointGate() {
-	studio := exampleStudio()
-	defer studio.Close()
-	g, err := exampleGoverned(studio.URL)
+	fake := exampleStudio()
+	defer fake.Close()
+	g, err := exampleGoverned(fake.URL)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -191,9 +192,9 @@ func ExampleRestoreRuleCheckpointGate() {
 }
 
 func ExampleAgent_OnRuleCheckpointDecision() {
-	studio := exampleStudio()
-	defer studio.Close()
-	g, err := exampleGoverned(studio.URL)
+	fake := exampleStudio()
+	defer fake.Close()
+	g, err := exampleGoverned(fake.URL)
 	if err != nil {
 		fmt.Println(err)
 		return

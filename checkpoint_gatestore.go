@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // A governed job often runs its guarded steps long after job.start, possibly
@@ -65,7 +67,7 @@ func loadSavedGate(ctx context.Context, st store.Store, key, jobID string) (*sav
 	}
 	s := new(savedGate)
 	if json.Unmarshal(raw, s) != nil {
-		return nil, invalidState("the saved gate of job %q is corrupt", truncateRunes(jobID, 128))
+		return nil, invalidState("the saved gate of job %q is corrupt", redact.Truncate(jobID, 128))
 	}
 	return s, nil
 }
@@ -100,10 +102,10 @@ func (g RuleCheckpointGate) Save(ctx context.Context) error {
 	}
 	var prev savedGate
 	if json.Unmarshal(existing, &prev) != nil {
-		return invalidState("the saved gate of job %q is corrupt; forget it first", truncateRunes(g.jobID, 128))
+		return invalidState("the saved gate of job %q is corrupt; forget it first", redact.Truncate(g.jobID, 128))
 	}
 	if !prev.sameToken(g) || prev.SnapshotHash != g.snapshot.hash || prev.WorkspaceID != g.workspaceID || !slices.Equal(prev.SecretRefs, g.secretRefs) {
-		return invalidState("job %q already has a saved gate with another rule snapshot, secret paths or workspace", truncateRunes(g.jobID, 128))
+		return invalidState("job %q already has a saved gate with another rule snapshot, secret paths or workspace", redact.Truncate(g.jobID, 128))
 	}
 	return nil
 }
@@ -147,7 +149,7 @@ func (g RuleCheckpointGate) Forget(ctx context.Context) error {
 // wrapping [ErrInvalidCheckpointState] when the agent is not served, does not
 // declare capabilities.rule_checkpoints, account is nil or the record is
 // unusable. No error quotes the token.
-func RestoreRuleCheckpointGate(ctx context.Context, agent *Agent, account *Account, jobID string) (*RuleCheckpointGate, error) {
+func RestoreRuleCheckpointGate(ctx context.Context, agent *Agent, account *studio.Client, jobID string) (*RuleCheckpointGate, error) {
 	switch {
 	case agent == nil:
 		return nil, invalidState("RestoreRuleCheckpointGate needs the agent")
@@ -167,15 +169,15 @@ func RestoreRuleCheckpointGate(ctx context.Context, agent *Agent, account *Accou
 		return nil, err
 	}
 	if saved == nil || !workspaceMatches(ctx, saved.WorkspaceID) {
-		return nil, fmt.Errorf("%w: agent %q, job %q", ErrGateNotFound, agent.Slug(), truncateRunes(jobID, 128))
+		return nil, fmt.Errorf("%w: agent %q, job %q", ErrGateNotFound, agent.Slug(), redact.Truncate(jobID, 128))
 	}
 	switch {
 	case saved.Version != savedGateVersion:
-		return nil, invalidState("the saved gate of job %q has version %d, this SDK reads %d", truncateRunes(jobID, 128), saved.Version, savedGateVersion)
+		return nil, invalidState("the saved gate of job %q has version %d, this SDK reads %d", redact.Truncate(jobID, 128), saved.Version, savedGateVersion)
 	case saved.AgentSlug != rt.slug || saved.JobID != jobID,
 		strings.TrimSpace(saved.SnapshotHash) == "",
-		strings.TrimSpace(saved.Token) == "" || !headerSafe(saved.Token):
-		return nil, invalidState("the saved gate of job %q is corrupt", truncateRunes(jobID, 128))
+		strings.TrimSpace(saved.Token) == "" || !redact.HeaderSafe(saved.Token):
+		return nil, invalidState("the saved gate of job %q is corrupt", redact.Truncate(jobID, 128))
 	}
 	return newGate(agent, account, jobID, saved.WorkspaceID, newRuleSnapshot(saved.SnapshotHash, saved.Token), saved.SecretRefs)
 }
@@ -200,7 +202,7 @@ func (rt *checkpointRuntime) checkDecisionWorkspace(ctx context.Context, d *resu
 		return err
 	}
 	if ws, ok := WorkspaceFrom(ctx); !ok || ws.WorkspaceID != saved.WorkspaceID {
-		return rejectResume("the decision does not come from the workspace that started job %q", truncateRunes(d.JobID, 128))
+		return rejectResume("the decision does not come from the workspace that started job %q", redact.Truncate(d.JobID, 128))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // gateStorePrefix is where the SDK saves gates; only these records may hold
@@ -52,7 +53,7 @@ func TestGateSaveRestore(t *testing.T) {
 	calls := f.studio.calls("")
 	require.Len(t, calls, 2)
 	for _, c := range calls {
-		assert.Equal(t, cpToken, c.Header.Get(sv.HeaderRuleCheckpointToken), "the restored gate posts the saved token")
+		assert.Equal(t, cpToken, c.Header.Get(studio.HeaderRuleCheckpointToken), "the restored gate posts the saved token")
 		assert.Equal(t, []any{cpSecretRef}, c.Body["secret_refs"])
 	}
 	assert.NotContains(t, f.logs.String(), cpToken)
@@ -117,7 +118,7 @@ func TestRestoreRuleCheckpointGateErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		agent   *sv.Agent
-		account *sv.Account
+		account *studio.Client
 		job     string
 		wantIs  error
 		want    string
@@ -200,18 +201,18 @@ func TestGateForget(t *testing.T) {
 // TestGateRestoreAcrossRestart saves the gate on a durable store, closes it,
 // and rebuilds the gate on a new agent and server over the reopened file.
 func TestGateRestoreAcrossRestart(t *testing.T) {
-	studio := newCPStudio(t)
+	fake := newCPStudio(t)
 	path := filepath.Join(t.TempDir(), "state.db")
 	logs := newCPLogs()
-	open := func() (*sv.Agent, *sv.Account, store.Store) {
+	open := func() (*sv.Agent, *studio.Client, store.Store) {
 		st, err := store.Open(path, store.WithLockTimeout(5*time.Second))
 		require.NoError(t, err)
 		a := cpRegistration(t, cpAgentSlug, cpAgentName)
 		_, err = sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true),
 			sv.WithStore(st), sv.WithLogger(logs.logger()))
 		require.NoError(t, err)
-		account, err := sv.NewAccount(sv.AccountConfig{APIURL: studio.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
-			MaxRetries: sv.NoRetries, Logger: logs.logger()})
+		account, err := studio.NewClient(studio.Config{APIURL: fake.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
+			MaxRetries: studio.NoRetries, Logger: logs.logger()})
 		require.NoError(t, err)
 		return a, account, st
 	}
@@ -233,11 +234,11 @@ func TestGateRestoreAcrossRestart(t *testing.T) {
 		AfterContext: cpAfterContext,
 	})
 	require.NoError(t, err)
-	for _, c := range studio.calls("") {
-		assert.Equal(t, cpToken, c.Header.Get(sv.HeaderRuleCheckpointToken))
+	for _, c := range fake.calls("") {
+		assert.Equal(t, cpToken, c.Header.Get(studio.HeaderRuleCheckpointToken))
 		assert.Equal(t, cpSnapshot, c.Body["snapshot_hash"])
 	}
-	assert.Len(t, studio.calls(""), 2)
+	assert.Len(t, fake.calls(""), 2)
 	assert.Equal(t, 1, assertTokenOnlyInGateRecords(t, st))
 	assert.NotContains(t, logs.String(), cpToken)
 }

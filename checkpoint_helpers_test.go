@@ -19,6 +19,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Identities of the rule-checkpoint tests, from the spec examples.
@@ -92,7 +93,7 @@ func (s *cpStudio) handle(w http.ResponseWriter, r *http.Request) {
 	c := cpCall{Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
 	_ = json.Unmarshal(raw, &c.Body)
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == sv.RuleCheckpointsPath:
+	case r.Method == http.MethodPost && r.URL.Path == studio.RuleCheckpointsPath:
 		s.mu.Lock()
 		s.checks = append(s.checks, c)
 		hook, answer := s.hook, s.answer
@@ -164,7 +165,7 @@ func (s *cpStudio) caseEvents() []cpCall {
 	defer s.mu.Unlock()
 	var out []cpCall
 	for _, c := range s.events {
-		if c.str("event_type") == string(sv.EventCaseStart) {
+		if c.str("event_type") == string(studio.EventCaseStart) {
 			out = append(out, c)
 		}
 	}
@@ -222,7 +223,7 @@ type cpFixture struct {
 	agent    *sv.Agent
 	other    *sv.Agent
 	srv      *sv.Server
-	account  *sv.Account
+	account  *studio.Client
 	gate     *sv.RuleCheckpointGate
 	effects  atomic.Int64
 	advances atomic.Int64
@@ -262,8 +263,8 @@ func newCPFixture(t testing.TB, opt cpOptions) *cpFixture {
 	f.srv, err = sv.NewServer([]*sv.Agent{f.agent, f.other}, sv.WithEnv(func(string) string { return "" }),
 		sv.WithLocalMode(true), sv.WithStore(f.store), sv.WithLogger(f.logs.logger()))
 	require.NoError(t, err)
-	f.account, err = sv.NewAccount(sv.AccountConfig{APIURL: f.studio.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
-		MaxRetries: sv.NoRetries, Logger: f.logs.logger()})
+	f.account, err = studio.NewClient(studio.Config{APIURL: f.studio.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
+		MaxRetries: studio.NoRetries, Logger: f.logs.logger()})
 	require.NoError(t, err)
 	to := opt.checkpointTo
 	if to == "" {

@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 const internalToken = "cpt-SECRET-internal"
@@ -37,8 +39,8 @@ func TestCheckpointTokenRedacts(t *testing.T) {
 			assert.NotContains(t, out, internalToken, "%s of %T", verb, v)
 		}
 	}
-	assert.Equal(t, redacted, tok.String())
-	assert.Equal(t, `"`+redacted+`"`, tok.GoString())
+	assert.Equal(t, redact.Text, tok.String())
+	assert.Equal(t, `"`+redact.Text+`"`, tok.GoString())
 
 	var buf bytes.Buffer
 	for _, l := range []*slog.Logger{slog.New(slog.NewJSONHandler(&buf, nil)), slog.New(slog.NewTextHandler(&buf, nil))} {
@@ -54,7 +56,7 @@ func TestCheckpointTokenRedacts(t *testing.T) {
 	require.NoError(t, err)
 	buf.Write(appended)
 	assert.NotContains(t, buf.String(), internalToken)
-	assert.Contains(t, buf.String(), redacted)
+	assert.Contains(t, buf.String(), redact.Text)
 }
 
 func TestAppearsIn(t *testing.T) {
@@ -123,7 +125,7 @@ func FuzzParseRuleSnapshot(f *testing.F) {
 		assert.NotEmpty(t, strings.TrimSpace(snap.hash))
 		tok := snap.token().reveal()
 		assert.NotEmpty(t, strings.TrimSpace(tok))
-		assert.True(t, headerSafe(tok))
+		assert.True(t, redact.HeaderSafe(tok))
 	})
 }
 
@@ -176,7 +178,7 @@ func FuzzRestoreSavedGate(f *testing.F) {
 	require.NoError(f, err)
 	agent, err := NewAgent(AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	require.NoError(f, err)
-	account, err := NewAccount(AccountConfig{APIURL: "http://127.0.0.1:1", WorkspaceID: "ws", APIKey: "key"})
+	account, err := studio.NewClient(studio.Config{APIURL: "http://127.0.0.1:1", WorkspaceID: "ws", APIKey: "key"})
 	require.NoError(f, err)
 	st := store.NewMemory()
 	agent.checkpoints = newCheckpointRuntime(agent.Slug(), st, slog.New(slog.DiscardHandler))
@@ -200,6 +202,6 @@ func FuzzRestoreSavedGate(f *testing.F) {
 		assert.NotEmpty(t, strings.TrimSpace(g.SnapshotHash()))
 		tok := g.snapshot.token().reveal()
 		assert.NotEmpty(t, strings.TrimSpace(tok))
-		assert.True(t, headerSafe(tok))
+		assert.True(t, redact.HeaderSafe(tok))
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/redact"
 )
 
 // EffectRuleCheckpointResumed is the effect type of a successful
@@ -83,11 +84,11 @@ func parseResumeDecision(req *ActionRequest) (*resumeDecision, error) {
 	case strings.TrimSpace(d.CaseID) == "":
 		return nil, rejectResume("the request has no case_id")
 	case d.Phase != contracts.PhaseBefore && d.Phase != contracts.PhaseAfter:
-		return nil, rejectResume("input.phase must be before or after, got %q", truncateRunes(d.Phase, 40))
+		return nil, rejectResume("input.phase must be before or after, got %q", redact.Truncate(d.Phase, 40))
 	case d.Status == CheckpointPause:
 		return nil, rejectResume("decision status pause is not accepted: a paused checkpoint is resolved only by allow or stop; it keeps waiting")
 	case d.Status != CheckpointAllow && d.Status != CheckpointStop:
-		return nil, rejectResume("input.status must be allow or stop, got %q", truncateRunes(d.Status, 40))
+		return nil, rejectResume("input.status must be allow or stop, got %q", redact.Truncate(d.Status, 40))
 	}
 	return d, nil
 }

@@ -20,6 +20,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -124,7 +125,7 @@ func TestGuardedStepWire(t *testing.T) {
 		assert.Equal(t, cpWorkspace, c.Header.Get("workspace"))
 		assert.Equal(t, "application/json", c.Header.Get("accept"))
 		assert.Equal(t, "application/json", c.Header.Get("Content-Type"))
-		assert.Equal(t, cpToken, c.Header.Get(sv.HeaderRuleCheckpointToken))
+		assert.Equal(t, cpToken, c.Header.Get(studio.HeaderRuleCheckpointToken))
 	}
 	update := updatingGoldens()
 	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "before_request.golden.json"), calls[0].Raw, update)
@@ -275,7 +276,7 @@ func TestCheckpointURLIgnored(t *testing.T) {
 		writeCPJSON(w, http.StatusOK, map[string]any{})
 	}))
 	t.Cleanup(evil.Close)
-	f := newCPFixture(t, cpOptions{checkpointTo: evil.URL + sv.RuleCheckpointsPath})
+	f := newCPFixture(t, cpOptions{checkpointTo: evil.URL + studio.RuleCheckpointsPath})
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 	assert.Zero(t, hits.Load(), "nothing may be sent to the snapshot's checkpoint_url")
@@ -292,8 +293,8 @@ func TestCheckpointRedirectNotFollowed(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
 	f.studio.set(func(s *cpStudio) {
 		s.override = func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == sv.RuleCheckpointsPath {
-				http.Redirect(w, r, evil.URL+sv.RuleCheckpointsPath, http.StatusTemporaryRedirect)
+			if r.URL.Path == studio.RuleCheckpointsPath {
+				http.Redirect(w, r, evil.URL+studio.RuleCheckpointsPath, http.StatusTemporaryRedirect)
 				return
 			}
 			writeCPJSON(w, http.StatusOK, map[string]any{})
@@ -312,7 +313,7 @@ func TestCheckpointTokenNeverLogged(t *testing.T) {
 	// A Studio error that echoes the token, a transport failure, a success.
 	f.studio.set(func(s *cpStudio) {
 		s.answer = func(c cpCall) (int, any) {
-			return http.StatusBadGateway, map[string]any{"detail": "bad token " + c.Header.Get(sv.HeaderRuleCheckpointToken)}
+			return http.StatusBadGateway, map[string]any{"detail": "bad token " + c.Header.Get(studio.HeaderRuleCheckpointToken)}
 		}
 	})
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
@@ -358,7 +359,7 @@ func TestNewRuleCheckpointGateErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		agent   *sv.Agent
-		account *sv.Account
+		account *studio.Client
 		req     *sv.ActionRequest
 		opts    []sv.GateOption
 		want    string
@@ -813,7 +814,7 @@ func TestResumeHandlerReplaceable(t *testing.T) {
 
 func TestGuardedStepAgentNotServed(t *testing.T) {
 	a := cpRegistration(t, cpAgentSlug, cpAgentName)
-	account, err := sv.NewAccount(sv.AccountConfig{APIURL: "http://127.0.0.1:1", WorkspaceID: cpWorkspace, APIKey: cpAPIKey})
+	account, err := studio.NewClient(studio.Config{APIURL: "http://127.0.0.1:1", WorkspaceID: cpWorkspace, APIKey: cpAPIKey})
 	require.NoError(t, err)
 	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
 	require.NoError(t, err)

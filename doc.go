@@ -42,7 +42,7 @@
 // job.start is idempotent by default: retries with the same idempotency_key get
 // the original result, byte for byte ([Agent.Idempotent] opts other actions in).
 // What must survive a restart goes through the [store.Store] given with
-// [WithStore]. With an [Account] ([WithAccount] or the SUPERVAIZE_* variables)
+// [WithStore]. With a [studio.Client] ([WithStudio] or the SUPERVAIZE_* variables)
 // [Server.Start] registers the controller with Studio and checks the handshake.
 // [NewRuleCheckpointGate] and [RunGuardedStep] guard an external effect with
 // Studio decisions taken before and after it, never replaying an uncertain

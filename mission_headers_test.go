@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/studiotest"
 )
 
 // metadataOfEncodedLen returns metadata whose compact JSON is n bytes long.
@@ -28,11 +29,11 @@ func metadataOfEncodedLen(tb testing.TB, raw int) map[string]any {
 
 func TestContextHeaders(t *testing.T) {
 	t.Parallel()
-	h, err := ContextHeaders(ContextHeaderValues{WorkspaceID: "ws-1", MissionID: "mis-3", AgentSlug: stAgentSlug,
+	h, err := ContextHeaders(ContextHeaderValues{WorkspaceID: "ws-1", MissionID: "mis-3", AgentSlug: studiotest.AgentSlug,
 		MissionMetadata: map[string]any{"filter": map[string]any{"contact": "c<1>&"}}})
 	require.NoError(t, err)
 	assert.Equal(t, http.Header{
-		HeaderWorkspaceID: {"ws-1"}, HeaderMissionID: {"mis-3"}, HeaderAgentSlug: {stAgentSlug},
+		HeaderWorkspaceID: {"ws-1"}, HeaderMissionID: {"mis-3"}, HeaderAgentSlug: {studiotest.AgentSlug},
 		HeaderMissionMetadata: {base64.RawURLEncoding.EncodeToString([]byte(`{"filter":{"contact":"c<1>&"}}`))},
 	}, h, "only non-empty values; compact JSON, base64url without padding")
 
@@ -76,8 +77,8 @@ func TestParseDataResourceContext(t *testing.T) {
 	t.Parallel()
 	enc := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	slug := "acme"
-	verified := &contracts.VerifiedWorkspaceContext{GrantID: "g", WorkspaceID: "ws-1", WorkspaceSlug: &slug, AgentID: stStudioAgent,
-		AgentSlug: stAgentSlug, ServerID: stStudioServer, Scopes: []string{"resource.contacts.list"}}
+	verified := &contracts.VerifiedWorkspaceContext{GrantID: "g", WorkspaceID: "ws-1", WorkspaceSlug: &slug, AgentID: studiotest.StudioAgent,
+		AgentSlug: studiotest.AgentSlug, ServerID: studiotest.StudioServer, Scopes: []string{"resource.contacts.list"}}
 	tests := []struct {
 		name       string
 		headers    map[string][]string
@@ -87,8 +88,8 @@ func TestParseDataResourceContext(t *testing.T) {
 		wantMsg    string
 	}{
 		{name: "no metadata header",
-			headers: map[string][]string{HeaderWorkspaceID: {"ws-1"}, HeaderWorkspaceSlug: {"hint"}, HeaderMissionID: {"mis-3"}, HeaderAgentSlug: {stAgentSlug}, HeaderRequestID: {"req-1"}},
-			want:    &DataResourceContext{WorkspaceID: "ws-1", WorkspaceSlug: "hint", MissionID: "mis-3", AgentSlug: stAgentSlug, RequestID: "req-1"}},
+			headers: map[string][]string{HeaderWorkspaceID: {"ws-1"}, HeaderWorkspaceSlug: {"hint"}, HeaderMissionID: {"mis-3"}, HeaderAgentSlug: {studiotest.AgentSlug}, HeaderRequestID: {"req-1"}},
+			want:    &DataResourceContext{WorkspaceID: "ws-1", WorkspaceSlug: "hint", MissionID: "mis-3", AgentSlug: studiotest.AgentSlug, RequestID: "req-1"}},
 		{name: "metadata unpadded",
 			headers: map[string][]string{HeaderMissionID: {"mis-3"}, HeaderMissionMetadata: {enc(`{"filter":{"contact":"c-1"}}`)}},
 			want: &DataResourceContext{MissionID: "mis-3",
@@ -99,7 +100,7 @@ func TestParseDataResourceContext(t *testing.T) {
 		{name: "verified context wins",
 			headers:  map[string][]string{HeaderWorkspaceID: {"ws-1"}, HeaderWorkspaceSlug: {"spoofed"}},
 			verified: verified,
-			want:     &DataResourceContext{WorkspaceID: "ws-1", WorkspaceSlug: "acme", AgentSlug: stAgentSlug, WorkspaceAuthorization: verified}},
+			want:     &DataResourceContext{WorkspaceID: "ws-1", WorkspaceSlug: "acme", AgentSlug: studiotest.AgentSlug, WorkspaceAuthorization: verified}},
 		{name: "workspace contradicts the token", headers: map[string][]string{HeaderWorkspaceID: {"ws-2"}}, verified: verified,
 			wantStatus: http.StatusForbidden, wantMsg: "does not match the verified workspace"},
 		{name: "metadata without mission id", headers: map[string][]string{HeaderMissionMetadata: {enc(`{}`)}},
@@ -146,7 +147,7 @@ func TestParseDataResourceContext(t *testing.T) {
 
 func TestParseDataResourceContextFromRequestContext(t *testing.T) {
 	t.Parallel()
-	vc := &contracts.VerifiedWorkspaceContext{WorkspaceID: "ws-1", AgentSlug: stAgentSlug}
+	vc := &contracts.VerifiedWorkspaceContext{WorkspaceID: "ws-1", AgentSlug: studiotest.AgentSlug}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
 	r = r.WithContext(withWorkspace(r.Context(), vc))
 	got, err := ParseDataResourceContext(r)
@@ -201,7 +202,7 @@ func FuzzParseDataResourceContext(f *testing.F) {
 }
 
 func BenchmarkParseDataResourceContext(b *testing.B) {
-	h, err := ContextHeaders(ContextHeaderValues{WorkspaceID: "ws-1", MissionID: "mis-3", AgentSlug: stAgentSlug, RequestID: "req-1",
+	h, err := ContextHeaders(ContextHeaderValues{WorkspaceID: "ws-1", MissionID: "mis-3", AgentSlug: studiotest.AgentSlug, RequestID: "req-1",
 		MissionMetadata: map[string]any{"filter": map[string]any{"contact": "c-1", "region": "eu"}}})
 	require.NoError(b, err)
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -215,7 +216,7 @@ func BenchmarkParseDataResourceContext(b *testing.B) {
 }
 
 func BenchmarkContextHeaders(b *testing.B) {
-	v := ContextHeaderValues{WorkspaceID: "ws-1", MissionID: "mis-3", AgentSlug: stAgentSlug, RequestID: "req-1",
+	v := ContextHeaderValues{WorkspaceID: "ws-1", MissionID: "mis-3", AgentSlug: studiotest.AgentSlug, RequestID: "req-1",
 		MissionMetadata: map[string]any{"filter": map[string]any{"contact": "c-1", "region": "eu"}}}
 	b.ReportAllocs()
 	for b.Loop() {

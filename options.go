@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Option configures a [Server]. Each option's documentation states its default.
@@ -38,8 +39,8 @@ type config struct {
 	jwksMaxAge      *time.Duration
 	errs            []error
 
-	// Studio account (studio.go, studio_register.go).
-	account       *Account
+	// Studio attachment (attach.go).
+	studio        *studio.Client
 	controllerKey *rsa.PrivateKey
 }
 
@@ -165,15 +166,15 @@ func WithEnv(getenv func(string) string) Option {
 	return func(c *config) { c.getenv, c.exportEnv = getenv, false }
 }
 
-// --- Studio account options (studio_register.go) ---
+// --- Studio options (attach.go) ---
 
-// WithAccount attaches the controller to Supervaize Studio with the account:
+// WithStudio attaches the controller to Supervaize Studio with the client:
 // Server.Start then posts server.register, validates the handshake and looks
 // up the agents (studio.md §6), and workspace authorization must be enabled.
-// Default: an account built from SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and
+// Default: a client built from SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and
 // SUPERVAIZE_WORKSPACE_ID when any of them is set (all three are then
 // required); not attached otherwise. Ignored in local mode.
-func WithAccount(a *Account) Option { return func(c *config) { c.account = a } }
+func WithStudio(c *studio.Client) Option { return func(cfg *config) { cfg.studio = c } }
 
 // WithControllerKey sets the controller's RSA key pair (at least 2048 bits);
 // Studio encrypts agent parameters for its public key. Default:
@@ -189,7 +190,7 @@ func WithControllerKey(k *rsa.PrivateKey) Option {
 	}
 }
 
-// --- end of Studio account options ---
+// --- end of Studio options ---
 
 func (c *config) resolve() error {
 	if err := errors.Join(c.errs...); err != nil {

@@ -21,10 +21,16 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
+
+// Version is the SDK version sent to Studio as controller_version in
+// server.register.
+const Version = "0.1.0"
 
 // JSON-RPC methods served on POST /a2a.
 const (
@@ -189,7 +195,7 @@ func (s *Server) resolveKeys() error {
 	}
 	if len(keys) == 0 && s.cfg.localMode {
 		keys = []apiKey{{key: LocalModeAPIKey, scope: ScopeWrite}}
-		s.logger.Warn("local mode: using the development API key", slog.String("api_key_fingerprint", KeyFingerprint(LocalModeAPIKey)))
+		s.logger.Warn("local mode: using the development API key", slog.String("api_key_fingerprint", redact.Fingerprint(LocalModeAPIKey)))
 	}
 	if len(keys) == 0 {
 		var raw [32]byte
@@ -204,18 +210,18 @@ func (s *Server) resolveKeys() error {
 		}
 		keys = []apiKey{{key: k, scope: ScopeWrite}}
 		s.logger.Warn("SUPERVAIZER_API_KEY is not set: generated a controller API key",
-			slog.String("api_key_fingerprint", KeyFingerprint(k)))
+			slog.String("api_key_fingerprint", redact.Fingerprint(k)))
 	}
 	for i, k := range keys {
 		if strings.TrimSpace(k.key) == "" {
 			return fmt.Errorf("supervaizer: API key %d is blank", i)
 		}
 		if k.scope != ScopeRead && k.scope != ScopeWrite {
-			return fmt.Errorf("supervaizer: API key %d (fingerprint %s) has an unknown scope %q", i, KeyFingerprint(k.key), k.scope)
+			return fmt.Errorf("supervaizer: API key %d (fingerprint %s) has an unknown scope %q", i, redact.Fingerprint(k.key), k.scope)
 		}
 	}
 	s.keys = newAPIKeys(keys)
-	if s.keys.primary.get == nil {
+	if s.keys.primary.IsZero() {
 		// No key could call /a2a, and Studio would be sent an empty key.
 		return errors.New("supervaizer: no API key has the write scope: add one with WithAPIKey(key, ScopeWrite)")
 	}
@@ -227,7 +233,7 @@ func (s *Server) ServerID() string { return s.serverID }
 
 // APIKey returns the controller's write key, the effective key sent to Studio.
 // Never log it; log [KeyFingerprint] instead.
-func (s *Server) APIKey() string { return s.keys.primary.value() }
+func (s *Server) APIKey() string { return s.keys.primary.Value() }
 
 // Agents returns the agents served, in order.
 func (s *Server) Agents() []*Agent { return append([]*Agent(nil), s.agents...) }
@@ -308,7 +314,7 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready",
 			slog.String("mode", mode), slog.String("server_id", s.serverID),
-			slog.String("api_key_fingerprint", KeyFingerprint(s.keys.primary.value())),
+			slog.String("api_key_fingerprint", redact.Fingerprint(s.keys.primary.Value())),
 			slog.Bool("workspace_auth_bypassed", s.localAuth), slog.Int("agents", len(s.agents)))
 		if s.localAuth {
 			s.logger.Warn("local mode: workspace authorization is BYPASSED; handlers receive an unverified context with grant_id \"local-mode\"")
@@ -411,7 +417,7 @@ func (s *Server) routes() http.Handler {
 		s.mountDataResources(r) // DataResource REST routes (resources_rest.go)
 	}
 	// Studio registration refresh: 503 when not attached (studio_register.go).
-	r.With(s.requireKey(ScopeWrite)).Post(RegistrationRefreshPath, s.serveRegistrationRefresh)
+	r.With(s.requireKey(ScopeWrite)).Post(studio.RegistrationRefreshPath, s.serveRegistrationRefresh)
 	return r
 }
 

@@ -242,7 +242,9 @@ func TestControllerContractRoute(t *testing.T) {
 
 // TestServerIdentity checks the server id sources (controller.md §3.3).
 func TestServerIdentity(t *testing.T) {
-	agents := func(t *testing.T) []*supervaizer.Agent { return []*supervaizer.Agent{newTestAgent(t, testAgentName)} }
+	agents := func(t *testing.T) []*supervaizer.Agent {
+		return []*supervaizer.Agent{newTestAgent(t, testAgentName)}
+	}
 	t.Run("option", func(t *testing.T) {
 		srv, err := supervaizer.NewServer(agents(t), supervaizer.WithEnv(emptyEnv), supervaizer.WithServerID("abc"))
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package supervaizer
+package studio
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 // Billable consumption (studio.md §8). The Studio "Billable consumption"
@@ -45,15 +47,15 @@ type Receipt struct {
 
 // BillingTransport carries validated consumption records for the agent slug
 // to Studio and returns the receipts Studio gave, in any order. The default
-// (used when [AccountConfig].Billing is nil) posts the provisional wire format
-// of [Account.ReportConsumption].
+// (used when [Config].Billing is nil) posts the provisional wire format
+// of [Client.ReportConsumption].
 type BillingTransport interface {
 	SendConsumption(ctx context.Context, agentSlug string, records []Consumption) ([]Receipt, error)
 }
 
 // ReportConsumption reports billable consumption of agent. Every record is
 // checked before anything is sent: the SKU must belong to the agent's billing
-// catalog, the quantity must be finite and positive, job id, occurrence time
+// catalog (the agent's registered BillingCatalog), the quantity must be finite and positive, job id, occurrence time
 // and idempotency key are required and idempotency keys are unique in the
 // report. It returns one receipt per record, in record order; a report whose
 // receipts do not match the records is an error.
@@ -65,32 +67,32 @@ type BillingTransport interface {
 // {"receipts": [{"idempotency_key", "status": "accepted"|"duplicate",
 // "receipt_id"}]}. Re-sending a record with the same idempotency key returns
 // the original receipt and bills nothing new.
-func (a *Account) ReportConsumption(ctx context.Context, agent *Agent, records ...Consumption) ([]Receipt, error) {
+func (a *Client) ReportConsumption(ctx context.Context, agentSlug string, catalog contracts.BillingCatalog, records ...Consumption) ([]Receipt, error) {
 	if a == nil {
-		return nil, ErrNoStudioAccount
+		return nil, ErrNotAttached
 	}
-	if agent == nil {
-		return nil, errors.New("supervaizer: ReportConsumption: nil agent")
+	if strings.TrimSpace(agentSlug) == "" {
+		return nil, errors.New("supervaizer: ReportConsumption: the agent slug is required")
 	}
-	if err := checkConsumption(agent, records); err != nil {
+	if err := checkConsumption(agentSlug, catalog, records); err != nil {
 		return nil, err
 	}
-	receipts, err := a.billing.SendConsumption(ctx, agent.slug, records)
+	receipts, err := a.billing.SendConsumption(ctx, agentSlug, records)
 	if err != nil {
-		return nil, fmt.Errorf("supervaizer: report consumption of agent %q: %w", agent.slug, err)
+		return nil, fmt.Errorf("supervaizer: report consumption of agent %q: %w", agentSlug, err)
 	}
 	return matchReceipts(records, receipts)
 }
 
 // checkConsumption validates the records against the agent's catalog.
-func checkConsumption(agent *Agent, records []Consumption) error {
+func checkConsumption(agentSlug string, catalog contracts.BillingCatalog, records []Consumption) error {
 	if len(records) == 0 {
 		return errors.New("supervaizer: ReportConsumption: no records")
 	}
-	catalog := make(map[string]bool, len(agent.spec.BillingCatalog))
-	skus := make([]string, 0, len(agent.spec.BillingCatalog))
-	for _, it := range agent.spec.BillingCatalog {
-		catalog[it.SKU] = true
+	known := make(map[string]bool, len(catalog))
+	skus := make([]string, 0, len(catalog))
+	for _, it := range catalog {
+		known[it.SKU] = true
 		skus = append(skus, it.SKU)
 	}
 	keys := make(map[string]int, len(records))
@@ -99,8 +101,8 @@ func checkConsumption(agent *Agent, records []Consumption) error {
 		bad := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("records[%d]: "+format, append([]any{i}, args...)...))
 		}
-		if !catalog[r.SKU] {
-			bad("sku %q is not in the billing catalog of agent %q (catalog: [%s])", r.SKU, agent.slug, strings.Join(skus, ", "))
+		if !known[r.SKU] {
+			bad("sku %q is not in the billing catalog of agent %q (catalog: [%s])", r.SKU, agentSlug, strings.Join(skus, ", "))
 		}
 		if math.IsNaN(r.Quantity) || math.IsInf(r.Quantity, 0) || r.Quantity <= 0 {
 			bad("quantity must be a finite number > 0")
@@ -153,7 +155,7 @@ func matchReceipts(records []Consumption, receipts []Receipt) ([]Receipt, error)
 }
 
 // httpBilling is the provisional HTTP wire format.
-type httpBilling struct{ a *Account }
+type httpBilling struct{ a *Client }
 
 type wireConsumption struct {
 	SKU            string         `json:"sku"`

@@ -1,4 +1,4 @@
-package supervaizer
+package studio
 
 import (
 	"context"
@@ -11,25 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/studiotest"
 )
 
 const billingPath = "/w/ws-1/api/v1/billing/consumption/"
 
-func billingAgent(t *testing.T) *Agent {
-	return stAgent(t, stAgentName, func(s *AgentSpec) {
-		s.BillingCatalog = contracts.BillingCatalog{{SKU: "brief_generated", Unit: "brief"}, {SKU: "source_read", Unit: "source"}}
-	})
-}
+var billingCatalog = contracts.BillingCatalog{{SKU: "brief_generated", Unit: "brief"}, {SKU: "source_read", Unit: "source"}}
 
 var billingTime = time.Date(2026, 10, 11, 9, 30, 0, 0, time.FixedZone("CEST", 2*3600))
 
 func TestReportConsumption(t *testing.T) {
 	t.Parallel()
-	f := newFakeStudio(t)
-	f.answer("POST /billing/consumption/", http.StatusOK, `{"receipts":[
+	f := studiotest.New(t)
+	f.Answer("POST /billing/consumption/", http.StatusOK, `{"receipts":[
 		{"idempotency_key":"job-1:sources","status":"duplicate","receipt_id":"rcpt-1"},
 		{"idempotency_key":"job-1:brief","status":"accepted","receipt_id":"rcpt-2"}]}`)
-	receipts, err := f.account(t).ReportConsumption(context.Background(), billingAgent(t),
+	receipts, err := testClient(t, f).ReportConsumption(context.Background(), studiotest.AgentSlug, billingCatalog,
 		Consumption{SKU: "brief_generated", Quantity: 1, JobID: "job-1", OccurredAt: billingTime, IdempotencyKey: "job-1:brief"},
 		Consumption{SKU: "source_read", Quantity: 12.5, JobID: "job-1", CaseID: "case-7", OccurredAt: billingTime,
 			IdempotencyKey: "job-1:sources", Metadata: map[string]any{"provider": "web"}},
@@ -39,7 +36,7 @@ func TestReportConsumption(t *testing.T) {
 		{IdempotencyKey: "job-1:brief", Status: ReceiptAccepted, ReceiptID: "rcpt-2"},
 		{IdempotencyKey: "job-1:sources", Status: ReceiptDuplicate, ReceiptID: "rcpt-1"},
 	}, receipts, "receipts in record order")
-	reqs := f.recorded()
+	reqs := f.Recorded()
 	require.Len(t, reqs, 1)
 	assert.Equal(t, billingPath, reqs[0].Path)
 	assert.JSONEq(t, `{"agent_slug":"research-agent","records":[
@@ -71,10 +68,10 @@ func TestReportConsumptionRejectsBeforeSending(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeStudio(t)
-			_, err := f.account(t).ReportConsumption(context.Background(), billingAgent(t), tt.records...)
+			f := studiotest.New(t)
+			_, err := testClient(t, f).ReportConsumption(context.Background(), studiotest.AgentSlug, billingCatalog, tt.records...)
 			require.ErrorContains(t, err, tt.want)
-			assert.Empty(t, f.recorded(), "nothing is sent")
+			assert.Empty(t, f.Recorded(), "nothing is sent")
 		})
 	}
 }
@@ -93,9 +90,9 @@ func TestReportConsumptionChecksReceipts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeStudio(t)
-			f.answer("POST /billing/consumption/", http.StatusOK, tt.answer)
-			_, err := f.account(t).ReportConsumption(context.Background(), billingAgent(t), rec)
+			f := studiotest.New(t)
+			f.Answer("POST /billing/consumption/", http.StatusOK, tt.answer)
+			_, err := testClient(t, f).ReportConsumption(context.Background(), studiotest.AgentSlug, billingCatalog, rec)
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
@@ -122,15 +119,15 @@ func (m *memoryBilling) SendConsumption(_ context.Context, _ string, records []C
 
 func TestBillingTransportIsReplaceable(t *testing.T) {
 	t.Parallel()
-	f := newFakeStudio(t)
-	acct := f.account(t, func(c *AccountConfig) { c.Billing = &memoryBilling{seen: map[string]Receipt{}} })
+	f := studiotest.New(t)
+	acct := testClient(t, f, func(c *Config) { c.Billing = &memoryBilling{seen: map[string]Receipt{}} })
 	rec := Consumption{SKU: "brief_generated", Quantity: 1, JobID: "job-1", OccurredAt: billingTime, IdempotencyKey: "k1"}
-	first, err := acct.ReportConsumption(context.Background(), billingAgent(t), rec)
+	first, err := acct.ReportConsumption(context.Background(), studiotest.AgentSlug, billingCatalog, rec)
 	require.NoError(t, err)
-	again, err := acct.ReportConsumption(context.Background(), billingAgent(t), rec)
+	again, err := acct.ReportConsumption(context.Background(), studiotest.AgentSlug, billingCatalog, rec)
 	require.NoError(t, err)
 	assert.Equal(t, ReceiptAccepted, first[0].Status)
 	assert.Equal(t, ReceiptDuplicate, again[0].Status)
 	assert.Equal(t, first[0].ReceiptID, again[0].ReceiptID, "a retried report returns the original receipt")
-	assert.Empty(t, f.recorded())
+	assert.Empty(t, f.Recorded())
 }

@@ -1,4 +1,9 @@
-package supervaizer
+// Package studio is the HTTP client to Supervaize Studio: the controller
+// events (server.register and its handshake, job and case events), the agent
+// lookup, the context client, billable consumption and rule-checkpoint calls.
+// A [supervaizer.Server] attached to Studio uses a [Client] for its startup;
+// an agent reaches the same client through the server.
+package studio
 
 import (
 	"bytes"
@@ -16,46 +21,44 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-)
 
-// Version is the SDK version sent to Studio as controller_version in
-// server.register (studio.md §4).
-const Version = "0.1.0"
+	"github.com/supervaize/supervaizer-go/internal/redact"
+)
 
 // Environment variables of the Studio account (studio.md §1).
 const (
-	EnvStudioAPIURL      = "SUPERVAIZE_API_URL"
-	EnvStudioAPIKey      = "SUPERVAIZE_API_KEY"
-	EnvStudioWorkspaceID = "SUPERVAIZE_WORKSPACE_ID"
-	EnvStudioMaxRetries  = "SUPERVAIZE_HTTP_MAX_RETRIES"
+	EnvAPIURL      = "SUPERVAIZE_API_URL"
+	EnvAPIKey      = "SUPERVAIZE_API_KEY"
+	EnvWorkspaceID = "SUPERVAIZE_WORKSPACE_ID"
+	EnvMaxRetries  = "SUPERVAIZE_HTTP_MAX_RETRIES"
 )
 
-// Defaults of [AccountConfig].
+// Defaults of [Config].
 const (
-	DefaultStudioTimeout          = 30 * time.Second // per attempt, body included
-	DefaultStudioMaxRetries       = 2                // retries after a transport failure
-	DefaultStudioMaxResponseBytes = 4 << 20          // largest Studio response read
-	MaxStudioRetries              = 10               // upper bound of MaxRetries
-	NoRetries                     = -1               // AccountConfig.MaxRetries value that disables retries
+	DefaultTimeout          = 30 * time.Second // per attempt, body included
+	DefaultMaxRetries       = 2                // retries after a transport failure
+	DefaultMaxResponseBytes = 4 << 20          // largest Studio response read
+	RetryLimit              = 10               // upper bound of Config.MaxRetries
+	NoRetries               = -1               // Config.MaxRetries value that disables retries
 )
 
 // defaultRetryDelay is the pause before the first retry; it grows linearly.
 const defaultRetryDelay = 200 * time.Millisecond
 
-// maxErrorBody bounds the part of a Studio error response kept in a StudioError.
+// maxErrorBody bounds the part of a Studio error response kept in a Error.
 const maxErrorBody = 512
 
 // redacted replaces secrets in error strings.
-const redacted = "[REDACTED]"
+const redacted = redact.Text
 
-// ErrNoStudioAccount is returned by the calls of a nil *Account that need
+// ErrNotAttached is returned by the calls of a nil *Client that need
 // Studio (the context client and billing): the controller is not attached to
 // Studio, for example in local mode.
-var ErrNoStudioAccount = errors.New("supervaizer: no Studio account configured")
+var ErrNotAttached = errors.New("supervaizer: no Studio account configured")
 
-// AccountConfig configures an [Account]. APIURL, WorkspaceID and APIKey are
+// Config configures an [Client]. APIURL, WorkspaceID and APIKey are
 // required; every other field has the documented default.
-type AccountConfig struct {
+type Config struct {
 	// APIURL is Studio's base URL, e.g. https://app.supervaize.com (trimmed,
 	// trailing slash removed). Environment: SUPERVAIZE_API_URL.
 	APIURL string
@@ -70,39 +73,42 @@ type AccountConfig struct {
 	// http.DefaultTransport. Redirects follow the client's policy.
 	HTTPClient *http.Client
 	// Timeout bounds each attempt, response body included. Default:
-	// [DefaultStudioTimeout].
+	// [DefaultTimeout].
 	Timeout time.Duration
 	// MaxRetries is how many times a request is retried after a transport
-	// failure (never after an HTTP answer), at most [MaxStudioRetries]. Zero
-	// means [DefaultStudioMaxRetries]; [NoRetries] disables retries.
+	// failure (never after an HTTP answer), at most [RetryLimit]. Zero
+	// means [DefaultMaxRetries]; [NoRetries] disables retries.
 	// Environment: SUPERVAIZE_HTTP_MAX_RETRIES.
 	MaxRetries int
+	// RetryDelay is the pause before the first retry; it grows linearly with
+	// each retry. Default: 200ms.
+	RetryDelay time.Duration
 	// MaxResponseBytes bounds every response body read. Default:
-	// [DefaultStudioMaxResponseBytes].
+	// [DefaultMaxResponseBytes].
 	MaxResponseBytes int64
 	// Billing carries consumption reports. Default: the provisional HTTP wire
-	// format of [Account.ReportConsumption].
+	// format of [Client.ReportConsumption].
 	Billing BillingTransport
 	// Logger receives one debug line per call and a warning per retry; keys
 	// are never logged. Default: silent.
 	Logger *slog.Logger
 }
 
-// AccountConfigFromEnv reads SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY,
+// ConfigFromEnv reads SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY,
 // SUPERVAIZE_WORKSPACE_ID and SUPERVAIZE_HTTP_MAX_RETRIES through getenv
 // (values trimmed). It fails only when SUPERVAIZE_HTTP_MAX_RETRIES is not an
-// integer between 0 and [MaxStudioRetries]; missing values are left empty for
-// [NewAccount] to report.
-func AccountConfigFromEnv(getenv func(string) string) (AccountConfig, error) {
+// integer between 0 and [RetryLimit]; missing values are left empty for
+// [NewClient] to report.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	cfg := AccountConfig{APIURL: get(EnvStudioAPIURL), APIKey: get(EnvStudioAPIKey), WorkspaceID: get(EnvStudioWorkspaceID)}
-	if raw := get(EnvStudioMaxRetries); raw != "" {
+	cfg := Config{APIURL: get(EnvAPIURL), APIKey: get(EnvAPIKey), WorkspaceID: get(EnvWorkspaceID)}
+	if raw := get(EnvMaxRetries); raw != "" {
 		n, err := strconv.Atoi(raw)
-		if err != nil || n < 0 || n > MaxStudioRetries {
-			return AccountConfig{}, fmt.Errorf("supervaizer: %s must be an integer between 0 and %d, got %q", EnvStudioMaxRetries, MaxStudioRetries, raw)
+		if err != nil || n < 0 || n > RetryLimit {
+			return Config{}, fmt.Errorf("supervaizer: %s must be an integer between 0 and %d, got %q", EnvMaxRetries, RetryLimit, raw)
 		}
 		cfg.MaxRetries = n
 		if n == 0 {
@@ -113,24 +119,24 @@ func AccountConfigFromEnv(getenv func(string) string) (AccountConfig, error) {
 }
 
 // empty reports whether none of the three credentials is set.
-func (c AccountConfig) empty() bool {
+func (c Config) empty() bool {
 	return c.APIURL == "" && c.APIKey == "" && c.WorkspaceID == ""
 }
 
-// Account is the controller's client for Supervaize Studio: controller events
+// Client is the controller's client for Supervaize Studio: controller events
 // (server.register, case events, …), the agent lookup, the context client and
 // billable consumption. Every call carries "Authorization: Api-Key <key>",
 // "accept: application/json" and "workspace: <id>", is bounded by a timeout
 // and a response-size limit, and is retried a few times after a transport
 // failure. The key never appears in logs or error strings.
 //
-// A nil *Account stands for "not attached to Studio" (local mode):
-// [Account.SendEvent] drops the event and succeeds, the other calls return
-// [ErrNoStudioAccount]. An Account is safe for concurrent use.
-type Account struct {
+// A nil *Client stands for "not attached to Studio" (local mode):
+// [Client.SendEvent] drops the event and succeeds, the other calls return
+// [ErrNotAttached]. A Client is safe for concurrent use.
+type Client struct {
 	apiURL      string
 	workspaceID string
-	key         secret
+	key         redact.Secret
 	base        string // {api_url}/w/{workspace_id}/api/v1
 	client      *http.Client
 	timeout     time.Duration
@@ -141,20 +147,20 @@ type Account struct {
 	retryDelay  time.Duration
 
 	mu     sync.RWMutex
-	agents map[string]StudioAgent // by slug, from the agent lookup
+	agents map[string]Agent // by slug, from the agent lookup
 }
 
-// NewAccount validates cfg and returns the account. The error names the
+// NewClient validates cfg and returns the account. The error names the
 // missing or invalid setting, never the key.
-func NewAccount(cfg AccountConfig) (*Account, error) {
+func NewClient(cfg Config) (*Client, error) {
 	cfg.APIURL = strings.TrimRight(strings.TrimSpace(cfg.APIURL), "/")
 	cfg.WorkspaceID = strings.TrimSpace(cfg.WorkspaceID)
 	cfg.APIKey = strings.TrimSpace(cfg.APIKey)
 	var missing []string
 	for _, f := range []struct{ v, name string }{
-		{cfg.APIURL, "APIURL (" + EnvStudioAPIURL + ")"},
-		{cfg.WorkspaceID, "WorkspaceID (" + EnvStudioWorkspaceID + ")"},
-		{cfg.APIKey, "APIKey (" + EnvStudioAPIKey + ")"},
+		{cfg.APIURL, "APIURL (" + EnvAPIURL + ")"},
+		{cfg.WorkspaceID, "WorkspaceID (" + EnvWorkspaceID + ")"},
+		{cfg.APIKey, "APIKey (" + EnvAPIKey + ")"},
 	} {
 		if f.v == "" {
 			missing = append(missing, f.name)
@@ -165,27 +171,30 @@ func NewAccount(cfg AccountConfig) (*Account, error) {
 	}
 	u, err := url.Parse(cfg.APIURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("supervaizer: Studio account: %s must be an absolute http(s) URL without credentials, query or fragment", EnvStudioAPIURL)
+		return nil, fmt.Errorf("supervaizer: Studio account: %s must be an absolute http(s) URL without credentials, query or fragment", EnvAPIURL)
 	}
-	if !headerSafe(cfg.APIKey) {
-		return nil, fmt.Errorf("supervaizer: Studio account: %s contains characters not allowed in an HTTP header (fingerprint %s)", EnvStudioAPIKey, KeyFingerprint(cfg.APIKey))
+	if !redact.HeaderSafe(cfg.APIKey) {
+		return nil, fmt.Errorf("supervaizer: Studio account: %s contains characters not allowed in an HTTP header (fingerprint %s)", EnvAPIKey, redact.Fingerprint(cfg.APIKey))
 	}
-	if !headerSafe(cfg.WorkspaceID) {
-		return nil, fmt.Errorf("supervaizer: Studio account: %s contains characters not allowed in an HTTP header", EnvStudioWorkspaceID)
+	if !redact.HeaderSafe(cfg.WorkspaceID) {
+		return nil, fmt.Errorf("supervaizer: Studio account: %s contains characters not allowed in an HTTP header", EnvWorkspaceID)
 	}
 	switch {
 	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultStudioMaxRetries
+		cfg.MaxRetries = DefaultMaxRetries
 	case cfg.MaxRetries < 0:
 		cfg.MaxRetries = 0
-	case cfg.MaxRetries > MaxStudioRetries:
-		return nil, fmt.Errorf("supervaizer: Studio account: MaxRetries (%s) is at most %d, got %d", EnvStudioMaxRetries, MaxStudioRetries, cfg.MaxRetries)
+	case cfg.MaxRetries > RetryLimit:
+		return nil, fmt.Errorf("supervaizer: Studio account: MaxRetries (%s) is at most %d, got %d", EnvMaxRetries, RetryLimit, cfg.MaxRetries)
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultStudioTimeout
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.RetryDelay <= 0 {
+		cfg.RetryDelay = defaultRetryDelay
 	}
 	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = DefaultStudioMaxResponseBytes
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
@@ -193,10 +202,10 @@ func NewAccount(cfg AccountConfig) (*Account, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Account{
+	a := &Client{
 		apiURL:      cfg.APIURL,
 		workspaceID: cfg.WorkspaceID,
-		key:         newSecret(cfg.APIKey),
+		key:         redact.New(cfg.APIKey),
 		base:        cfg.APIURL + "/w/" + url.PathEscape(cfg.WorkspaceID) + "/api/v1",
 		client:      cfg.HTTPClient,
 		timeout:     cfg.Timeout,
@@ -204,8 +213,8 @@ func NewAccount(cfg AccountConfig) (*Account, error) {
 		maxBody:     cfg.MaxResponseBytes,
 		billing:     cfg.Billing,
 		logger:      cfg.Logger,
-		retryDelay:  defaultRetryDelay,
-		agents:      map[string]StudioAgent{},
+		retryDelay:  cfg.RetryDelay,
+		agents:      map[string]Agent{},
 	}
 	if a.billing == nil {
 		a.billing = httpBilling{a}
@@ -213,27 +222,16 @@ func NewAccount(cfg AccountConfig) (*Account, error) {
 	return a, nil
 }
 
-// headerSafe reports whether s is printable ASCII (spaces allowed), so that it
-// can travel in a header value unchanged.
-func headerSafe(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// APIURL returns Studio's base URL ("" for a nil Account).
-func (a *Account) APIURL() string {
+// APIURL returns Studio's base URL ("" for a nil Client).
+func (a *Client) APIURL() string {
 	if a == nil {
 		return ""
 	}
 	return a.apiURL
 }
 
-// WorkspaceID returns the controller owner's workspace id ("" for a nil Account).
-func (a *Account) WorkspaceID() string {
+// WorkspaceID returns the controller owner's workspace id ("" for a nil Client).
+func (a *Client) WorkspaceID() string {
 	if a == nil {
 		return ""
 	}
@@ -241,34 +239,37 @@ func (a *Account) WorkspaceID() string {
 }
 
 // WorkspaceAPIBase returns the workspace API base,
-// {api_url}/w/{workspace_id}/api/v1 ("" for a nil Account).
-func (a *Account) WorkspaceAPIBase() string {
+// {api_url}/w/{workspace_id}/api/v1 ("" for a nil Client).
+func (a *Client) WorkspaceAPIBase() string {
 	if a == nil {
 		return ""
 	}
 	return a.base
 }
 
+// Logger returns the logger the client was configured with.
+func (a *Client) Logger() *slog.Logger { return a.logger }
+
 // String describes the account without its key.
-func (a *Account) String() string {
+func (a *Client) String() string {
 	if a == nil {
-		return "Account(local)"
+		return "Client(local)"
 	}
-	return fmt.Sprintf("Account(%s, workspace %s, key %s)", a.apiURL, a.workspaceID, KeyFingerprint(a.key.value()))
+	return fmt.Sprintf("Client(%s, workspace %s, key %s)", a.apiURL, a.workspaceID, redact.Fingerprint(a.key.Value()))
 }
 
 // LogValue implements slog.LogValuer: the URL, workspace and key fingerprint.
-func (a *Account) LogValue() slog.Value {
+func (a *Client) LogValue() slog.Value {
 	if a == nil {
 		return slog.StringValue("local")
 	}
 	return slog.GroupValue(slog.String("api_url", a.apiURL), slog.String("workspace_id", a.workspaceID),
-		slog.String("api_key_fingerprint", KeyFingerprint(a.key.value())))
+		slog.String("api_key_fingerprint", redact.Fingerprint(a.key.Value())))
 }
 
-// StudioError is a non-2xx answer from Studio. Body is the start of the
+// Error is a non-2xx answer from Studio. Body is the start of the
 // response with every known key replaced by "[REDACTED]".
-type StudioError struct {
+type Error struct {
 	Method     string
 	Path       string // URL path of the request
 	StatusCode int
@@ -276,7 +277,7 @@ type StudioError struct {
 }
 
 // Error names the request and the status.
-func (e *StudioError) Error() string {
+func (e *Error) Error() string {
 	msg := fmt.Sprintf("supervaizer: Studio %s %s: HTTP %d", e.Method, e.Path, e.StatusCode)
 	if e.Body != "" {
 		msg += ": " + e.Body
@@ -295,19 +296,14 @@ func (e *transportError) Error() string { return e.msg }
 func (e *transportError) Unwrap() error { return e.err }
 
 // mask replaces the account key and the extra secrets in s.
-func (a *Account) mask(s string, secrets []string) string {
-	for _, k := range append([]string{a.key.value()}, secrets...) {
-		if k != "" {
-			s = strings.ReplaceAll(s, k, redacted)
-		}
-	}
-	return s
+func (a *Client) mask(s string, secrets []string) string {
+	return redact.Mask(s, append([]string{a.key.Value()}, secrets...)...)
 }
 
 // call sends one request to the workspace API (path relative to the base)
 // and returns the 2xx response body. body, when not nil, is sent as JSON.
 // secrets lists extra values (besides the account key) masked in errors.
-func (a *Account) call(ctx context.Context, method, path string, body any, secrets ...string) ([]byte, error) {
+func (a *Client) call(ctx context.Context, method, path string, body any, secrets ...string) ([]byte, error) {
 	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -328,7 +324,7 @@ func (a *Account) call(ctx context.Context, method, path string, body any, secre
 		return nil, err
 	}
 	if status < 200 || status > 299 {
-		return nil, &StudioError{Method: method, Path: path, StatusCode: status, Body: a.mask(snippet(resp), secrets)}
+		return nil, &Error{Method: method, Path: path, StatusCode: status, Body: a.mask(snippet(resp), secrets)}
 	}
 	return resp, nil
 }
@@ -336,9 +332,9 @@ func (a *Account) call(ctx context.Context, method, path string, body any, secre
 // exchange performs a request with client, retrying after a transport
 // failure (never after an HTTP answer), and returns the status and bounded
 // body of the answer, whatever its status. An answer too large to read is a
-// *StudioError; a transport failure a *transportError whose message has the
+// *Error; a transport failure a *transportError whose message has the
 // account key and secrets masked. path names the request in the logs.
-func (a *Account) exchange(ctx context.Context, client *http.Client, method, target, path string, payload []byte, extra http.Header, secrets []string) (int, []byte, error) {
+func (a *Client) exchange(ctx context.Context, client *http.Client, method, target, path string, payload []byte, extra http.Header, secrets []string) (int, []byte, error) {
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		status, resp, err := a.attempt(ctx, client, method, target, payload, extra)
@@ -347,7 +343,7 @@ func (a *Account) exchange(ctx context.Context, client *http.Client, method, tar
 				slog.Int("status", status), slog.Int("attempt", attempt+1), slog.Duration("elapsed", time.Since(start)))
 			return status, resp, nil
 		}
-		if se := (*StudioError)(nil); errors.As(err, &se) {
+		if se := (*Error)(nil); errors.As(err, &se) {
 			return 0, nil, se // an answer too large to read: not a transport failure
 		}
 		msg := a.mask(err.Error(), secrets)
@@ -368,7 +364,7 @@ func (a *Account) exchange(ctx context.Context, client *http.Client, method, tar
 
 // attempt performs one exchange with client and reads the bounded body. extra
 // headers are sent after the account's own.
-func (a *Account) attempt(ctx context.Context, client *http.Client, method, target string, payload []byte, extra http.Header) (int, []byte, error) {
+func (a *Client) attempt(ctx context.Context, client *http.Client, method, target string, payload []byte, extra http.Header) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	var rd io.Reader
@@ -379,7 +375,7 @@ func (a *Account) attempt(ctx context.Context, client *http.Client, method, targ
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Api-Key "+a.key.value())
+	req.Header.Set("Authorization", "Api-Key "+a.key.Value())
 	req.Header.Set("accept", "application/json")
 	req.Header.Set("workspace", a.workspaceID)
 	if payload != nil {
@@ -400,7 +396,7 @@ func (a *Account) attempt(ctx context.Context, client *http.Client, method, targ
 		return 0, nil, fmt.Errorf("read response: %w", err)
 	}
 	if int64(len(b)) > a.maxBody {
-		return resp.StatusCode, nil, &StudioError{Method: method, Path: req.URL.Path, StatusCode: resp.StatusCode,
+		return resp.StatusCode, nil, &Error{Method: method, Path: req.URL.Path, StatusCode: resp.StatusCode,
 			Body: fmt.Sprintf("response larger than %d bytes", a.maxBody)}
 	}
 	return resp.StatusCode, b, nil
@@ -528,13 +524,13 @@ type wireEvent struct {
 }
 
 // SendEvent posts ev and returns Studio's response body. A non-2xx answer
-// (*StudioError) or a transport failure is an error. On a nil *Account (not
+// (*Error) or a transport failure is an error. On a nil *Client (not
 // attached to Studio) the event is dropped and SendEvent succeeds.
-func (a *Account) SendEvent(ctx context.Context, ev Event) ([]byte, error) {
+func (a *Client) SendEvent(ctx context.Context, ev Event) ([]byte, error) {
 	return a.sendEvent(ctx, ev)
 }
 
-func (a *Account) sendEvent(ctx context.Context, ev Event, secrets ...string) ([]byte, error) {
+func (a *Client) sendEvent(ctx context.Context, ev Event, secrets ...string) ([]byte, error) {
 	if strings.TrimSpace(string(ev.Type)) == "" {
 		return nil, errors.New("supervaizer: SendEvent: the event type is required")
 	}
@@ -570,20 +566,20 @@ func (a *Account) sendEvent(ctx context.Context, ev Event, secrets ...string) ([
 // StartCase announces a case to Studio with an agent.case.start event
 // (source {"job", "case"}): the "signal the case" step required before rule
 // checkpoints. details is the case description, e.g. {"name": …}.
-func (a *Account) StartCase(ctx context.Context, jobID, caseID string, details map[string]any) error {
+func (a *Client) StartCase(ctx context.Context, jobID, caseID string, details map[string]any) error {
 	_, err := a.SendEvent(ctx, Event{Type: EventCaseStart, Source: CaseSource(jobID, caseID), Details: details})
 	return err
 }
 
 // UpdateCase sends an agent.case.update event for the case (source
 // {"job", "case"}); details carries the update.
-func (a *Account) UpdateCase(ctx context.Context, jobID, caseID string, details map[string]any) error {
+func (a *Client) UpdateCase(ctx context.Context, jobID, caseID string, details map[string]any) error {
 	_, err := a.SendEvent(ctx, Event{Type: EventCaseUpdate, Source: CaseSource(jobID, caseID), Details: details})
 	return err
 }
 
-// StudioAgent is what the agent lookup learned about an agent (studio.md §7).
-type StudioAgent struct {
+// Agent is what the agent lookup learned about an agent (studio.md §7).
+type Agent struct {
 	ID               string           // Studio's agent id
 	Status           string           // server status, "" when unknown
 	OnboardingStatus string           // onboarding status, "" when unknown
@@ -592,7 +588,7 @@ type StudioAgent struct {
 
 // AgentParameter is one decrypted agent parameter value. This SDK does not
 // model parameter definitions (parameters_setup is sent as []), so the values
-// are exposed as received, through [Account.StudioAgent]. Values may be
+// are exposed as received, through [Client.Agent]. Values may be
 // secrets: String and LogValue hide them.
 type AgentParameter struct {
 	Name  string
@@ -607,11 +603,11 @@ func (p AgentParameter) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("name", p.Name), slog.String("value", redacted))
 }
 
-// StudioAgent returns what the last agent lookup learned about the agent
+// Agent returns what the last agent lookup learned about the agent
 // slug: its Studio id, statuses and decrypted parameters.
-func (a *Account) StudioAgent(slug string) (StudioAgent, bool) {
+func (a *Client) Agent(slug string) (Agent, bool) {
 	if a == nil {
-		return StudioAgent{}, false
+		return Agent{}, false
 	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -620,8 +616,41 @@ func (a *Account) StudioAgent(slug string) (StudioAgent, bool) {
 	return sa, ok
 }
 
-func (a *Account) setStudioAgent(slug string, sa StudioAgent) {
+func (a *Client) setAgent(slug string, sa Agent) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.agents[slug] = sa
+}
+
+// Rule-checkpoint calls (checkpoints.md §5).
+const (
+	// RuleCheckpointsPath is the Studio endpoint of checkpoint calls,
+	// relative to the API URL (not to the workspace API base).
+	RuleCheckpointsPath = "/api/v1/rule-checkpoints/"
+	// HeaderRuleCheckpointToken carries the snapshot's checkpoint token on
+	// checkpoint calls.
+	HeaderRuleCheckpointToken = "X-Rule-Checkpoint-Token"
+)
+
+// PostRuleCheckpoint posts payload to {api_url}/api/v1/rule-checkpoints/
+// with the client's headers and the snapshot token, and returns the 2xx
+// body. The URL is built from the client only; redirects are not followed
+// (they would carry the token elsewhere). Transport failures are retried like
+// the other Studio calls: checkpoint calls are idempotent per occurrence and
+// phase. A non-2xx answer, or one too large to read, is an [*Error] with the
+// token masked; a transport failure is returned with the token masked.
+func (a *Client) PostRuleCheckpoint(ctx context.Context, token string, payload []byte) ([]byte, error) {
+	client := *a.client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	target := a.apiURL + RuleCheckpointsPath
+	secrets := []string{token}
+	status, body, err := a.exchange(ctx, &client, http.MethodPost, target, RuleCheckpointsPath, payload,
+		http.Header{HeaderRuleCheckpointToken: {token}}, secrets)
+	if err != nil {
+		return nil, err
+	}
+	if status < 200 || status > 299 {
+		return nil, &Error{Method: http.MethodPost, Path: RuleCheckpointsPath, StatusCode: status, Body: a.mask(snippet(body), secrets)}
+	}
+	return body, nil
 }

@@ -1,6 +1,7 @@
-package supervaizer
+package studio
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -28,11 +29,11 @@ const ContextAssignAction = "context.assign"
 const EffectContextAssigned = "context.assigned"
 
 // ContextClient reads Studio-managed context (studio.md §9). Get it from
-// [Account.Context].
-type ContextClient struct{ a *Account }
+// [Client.Context].
+type ContextClient struct{ a *Client }
 
 // Context returns the account's context client.
-func (a *Account) Context() *ContextClient { return &ContextClient{a: a} }
+func (a *Client) Context() *ContextClient { return &ContextClient{a: a} }
 
 // SearchRequest is a context search. Query and Limit are always sent; the
 // other members only when set.
@@ -117,7 +118,7 @@ type wireOpen struct {
 // checkCommon makes the client-side checks shared by search and open.
 func (c *ContextClient) checkCommon(missionID, expected string) error {
 	if c.a == nil {
-		return ErrNoStudioAccount
+		return ErrNotAttached
 	}
 	if missionID != "" && strings.TrimSpace(missionID) == "" {
 		return errors.New("supervaizer: context: mission_id must be a non-empty string")
@@ -265,7 +266,7 @@ type ContextAssigner struct {
 }
 
 // Handle is the context.assign ActionHandler; see [ContextAssigner.Assign].
-func (c *ContextAssigner) Handle(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
+func (c *ContextAssigner) Handle(ctx context.Context, req *contracts.ActionRequest) (*contracts.ActionResult, error) {
 	return c.Assign(ctx, req.Input)
 }
 
@@ -280,13 +281,13 @@ func (c *ContextAssigner) Handle(ctx context.Context, req *ActionRequest) (*Acti
 //     context.assigned effect whose items are the provenance records.
 //
 // A failure to open an item or to save is returned as an error.
-func (c *ContextAssigner) Assign(ctx context.Context, input json.RawMessage) (*ActionResult, error) {
+func (c *ContextAssigner) Assign(ctx context.Context, input json.RawMessage) (*contracts.ActionResult, error) {
 	if c.Opener == nil || c.Save == nil {
 		return nil, errors.New("supervaizer: ContextAssigner needs an Opener and a Save function")
 	}
 	var ca contracts.ContextAssignment
 	if err := contracts.DefaultValidator().Decode(contracts.ModelContextAssignment, input, &ca); err != nil {
-		return Fail(contracts.ErrorInvalidContextAssignment, "invalid context assignment: %v", err), nil
+		return failed(contracts.ErrorInvalidContextAssignment, fmt.Sprintf("invalid context assignment: %v", err)), nil
 	}
 	maxChars := c.MaxChars
 	if maxChars <= 0 {
@@ -325,7 +326,7 @@ func (c *ContextAssigner) Assign(ctx context.Context, input json.RawMessage) (*A
 		}
 		sum := sha256.Sum256([]byte(doc.Content))
 		snaps = append(snaps, ContextSnapshot{
-			Ref: it.Ref, Title: orDefault(doc.Title, it.Title), Scope: it.Scope, SourceType: doc.SourceType,
+			Ref: it.Ref, Title: cmp.Or(doc.Title, it.Title), Scope: it.Scope, SourceType: doc.SourceType,
 			Version: doc.Version, Instructions: doc.Instructions, Tags: doc.Tags, Content: doc.Content, Citations: doc.Citations,
 			Provenance: ContextProvenance{
 				Ref: it.Ref, Version: doc.Version, Hash: "sha256:" + hex.EncodeToString(sum[:]),
@@ -334,8 +335,8 @@ func (c *ContextAssigner) Assign(ctx context.Context, input json.RawMessage) (*A
 		})
 	}
 	if len(mismatched) > 0 {
-		res := Fail(contracts.ErrorContextVersionMismatch,
-			"context items changed since they were assigned; nothing was stored, re-assign the context: %s", strings.Join(mismatched, "; "))
+		res := failed(contracts.ErrorContextVersionMismatch,
+			"context items changed since they were assigned; nothing was stored, re-assign the context: "+strings.Join(mismatched, "; "))
 		raw, _ := json.Marshal(refs)
 		res.Errors[0].Extra = contracts.Extra{"refs": raw}
 		return res, nil
@@ -349,5 +350,12 @@ func (c *ContextAssigner) Assign(ctx context.Context, input json.RawMessage) (*A
 		items[i] = map[string]any{"ref": p.Ref, "version": p.Version, "hash": p.Hash, "synced_at": p.SyncedAt, "max_chars": p.MaxChars}
 	}
 	n := len(snaps)
-	return OK(Effect{Type: EffectContextAssigned, JobID: ca.JobID, Count: &n, Items: items}), nil
+	return &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{
+		{Type: EffectContextAssigned, JobID: ca.JobID, Count: &n, Items: items}}}, nil
+}
+
+// failed is an error result with one error.
+func failed(code, msg string) *contracts.ActionResult {
+	return &contracts.ActionResult{Status: contracts.StatusError, Effects: []contracts.Effect{},
+		Errors: []contracts.ResultError{{Code: code, Message: msg}}}
 }

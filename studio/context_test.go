@@ -1,4 +1,4 @@
-package supervaizer
+package studio
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/studiotest"
 )
 
 const (
@@ -29,24 +30,24 @@ func TestContextSearchRequests(t *testing.T) {
 		want string
 	}{
 		{"defaults", SearchRequest{Query: "billing"}, `{"query":"billing","limit":5}`},
-		{"everything", SearchRequest{Query: "billing", Limit: 3, MissionID: "mis-3", Scope: "mission", Tags: []string{"ops"}, ExpectedWorkspaceID: stWorkspace},
+		{"everything", SearchRequest{Query: "billing", Limit: 3, MissionID: "mis-3", Scope: "mission", Tags: []string{"ops"}, ExpectedWorkspaceID: studiotest.Workspace},
 			`{"query":"billing","limit":3,"mission_id":"mis-3","scope":"mission","tags":["ops"]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeStudio(t)
-			f.answer("POST /context/search/", http.StatusOK, `{"query":"billing","results":[
+			f := studiotest.New(t)
+			f.Answer("POST /context/search/", http.StatusOK, `{"query":"billing","results":[
 				{"ref":"supervaize.context.workspace.billing","title":"Billing","scope":"workspace","source_type":"text","version":1,
 				 "tags":["ops"],"excerpt":"Billing policy","score":3,
 				 "citation":{"ref":"supervaize.context.workspace.billing","title":"Billing","source_type":"text","version":1}},
 				{"ref":"supervaize.context.workspace.bare","title":"Bare","scope":"workspace","source_type":"text","version":2}]}`)
-			resp, err := f.account(t).Context().Search(context.Background(), tt.req)
+			resp, err := testClient(t, f).Context().Search(context.Background(), tt.req)
 			require.NoError(t, err)
-			reqs := f.recorded()
+			reqs := f.Recorded()
 			require.Len(t, reqs, 1)
 			assert.Equal(t, searchPath, reqs[0].Path)
-			assert.Equal(t, "Api-Key "+stAccountKey, reqs[0].Header.Get("Authorization"))
+			assert.Equal(t, "Api-Key "+studiotest.AccountKey, reqs[0].Header.Get("Authorization"))
 			assert.JSONEq(t, tt.want, string(reqs[0].Body))
 
 			require.Len(t, resp.Results, 2)
@@ -73,12 +74,12 @@ func TestContextOpenRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFakeStudio(t)
-			f.answer("POST /context/open/", http.StatusOK, `{"ref":"supervaize.context.mission.january-brief","title":"January brief",
+			f := studiotest.New(t)
+			f.Answer("POST /context/open/", http.StatusOK, `{"ref":"supervaize.context.mission.january-brief","title":"January brief",
 				"scope":"mission","source_type":"text","version":3,"content":"Prices rise in February."}`)
-			doc, err := f.account(t).Context().Open(context.Background(), tt.req)
+			doc, err := testClient(t, f).Context().Open(context.Background(), tt.req)
 			require.NoError(t, err)
-			reqs := f.recorded()
+			reqs := f.Recorded()
 			require.Len(t, reqs, 1)
 			assert.Equal(t, openPath, reqs[0].Path)
 			assert.JSONEq(t, tt.want, string(reqs[0].Body))
@@ -90,8 +91,8 @@ func TestContextOpenRequests(t *testing.T) {
 
 func TestContextClientChecksBeforeSending(t *testing.T) {
 	t.Parallel()
-	f := newFakeStudio(t)
-	c := f.account(t).Context()
+	f := studiotest.New(t)
+	c := testClient(t, f).Context()
 	ctx := context.Background()
 	_, err := c.Search(ctx, SearchRequest{Query: "q", MissionID: "  "})
 	require.ErrorContains(t, err, "mission_id must be a non-empty string")
@@ -109,14 +110,14 @@ func TestContextClientChecksBeforeSending(t *testing.T) {
 	require.ErrorContains(t, err, "limit")
 	_, err = c.Search(ctx, SearchRequest{Query: "q", Scope: "job"})
 	require.ErrorContains(t, err, "scope")
-	assert.Empty(t, f.recorded(), "nothing is sent")
+	assert.Empty(t, f.Recorded(), "nothing is sent")
 
-	f.answer("POST /context/open/", http.StatusNotFound, `{"detail":"Unknown ref"}`)
+	f.Answer("POST /context/open/", http.StatusNotFound, `{"detail":"Unknown ref"}`)
 	_, err = c.Open(ctx, OpenRequest{Ref: "r"})
-	var se *StudioError
+	var se *Error
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusNotFound, se.StatusCode)
-	f.answer("POST /context/search/", http.StatusOK, `[]`)
+	f.Answer("POST /context/search/", http.StatusOK, `[]`)
 	_, err = c.Search(ctx, SearchRequest{Query: "q"})
 	require.ErrorContains(t, err, "not a JSON object")
 }
@@ -181,7 +182,7 @@ func TestContextAssign(t *testing.T) {
 					saved, snaps = len(s), s
 					return nil
 				}}
-			res, err := ca.Handle(context.Background(), &ActionRequest{Input: json.RawMessage(tt.input)})
+			res, err := ca.Handle(context.Background(), &contracts.ActionRequest{Input: json.RawMessage(tt.input)})
 			assert.Equal(t, tt.wantOpens, op.calls, "each ref opened once")
 			assert.Equal(t, tt.wantSaved, saved)
 			if tt.wantErr != "" {
@@ -217,10 +218,10 @@ func TestContextAssign(t *testing.T) {
 
 func TestContextAssignThroughStudio(t *testing.T) {
 	t.Parallel()
-	f := newFakeStudio(t)
-	f.answer("POST /context/open/", http.StatusOK, `{"ref":"supervaize.context.mission.january-brief","title":"January brief","scope":"mission","version":3,"content":"Brief"}`)
+	f := studiotest.New(t)
+	f.Answer("POST /context/open/", http.StatusOK, `{"ref":"supervaize.context.mission.january-brief","title":"January brief","scope":"mission","version":3,"content":"Brief"}`)
 	var got []ContextSnapshot
-	ca := &ContextAssigner{Opener: f.account(t).Context(), Save: func(_ context.Context, _ *contracts.ContextAssignment, s []ContextSnapshot) error {
+	ca := &ContextAssigner{Opener: testClient(t, f).Context(), Save: func(_ context.Context, _ *contracts.ContextAssignment, s []ContextSnapshot) error {
 		got = s
 		return nil
 	}}
@@ -230,7 +231,7 @@ func TestContextAssignThroughStudio(t *testing.T) {
 	assert.Equal(t, contracts.StatusOK, res.Status)
 	require.Len(t, got, 1)
 	assert.Equal(t, DefaultContextMaxChars, got[0].Provenance.MaxChars)
-	reqs := f.recorded()
+	reqs := f.Recorded()
 	require.Len(t, reqs, 1)
 	assert.JSONEq(t, `{"ref":"supervaize.context.mission.january-brief","max_chars":3000,"mission_id":"mis-3"}`, string(reqs[0].Body))
 }

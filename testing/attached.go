@@ -21,6 +21,7 @@ import (
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Defaults of an attached test server.
@@ -42,7 +43,7 @@ const maxRemoteResponse = 16 << 20
 // controllerKey is the process-wide test controller key: generating an RSA
 // key for every test would be slow.
 var controllerKey = sync.OnceValues(func() (*rsa.PrivateKey, error) {
-	return rsa.GenerateKey(rand.Reader, supervaizer.ControllerKeyBits)
+	return rsa.GenerateKey(rand.Reader, studio.ControllerKeyBits)
 })
 
 // ControllerKey returns an RSA controller key pair (2048 bits) for tests,
@@ -81,7 +82,7 @@ func (s *FakeStudio) AttachedSettings() supervaizer.WorkspaceAuthSettings {
 // no environment (an empty [supervaizer.WithEnv]), the write key
 // [DefaultAPIKey], the server id [DefaultControllerID], the workspace
 // authorization of [FakeStudio.AttachedSettings], a new account on the fake
-// ([FakeStudioAPI.Account]), the shared [ControllerKey] and the public URL
+// ([FakeStudioAPI.Client]), the shared [ControllerKey] and the public URL
 // [DefaultPublicURL]. Add options after them to replace them; then
 // Server.Start registers with the fake. Use it to test startup failures, for
 // which [NewAttachedTestServer] has no room.
@@ -92,7 +93,7 @@ func (f *FakeStudioAPI) ServerOptions() []supervaizer.Option {
 		supervaizer.WithAPIKey(DefaultAPIKey, supervaizer.ScopeWrite),
 		supervaizer.WithServerID(DefaultControllerID),
 		supervaizer.WithWorkspaceAuth(f.studio.AttachedSettings()),
-		supervaizer.WithAccount(f.Account()),
+		supervaizer.WithStudio(f.Client()),
 		supervaizer.WithControllerKey(ControllerKey(f.t)),
 		supervaizer.WithPublicURL(DefaultPublicURL),
 	}

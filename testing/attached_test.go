@@ -15,6 +15,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -79,11 +80,11 @@ func TestAttachedHandshake(t *testing.T) {
 	id, linked := agent.StudioAgentID()
 	require.True(t, linked)
 	assert.Equal(t, ts.Studio.StudioAgentID(agentSlug), id)
-	sa, ok := ts.Server.Account().StudioAgent(agentSlug)
+	sa, ok := ts.Server.Studio().Agent(agentSlug)
 	require.True(t, ok)
-	assert.Equal(t, supervaizer.StudioAgent{ID: id, Status: svtest.DefaultAgentStatus, OnboardingStatus: svtest.OnboardingPending}, sa)
+	assert.Equal(t, studio.Agent{ID: id, Status: svtest.DefaultAgentStatus, OnboardingStatus: svtest.OnboardingPending}, sa)
 
-	assert.Equal(t, []string{string(supervaizer.EventServerRegister)}, api.EventTypes())
+	assert.Equal(t, []string{string(studio.EventServerRegister)}, api.EventTypes())
 	assert.Equal(t, []svtest.RecordedRequest{
 		{Seq: 1, Method: http.MethodPost, Path: api.WorkspacePath(svtest.EventsPath), Status: http.StatusOK},
 		{Seq: 2, Method: http.MethodGet, Path: api.WorkspacePath("/agents/" + id), Status: http.StatusOK},
@@ -120,11 +121,11 @@ func TestAttachedParameters(t *testing.T) {
 		Parameters: map[string]any{"OPENAI_API_KEY": "sk-test-1", "MAX_SOURCES": 12, "REGION": nil}})
 	ts := svtest.NewAttachedTestServerWithAPI(t, api, []*supervaizer.Agent{newGovernedAgent(t)})
 
-	sa, ok := ts.Server.Account().StudioAgent(agentSlug)
+	sa, ok := ts.Server.Studio().Agent(agentSlug)
 	require.True(t, ok)
 	assert.Equal(t, "active", sa.Status)
 	assert.Equal(t, svtest.OnboardingConfigured, sa.OnboardingStatus)
-	assert.Equal(t, []supervaizer.AgentParameter{
+	assert.Equal(t, []studio.AgentParameter{
 		{Name: "MAX_SOURCES", Value: "12"}, {Name: "OPENAI_API_KEY", Value: "sk-test-1"}, {Name: "REGION", Value: ""},
 	}, sa.Parameters)
 }
@@ -174,13 +175,13 @@ func TestAttachedStartFailures(t *testing.T) {
 		}, "", nil},
 		{"stored key differs", func(api *svtest.FakeStudioAPI) {
 			api.ExpectControllerAPIKey("another-key")
-		}, svtest.KeyMismatchReason, supervaizer.ErrStudioHandshake},
+		}, svtest.KeyMismatchReason, studio.ErrHandshake},
 		{"binding missing", func(api *svtest.FakeStudioAPI) {
 			api.EditHandshake(func(resp map[string]any) {
 				hs := resp["supervaizer_handshake"].(map[string]any)
 				hs["workspace_authorization"].(map[string]any)["agents"] = []any{}
 			})
-		}, "no workspace-authorization binding", supervaizer.ErrStudioHandshake},
+		}, "no workspace-authorization binding", studio.ErrHandshake},
 		{"lookup failure leaves the agent unchanged", func(api *svtest.FakeStudioAPI) {
 			api.FailNext(api.WorkspacePath("/agents/"+svtest.DefaultStudioAgentID(agentSlug)), http.StatusInternalServerError)
 		}, "", nil},
@@ -245,7 +246,7 @@ func TestAttachedCheckpointsAllow(t *testing.T) {
 	t.Parallel()
 	ts, agent := newAttached(t)
 	start := governedStart(t, ts, "job-77")
-	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Account(), start)
+	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), start)
 	require.NoError(t, err)
 	effects := 0
 	res, err := supervaizer.RunGuardedStep(t.Context(), gate, guardedStep("send-brief-job-77-case-1", &effects))
@@ -270,7 +271,7 @@ func TestAttachedCheckpointsAllow(t *testing.T) {
 	assert.Equal(t, map[string]any{"operation": "send_brief", "recipients": float64(2)}, calls[0].Context)
 	assert.NotEqual(t, calls[0].CheckpointID, calls[1].CheckpointID)
 
-	cases := ts.API.WaitEvents(t, string(supervaizer.EventCaseStart), 1)
+	cases := ts.API.WaitEvents(t, string(studio.EventCaseStart), 1)
 	assert.Equal(t, map[string]string{"job": "job-77", "case": "case-1"}, cases[0].Source)
 	assert.Less(t, cases[0].Seq, calls[0].Seq, "the case is announced before its first checkpoint")
 	assert.Zero(t, ts.API.SnapshotURLCalls(), "the snapshot's checkpoint_url is never called")
@@ -280,7 +281,7 @@ func TestAttachedCheckpointsPauseResume(t *testing.T) {
 	t.Parallel()
 	ts, agent := newAttached(t)
 	ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, supervaizer.CheckpointPause)
-	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Account(), governedStart(t, ts, "job-77"))
+	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), governedStart(t, ts, "job-77"))
 	require.NoError(t, err)
 	effects := 0
 	type outcome struct {
@@ -324,7 +325,7 @@ func TestAttachedCheckpointsStop(t *testing.T) {
 	occurrence := "send-brief-job-78-case-1"
 	ts.API.SetDecision(svtest.AnyOccurrence, svtest.AnyPhase, supervaizer.CheckpointPause)
 	ts.API.SetDecision(occurrence, contracts.PhaseBefore, supervaizer.CheckpointStop) // more specific
-	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Account(), governedStart(t, ts, "job-78"))
+	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), governedStart(t, ts, "job-78"))
 	require.NoError(t, err)
 	effects := 0
 	_, err = supervaizer.RunGuardedStep(t.Context(), gate, guardedStep(occurrence, &effects))
@@ -337,39 +338,39 @@ func TestAttachedCheckpointsStop(t *testing.T) {
 func TestAttachedBilling(t *testing.T) {
 	t.Parallel()
 	ts, agent := newAttached(t)
-	acct := ts.Server.Account()
+	acct := ts.Server.Studio()
 	at := time.Date(2026, 10, 11, 9, 30, 0, 0, time.UTC)
-	brief := supervaizer.Consumption{SKU: skuBrief, Quantity: 1, JobID: "job-1", OccurredAt: at, IdempotencyKey: "job-1:brief"}
-	sources := supervaizer.Consumption{SKU: skuSources, Quantity: 12.5, JobID: "job-1", CaseID: "case-7", OccurredAt: at,
+	brief := studio.Consumption{SKU: skuBrief, Quantity: 1, JobID: "job-1", OccurredAt: at, IdempotencyKey: "job-1:brief"}
+	sources := studio.Consumption{SKU: skuSources, Quantity: 12.5, JobID: "job-1", CaseID: "case-7", OccurredAt: at,
 		IdempotencyKey: "job-1:sources", Metadata: map[string]any{"provider": "web"}}
 
-	r1, err := acct.ReportConsumption(t.Context(), agent, brief, sources)
+	r1, err := acct.ReportConsumption(t.Context(), agent.Slug(), agent.Spec().BillingCatalog, brief, sources)
 	require.NoError(t, err)
-	assert.Equal(t, []supervaizer.Receipt{
-		{IdempotencyKey: "job-1:brief", Status: supervaizer.ReceiptAccepted, ReceiptID: "rcpt-1"},
-		{IdempotencyKey: "job-1:sources", Status: supervaizer.ReceiptAccepted, ReceiptID: "rcpt-2"},
+	assert.Equal(t, []studio.Receipt{
+		{IdempotencyKey: "job-1:brief", Status: studio.ReceiptAccepted, ReceiptID: "rcpt-1"},
+		{IdempotencyKey: "job-1:sources", Status: studio.ReceiptAccepted, ReceiptID: "rcpt-2"},
 	}, r1)
-	r2, err := acct.ReportConsumption(t.Context(), agent, brief)
+	r2, err := acct.ReportConsumption(t.Context(), agent.Slug(), agent.Spec().BillingCatalog, brief)
 	require.NoError(t, err)
-	assert.Equal(t, []supervaizer.Receipt{{IdempotencyKey: "job-1:brief", Status: supervaizer.ReceiptDuplicate, ReceiptID: "rcpt-1"}}, r2)
+	assert.Equal(t, []studio.Receipt{{IdempotencyKey: "job-1:brief", Status: studio.ReceiptDuplicate, ReceiptID: "rcpt-1"}}, r2)
 
 	recs := ts.API.WaitBilling(t, 3)
 	require.Len(t, recs, 3)
 	assert.Equal(t, svtest.BillingRecord{Seq: recs[1].Seq, AgentSlug: agentSlug, SKU: skuSources, Quantity: 12.5, JobID: "job-1",
 		CaseID: "case-7", OccurredAt: "2026-10-11T09:30:00Z", IdempotencyKey: "job-1:sources",
-		Metadata: map[string]any{"provider": "web"}, Status: supervaizer.ReceiptAccepted, ReceiptID: "rcpt-2"}, recs[1])
-	assert.Equal(t, supervaizer.ReceiptDuplicate, recs[2].Status)
+		Metadata: map[string]any{"provider": "web"}, Status: studio.ReceiptAccepted, ReceiptID: "rcpt-2"}, recs[1])
+	assert.Equal(t, studio.ReceiptDuplicate, recs[2].Status)
 
 	// Accessors return copies.
 	recs[1].Metadata["provider"] = "changed"
 	assert.Equal(t, "web", ts.API.BillingRecords()[1].Metadata["provider"])
 
-	ts.API.FailNext(ts.API.WorkspacePath(supervaizer.BillingConsumptionPath), http.StatusServiceUnavailable)
-	_, err = acct.ReportConsumption(t.Context(), agent, brief)
-	var se *supervaizer.StudioError
+	ts.API.FailNext(ts.API.WorkspacePath(studio.BillingConsumptionPath), http.StatusServiceUnavailable)
+	_, err = acct.ReportConsumption(t.Context(), agent.Slug(), agent.Spec().BillingCatalog, brief)
+	var se *studio.Error
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusServiceUnavailable, se.StatusCode)
-	_, err = acct.ReportConsumption(t.Context(), agent, brief)
+	_, err = acct.ReportConsumption(t.Context(), agent.Slug(), agent.Spec().BillingCatalog, brief)
 	assert.NoError(t, err, "a failure is injected once")
 }
 
@@ -382,45 +383,45 @@ func TestFakeStudioAPIContext(t *testing.T) {
 		svtest.ContextItem{Ref: "supervaize.context.mission.january-brief", Title: "January brief", Scope: contracts.ContextScopeMission,
 			MissionID: "mis-3", Version: 3, Content: "Pricing: 10 € per brief. Details follow."},
 	)
-	acct := api.Account()
+	acct := api.Client()
 	assert.Equal(t, "ws-owner", acct.WorkspaceID())
 	cc := acct.Context()
 	ctx := t.Context()
 
-	found, err := cc.Search(ctx, supervaizer.SearchRequest{Query: "billing"})
+	found, err := cc.Search(ctx, studio.SearchRequest{Query: "billing"})
 	require.NoError(t, err)
 	require.Len(t, found.Results, 1)
 	r := found.Results[0]
 	assert.Equal(t, "supervaize.context.workspace.billing", r.Ref)
 	assert.Equal(t, "Billing policy", r.Excerpt)
 	assert.Equal(t, contracts.ContextScopeWorkspace, r.Scope)
-	assert.Equal(t, &supervaizer.ContextCitation{Ref: r.Ref, Title: "Billing", SourceType: svtest.DefaultContextSourceType, Version: 1}, r.Citation)
+	assert.Equal(t, &studio.ContextCitation{Ref: r.Ref, Title: "Billing", SourceType: svtest.DefaultContextSourceType, Version: 1}, r.Citation)
 
-	found, err = cc.Search(ctx, supervaizer.SearchRequest{Query: "pricing"})
+	found, err = cc.Search(ctx, studio.SearchRequest{Query: "pricing"})
 	require.NoError(t, err)
 	assert.Empty(t, found.Results, "mission items need their mission")
-	found, err = cc.Search(ctx, supervaizer.SearchRequest{Query: "Pricing brief", MissionID: "mis-3", Scope: contracts.ContextScopeMission})
+	found, err = cc.Search(ctx, studio.SearchRequest{Query: "Pricing brief", MissionID: "mis-3", Scope: contracts.ContextScopeMission})
 	require.NoError(t, err)
 	require.Len(t, found.Results, 1)
 	assert.Equal(t, "Pricing: 10 € per brief. Details follow.", found.Results[0].Excerpt)
-	found, err = cc.Search(ctx, supervaizer.SearchRequest{Query: "", Tags: []string{"ops"}, Limit: 1})
+	found, err = cc.Search(ctx, studio.SearchRequest{Query: "", Tags: []string{"ops"}, Limit: 1})
 	require.NoError(t, err)
 	assert.Len(t, found.Results, 1)
 
-	doc, err := cc.Open(ctx, supervaizer.OpenRequest{Ref: "supervaize.context.mission.january-brief", MissionID: "mis-3", MaxChars: 12, Query: "pricing"})
+	doc, err := cc.Open(ctx, studio.OpenRequest{Ref: "supervaize.context.mission.january-brief", MissionID: "mis-3", MaxChars: 12, Query: "pricing"})
 	require.NoError(t, err)
-	assert.Equal(t, &supervaizer.ContextDocument{Ref: "supervaize.context.mission.january-brief", Title: "January brief",
+	assert.Equal(t, &studio.ContextDocument{Ref: "supervaize.context.mission.january-brief", Title: "January brief",
 		Scope: contracts.ContextScopeMission, SourceType: "text", Version: 3, Tags: []string{}, Content: "Pricing: 10 ",
-		Citations: []supervaizer.ContextCitation{{Ref: "supervaize.context.mission.january-brief", Title: "January brief", SourceType: "text", Version: 3}},
+		Citations: []studio.ContextCitation{{Ref: "supervaize.context.mission.january-brief", Title: "January brief", SourceType: "text", Version: 3}},
 	}, doc, "the content is cut to max_chars code points")
-	_, err = cc.Open(ctx, supervaizer.OpenRequest{Ref: "supervaize.context.mission.january-brief"})
+	_, err = cc.Open(ctx, studio.OpenRequest{Ref: "supervaize.context.mission.january-brief"})
 	assert.ErrorContains(t, err, "HTTP 400")
-	_, err = cc.Open(ctx, supervaizer.OpenRequest{Ref: "supervaize.context.mission.january-brief", MissionID: "mis-4"})
+	_, err = cc.Open(ctx, studio.OpenRequest{Ref: "supervaize.context.mission.january-brief", MissionID: "mis-4"})
 	assert.ErrorContains(t, err, "HTTP 404")
 
 	calls := api.ContextCalls()
 	require.Len(t, calls, 7)
-	assert.Equal(t, svtest.ContextCall{Seq: calls[0].Seq, Op: "search", Query: "billing", Limit: supervaizer.DefaultContextSearchLimit}, calls[0])
+	assert.Equal(t, svtest.ContextCall{Seq: calls[0].Seq, Op: "search", Query: "billing", Limit: studio.DefaultContextSearchLimit}, calls[0])
 	assert.Equal(t, svtest.ContextCall{Seq: calls[4].Seq, Op: "open", Ref: "supervaize.context.mission.january-brief",
 		MaxChars: 12, MissionID: "mis-3", Query: "pricing"}, calls[4])
 }
@@ -430,7 +431,7 @@ func TestFakeStudioAPIContextReplace(t *testing.T) {
 	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
 	api.AddContext(svtest.ContextItem{Ref: "r", Content: "one"})
 	api.AddContext(svtest.ContextItem{Ref: "r", Content: "two", Version: 2})
-	doc, err := api.Account().Context().Open(t.Context(), supervaizer.OpenRequest{Ref: "r"})
+	doc, err := api.Client().Context().Open(t.Context(), studio.OpenRequest{Ref: "r"})
 	require.NoError(t, err)
 	assert.Equal(t, "two", doc.Content)
 	assert.Equal(t, 2, doc.Version)
@@ -528,12 +529,12 @@ func TestConnectRefusals(t *testing.T) {
 func TestAttachedConcurrentUse(t *testing.T) {
 	t.Parallel()
 	ts, agent := newAttached(t)
-	acct := ts.Server.Account()
+	acct := ts.Server.Studio()
 	const n = 8
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			_, err := acct.ReportConsumption(context.Background(), agent, supervaizer.Consumption{SKU: skuBrief, Quantity: 1,
+			_, err := acct.ReportConsumption(context.Background(), agent.Slug(), agent.Spec().BillingCatalog, studio.Consumption{SKU: skuBrief, Quantity: 1,
 				JobID: "job-1", OccurredAt: time.Now(), IdempotencyKey: fmt.Sprintf("k-%d", i%4)})
 			if err == nil {
 				_, err = ts.Invoke(context.Background(), ts.Request(echoAction, nil))
@@ -549,7 +550,7 @@ func TestAttachedConcurrentUse(t *testing.T) {
 	recs := ts.API.WaitBilling(t, n)
 	accepted := 0
 	for _, r := range recs {
-		if r.Status == supervaizer.ReceiptAccepted {
+		if r.Status == studio.ReceiptAccepted {
 			accepted++
 		}
 	}
@@ -591,5 +592,5 @@ func TestControllerKeyPEM(t *testing.T) {
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	require.NoError(t, err)
 	assert.True(t, svtest.ControllerKey(t).Equal(k), "the same shared key")
-	assert.Equal(t, supervaizer.ControllerKeyBits, svtest.ControllerKey(t).N.BitLen())
+	assert.Equal(t, studio.ControllerKeyBits, svtest.ControllerKey(t).N.BitLen())
 }

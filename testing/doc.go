@@ -60,7 +60,7 @@
 //	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
 //	api.SetAgent("research-agent", svtest.AgentDetail{Parameters: map[string]any{"SEARCH_API_KEY": "sk-test"}})
 //	ts := svtest.NewAttachedTestServerWithAPI(t, api, []*supervaizer.Agent{newAgent(t)})
-//	sa, _ := ts.Server.Account().StudioAgent("research-agent") // decrypted parameters
+//	sa, _ := ts.Server.Studio().Agent("research-agent") // decrypted parameters
 //
 // The controller's own server id is [DefaultControllerID]; Studio's id for it
 // ([FakeStudio.ServerID]) comes with the handshake's audience, and the tokens
@@ -77,7 +77,7 @@
 //	ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, supervaizer.CheckpointPause)
 //	start := ts.Request("job.start", map[string]any{"topic_id": "t-1", "rule_snapshot": ts.API.RuleSnapshot("rs_1")})
 //	start.JobID = "job-1"
-//	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Account(), &start)
+//	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), &start)
 //	go func() { done <- run(gate) }() // supervaizer.RunGuardedStep waits for the decision
 //	before := ts.API.WaitCheckpoints(t, 1)[0]
 //	res, err := ts.Invoke(ctx, ts.ResumeRequest(before, supervaizer.CheckpointAllow, "dec-1"))

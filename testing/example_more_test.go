@@ -17,6 +17,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -184,19 +185,19 @@ func ExampleWithAccountKey() {
 		api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t), svtest.WithAccountKey("acme-account-key"))
 		api.AddContext(svtest.ContextItem{Ref: "supervaize.context.workspace.billing", Title: "Billing"})
 
-		res, err := api.Account().Context().Search(t.Context(), supervaizer.SearchRequest{Query: "billing"})
+		res, err := api.Client().Context().Search(t.Context(), studio.SearchRequest{Query: "billing"})
 		if err != nil {
 			t.Fatalf("search: %v", err)
 		}
 		fmt.Println(len(res.Results), api.Env()["SUPERVAIZE_API_KEY"] == "acme-account-key")
 
-		cfg := api.AccountConfig()
+		cfg := api.ClientConfig()
 		cfg.APIKey = svtest.DefaultAccountKey // not the key this Studio expects
-		wrong, err := supervaizer.NewAccount(cfg)
+		wrong, err := studio.NewClient(cfg)
 		if err != nil {
 			t.Fatalf("account: %v", err)
 		}
-		_, err = wrong.Context().Search(t.Context(), supervaizer.SearchRequest{Query: "billing"})
+		_, err = wrong.Context().Search(t.Context(), studio.SearchRequest{Query: "billing"})
 		fmt.Println(err)
 	})
 	// Output:
@@ -423,7 +424,7 @@ func ExampleFakeStudioAPI_SetDecision() {
 
 		start := ts.Request("job.start", map[string]any{"topic_id": "t-1", "rule_snapshot": ts.API.RuleSnapshot("rs_9a41c0")})
 		start.JobID = "job-77"
-		gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Account(), &start)
+		gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), &start)
 		if err != nil {
 			t.Fatalf("gate: %v", err)
 		}
@@ -454,7 +455,7 @@ func ExampleFakeStudioAPI_FailNext() {
 		api.FailNext(search, svtest.DropConnection) // a transport failure: the SDK retries...
 		api.FailNext(search, 429)                   // ...but returns an HTTP answer
 
-		_, err := api.Account().Context().Search(t.Context(), supervaizer.SearchRequest{Query: "billing"})
+		_, err := api.Client().Context().Search(t.Context(), studio.SearchRequest{Query: "billing"})
 		fmt.Println(err)
 		for _, r := range api.Requests() {
 			fmt.Println(r.Method, r.Path, r.Status)

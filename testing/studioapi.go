@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Defaults of a [FakeStudioAPI].
@@ -192,23 +192,23 @@ func (f *FakeStudioAPI) AccountKey() string { return f.key }
 func (f *FakeStudioAPI) WorkspaceID() string { return f.ws }
 
 // WorkspacePath returns the absolute URL path of rel (for example
-// [EventsPath] or [supervaizer.BillingConsumptionPath]) under the workspace
+// [EventsPath] or [studio.BillingConsumptionPath]) under the workspace
 // API base, /w/<workspace id>/api/v1.
 func (f *FakeStudioAPI) WorkspacePath(rel string) string { return "/w/" + f.ws + "/api/v1" + rel }
 
-// AccountConfig returns the configuration of a [supervaizer.Account] on the
+// ClientConfig returns the configuration of a [studio.Client] on the
 // fake: its URL, workspace and account key. Edit it (Timeout, MaxRetries,
-// Logger, …) before [supervaizer.NewAccount].
-func (f *FakeStudioAPI) AccountConfig() supervaizer.AccountConfig {
-	return supervaizer.AccountConfig{APIURL: f.srv.URL, WorkspaceID: f.ws, APIKey: f.key}
+// Logger, …) before [studio.NewClient].
+func (f *FakeStudioAPI) ClientConfig() studio.Config {
+	return studio.Config{APIURL: f.srv.URL, WorkspaceID: f.ws, APIKey: f.key}
 }
 
-// Account returns a new account on the fake ([FakeStudioAPI.AccountConfig]).
-func (f *FakeStudioAPI) Account() *supervaizer.Account {
+// Client returns a new Studio client on the fake ([FakeStudioAPI.ClientConfig]).
+func (f *FakeStudioAPI) Client() *studio.Client {
 	f.t.Helper()
-	a, err := supervaizer.NewAccount(f.AccountConfig())
+	a, err := studio.NewClient(f.ClientConfig())
 	if err != nil {
-		f.t.Fatalf("svtest: NewAccount: %v", err)
+		f.t.Fatalf("svtest: NewClient: %v", err)
 	}
 	return a
 }
@@ -217,15 +217,15 @@ func (f *FakeStudioAPI) Account() *supervaizer.Account {
 // fake: SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID.
 func (f *FakeStudioAPI) Env() map[string]string {
 	return map[string]string{
-		supervaizer.EnvStudioAPIURL:      f.srv.URL,
-		supervaizer.EnvStudioAPIKey:      f.key,
-		supervaizer.EnvStudioWorkspaceID: f.ws,
+		studio.EnvAPIURL:      f.srv.URL,
+		studio.EnvAPIKey:      f.key,
+		studio.EnvWorkspaceID: f.ws,
 	}
 }
 
 // FailNext makes the next request whose URL path is path (absolute, for
 // example api.WorkspacePath(svtest.EventsPath) or
-// supervaizer.RuleCheckpointsPath) fail with status (400–599), answered with
+// studio.RuleCheckpointsPath) fail with status (400–599), answered with
 // {"detail": "svtest: injected failure"}, or with [DropConnection] by closing
 // the connection unanswered. Calls queue up: two calls fail the next two
 // requests. The failed request is recorded, not processed.
@@ -376,7 +376,7 @@ func acceptsJSON(accept string) bool {
 // route dispatches an authenticated request.
 func (f *FakeStudioAPI) route(r *http.Request, body []byte, seq int) (int, any, error) {
 	path := r.URL.Path
-	if path == supervaizer.RuleCheckpointsPath {
+	if path == studio.RuleCheckpointsPath {
 		if err := requireMethod(r, http.MethodPost); err != nil {
 			return 0, nil, err
 		}
@@ -395,7 +395,7 @@ func (f *FakeStudioAPI) route(r *http.Request, body []byte, seq int) (int, any, 
 		handle = func() (int, any, error) { return f.handleSearch(body, seq) }
 	case rel == ContextOpenPath:
 		handle = func() (int, any, error) { return f.handleOpen(body, seq) }
-	case rel == supervaizer.BillingConsumptionPath:
+	case rel == studio.BillingConsumptionPath:
 		handle = func() (int, any, error) { return f.handleBilling(body, seq) }
 	case strings.HasPrefix(rel, agentsBySlugPath) && len(rel) > len(agentsBySlugPath):
 		method = http.MethodGet

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -12,16 +13,16 @@ import (
 // the fake, in memory: header checks, decoding, canonical hashing, recording.
 func BenchmarkFakeStudioAPICheckpoint(b *testing.B) {
 	api := svtest.NewFakeStudioAPI(b, svtest.NewFakeStudio(b))
-	withToken := header(supervaizer.HeaderRuleCheckpointToken, api.RuleSnapshot(snapshotHash)["checkpoint_token"].(string))
+	withToken := header(studio.HeaderRuleCheckpointToken, api.RuleSnapshot(snapshotHash)["checkpoint_token"].(string))
 	if w := apiRequest(b, api, http.MethodPost, api.WorkspacePath(svtest.EventsPath),
-		eventBody(api, string(supervaizer.EventCaseStart), `{"job":"job-1","case":"case-1"}`, `{}`)); w.Code != http.StatusOK {
+		eventBody(api, string(studio.EventCaseStart), `{"job":"job-1","case":"case-1"}`, `{}`)); w.Code != http.StatusOK {
 		b.Fatal(w.Body.String())
 	}
 	const body = `{"occurrence_id":"occ-1","phase":"before","snapshot_hash":"` + snapshotHash +
 		`","job_id":"job-1","case_id":"case-1","step_id":"s-1","context":{"operation":"send_brief","channel":"email"},"secret_refs":[]}`
 	b.ReportAllocs()
 	for b.Loop() {
-		if w := apiRequest(b, api, http.MethodPost, supervaizer.RuleCheckpointsPath, body, withToken); w.Code != http.StatusOK {
+		if w := apiRequest(b, api, http.MethodPost, studio.RuleCheckpointsPath, body, withToken); w.Code != http.StatusOK {
 			b.Fatal(w.Body.String())
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Wildcards of [FakeStudioAPI.SetDecision].
@@ -86,7 +87,7 @@ func (f *FakeStudioAPI) RuleSnapshot(hash string) map[string]any {
 		"hash":             hash,
 		"version":          supervaizer.RuleSnapshotVersion,
 		"checkpoint_token": token,
-		"checkpoint_url":   f.decoy.URL + supervaizer.RuleCheckpointsPath,
+		"checkpoint_url":   f.decoy.URL + studio.RuleCheckpointsPath,
 	}
 }
 
@@ -156,9 +157,9 @@ type wireCheckpoint struct {
 
 // handleCheckpoint answers a rule checkpoint (checkpoints.md §4).
 func (f *FakeStudioAPI) handleCheckpoint(r *http.Request, body []byte, seq int) (int, any, error) {
-	tokenHash, ok := f.tokenHash(r.Header.Get(supervaizer.HeaderRuleCheckpointToken))
+	tokenHash, ok := f.tokenHash(r.Header.Get(studio.HeaderRuleCheckpointToken))
 	if !ok {
-		return 0, nil, &apiError{status: http.StatusForbidden, detail: "missing or unknown " + supervaizer.HeaderRuleCheckpointToken}
+		return 0, nil, &apiError{status: http.StatusForbidden, detail: "missing or unknown " + studio.HeaderRuleCheckpointToken}
 	}
 	var w wireCheckpoint
 	if err := decodeBody(body, &w); err != nil {

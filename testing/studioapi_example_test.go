@@ -7,6 +7,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -17,7 +18,7 @@ func ExampleNewAttachedTestServer() {
 		ts := svtest.NewAttachedTestServerWithAPI(t, api, []*supervaizer.Agent{exampleAgent()})
 		fmt.Println(api.EventTypes())
 
-		sa, _ := ts.Server.Account().StudioAgent("research-agent") // what the agent lookup decrypted
+		sa, _ := ts.Server.Studio().Agent("research-agent") // what the agent lookup decrypted
 		fmt.Println(sa.ID, sa.OnboardingStatus, sa.Parameters[0].Name)
 
 		req := ts.Request("job.start", StartInput{TopicID: "battery-market"})
@@ -59,7 +60,7 @@ func ExampleFakeStudioAPI_RuleSnapshot() {
 
 		start := ts.Request("job.start", map[string]any{"topic_id": "t-1", "rule_snapshot": ts.API.RuleSnapshot("rs_9a41c0")})
 		start.JobID = "job-77"
-		gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Account(), &start)
+		gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), &start)
 		if err != nil {
 			t.Fatalf("gate: %v", err)
 		}
@@ -86,15 +87,15 @@ func ExampleNewFakeStudioAPI() {
 		api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
 		api.AddContext(svtest.ContextItem{Ref: "supervaize.context.workspace.billing", Title: "Billing",
 			Content: "Invoices are sent monthly."})
-		doc, err := api.Account().Context().Open(t.Context(),
-			supervaizer.OpenRequest{Ref: "supervaize.context.workspace.billing", MaxChars: 8})
+		doc, err := api.Client().Context().Open(t.Context(),
+			studio.OpenRequest{Ref: "supervaize.context.workspace.billing", MaxChars: 8})
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
 		fmt.Printf("%s: %q\n", doc.Title, doc.Content)
 
 		api.FailNext(api.WorkspacePath(svtest.ContextOpenPath), 503)
-		_, err = api.Account().Context().Open(t.Context(), supervaizer.OpenRequest{Ref: "supervaize.context.workspace.billing"})
+		_, err = api.Client().Context().Open(t.Context(), studio.OpenRequest{Ref: "supervaize.context.workspace.billing"})
 		fmt.Println(err)
 		for _, r := range api.Requests() {
 			fmt.Println(r.Method, r.Path, r.Status)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -20,8 +20,8 @@ func FuzzFakeStudioAPI(f *testing.F) {
 	token := api.RuleSnapshot(snapshotHash)["checkpoint_token"].(string)
 	routes := []struct{ method, path string }{
 		{http.MethodPost, api.WorkspacePath(svtest.EventsPath)},
-		{http.MethodPost, supervaizer.RuleCheckpointsPath},
-		{http.MethodPost, api.WorkspacePath(supervaizer.BillingConsumptionPath)},
+		{http.MethodPost, studio.RuleCheckpointsPath},
+		{http.MethodPost, api.WorkspacePath(studio.BillingConsumptionPath)},
 		{http.MethodPost, api.WorkspacePath(svtest.ContextSearchPath)},
 		{http.MethodPost, api.WorkspacePath(svtest.ContextOpenPath)},
 		{http.MethodGet, api.WorkspacePath("/agents/by-slug/" + agentSlug)},
@@ -38,7 +38,7 @@ func FuzzFakeStudioAPI(f *testing.F) {
 	f.Add(uint8(5), []byte(``))
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		rt := routes[int(route)%len(routes)]
-		w := apiRequest(t, api, rt.method, rt.path, string(body), header(supervaizer.HeaderRuleCheckpointToken, token))
+		w := apiRequest(t, api, rt.method, rt.path, string(body), header(studio.HeaderRuleCheckpointToken, token))
 		assert.NotEqual(t, http.StatusInternalServerError, w.Code, w.Body.String())
 		var out map[string]any
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out), "every answer is a JSON object: %s", w.Body.String())

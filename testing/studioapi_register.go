@@ -20,7 +20,7 @@ import (
 	"strings"
 	"testing"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Agent statuses the lookup answers by default.
@@ -210,7 +210,7 @@ func (f *FakeStudioAPI) handleEvent(body []byte, seq int) (int, any, error) {
 		Source: ev.Source, Details: slices.Clone(ev.Details)}
 	var reg *ServerRegistration
 	var pub *rsa.PublicKey
-	if rec.Type == string(supervaizer.EventServerRegister) {
+	if rec.Type == string(studio.EventServerRegister) {
 		r, k, err := parseRegistration(ev.Details)
 		if err != nil {
 			return 0, nil, err
@@ -221,7 +221,7 @@ func (f *FakeStudioAPI) handleEvent(body []byte, seq int) (int, any, error) {
 	f.mu.Lock()
 	f.events = append(f.events, rec)
 	if job, c := ev.Source["job"], ev.Source["case"]; c != "" &&
-		(rec.Type == string(supervaizer.EventCaseStart) || rec.Type == string(supervaizer.EventCaseUpdate)) {
+		(rec.Type == string(studio.EventCaseStart) || rec.Type == string(studio.EventCaseUpdate)) {
 		f.announced[caseKey{job, c}] = true
 	}
 	if reg != nil {
@@ -355,7 +355,7 @@ func parseRegistration(details json.RawMessage) (ServerRegistration, *rsa.Public
 }
 
 // parseControllerPublicKey reads an RSA public key (PEM SubjectPublicKeyInfo)
-// of at least supervaizer.ControllerKeyBits bits.
+// of at least studio.ControllerKeyBits bits.
 func parseControllerPublicKey(s string) (*rsa.PublicKey, error) {
 	block, _ := pem.Decode([]byte(s))
 	if block == nil || block.Type != "PUBLIC KEY" {
@@ -366,8 +366,8 @@ func parseControllerPublicKey(s string) (*rsa.PublicKey, error) {
 		return nil, fmt.Errorf("unparsable SubjectPublicKeyInfo")
 	}
 	rk, ok := k.(*rsa.PublicKey)
-	if !ok || rk.N.BitLen() < supervaizer.ControllerKeyBits {
-		return nil, fmt.Errorf("not an RSA key of at least %d bits", supervaizer.ControllerKeyBits)
+	if !ok || rk.N.BitLen() < studio.ControllerKeyBits {
+		return nil, fmt.Errorf("not an RSA key of at least %d bits", studio.ControllerKeyBits)
 	}
 	return rk, nil
 }
@@ -378,9 +378,9 @@ func (f *FakeStudioAPI) handshake(reg ServerRegistration) map[string]any {
 	f.mu.Lock()
 	expected, expectSet, edit := f.expectKey, f.expectSet, f.editHS
 	f.mu.Unlock()
-	match, stored, reason := true, supervaizer.KeyFingerprint(reg.APIKey), any(nil)
+	match, stored, reason := true, studio.KeyFingerprint(reg.APIKey), any(nil)
 	if expectSet {
-		stored = supervaizer.KeyFingerprint(expected)
+		stored = studio.KeyFingerprint(expected)
 		match = subtle.ConstantTimeCompare([]byte(reg.APIKey), []byte(expected)) == 1
 		if !match {
 			reason = KeyMismatchReason

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Defaults of a [ContextItem].
@@ -277,7 +277,7 @@ func (f *FakeStudioAPI) handleOpen(body []byte, seq int) (int, any, error) {
 
 // BillingRecord is one consumption record the fake received, with the
 // receipt it answered (the SDK's provisional wire format, see
-// [supervaizer.Account.ReportConsumption]).
+// [studio.Client.ReportConsumption]).
 type BillingRecord struct {
 	Seq            int // position among all the requests (see [RecordedRequest])
 	AgentSlug      string
@@ -289,7 +289,7 @@ type BillingRecord struct {
 	IdempotencyKey string
 	Metadata       map[string]any
 
-	Status    string // the receipt: supervaizer.ReceiptAccepted, or ReceiptDuplicate for a key already reported
+	Status    string // the receipt: studio.ReceiptAccepted, or ReceiptDuplicate for a key already reported
 	ReceiptID string // the same for every report of a key
 }
 
@@ -394,9 +394,9 @@ func (f *FakeStudioAPI) handleBilling(body []byte, seq int) (int, any, error) {
 	receipts := make([]any, len(recs))
 	for i := range recs {
 		rec := &recs[i].rec
-		rec.Status, rec.ReceiptID = supervaizer.ReceiptAccepted, fmt.Sprintf("rcpt-%d", len(f.receipts)+1)
+		rec.Status, rec.ReceiptID = studio.ReceiptAccepted, fmt.Sprintf("rcpt-%d", len(f.receipts)+1)
 		if id, dup := f.receipts[rec.IdempotencyKey]; dup {
-			rec.Status, rec.ReceiptID = supervaizer.ReceiptDuplicate, id
+			rec.Status, rec.ReceiptID = studio.ReceiptDuplicate, id
 		} else {
 			f.receipts[rec.IdempotencyKey] = rec.ReceiptID
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -47,10 +48,10 @@ func TestFakeStudioAPIWire(t *testing.T) {
 	api := ts.API
 	token := api.RuleSnapshot(snapshotHash)["checkpoint_token"].(string)
 	otherToken := api.RuleSnapshot("rs_other")["checkpoint_token"].(string)
-	events, billing := api.WorkspacePath(svtest.EventsPath), api.WorkspacePath(supervaizer.BillingConsumptionPath)
+	events, billing := api.WorkspacePath(svtest.EventsPath), api.WorkspacePath(studio.BillingConsumptionPath)
 	const cp = `{"occurrence_id":"occ-1","phase":"before","snapshot_hash":"` + snapshotHash +
 		`","job_id":"job-1","case_id":"case-1","step_id":"s-1","context":{"b":2,"a":1},"secret_refs":[]}`
-	withToken := header(supervaizer.HeaderRuleCheckpointToken, token)
+	withToken := header(studio.HeaderRuleCheckpointToken, token)
 	record := func(extra string) string {
 		return `{"agent_slug":"` + agentSlug + `","records":[{"sku":"` + skuBrief + `","quantity":1,"job_id":"j","occurred_at":"2026-10-11T09:30:00Z","idempotency_key":"k"` + extra + `}]}`
 	}
@@ -80,20 +81,20 @@ func TestFakeStudioAPIWire(t *testing.T) {
 		{"event with an unknown source", http.MethodPost, events, eventBody(api, "agent.ping", `{"team":"a"}`, `{}`), nil, 400, "unknown member"},
 		{"event details not an object", http.MethodPost, events, eventBody(api, "agent.ping", `{"agent":"a"}`, `[]`), nil, 400, "details"},
 		{"register without key", http.MethodPost, events, eventBody(api, "server.register", `{"server":"server:00-00-00-00-00-00"}`, `{"server_id":"s"}`), nil, 400, "url is required"},
-		{"checkpoint without token", http.MethodPost, supervaizer.RuleCheckpointsPath, cp, nil, 403, "X-Rule-Checkpoint-Token"},
-		{"checkpoint with an unknown token", http.MethodPost, supervaizer.RuleCheckpointsPath, cp,
-			[]func(http.Header){header(supervaizer.HeaderRuleCheckpointToken, "svtest-rct-forged")}, 403, "unknown"},
-		{"checkpoint token of another snapshot", http.MethodPost, supervaizer.RuleCheckpointsPath, cp,
-			[]func(http.Header){header(supervaizer.HeaderRuleCheckpointToken, otherToken)}, 403, "snapshot_hash"},
-		{"checkpoint without step", http.MethodPost, supervaizer.RuleCheckpointsPath, strings.Replace(cp, `"step_id":"s-1",`, "", 1),
+		{"checkpoint without token", http.MethodPost, studio.RuleCheckpointsPath, cp, nil, 403, "X-Rule-Checkpoint-Token"},
+		{"checkpoint with an unknown token", http.MethodPost, studio.RuleCheckpointsPath, cp,
+			[]func(http.Header){header(studio.HeaderRuleCheckpointToken, "svtest-rct-forged")}, 403, "unknown"},
+		{"checkpoint token of another snapshot", http.MethodPost, studio.RuleCheckpointsPath, cp,
+			[]func(http.Header){header(studio.HeaderRuleCheckpointToken, otherToken)}, 403, "snapshot_hash"},
+		{"checkpoint without step", http.MethodPost, studio.RuleCheckpointsPath, strings.Replace(cp, `"step_id":"s-1",`, "", 1),
 			[]func(http.Header){withToken}, 400, "step_id"},
-		{"checkpoint bad phase", http.MethodPost, supervaizer.RuleCheckpointsPath, strings.Replace(cp, `"before"`, `"during"`, 1),
+		{"checkpoint bad phase", http.MethodPost, studio.RuleCheckpointsPath, strings.Replace(cp, `"before"`, `"during"`, 1),
 			[]func(http.Header){withToken}, 400, "phase"},
-		{"checkpoint context not an object", http.MethodPost, supervaizer.RuleCheckpointsPath, strings.Replace(cp, `{"b":2,"a":1}`, `"x"`, 1),
+		{"checkpoint context not an object", http.MethodPost, studio.RuleCheckpointsPath, strings.Replace(cp, `{"b":2,"a":1}`, `"x"`, 1),
 			[]func(http.Header){withToken}, 400, "context"},
-		{"checkpoint without secret_refs", http.MethodPost, supervaizer.RuleCheckpointsPath, strings.Replace(cp, `,"secret_refs":[]`, "", 1),
+		{"checkpoint without secret_refs", http.MethodPost, studio.RuleCheckpointsPath, strings.Replace(cp, `,"secret_refs":[]`, "", 1),
 			[]func(http.Header){withToken}, 400, "secret_refs"},
-		{"checkpoint of an unannounced case", http.MethodPost, supervaizer.RuleCheckpointsPath, cp, []func(http.Header){withToken}, 409, "not announced"},
+		{"checkpoint of an unannounced case", http.MethodPost, studio.RuleCheckpointsPath, cp, []func(http.Header){withToken}, 409, "not announced"},
 		{"billing without records", http.MethodPost, billing, `{"agent_slug":"a","records":[]}`, nil, 400, "records"},
 		{"billing without agent", http.MethodPost, billing, `{"records":[{}]}`, nil, 400, "agent_slug"},
 		{"billing sku outside the catalog", http.MethodPost, billing, strings.Replace(record(""), skuBrief, "gpu_hour", 1), nil, 400, "billing catalog"},
@@ -134,10 +135,10 @@ func TestFakeStudioAPICheckpointAnswers(t *testing.T) {
 	assert.Equal(t, snapshotHash, snap["hash"])
 	assert.Equal(t, supervaizer.RuleSnapshotVersion, snap["version"])
 	assert.NotContains(t, snap["checkpoint_url"], api.URL(), "the checkpoint_url is a decoy on another server")
-	withToken := header(supervaizer.HeaderRuleCheckpointToken, snap["checkpoint_token"].(string))
+	withToken := header(studio.HeaderRuleCheckpointToken, snap["checkpoint_token"].(string))
 
 	w := apiRequest(t, api, http.MethodPost, api.WorkspacePath(svtest.EventsPath),
-		eventBody(api, string(supervaizer.EventCaseUpdate), `{"job":"job-1","case":"case-1"}`, `{}`))
+		eventBody(api, string(studio.EventCaseUpdate), `{"job":"job-1","case":"case-1"}`, `{}`))
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	body := func(phase, ctx string) string {
 		return `{"occurrence_id":"occ-1","phase":"` + phase + `","snapshot_hash":"` + snapshotHash +
@@ -145,7 +146,7 @@ func TestFakeStudioAPICheckpointAnswers(t *testing.T) {
 	}
 	answer := func(phase, ctx string) map[string]string {
 		t.Helper()
-		w := apiRequest(t, api, http.MethodPost, supervaizer.RuleCheckpointsPath, body(phase, ctx), withToken)
+		w := apiRequest(t, api, http.MethodPost, studio.RuleCheckpointsPath, body(phase, ctx), withToken)
 		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 		var out map[string]string
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out))
@@ -187,9 +188,9 @@ func TestFakeStudioAPICheckpointAnswers(t *testing.T) {
 func TestFakeStudioAPIEnv(t *testing.T) {
 	t.Parallel()
 	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
-	cfg, err := supervaizer.AccountConfigFromEnv(func(k string) string { return api.Env()[k] })
+	cfg, err := studio.ConfigFromEnv(func(k string) string { return api.Env()[k] })
 	require.NoError(t, err)
-	assert.Equal(t, api.AccountConfig(), cfg)
+	assert.Equal(t, api.ClientConfig(), cfg)
 	assert.Equal(t, svtest.DefaultAccountKey, cfg.APIKey)
 	assert.Equal(t, svtest.DefaultWorkspaceID, cfg.WorkspaceID)
 	assert.Same(t, api.Studio(), api.Studio())

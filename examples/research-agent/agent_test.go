@@ -16,6 +16,7 @@ import (
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -104,7 +105,7 @@ func TestRegistrationDesignDocument(t *testing.T) {
 	assert.False(t, help.Mutating)
 	assert.True(t, reg.Capabilities.Action(actionTest).DryRun)
 	assert.Equal(t, []string{contracts.BindExisting, contracts.CreateAndBind}, reg.WorkspaceBinding.Modes)
-	assert.True(t, reg.Capabilities.HasAction(supervaizer.ContextAssignAction))
+	assert.True(t, reg.Capabilities.HasAction(studio.ContextAssignAction))
 	assert.True(t, reg.Capabilities.HasAction("dataset.progress_metrics.query"))
 }
 
@@ -345,12 +346,12 @@ func TestContextAssign(t *testing.T) {
 	a, ts := newTestServer(t)
 	start(t, ts, "job-1", map[string]any{"topic_id": "t-1"})
 	assign := func(jobID string, items []map[string]any) *contracts.ActionResult {
-		return invoke(t, ts, onJob(ts, supervaizer.ContextAssignAction, jobID, map[string]any{
+		return invoke(t, ts, onJob(ts, studio.ContextAssignAction, jobID, map[string]any{
 			"items": items, "job_id": jobID, "assigned_at": "2026-11-01T10:00:00Z"}))
 	}
 	res := assign("job-1", []map[string]any{})
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
-	assert.Equal(t, supervaizer.EffectContextAssigned, res.Effects[0].Type)
+	assert.Equal(t, studio.EffectContextAssigned, res.Effects[0].Type)
 	snaps, err := a.jobContext(t.Context(), mustScope(t, svtest.DefaultWorkspaceID), "job-1")
 	require.NoError(t, err)
 	assert.NotNil(t, snaps)

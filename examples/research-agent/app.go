@@ -11,6 +11,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // app is the research agent: the SDK server, the agent and its handlers, and
@@ -22,7 +23,7 @@ type app struct {
 	srv    *supervaizer.Server
 	jobs   *jobStore
 	sender sender
-	ctxs   *supervaizer.ContextAssigner
+	ctxs   *studio.ContextAssigner
 	now    func() time.Time
 	local  bool // SUPERVAIZER_LOCAL_MODE
 
@@ -70,7 +71,7 @@ func newApp(cfg config) (*app, error) {
 		jobs: &jobStore{st: st, now: time.Now}, sender: &outboxSender{st: st, now: time.Now},
 		now: time.Now, local: cfg.LocalMode, bg: bg, stopBG: stop,
 	}
-	a.ctxs = &supervaizer.ContextAssigner{Opener: srv.Account().Context(), Save: a.saveContext}
+	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}
 	a.register()
 	if err := a.resumeDeliveries(bg); err != nil {
 		return nil, errors.Join(fmt.Errorf("resume deliveries: %w", err), a.Shutdown(context.Background()), a.Close())
@@ -90,7 +91,7 @@ func (a *app) register() {
 	a.agent.HandleAction(actionStop, a.stopJob)
 	supervaizer.HandleActionFor(a.agent, actionGoalSuggest, a.suggestGoal)
 	supervaizer.HandleActionFor(a.agent, actionTest, a.testJob)
-	a.agent.HandleAction(supervaizer.ContextAssignAction, a.assignContext)
+	a.agent.HandleAction(studio.ContextAssignAction, a.assignContext)
 
 	a.registerWorkspaceBinding()
 	a.registerContacts()
@@ -108,7 +109,7 @@ func (a *app) Handler() http.Handler { return a.srv }
 // mode names how the controller runs, for the startup log.
 func (a *app) mode() string {
 	switch {
-	case a.srv.Account() != nil:
+	case a.srv.Studio() != nil:
 		return "attached" // to Studio
 	case a.local:
 		return "local"

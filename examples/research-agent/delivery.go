@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // message is an approved brief on its way to the workspace's contacts.
@@ -74,7 +74,7 @@ func (a *app) startDelivery(scope, jobID string) {
 func (a *app) resumeDeliveries(ctx context.Context) error {
 	a.agent.OnRuleCheckpointDecision(a.onDecision)
 	return a.jobs.each(ctx, "", func(j *jobRecord) error {
-		unbilled := j.Delivery != nil && !j.Delivery.Billed && a.srv.Account() != nil
+		unbilled := j.Delivery != nil && !j.Delivery.Billed && a.srv.Studio() != nil
 		switch {
 		case (j.Status == jobActive && j.Delivery == nil) || unbilled:
 			a.startDelivery(j.Scope, j.ID)
@@ -197,11 +197,11 @@ func (a *app) bill(ctx context.Context, rec *jobRecord) error {
 	if rec.Delivery == nil || rec.Delivery.Billed {
 		return nil
 	}
-	_, err := a.srv.Account().ReportConsumption(ctx, a.agent, supervaizer.Consumption{
+	_, err := a.srv.Studio().ReportConsumption(ctx, a.agent.Slug(), a.agent.Spec().BillingCatalog, studio.Consumption{
 		SKU: skuBrief, Quantity: 1, JobID: rec.ID, CaseID: rec.sendCaseID(),
 		OccurredAt: rec.Delivery.SentAt, IdempotencyKey: "brief-" + rec.ID,
 	})
-	if errors.Is(err, supervaizer.ErrNoStudioAccount) {
+	if errors.Is(err, studio.ErrNotAttached) {
 		return nil
 	}
 	if err != nil {

@@ -37,7 +37,7 @@ var errDeliveryActive = errors.New("the delivery is already running")
 // again saves nothing new; one that brings another snapshot for the job is
 // refused.
 func (a *app) keepGovernance(ctx context.Context, req *supervaizer.ActionRequest) *supervaizer.ActionResult {
-	gate, err := supervaizer.NewRuleCheckpointGate(a.agent, a.srv.Account(), req)
+	gate, err := supervaizer.NewRuleCheckpointGate(a.agent, a.srv.Studio(), req)
 	if err != nil {
 		a.logger.LogAttrs(ctx, slog.LevelWarn, "governed job refused", slog.String("job_id", req.JobID), slog.Any("error", err))
 		return supervaizer.Fail(codeGovernance, "this job is governed by rule checkpoints, which need a valid rule snapshot and a controller attached to Studio")
@@ -51,13 +51,13 @@ func (a *app) keepGovernance(ctx context.Context, req *supervaizer.ActionRequest
 
 // gate restores the checkpoint gate that job.start saved for the job.
 func (a *app) gate(ctx context.Context, rec *jobRecord) (*supervaizer.RuleCheckpointGate, error) {
-	return supervaizer.RestoreRuleCheckpointGate(ctx, a.agent, a.srv.Account(), rec.ID)
+	return supervaizer.RestoreRuleCheckpointGate(ctx, a.agent, a.srv.Studio(), rec.ID)
 }
 
 // forgetGate drops the saved gate of a governed job that is over, and with it
 // the checkpoint token. A failure is logged: the next start tries again.
 func (a *app) forgetGate(ctx context.Context, rec *jobRecord) {
-	if a.srv.Account() == nil {
+	if a.srv.Studio() == nil {
 		return // no gate can have been saved without a Studio account
 	}
 	gate, err := a.gate(ctx, rec)

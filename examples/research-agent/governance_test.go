@@ -17,6 +17,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -86,7 +87,7 @@ func startGoverned(t *testing.T, studio *svtest.FakeStudio, env map[string]strin
 	h := &harness{t: t, app: a, studio: studio, srv: httptest.NewServer(a.Handler()), dbPath: cfg.DBPath}
 	h.client = &client{t: t, base: h.srv.URL, studio: studio}
 	t.Cleanup(h.stop)
-	require.NotNil(t, a.srv.Account(), "attached to Studio")
+	require.NotNil(t, a.srv.Studio(), "attached to Studio")
 	// As main does: register with Studio, which links the agent to its id.
 	require.NoError(t, a.srv.Start(t.Context()))
 	id, linked := a.agent.StudioAgentID()
@@ -156,7 +157,7 @@ func TestGovernedDeliveryAllowed(t *testing.T) {
 		assert.Equal(t, st.Cases[1].Steps[0].ID, c.StepID)
 	}
 	assert.Equal(t, map[string]any{"operation": "send_brief", "channel": "email", "recipients": float64(1)}, checkpoints[0].Context)
-	assert.Equal(t, []string{string(supervaizer.EventServerRegister), string(supervaizer.EventCaseStart)}, api.EventTypes(),
+	assert.Equal(t, []string{string(studio.EventServerRegister), string(studio.EventCaseStart)}, api.EventTypes(),
 		"the case is the only event after the registration")
 	require.Len(t, events, 2)
 	assert.Less(t, events[1].Seq, checkpoints[0].Seq, "the case is announced before any checkpoint")

@@ -13,6 +13,7 @@ import (
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Business error codes of the agent's results (errors[0].code).
@@ -334,7 +335,7 @@ func (a *app) assignContext(ctx context.Context, req *supervaizer.ActionRequest)
 		} else if err != nil {
 			return nil, err
 		}
-		if len(probe.Items) > 0 && a.srv.Account() == nil {
+		if len(probe.Items) > 0 && a.srv.Studio() == nil {
 			return supervaizer.Fail(codeNotAttached, "opening context items needs a controller attached to Studio"), nil
 		}
 	}
@@ -344,14 +345,14 @@ func (a *app) assignContext(ctx context.Context, req *supervaizer.ActionRequest)
 // saveContext stores the frozen context of a job; a new assignment replaces
 // the previous one entirely. The agent reads it, never Studio, while the job
 // runs.
-func (a *app) saveContext(ctx context.Context, asg *contracts.ContextAssignment, snaps []supervaizer.ContextSnapshot) error {
+func (a *app) saveContext(ctx context.Context, asg *contracts.ContextAssignment, snaps []studio.ContextSnapshot) error {
 	ws, _ := supervaizer.WorkspaceFrom(ctx)
 	scope, ok := workspaceScope(ws)
 	if !ok {
 		return errors.New("context.assign without a verified workspace")
 	}
 	if snaps == nil {
-		snaps = []supervaizer.ContextSnapshot{}
+		snaps = []studio.ContextSnapshot{}
 	}
 	return put(ctx, a.store, contextKey(scope, asg.JobID), snaps)
 }
@@ -359,8 +360,8 @@ func (a *app) saveContext(ctx context.Context, asg *contracts.ContextAssignment,
 func contextKey(scope, jobID string) string { return store.Key(keyRoot, "context", scope, jobID) }
 
 // jobContext returns the frozen context of a job (nil when none was assigned).
-func (a *app) jobContext(ctx context.Context, scope, jobID string) ([]supervaizer.ContextSnapshot, error) {
-	var snaps []supervaizer.ContextSnapshot
+func (a *app) jobContext(ctx context.Context, scope, jobID string) ([]studio.ContextSnapshot, error) {
+	var snaps []studio.ContextSnapshot
 	_, err := get(ctx, a.store, contextKey(scope, jobID), &snaps)
 	return snaps, err
 }

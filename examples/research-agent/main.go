@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // HTTP server timeouts. WriteTimeout stays 0: GET /a2a/events is a
@@ -81,7 +82,7 @@ func run(logger *slog.Logger, getenv func(string) string, out io.Writer) error {
 	}
 	base := "http://" + ln.Addr().String()
 	logger.Info("research agent listening", "url", base, "mode", a.mode(),
-		"key_fingerprint", supervaizer.KeyFingerprint(a.srv.APIKey()), "data", cfg.DBPath)
+		"key_fingerprint", studio.KeyFingerprint(a.srv.APIKey()), "data", cfg.DBPath)
 	if cfg.LocalMode {
 		printTryIt(out, base, a.srv.APIKey())
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // The agent's identity. The slug is derived from agentName; the registration
@@ -104,7 +105,7 @@ func registrationSpec() supervaizer.RegistrationSpec {
 			withLabel(supervaizer.HelpAction(actionGoalSuggest, "goal"), "Suggest a goal"),
 			supervaizer.ActionSpec{ID: actionTest, DryRun: true, Label: "Test run",
 				Description: "Drafts a brief without saving it or sending anything."},
-			supervaizer.Action(supervaizer.ContextAssignAction),
+			supervaizer.Action(studio.ContextAssignAction),
 		),
 		CaseLanes: []contracts.CaseLane{
 			{ID: laneSetup, Label: "Setup"},

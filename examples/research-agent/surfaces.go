@@ -9,6 +9,7 @@ import (
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // Surface handlers return A2UI documents. They read state and never create
@@ -74,15 +75,15 @@ func (a *app) reviewSurface(ctx context.Context, req *supervaizer.SurfaceRequest
 // the protocol names; any other valid document may be returned
 // (surfaces.md §3.6), here a plain description of the step and its outputs.
 type stepDetail struct {
-	Type      string                          `json:"type"`
-	ID        string                          `json:"id"`
-	Title     string                          `json:"title"`
-	Status    string                          `json:"status"`
-	Body      string                          `json:"body,omitempty"`
-	Language  string                          `json:"language,omitempty"`
-	Facts     []fact                          `json:"facts"`
-	Outputs   []contracts.ArtifactRef         `json:"outputs"`
-	Citations []supervaizer.ContextProvenance `json:"context"`
+	Type      string                     `json:"type"`
+	ID        string                     `json:"id"`
+	Title     string                     `json:"title"`
+	Status    string                     `json:"status"`
+	Body      string                     `json:"body,omitempty"`
+	Language  string                     `json:"language,omitempty"`
+	Facts     []fact                     `json:"facts"`
+	Outputs   []contracts.ArtifactRef    `json:"outputs"`
+	Citations []studio.ContextProvenance `json:"context"`
 }
 
 type fact struct {
@@ -110,7 +111,7 @@ func (a *app) stepDetailSurface(ctx context.Context, req *supervaizer.SurfaceReq
 		return nil, fmt.Errorf("job %s has no step %q", rec.ID, req.StepID)
 	}
 	doc := stepDetail{Type: "StepDetail", ID: "research-agent.step." + step.ID, Title: step.Title, Status: step.Status,
-		Facts: []fact{{"Topic", rec.TopicID}, {"Depth", rec.Depth}}, Outputs: step.Outputs, Citations: []supervaizer.ContextProvenance{}}
+		Facts: []fact{{"Topic", rec.TopicID}, {"Depth", rec.Depth}}, Outputs: step.Outputs, Citations: []studio.ContextProvenance{}}
 	switch step.ID {
 	case rec.reviewStepID(), rec.briefStepID():
 		doc.Body, doc.Language = rec.Draft, "markdown"

@@ -18,13 +18,13 @@ import (
 // are ignored: startup, an action and a surface load send nothing to Studio.
 func TestLocalModeNeverCallsStudio(t *testing.T) {
 	var calls atomic.Int64
-	studio := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
 		w.WriteHeader(http.StatusTeapot)
 	}))
-	t.Cleanup(studio.Close)
+	t.Cleanup(fake.Close)
 	env := map[string]string{
-		"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZE_API_URL": studio.URL, "SUPERVAIZE_API_KEY": "account-key",
+		"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZE_API_URL": fake.URL, "SUPERVAIZE_API_KEY": "account-key",
 		"SUPERVAIZE_WORKSPACE_ID": "ws-1", "SUPERVAIZER_PUBLIC_URL": "http://127.0.0.1:1",
 	}
 	reg := mustRegistration(t, sv.RegistrationSpec{AgentSlug: "research-agent", DisplayName: "R", A2UICatalogVersion: "r.1",
@@ -33,7 +33,7 @@ func TestLocalModeNeverCallsStudio(t *testing.T) {
 	require.NoError(t, err)
 	srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(k string) string { return env[k] }))
 	require.NoError(t, err)
-	assert.Nil(t, srv.Account(), "local mode attaches no account")
+	assert.Nil(t, srv.Studio(), "local mode attaches no account")
 	srv.HandleAction("job.stop", func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) { return sv.OK(), nil })
 	srv.HandleSurface("job.start", func(ctx context.Context, req *sv.SurfaceRequest) (*sv.SurfaceResult, error) {
 		return sv.NewSurfaceResult(ctx, req.Surface, map[string]any{"type": "Form", "fields": []any{},
