@@ -74,22 +74,6 @@ func replaceApostropheRuns(s string) string {
 	return sb.String()
 }
 
-// appendTransliterated implements the transliteration half of step 2: it appends s to dst with
-// every non-ASCII rune replaced by its transliteration, which may be empty.
-func appendTransliterated(dst []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		dst = append(dst, transliterate(r)...)
-		i += size
-	}
-	return dst
-}
-
 // finish implements steps 5 to 9 in one pass over b, the output of step 4. Only ASCII matters
 // here: after NFKD, the only characters whose lowercase form is ASCII are the ASCII capitals,
 // and every non-ASCII byte falls in a run that step 8 replaces with '-'.

@@ -100,10 +100,23 @@ func TestMake(t *testing.T) {
 		{"arrow", "a→b", "a-b"},
 		{"combining mark", "x\u0301y", "xy"},
 
-		// Known differences from python-slugify (see the package documentation).
-		{"CJK is dropped", "北京 Agent", "agent"},
-		{"Hebrew is dropped", "עברית", ""},
-		{"unknown to text-unidecode is dropped", "a₹b", "ab"},
+		// Other scripts.
+		{"Chinese", "北京", "bei-jing"},
+		{"Japanese", "東京 タワー", "dong-jing-tawa"},
+		{"Korean", "서울", "seoul"},
+		{"Chinese and Latin", "北京 Agent", "bei-jing-agent"},
+		{"kana as text-unidecode writes it", "しちつ シチツ", "sititu-sititu"},
+		{"ideograph one", "一号", "yi-hao"},
+		{"Ukrainian", "Європа", "evropa"},
+		{"Hebrew", "עברית", "bryt"},
+		{"Arabic", "مرحبا", "mrhb"},
+		{"Devanagari", "नमस्ते", "nmste"},
+		{"Thai", "สวัสดี", "swasdii"},
+
+		// Characters without a transliteration disappear.
+		{"CJK Extension A", "a\u3400b", "ab"},
+		{"rupee sign", "a₹b", "ab"},
+		{"private use", "Agent\uE000Smith", "agentsmith"},
 		{"emoji are dropped", "Agent 😀 Smith", "agent-smith"},
 		{"emoji only", "😀🚀", ""},
 
@@ -122,14 +135,31 @@ func TestMake(t *testing.T) {
 
 // TestMakePythonReference compares Make with python-slugify on testdata/python_slugify.json.
 //
-// The expected slugs were produced by the algorithm of python-slugify 9.0.0's slugify() with
-// default options and the text-unidecode 1.3 backend, under CPython 3.11 (Unicode 14.0). The
-// inputs are the examples above, every code point of the covered ranges between "A" and "b",
-// and random mixes of such code points, ASCII punctuation and character references. Inputs that
-// hit a documented difference (code points outside the covered ranges) are not in the file.
+// The expected slugs were produced by python-slugify's slugify() with default options and the
+// text-unidecode 1.3 backend, under CPython 3.11 (Unicode 14.0); pyref/slugref.py reproduces
+// every one of them. The inputs are the examples above, every code point of U+0080–U+04FF and
+// U+1E00–U+21FF between "A" and "b", and random mixes of such code points, ASCII punctuation and
+// character references, leaving out the code points text-unidecode marks as unknown.
 func TestMakePythonReference(t *testing.T) {
-	cases := loadReference(t)
-	require.Greater(t, len(cases), 3000)
+	cases := loadReference(t, "python_slugify.json")
+	require.Len(t, cases, 3402)
+	for _, c := range cases {
+		if got := Make(c.Name); got != c.Slug {
+			t.Errorf("Make(%+q) = %q, python-slugify gives %q", c.Name, got, c.Slug)
+		}
+	}
+}
+
+// TestMakePythonScripts compares Make with python-slugify on the multi-script corpus of
+// testdata/python_slugify_scripts.json, written by "pyref/slugref.py corpus": every character
+// of the Latin, Greek, Cyrillic, kana, Arabic, Hebrew, Devanagari, Thai, Armenian and Georgian
+// blocks and of several symbol blocks, real words, random names in each script (CJK and Hangul
+// included), mixed scripts, separator and punctuation runs and very long names. Characters that
+// text-unidecode marks as unknown are left out: python-slugify turns them into a separator,
+// while Make drops them (see the package documentation).
+func TestMakePythonScripts(t *testing.T) {
+	cases := loadReference(t, "python_slugify_scripts.json")
+	require.GreaterOrEqual(t, len(cases), 2000)
 	for _, c := range cases {
 		if got := Make(c.Name); got != c.Slug {
 			t.Errorf("Make(%+q) = %q, python-slugify gives %q", c.Name, got, c.Slug)
@@ -138,8 +168,10 @@ func TestMakePythonReference(t *testing.T) {
 }
 
 func TestMakeIdempotent(t *testing.T) {
-	for _, c := range loadReference(t) {
-		assert.Equal(t, c.Slug, Make(c.Slug), "Make(%q)", c.Slug)
+	for _, file := range []string{"python_slugify.json", "python_slugify_scripts.json"} {
+		for _, c := range loadReference(t, file) {
+			assert.Equal(t, c.Slug, Make(c.Slug), "Make(%q)", c.Slug)
+		}
 	}
 }
 
@@ -148,9 +180,9 @@ type referenceCase struct {
 	Slug string `json:"slug"`
 }
 
-func loadReference(t *testing.T) []referenceCase {
+func loadReference(t *testing.T, file string) []referenceCase {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "python_slugify.json"))
+	data, err := os.ReadFile(filepath.Join("testdata", file))
 	require.NoError(t, err)
 	var cases []referenceCase
 	require.NoError(t, json.Unmarshal(data, &cases))
@@ -216,27 +248,52 @@ func TestDecimalDigitValue(t *testing.T) {
 	assert.Equal(t, 0, decimalDigitValue('𝟎')) // MATHEMATICAL BOLD DIGIT ZERO
 }
 
-func TestTransliterationTable(t *testing.T) {
-	for _, tab := range [][]string{translit0080[:], translit1E00[:]} {
-		for _, s := range tab {
-			assert.NotContains(t, s, "[?]")
-			for i := 0; i < len(s); i++ {
-				assert.True(t, s[i] == '\n' || 0x20 <= s[i] && s[i] < 0x7f, "entry %q is not printable ASCII", s)
-			}
-		}
-	}
+func TestTransliterate(t *testing.T) {
 	tests := map[rune]string{
 		'ß': "ss", 'æ': "ae", 'Æ': "AE", 'œ': "oe", 'Œ': "OE", 'ø': "o", 'Ø': "O", 'đ': "d",
 		'Đ': "D", 'ł': "l", 'Ł': "L", 'þ': "th", 'Þ': "Th", 'ð': "d", 'Ð': "D", 'ħ': "h",
 		'ı': "i", 'ĳ': "ij", 'ſ': "s", 'Ж': "Zh", 'х': "kh", 'ц': "ts", 'ч': "ch", 'ш': "sh",
-		'щ': "shch", 'ъ': "", 'ь': "'", 'ю': "iu", 'я': "ia", 'Ψ': "Ps", 'θ': "th",
-		'‘': "'", '’': "'", '“': "\"", '”': "\"", '–': "-", '—': "--", '…': "...", '€': "EUR",
-		'£': "PS", '©': "(c)", '®': "(r)", '™': "tm", '×': "x", '°': "deg", '½': "1/2",
-		'\u00a0': " ", '\u0301': "", 'ẞ': "Ss", '→': "-",
-		'\u0241': "", '北': "", 'א': "", '😀': "",
+		'щ': "shch", 'ю': "iu", 'я': "ia", 'Ψ': "Ps", 'θ': "th",
+		'‘': "'", '’': "'", '“': "\"", '”': "\"", '–': "-", '—': "--", '€': "EUR",
+		'£': "PS", '©': "(c)", '®': "(r)", '×': "x", '°': "deg", '\u0301': "",
+		'北': "Bei ", '京': "Jing ", 'タ': "ta", 'し': "si", 'ツ': "tu", '一': "Yi ",
+		'ᄉ': "s", 'ᅥ': "eo", 'ᆯ': "l", 'א': "", 'ש': "sh", 'ก': "k", 'क': "k",
+		'Є': "E", 'є': "ie", '׀': "|", 'Ⅎ': "", 'ẟ': "d",
+		// Unknown to the library: no transliteration.
+		'\u3400': "", '\uE000': "", '\uA500': "",
+		// Outside the Basic Multilingual Plane: no transliteration.
+		'😀': "", '\U00010000': "", '\U0010FFFF': "",
 	}
 	for r, want := range tests {
 		assert.Equal(t, want, transliterate(r), "%U %c", r, r)
+		assert.Equal(t, want, string(appendTransliterated(nil, string(r))), "%U %c", r, r)
+	}
+}
+
+// TestTransliterateRuns checks that a run of non-ASCII runes transliterates as its runes one by
+// one, whether or not the run holds overrides and runes without a transliteration.
+func TestTransliterateRuns(t *testing.T) {
+	runs := []string{
+		"北京", "東京タワー", "しち一", "a北しb京", "\u3400北\u3400", "\uA500ẟ\uA501", "ЄвроЄ",
+		"서울", norm.NFKD.String("서울"), "ẞ€✓", "\U0001F600北",
+	}
+	for r := rune(0x80); r < 0x3000; r += 7 {
+		runs = append(runs, string([]rune{r, r + 1, r + 2, 0x3400, r + 3}))
+	}
+	for _, s := range runs {
+		var want []byte
+		for _, r := range s {
+			if r < utf8.RuneSelf {
+				want = append(want, byte(r))
+			} else {
+				want = append(want, transliterate(r)...)
+			}
+		}
+		got := appendTransliterated(nil, s)
+		assert.Equal(t, string(want), string(got), "%+q", s)
+		for _, c := range got {
+			assert.Less(t, c, byte(utf8.RuneSelf), "%+q gives non-ASCII %q", s, got)
+		}
 	}
 }
 

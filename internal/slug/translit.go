@@ -1,175 +1,106 @@
 package slug
 
-// This file holds the transliteration table of step 2 (registration.md §2.1).
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gosimple/unidecode"
+)
+
+// This file holds the transliteration half of step 2 of the slug algorithm. The character table
+// is the one of github.com/gosimple/unidecode (Apache License 2.0); the few code points on which
+// it disagrees with the text-unidecode backend of python-slugify are listed in overrides.
+
+// unknownMark is what the library returns for a character it knows but cannot transliterate
+// (possibly followed by a space). A character without a transliteration disappears from the
+// slug, so the mark counts as an empty transliteration.
+const unknownMark = "[?]"
+
+// overrides gives the transliteration of python-slugify's backend (text-unidecode) for the code
+// points, reachable after NFKD, where the library's transliteration would give another slug:
 //
-// Source of truth: the text-unidecode 1.3 data (the default transliteration backend of
-// python-slugify, itself a port of Perl's Text::Unidecode tables), for the code points listed
-// below. Entries that text-unidecode marks as unknown ("[?]") are empty here: the spec says a
-// character without a transliteration disappears. The table is only consulted after NFKD, so
-// entries for characters that decompose (é, ½, ™, …) are kept for completeness but unused.
+//   - kana: the library writes Hepburn (shi, chi, tsu) where text-unidecode writes Kunrei (si,
+//     ti, tu), so 東京タワーしち gives dong-jing-tawasiti in both;
+//   - U+4E00 (一, "one"): the library has no transliteration for the first ideograph of its
+//     table; text-unidecode gives "Yi ";
+//   - Є (Ukrainian capital ie) is "E" in text-unidecode, as є is in both;
+//   - € is "EUR" in text-unidecode, "EU" in the library;
+//   - ẜ, ẝ and ẟ are unknown to the library and letters in text-unidecode;
+//   - Ⅎ has no transliteration in text-unidecode (the library gives "F");
+//   - the Hebrew paseq ׀ is "|" (a separator) in text-unidecode and empty in the library.
 //
-// python-slugify lowercases its result, so the case of an entry is irrelevant to slugs; it is
-// kept as in the source data. Apostrophes in entries (ь → ') are removed in step 6 and other
-// punctuation becomes a separator in step 8.
+// Every entry is checked against python-slugify by the reference tests in testdata.
+var overrides = map[rune]string{
+	'\u0404': "E",   // Є CYRILLIC CAPITAL LETTER UKRAINIAN IE
+	'\u05C0': "|",   // ׀ HEBREW PUNCTUATION PASEQ
+	'\u1E9C': "s",   // ẜ LATIN SMALL LETTER LONG S WITH DIAGONAL STROKE
+	'\u1E9D': "s",   // ẝ LATIN SMALL LETTER LONG S WITH HIGH STROKE
+	'\u1E9F': "d",   // ẟ LATIN SMALL LETTER DELTA
+	'\u20AC': "EUR", // € EURO SIGN
+	'\u2132': "",    // Ⅎ TURNED CAPITAL F
+	'\u3057': "si",  // し HIRAGANA LETTER SI
+	'\u3061': "ti",  // ち HIRAGANA LETTER TI
+	'\u3063': "tu",  // っ HIRAGANA LETTER SMALL TU
+	'\u3064': "tu",  // つ HIRAGANA LETTER TU
+	'\u30B7': "si",  // シ KATAKANA LETTER SI
+	'\u30C1': "ti",  // チ KATAKANA LETTER TI
+	'\u30C3': "tu",  // ッ KATAKANA LETTER SMALL TU
+	'\u30C4': "tu",  // ツ KATAKANA LETTER TU
+	'\u4E00': "Yi ", // 一 CJK UNIFIED IDEOGRAPH-4E00
+}
 
 // transliterate returns the ASCII transliteration of the non-ASCII rune r, or "" when r has
-// none (including every rune outside the covered ranges).
+// none. The case of the result is irrelevant to slugs (step 5 lowercases it).
 func transliterate(r rune) string {
-	switch {
-	case r >= 0x0080 && r < 0x0500:
-		return translit0080[r-0x0080]
-	case r >= 0x1E00 && r < 0x2200:
-		return translit1E00[r-0x1E00]
-	default:
+	if s, ok := overrides[r]; ok {
+		return s
+	}
+	return fromLibrary(unidecode.Unidecode(string(r)))
+}
+
+// fromLibrary maps the library's unknown mark to the empty transliteration.
+func fromLibrary(s string) string {
+	if strings.HasPrefix(s, unknownMark) {
 		return ""
 	}
+	return s
 }
 
-// translit0080 covers U+0080–U+04FF: C1 controls, Latin-1 Supplement, Latin Extended-A and -B,
-// IPA Extensions, Spacing Modifier Letters, Combining Diacritical Marks, Greek and Coptic, and
-// Cyrillic. Each line holds 16 code points, starting at the one in the comment.
-var translit0080 = [0x480]string{
-	/* 0080 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0090 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 00A0 */ " ", "!", "C/", "PS", "$?", "Y=", "|", "SS", "\"", "(c)", "a", "<<", "!", "", "(r)", "-",
-	/* 00B0 */ "deg", "+-", "2", "3", "'", "u", "P", "*", ",", "1", "o", ">>", "1/4", "1/2", "3/4", "?",
-	/* 00C0 */ "A", "A", "A", "A", "A", "A", "AE", "C", "E", "E", "E", "E", "I", "I", "I", "I",
-	/* 00D0 */ "D", "N", "O", "O", "O", "O", "O", "x", "O", "U", "U", "U", "U", "Y", "Th", "ss",
-	/* 00E0 */ "a", "a", "a", "a", "a", "a", "ae", "c", "e", "e", "e", "e", "i", "i", "i", "i",
-	/* 00F0 */ "d", "n", "o", "o", "o", "o", "o", "/", "o", "u", "u", "u", "u", "y", "th", "y",
-	/* 0100 */ "A", "a", "A", "a", "A", "a", "C", "c", "C", "c", "C", "c", "C", "c", "D", "d",
-	/* 0110 */ "D", "d", "E", "e", "E", "e", "E", "e", "E", "e", "E", "e", "G", "g", "G", "g",
-	/* 0120 */ "G", "g", "G", "g", "H", "h", "H", "h", "I", "i", "I", "i", "I", "i", "I", "i",
-	/* 0130 */ "I", "i", "IJ", "ij", "J", "j", "K", "k", "k", "L", "l", "L", "l", "L", "l", "L",
-	/* 0140 */ "l", "L", "l", "N", "n", "N", "n", "N", "n", "'n", "ng", "NG", "O", "o", "O", "o",
-	/* 0150 */ "O", "o", "OE", "oe", "R", "r", "R", "r", "R", "r", "S", "s", "S", "s", "S", "s",
-	/* 0160 */ "S", "s", "T", "t", "T", "t", "T", "t", "U", "u", "U", "u", "U", "u", "U", "u",
-	/* 0170 */ "U", "u", "U", "u", "W", "w", "Y", "y", "Y", "Z", "z", "Z", "z", "Z", "z", "s",
-	/* 0180 */ "b", "B", "B", "b", "6", "6", "O", "C", "c", "D", "D", "D", "d", "d", "3", "@",
-	/* 0190 */ "E", "F", "f", "G", "G", "hv", "I", "I", "K", "k", "l", "l", "W", "N", "n", "O",
-	/* 01A0 */ "O", "o", "OI", "oi", "P", "p", "YR", "2", "2", "SH", "sh", "t", "T", "t", "T", "U",
-	/* 01B0 */ "u", "Y", "V", "Y", "y", "Z", "z", "ZH", "ZH", "zh", "zh", "2", "5", "5", "ts", "w",
-	/* 01C0 */ "|", "||", "|=", "!", "DZ", "Dz", "dz", "LJ", "Lj", "lj", "NJ", "Nj", "nj", "A", "a", "I",
-	/* 01D0 */ "i", "O", "o", "U", "u", "U", "u", "U", "u", "U", "u", "U", "u", "@", "A", "a",
-	/* 01E0 */ "A", "a", "AE", "ae", "G", "g", "G", "g", "K", "k", "O", "o", "O", "o", "ZH", "zh",
-	/* 01F0 */ "j", "DZ", "Dz", "dz", "G", "g", "HV", "W", "N", "n", "A", "a", "AE", "ae", "O", "o",
-	/* 0200 */ "A", "a", "A", "a", "E", "e", "E", "e", "I", "i", "I", "i", "O", "o", "O", "o",
-	/* 0210 */ "R", "r", "R", "r", "U", "u", "U", "u", "S", "s", "T", "t", "Y", "y", "H", "h",
-	/* 0220 */ "N", "d", "OU", "ou", "Z", "z", "A", "a", "E", "e", "O", "o", "O", "o", "O", "o",
-	/* 0230 */ "O", "o", "Y", "y", "l", "n", "t", "j", "db", "qp", "A", "C", "c", "L", "T", "s",
-	/* 0240 */ "z", "", "", "B", "U", "^", "E", "e", "J", "j", "q", "q", "R", "r", "Y", "y",
-	/* 0250 */ "a", "a", "a", "b", "o", "c", "d", "d", "e", "@", "@", "e", "e", "e", "e", "j",
-	/* 0260 */ "g", "g", "g", "g", "u", "Y", "h", "h", "i", "i", "I", "l", "l", "l", "lZ", "W",
-	/* 0270 */ "W", "m", "n", "n", "n", "o", "OE", "O", "F", "r", "r", "r", "r", "r", "r", "r",
-	/* 0280 */ "R", "R", "s", "S", "j", "S", "S", "t", "t", "u", "U", "v", "^", "w", "y", "Y",
-	/* 0290 */ "z", "z", "Z", "Z", "?", "?", "?", "C", "@", "B", "E", "G", "H", "j", "k", "L",
-	/* 02A0 */ "q", "?", "?", "dz", "dZ", "dz", "ts", "tS", "tC", "fN", "ls", "lz", "WW", "]]", "h", "h",
-	/* 02B0 */ "h", "h", "j", "r", "r", "r", "r", "w", "y", "'", "\"", "`", "'", "`", "`", "'",
-	/* 02C0 */ "?", "?", "<", ">", "^", "V", "^", "V", "'", "-", "/", "\\", ",", "_", "\\", "/",
-	/* 02D0 */ ":", ".", "`", "'", "^", "V", "+", "-", "V", ".", "@", ",", "~", "\"", "R", "X",
-	/* 02E0 */ "G", "l", "s", "x", "?", "", "", "", "", "", "", "", "V", "=", "\"", "",
-	/* 02F0 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0300 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0310 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0320 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0330 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0340 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0350 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0360 */ "", "", "", "a", "e", "i", "o", "u", "c", "d", "h", "m", "r", "t", "v", "x",
-	/* 0370 */ "", "", "", "", "'", ",", "", "", "", "", "", "", "", "", "?", "",
-	/* 0380 */ "", "", "", "", "", "", "A", ";", "E", "E", "I", "", "O", "", "U", "O",
-	/* 0390 */ "I", "A", "B", "G", "D", "E", "Z", "E", "Th", "I", "K", "L", "M", "N", "Ks", "O",
-	/* 03A0 */ "P", "R", "", "S", "T", "U", "Ph", "Kh", "Ps", "O", "I", "U", "a", "e", "e", "i",
-	/* 03B0 */ "u", "a", "b", "g", "d", "e", "z", "e", "th", "i", "k", "l", "m", "n", "x", "o",
-	/* 03C0 */ "p", "r", "s", "s", "t", "u", "ph", "kh", "ps", "o", "i", "u", "o", "u", "o", "",
-	/* 03D0 */ "b", "th", "U", "U", "U", "ph", "p", "&", "", "", "St", "st", "W", "w", "Q", "q",
-	/* 03E0 */ "Sp", "sp", "Sh", "sh", "F", "f", "Kh", "kh", "H", "h", "G", "g", "CH", "ch", "Ti", "ti",
-	/* 03F0 */ "k", "r", "c", "j", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 0400 */ "Ie", "Io", "Dj", "Gj", "E", "Dz", "I", "Yi", "J", "Lj", "Nj", "Tsh", "Kj", "I", "U", "Dzh",
-	/* 0410 */ "A", "B", "V", "G", "D", "E", "Zh", "Z", "I", "I", "K", "L", "M", "N", "O", "P",
-	/* 0420 */ "R", "S", "T", "U", "F", "Kh", "Ts", "Ch", "Sh", "Shch", "", "Y", "'", "E", "Iu", "Ia",
-	/* 0430 */ "a", "b", "v", "g", "d", "e", "zh", "z", "i", "i", "k", "l", "m", "n", "o", "p",
-	/* 0440 */ "r", "s", "t", "u", "f", "kh", "ts", "ch", "sh", "shch", "", "y", "'", "e", "iu", "ia",
-	/* 0450 */ "ie", "io", "dj", "gj", "ie", "dz", "i", "yi", "j", "lj", "nj", "tsh", "kj", "i", "u", "dzh",
-	/* 0460 */ "O", "o", "E", "e", "Ie", "ie", "E", "e", "Ie", "ie", "O", "o", "Io", "io", "Ks", "ks",
-	/* 0470 */ "Ps", "ps", "F", "f", "Y", "y", "Y", "y", "u", "u", "O", "o", "O", "o", "Ot", "ot",
-	/* 0480 */ "Q", "q", "*1000*", "", "", "", "", "", "*100.000*", "*1.000.000*", "", "", "\"", "\"", "R'", "r'",
-	/* 0490 */ "G'", "g'", "G'", "g'", "G'", "g'", "Zh'", "zh'", "Z'", "z'", "K'", "k'", "K'", "k'", "K'", "k'",
-	/* 04A0 */ "K'", "k'", "N'", "n'", "Ng", "ng", "P'", "p'", "Kh", "kh", "S'", "s'", "T'", "t'", "U", "u",
-	/* 04B0 */ "U'", "u'", "Kh'", "kh'", "Tts", "tts", "Ch'", "ch'", "Ch'", "ch'", "H", "h", "Ch", "ch", "Ch'", "ch'",
-	/* 04C0 */ "`", "Zh", "zh", "K'", "k'", "", "", "N'", "n'", "", "", "Ch", "ch", "", "", "",
-	/* 04D0 */ "a", "a", "A", "a", "Ae", "ae", "Ie", "ie", "@", "@", "@", "@", "Zh", "zh", "Z", "z",
-	/* 04E0 */ "Dz", "dz", "I", "i", "I", "i", "O", "o", "O", "o", "O", "o", "E", "e", "U", "u",
-	/* 04F0 */ "U", "u", "U", "u", "Ch", "ch", "", "", "Y", "y", "", "", "", "", "", "",
-}
-
-// translit1E00 covers U+1E00–U+21FF: Latin Extended Additional, Greek Extended, General
-// Punctuation, Superscripts and Subscripts, Currency Symbols, Combining Diacritical Marks for
-// Symbols, Letterlike Symbols, Number Forms, and Arrows. Each line holds 16 code points, starting
-// at the one in the comment.
-var translit1E00 = [0x400]string{
-	/* 1E00 */ "A", "a", "B", "b", "B", "b", "B", "b", "C", "c", "D", "d", "D", "d", "D", "d",
-	/* 1E10 */ "D", "d", "D", "d", "E", "e", "E", "e", "E", "e", "E", "e", "E", "e", "F", "f",
-	/* 1E20 */ "G", "g", "H", "h", "H", "h", "H", "h", "H", "h", "H", "h", "I", "i", "I", "i",
-	/* 1E30 */ "K", "k", "K", "k", "K", "k", "L", "l", "L", "l", "L", "l", "L", "l", "M", "m",
-	/* 1E40 */ "M", "m", "M", "m", "N", "n", "N", "n", "N", "n", "N", "n", "O", "o", "O", "o",
-	/* 1E50 */ "O", "o", "O", "o", "P", "p", "P", "p", "R", "r", "R", "r", "R", "r", "R", "r",
-	/* 1E60 */ "S", "s", "S", "s", "S", "s", "S", "s", "S", "s", "T", "t", "T", "t", "T", "t",
-	/* 1E70 */ "T", "t", "U", "u", "U", "u", "U", "u", "U", "u", "U", "u", "V", "v", "V", "v",
-	/* 1E80 */ "W", "w", "W", "w", "W", "w", "W", "w", "W", "w", "X", "x", "X", "x", "Y", "y",
-	/* 1E90 */ "Z", "z", "Z", "z", "Z", "z", "h", "t", "w", "y", "a", "s", "s", "s", "Ss", "d",
-	/* 1EA0 */ "A", "a", "A", "a", "A", "a", "A", "a", "A", "a", "A", "a", "A", "a", "A", "a",
-	/* 1EB0 */ "A", "a", "A", "a", "A", "a", "A", "a", "E", "e", "E", "e", "E", "e", "E", "e",
-	/* 1EC0 */ "E", "e", "E", "e", "E", "e", "E", "e", "I", "i", "I", "i", "O", "o", "O", "o",
-	/* 1ED0 */ "O", "o", "O", "o", "O", "o", "O", "o", "O", "o", "O", "o", "O", "o", "O", "o",
-	/* 1EE0 */ "O", "o", "O", "o", "U", "u", "U", "u", "U", "u", "U", "u", "U", "u", "U", "u",
-	/* 1EF0 */ "U", "u", "Y", "y", "Y", "y", "Y", "y", "Y", "y", "", "", "", "", "", "",
-	/* 1F00 */ "a", "a", "a", "a", "a", "a", "a", "a", "A", "A", "A", "A", "A", "A", "A", "A",
-	/* 1F10 */ "e", "e", "e", "e", "e", "e", "", "", "E", "E", "E", "E", "E", "E", "", "",
-	/* 1F20 */ "e", "e", "e", "e", "e", "e", "e", "e", "E", "E", "E", "E", "E", "E", "E", "E",
-	/* 1F30 */ "i", "i", "i", "i", "i", "i", "i", "i", "I", "I", "I", "I", "I", "I", "I", "I",
-	/* 1F40 */ "o", "o", "o", "o", "o", "o", "", "", "O", "O", "O", "O", "O", "O", "", "",
-	/* 1F50 */ "u", "u", "u", "u", "u", "u", "u", "u", "", "U", "", "U", "", "U", "", "U",
-	/* 1F60 */ "o", "o", "o", "o", "o", "o", "o", "o", "O", "O", "O", "O", "O", "O", "O", "O",
-	/* 1F70 */ "a", "a", "e", "e", "e", "e", "i", "i", "o", "o", "u", "u", "o", "o", "", "",
-	/* 1F80 */ "a", "a", "a", "a", "a", "a", "a", "a", "A", "A", "A", "A", "A", "A", "A", "A",
-	/* 1F90 */ "e", "e", "e", "e", "e", "e", "e", "e", "E", "E", "E", "E", "E", "E", "E", "E",
-	/* 1FA0 */ "o", "o", "o", "o", "o", "o", "o", "o", "O", "O", "O", "O", "O", "O", "O", "O",
-	/* 1FB0 */ "a", "a", "a", "a", "a", "", "a", "a", "A", "A", "A", "A", "A", "'", "i", "'",
-	/* 1FC0 */ "~", "\"~", "e", "e", "e", "", "e", "e", "E", "E", "E", "E", "E", "'`", "''", "'~",
-	/* 1FD0 */ "i", "i", "i", "i", "", "", "i", "i", "I", "I", "I", "I", "", "`'", "`'", "`~",
-	/* 1FE0 */ "u", "u", "u", "u", "R", "R", "u", "u", "U", "U", "U", "U", "R", "\"`", "\"'", "`",
-	/* 1FF0 */ "", "", "o", "o", "o", "", "o", "o", "O", "O", "O", "O", "O", "'", "`", "",
-	/* 2000 */ " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", " ", "", "", "", "",
-	/* 2010 */ "-", "-", "-", "-", "--", "--", "||", "_", "'", "'", ",", "'", "\"", "\"", ",,", "\"",
-	/* 2020 */ "+", "++", "*", "*>", ".", "..", "...", ".", "\n", "\n\n", "", "", "", "", "", " ",
-	/* 2030 */ "%0", "%00", "'", "''", "'''", "`", "``", "```", "^", "<", ">", "*", "!!", "!?", "-", "_",
-	/* 2040 */ "-", "^", "***", "--", "/", "-[", "]-", "", "?!", "!?", "7", "PP", "(]", "[)", "", "",
-	/* 2050 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2060 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2070 */ "0", "", "", "", "4", "5", "6", "7", "8", "9", "+", "-", "=", "(", ")", "n",
-	/* 2080 */ "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "+", "-", "=", "(", ")", "",
-	/* 2090 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 20A0 */ "ECU", "CL", "Cr", "FF", "L", "mil", "N", "Pts", "Rs", "W", "NS", "D", "EUR", "K", "T", "Dr",
-	/* 20B0 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 20C0 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 20D0 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 20E0 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 20F0 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2100 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2110 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2120 */ "", "", "tm", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2130 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2140 */ "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2150 */ "", "", "", " 1/3 ", " 2/3 ", " 1/5 ", " 2/5 ", " 3/5 ", " 4/5 ", " 1/6 ", " 5/6 ", " 1/8 ", " 3/8 ", " 5/8 ", " 7/8 ", " 1/",
-	/* 2160 */ "I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII", "L", "C", "D", "M",
-	/* 2170 */ "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii", "l", "c", "d", "m",
-	/* 2180 */ "(D", "D)", "((|))", ")", "", "", "", "", "", "", "", "", "", "", "", "",
-	/* 2190 */ "-", "|", "-", "|", "-", "|", "\\", "/", "\\", "/", "-", "-", "~", "~", "-", "|",
-	/* 21A0 */ "-", "|", "-", "-", "-", "|", "-", "|", "|", "-", "-", "-", "-", "-", "-", "|",
-	/* 21B0 */ "|", "|", "|", "|", "|", "|", "^", "V", "\\", "=", "V", "^", "-", "-", "|", "|",
-	/* 21C0 */ "-", "-", "|", "|", "=", "|", "=", "=", "|", "=", "|", "=", "=", "=", "=", "=",
-	/* 21D0 */ "=", "|", "=", "|", "=", "|", "\\", "/", "\\", "/", "=", "=", "~", "~", "|", "|",
-	/* 21E0 */ "-", "|", "-", "|", "-", "-", "-", "|", "-", "|", "|", "|", "|", "|", "|", "|",
-	/* 21F0 */ "-", "\\", "\\", "|", "", "", "", "", "", "", "", "", "", "", "", "",
+// appendTransliterated implements the transliteration half of step 2: it appends s to dst with
+// every non-ASCII rune replaced by its transliteration, which may be empty.
+//
+// Each run of non-ASCII runes without an override is passed to the library in one call. When the
+// result holds no unknown mark, no rune of the run produced one and it is the concatenation of
+// the runes' transliterations; otherwise the run is transliterated rune by rune.
+func appendTransliterated(dst []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if o, ok := overrides[r]; ok {
+			dst = append(dst, o...)
+			i += size
+			continue
+		}
+		j := i + size
+		for j < len(s) && s[j] >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if _, ok := overrides[r]; ok {
+				break
+			}
+			j += size
+		}
+		if t := unidecode.Unidecode(s[i:j]); !strings.Contains(t, unknownMark) {
+			dst = append(dst, t...)
+		} else {
+			for _, r := range s[i:j] {
+				dst = append(dst, transliterate(r)...)
+			}
+		}
+		i = j
+	}
+	return dst
 }
