@@ -86,7 +86,9 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 		sdkActions: map[string]bool{},
 	}
 	if a.slug == "" {
-		return nil, fmt.Errorf("supervaizer: agent name %q derives an empty slug", spec.Name)
+		return nil, fmt.Errorf("supervaizer: agent name %q derives an empty slug: the slug is made of "+
+			"the name's letters and digits transliterated to ASCII, and a character without a "+
+			"transliteration (emoji, private use, some rare scripts) is dropped", spec.Name)
 	}
 	if spec.ID != "" && spec.ID != a.legacyID {
 		return nil, fmt.Errorf("supervaizer: AgentSpec.ID must match the id derived from the name: %q != %q", spec.ID, a.legacyID)

@@ -32,6 +32,18 @@ func TestNewAgentIdentity(t *testing.T) {
 	assert.Equal(t, "agentname", b.Slug())
 }
 
+// TestNewAgentScripts checks that names in any script derive python-slugify's slug.
+func TestNewAgentScripts(t *testing.T) {
+	for name, want := range map[string]string{
+		"北京": "bei-jing", "東京 タワー": "dong-jing-tawa", "서울": "seoul",
+		"Привет мир": "privet-mir", "Crème brûlée": "creme-brulee", "مرحبا": "mrhb",
+	} {
+		a, err := sv.NewAgent(sv.AgentSpec{Name: name, Version: "1"})
+		require.NoError(t, err, name)
+		assert.Equal(t, want, a.Slug(), name)
+	}
+}
+
 func TestNewAgentErrors(t *testing.T) {
 	reg := mustRegistration(t, researchAgentSpec())
 	tests := []struct {
@@ -42,6 +54,9 @@ func TestNewAgentErrors(t *testing.T) {
 		{"blank name", sv.AgentSpec{Name: " ", Version: "1"}, "AgentSpec.Name is required"},
 		{"no version", sv.AgentSpec{Name: "X"}, "AgentSpec.Version is required"},
 		{"symbols only", sv.AgentSpec{Name: "!!!", Version: "1"}, "derives an empty slug"},
+		{"no transliteration", sv.AgentSpec{Name: "😀 \uE000 \u3400", Version: "1"},
+			`derives an empty slug: the slug is made of the name's letters and digits transliterated to ASCII, ` +
+				`and a character without a transliteration (emoji, private use, some rare scripts) is dropped`},
 		{"slug mismatch", sv.AgentSpec{Name: "Research Bot", Version: "1", Registration: reg},
 			`v2 registration agent.slug must match Agent.slug: "research-agent" != "research-bot"`},
 		{"id mismatch", sv.AgentSpec{Name: "Research Agent", Version: "1", ID: "nope"},
