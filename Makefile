@@ -8,21 +8,35 @@ A2A_SCHEMAS ?= ../shared/schemas/a2a
 # Packages whose card tests (every test with Card in its name) also validate
 # against the published schemas in a build with the conformance tag.
 CONFORMANCE_A2A_PKGS = . ./a2a ./internal/cardcheck ./examples/research-agent
+# Every Go module of the repository: the SDK, then the nested modules, which
+# have a go.mod of their own so that the SDK's build never includes their
+# dependencies (store/postgres: the PostgreSQL driver). ./... stops at a
+# nested module, so each is tested from its own directory.
+MODULES := . store/postgres
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .DEFAULT_GOAL := help
 
 help: ## List targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "%-16s %s\n",$$1,$$2}'
 
-test: lint ## Vet, gofmt, unit and end-to-end tests with the race detector, every benchmark run once
-	$(GO) test -race -count=1 ./...
-	@out=$$($(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { printf '%s\n' "$$out"; exit 1; }
+test: lint ## Vet, gofmt, unit and end-to-end tests of every module with the race detector, every benchmark run once; lists the tests that did not run
+	@for m in $(MODULES); do \
+	  echo "== go test -race ./... in $$m"; \
+	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/testreport || exit 1; \
+	done
+	@for m in $(MODULES); do \
+	  out=$$(cd $$m && $(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { printf '%s\n' "$$out"; exit 1; }; \
+	done
 	@echo "make test: cards checked against the A2A 0.2.6 and 0.3.0 structure; the published A2A schemas and SDK clients are checked by make conformance"
 
-lint: ## go vet, gofmt, and go.mod/go.sum tidy
-	$(GO) vet ./...
+lint: ## go vet (every module), gofmt, and go.mod/go.sum tidy (every module)
+	@for m in $(MODULES); do \
+	  echo "== go vet ./... in $$m"; (cd $$m && $(GO) vet ./...) || exit 1; \
+	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; \
+	done
 	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS)
-	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 
 fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each
@@ -40,11 +54,11 @@ conformance-a2a: ## Agent Cards against the published A2A JSON Schemas in A2A_SC
 	  echo "  set A2A_SCHEMAS to the folder holding a2a-0.2.6.schema.json and a2a-0.3.0.schema.json" >&2; exit 1; }
 	SUPERVAIZER_A2A_SCHEMAS="$(abspath $(A2A_SCHEMAS))" $(GO) test -tags conformance -count=1 -run Card $(CONFORMANCE_A2A_PKGS)
 
-bench: ## Benchmarks with allocations
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: ## Benchmarks with allocations, every module
+	@for m in $(MODULES); do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
 
-cover: ## Test coverage per package
-	$(GO) test -cover ./...
+cover: ## Test coverage per package, every module
+	@for m in $(MODULES); do (cd $$m && $(GO) test -cover ./...) || exit 1; done
 
 # run builds the example and execs it (not go run, which exits 1 on an
 # interrupt even when the program stopped cleanly): Ctrl-C ends with the

@@ -10,8 +10,11 @@
 //     server; every write is fsynced before it returns. [DefaultPath] gives its
 //     default location.
 //
-// A multi-instance deployment plugs a Store backed by a database engine into
-// the same interface and checks it with package storetest.
+// A multi-instance deployment shares a Store backed by a database server:
+// module github.com/supervaize/supervaizer-go/store/postgres provides one on
+// PostgreSQL, in a Go module of its own so that the SDK's build never includes
+// a database driver. Other engines plug into the same interface and check
+// themselves with package storetest.
 //
 // # Quick start
 //

@@ -3,6 +3,7 @@ package store_test
 import (
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -169,4 +170,14 @@ func TestModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNoDatabaseDriverInSDK keeps the PostgreSQL driver out of the SDK's
+// module: it belongs to the module store/postgres, so that agents that do not
+// use PostgreSQL never download or build it.
+func TestNoDatabaseDriverInSDK(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	require.NoError(t, err)
+	require.Contains(t, string(gomod), "module github.com/supervaize/supervaizer-go\n")
+	assert.NotContains(t, string(gomod), "github.com/jackc/", "the SDK's go.mod requires the PostgreSQL driver")
 }

@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of [Open].
+const (
+	// DefaultSchema is the PostgreSQL schema that holds the tables when
+	// [WithSchema] is not used.
+	DefaultSchema = "supervaizer"
+	// DefaultMaxConns bounds the pool when neither [WithMaxConns] nor the
+	// pool_max_conns parameter of the URL sets it.
+	DefaultMaxConns = 16
+)
+
+// Option configures [Open].
+type Option func(*options)
+
+type options struct {
+	schema   string
+	maxConns int32
+}
+
+// WithSchema sets the PostgreSQL schema that holds the tables; Open creates it
+// when missing. Several deployments (or test runs) can share one database,
+// each in its own schema. Default: [DefaultSchema].
+func WithSchema(name string) Option { return func(o *options) { o.schema = name } }
+
+// WithMaxConns bounds the number of pooled connections. A value ≤ 0 keeps the
+// pool_max_conns parameter of the URL, else [DefaultMaxConns].
+func WithMaxConns(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxConns = int32(min(n, 1<<20))
+		}
+	}
+}
+
+// DB is a pool of connections to one PostgreSQL database, with the tables of
+// one schema migrated to the version this package needs. Its methods are safe
+// for concurrent use. Create one with [Open]; close it with [DB.Close].
+type DB struct {
+	pool   *pgxpool.Pool
+	schema string
+	sql    statements
+	store  *Store
+
+	closeOnce sync.Once
+}
+
+// Open connects to the database named by url (a postgres:// URL or a
+// key=value connection string, as libpq accepts), creates the schema and its
+// tables or migrates them to the current version, and returns the pool. It
+// fails when the database cannot be reached, when url is malformed, and when
+// the schema was migrated by a newer version of this package.
+//
+// Every statement the store runs is prepared once per pooled connection.
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+	o := options{schema: DefaultSchema}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if strings.TrimSpace(o.schema) == "" {
+		return nil, errors.New("postgres: empty schema name")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The parse error may quote the URL, password included.
+		return nil, errors.New("postgres: malformed database URL")
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	} else if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	db := &DB{schema: o.schema, sql: newStatements(pgx.Identifier{o.schema}.Sanitize())}
+	cfg.AfterConnect = db.prepare
+	cfg.PingTimeout = pingTimeout
+
+	// The tables must exist before a pooled connection prepares statements on
+	// them: migrate over a connection of its own.
+	if err := migrate(ctx, cfg.ConnConfig, o.schema); err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	db.pool = pool
+	db.store = &Store{db: db}
+	return db, nil
+}
+
+// prepare prepares the store's statements on a new pooled connection.
+func (db *DB) prepare(ctx context.Context, conn *pgx.Conn) error {
+	for _, s := range db.sql.all() {
+		if _, err := conn.Prepare(ctx, s.name, s.sql); err != nil {
+			return fmt.Errorf("postgres: prepare %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// Schema returns the name of the schema that holds the tables.
+func (db *DB) Schema() string { return db.schema }
+
+// Store returns the [store.Store] kept in the database. Every call returns the
+// same Store. Its Close only marks it closed; [DB.Close] closes the pool.
+func (db *DB) Store() *Store { return db.store }
+
+// Ping checks that the database answers, for a readiness probe.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
+
+// Close closes the store and then the pool, waiting for the connections in
+// use to be released. Calling it again does nothing.
+func (db *DB) Close() {
+	db.closeOnce.Do(func() {
+		db.store.closed.Store(true)
+		db.pool.Close()
+	})
+}
+
+// pingTimeout bounds each health check of an idle connection.
+const pingTimeout = 5 * time.Second
