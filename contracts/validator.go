@@ -244,7 +244,7 @@ func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
 	var raw []byte
 	var err error
 	if v.fast != nil {
-		raw, err = marshalModel(m, value)
+		raw, err = encodeModel(value)
 	} else {
 		raw, err = json.Marshal(value)
 	}

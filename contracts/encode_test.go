@@ -3,6 +3,7 @@ package contracts
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -10,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// assertEncodesLikeMarshal checks that appendActionResult writes exactly the
-// bytes of json.Marshal, or gives up where json.Marshal fails.
-func assertEncodesLikeMarshal(tb testing.TB, r *ActionResult, name string) (handled bool) {
+// assertEncodesLikeMarshal checks that the encoder writes exactly the bytes
+// of json.Marshal (the reference), or gives up where json.Marshal fails.
+func assertEncodesLikeMarshal(tb testing.TB, r any, name string) (handled bool) {
 	tb.Helper()
 	want, wantErr := json.Marshal(r)
-	got, ok := appendActionResult(nil, r)
+	got, ok := appendValue(nil, r)
 	if wantErr != nil {
 		assert.False(tb, ok, "%s: json.Marshal fails (%v) but the fast encoder did not give up", name, wantErr)
 		return false
@@ -26,29 +27,81 @@ func assertEncodesLikeMarshal(tb testing.TB, r *ActionResult, name string) (hand
 	return ok
 }
 
-func TestResultEncoderMatchesMarshalOnCorpus(t *testing.T) {
+// TestEncoderMatchesMarshalOnCorpus decodes every corpus document (and
+// mutations of it) into its model and compares the encoder with json.Marshal.
+func TestEncoderMatchesMarshalOnCorpus(t *testing.T) {
+	seen := map[Model]bool{}
 	for _, d := range loadCorpus(t) {
-		if d.model != ModelActionResult {
+		typ, ok := modelTypes[d.model]
+		if !ok {
 			continue
 		}
-		var r ActionResult
-		if json.Unmarshal(d.raw, &r) != nil {
+		v := reflect.New(typ)
+		if json.Unmarshal(d.raw, v.Interface()) != nil {
 			continue
 		}
-		handled := assertEncodesLikeMarshal(t, &r, d.name)
+		seen[d.model] = true
+		handled := assertEncodesLikeMarshal(t, v.Interface(), d.name)
 		if d.valid {
-			assert.True(t, handled, "%s: the fast encoder gives up on a valid result", d.name)
+			assert.True(t, handled, "%s: the encoder gives up on a valid document", d.name)
 		}
-		for i, mut := range mutations(t, d.raw, 150) {
-			var m ActionResult
-			if json.Unmarshal(mut, &m) == nil {
-				assertEncodesLikeMarshal(t, &m, d.name+"#"+string(rune('0'+i%10)))
+		// By value too: a value that is not addressable.
+		assertEncodesLikeMarshal(t, v.Elem().Interface(), d.name+" (value)")
+		n := 40
+		if d.model == ModelActionResult || d.model == ModelJobState {
+			n = 150
+		}
+		for i, mut := range mutations(t, d.raw, n) {
+			m := reflect.New(typ)
+			if json.Unmarshal(mut, m.Interface()) == nil {
+				assertEncodesLikeMarshal(t, m.Interface(), d.name+"#"+string(rune('0'+i%10)))
 			}
 		}
 	}
+	for _, m := range []Model{ModelActionResult, ModelSurfaceResult, ModelJobState, ModelSetupPlan, ModelRegistration, ModelField} {
+		assert.True(t, seen[m], "the corpus has no %s document", m)
+	}
 }
 
-func TestResultEncoderMatchesMarshal(t *testing.T) {
+// TestResultPathNeedsNoMarshalJSON checks that the encoder writes every model
+// of the result path (action results, job states, setup plans, surface
+// results and their documents) from its fields, never through a MarshalJSON
+// method or json.Marshal.
+func TestResultPathNeedsNoMarshalJSON(t *testing.T) {
+	var walk func(reflect.Type, map[reflect.Type]bool)
+	walk = func(typ reflect.Type, seen map[reflect.Type]bool) {
+		for typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map {
+			typ = typ.Elem()
+		}
+		if seen[typ] || typ.Kind() != reflect.Struct || typ.PkgPath() != contractsPkg {
+			return
+		}
+		seen[typ] = true
+		_, spec := specs()[typ]
+		if typ.Implements(marshalerType) || reflect.PointerTo(typ).Implements(marshalerType) {
+			assert.True(t, spec, "%s has a MarshalJSON but no encoding plan", typ)
+		} else {
+			assert.NotNil(t, structEncFunc(typ, nil), "%s cannot be planned", typ)
+		}
+		for i := range typ.NumField() {
+			walk(typ.Field(i).Type, seen)
+		}
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[ActionResult](), reflect.TypeFor[SurfaceResult](), reflect.TypeFor[FormDocument](),
+		reflect.TypeFor[DocumentReviewDocument](), reflect.TypeFor[ResourceImportDocument](), reflect.TypeFor[DashboardDocument]()} {
+		seen := map[reflect.Type]bool{}
+		// Drafts and dry runs (rare answers of preview actions), dashboard
+		// widgets and resource fields keep their MarshalJSON, whose shapes
+		// are not field lists.
+		for _, typ := range []reflect.Type{reflect.TypeFor[FieldDraft](), reflect.TypeFor[DryRunOutcome](),
+			reflect.TypeFor[Widget](), reflect.TypeFor[ResourceField]()} {
+			seen[typ] = true
+		}
+		walk(typ, seen)
+	}
+}
+
+func TestEncoderMatchesMarshal(t *testing.T) {
 	count := 3
 	tricky := "<a href='x'>&amp;</a> \u2028\u2029 \x00\x1f\b\f\n\r\t \"\\ \xff\xfe é 😀"
 	cyclic := map[string]any{}
@@ -96,19 +149,19 @@ func TestResultEncoderMatchesMarshal(t *testing.T) {
 	}
 }
 
-func TestMarshalModelFallsBack(t *testing.T) {
-	for _, v := range []any{(*ActionResult)(nil), ActionResult{Status: StatusOK}, map[string]any{"status": "ok"}} {
+func TestEncodeModelFallsBack(t *testing.T) {
+	for _, v := range []any{nil, (*ActionResult)(nil), ActionResult{Status: StatusOK}, map[string]any{"status": "ok"}} {
 		want, err := json.Marshal(v)
 		require.NoError(t, err)
-		got, err := marshalModel(ModelActionResult, v)
+		got, err := encodeModel(v)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got))
 	}
-	_, err := marshalModel(ModelActionResult, &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}})
+	_, err := encodeModel(&ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}})
 	assert.Error(t, err)
 }
 
-// FuzzResultEncoder compares the fast encoder with json.Marshal on results
+// FuzzResultEncoder compares the encoder with json.Marshal on results
 // decoded from arbitrary JSON and on free-form values built from the input.
 func FuzzResultEncoder(f *testing.F) {
 	for _, d := range loadCorpus(f) {

@@ -1,0 +1,722 @@
+package contracts
+
+import (
+	"encoding"
+	"encoding/json"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// This file is the one append-style encoder of the contracts models: it writes
+// exactly the bytes json.Marshal writes for them (their MarshalJSON methods,
+// then encoding/json's compaction and HTML escaping), without calling
+// json.Marshal and without re-scanning what it wrote. Each Go type gets an
+// encoding plan once (a function built from reflection); encoding a value runs
+// the plan.
+//
+// The models whose MarshalJSON is "the declared fields, nil always-written
+// slices as [], defaults for some empty fields, then the undeclared keys" are
+// described by a [modelSpec] in [modelSpecs] and encoded from their fields.
+// Plain structs of this package (no MarshalJSON) are encoded as encoding/json
+// encodes structs. A type with a MarshalJSON of another shape (and any type of
+// another package that has one) is encoded by calling it, as encoding/json
+// does. A free-form value of a type the plans do not cover (a struct of
+// another package, an array, a map with non-string keys) is handed to
+// json.Marshal, which writes the same bytes it would have in place; a value
+// json.Marshal refuses (a channel, NaN, invalid raw JSON, a cycle) makes the
+// encoder give up, and the caller then reports json.Marshal's error.
+// encode_test.go compares this encoder with json.Marshal over the contracts
+// corpus, targeted cases and FuzzEncoder.
+
+// maxEncodeDepth bounds the nesting of values encoded here; deeper values (or
+// cycles) are left to json.Marshal, which reports cycles.
+const maxEncodeDepth = 256
+
+// encoder appends JSON to b; ok turns false at the first value it cannot
+// encode exactly.
+type encoder struct {
+	b     []byte
+	ok    bool
+	depth int
+}
+
+// appendValue appends v as json.Marshal(v) writes it; ok is false when the
+// caller must use json.Marshal instead (which then reports an error or, for
+// a value outside the plans, writes it).
+func appendValue(dst []byte, v any) ([]byte, bool) {
+	e := encoder{b: dst, ok: true}
+	if v == nil {
+		return append(e.b, "null"...), true
+	}
+	rv := reflect.ValueOf(v)
+	encoderOf(rv.Type())(&e, rv)
+	return e.b, e.ok
+}
+
+// encodeModel returns json.Marshal(value), encoded here when the plans cover it.
+func encodeModel(value any) ([]byte, error) {
+	if b, ok := appendValue(make([]byte, 0, 1024), value); ok {
+		return b, nil
+	}
+	return json.Marshal(value)
+}
+
+// modelSpec describes a model whose MarshalJSON is marshalOpen (or
+// marshalResult) of its fields after setting defaults.
+type modelSpec struct {
+	// result: the model travels inside action results only, which drop every
+	// null (marshalResult): extra keys holding null are not written.
+	result bool
+	// defaults maps a JSON key to the JSON written when its field is empty
+	// (the empty string, a nil pointer or a nil slice).
+	defaults map[string]string
+	// custom encodes the whole value instead of the fields.
+	custom func(e *encoder, v reflect.Value)
+}
+
+var (
+	modelSpecs     map[reflect.Type]*modelSpec
+	modelSpecsOnce sync.Once
+)
+
+func specs() map[reflect.Type]*modelSpec {
+	modelSpecsOnce.Do(func() {
+		result, open := &modelSpec{result: true}, &modelSpec{}
+		formats, err := json.Marshal(DefaultImportFormats())
+		if err != nil {
+			panic("contracts: encode the default import formats: " + err.Error())
+		}
+		def := func(kv ...string) *modelSpec {
+			s := &modelSpec{defaults: map[string]string{}}
+			for i := 0; i < len(kv); i += 2 {
+				s.defaults[kv[i]] = kv[i+1]
+			}
+			return s
+		}
+		caseSpec := def("lane", strconv.Quote(DefaultLane))
+		caseSpec.result = true
+		modelSpecs = map[reflect.Type]*modelSpec{
+			// Action results and the job_state snapshot.
+			reflect.TypeFor[ActionResult]():  result,
+			reflect.TypeFor[Effect]():        result,
+			reflect.TypeFor[ReplaySafety]():  result,
+			reflect.TypeFor[ResultError]():   result,
+			reflect.TypeFor[JobState]():      result,
+			reflect.TypeFor[Job]():           result,
+			reflect.TypeFor[Information]():   result,
+			reflect.TypeFor[Cost]():          result,
+			reflect.TypeFor[JobDisplay]():    result,
+			reflect.TypeFor[JobSource]():     result,
+			reflect.TypeFor[Case]():          caseSpec,
+			reflect.TypeFor[Step]():          result,
+			reflect.TypeFor[Awaiting]():      result,
+			reflect.TypeFor[ArtifactRef]():   result,
+			reflect.TypeFor[Field]():         open,
+			reflect.TypeFor[AwaitingField](): open,
+			reflect.TypeFor[FieldOption]():   open,
+			reflect.TypeFor[OptionsSource](): def("type", `"resource"`, "value_field", `"id"`),
+			// Setup plans and previews.
+			reflect.TypeFor[PlanValue]():    {custom: encodePlanValue},
+			reflect.TypeFor[SetupPlan]():    def("confirmation_required", "true"),
+			reflect.TypeFor[SetupStep]():    def("status", strconv.Quote(StepPending)),
+			reflect.TypeFor[CostEstimate](): open,
+			// Surface results and their documents.
+			reflect.TypeFor[SurfaceResult]():          open,
+			reflect.TypeFor[FormDocument]():           def("type", strconv.Quote(DocumentForm)),
+			reflect.TypeFor[Submit]():                 open,
+			reflect.TypeFor[Preview]():                open,
+			reflect.TypeFor[DocumentReviewDocument](): def("type", strconv.Quote(DocumentReview)),
+			reflect.TypeFor[ReviewContent]():          open,
+			reflect.TypeFor[ReviewCheck]():            open,
+			reflect.TypeFor[ResourceImportDocument](): def("type", strconv.Quote(DocumentResourceImport), "accepted_formats", string(formats)),
+			reflect.TypeFor[ImportColumn]():           def("type", strconv.Quote(FieldString)),
+			reflect.TypeFor[DashboardDocument]():      def("type", strconv.Quote(DocumentDashboard)),
+			reflect.TypeFor[DashboardDataset]():       open,
+		}
+	})
+	return modelSpecs
+}
+
+// encodePlanValue writes a PlanValue as its MarshalJSON does: the typed plan,
+// else the raw plan, else {}.
+func encodePlanValue(e *encoder, v reflect.Value) {
+	p := v.Addr().Interface().(*PlanValue)
+	switch {
+	case p.Plan != nil:
+		encoderOf(reflect.TypeFor[SetupPlan]())(e, reflect.ValueOf(p.Plan).Elem())
+	case p.Raw != nil:
+		e.raw(p.Raw)
+	default:
+		e.b = append(e.b, "{}"...)
+	}
+}
+
+// encFunc appends the JSON of v.
+type encFunc func(e *encoder, v reflect.Value)
+
+var encFuncs sync.Map // reflect.Type -> encFunc
+
+// encoderOf returns the plan of t, building it on first use. A recursive type
+// gets an indirect function while its plan is being built.
+func encoderOf(t reflect.Type) encFunc {
+	if f, ok := encFuncs.Load(t); ok {
+		return f.(encFunc)
+	}
+	var (
+		wg sync.WaitGroup
+		f  encFunc
+	)
+	wg.Add(1)
+	fi, loaded := encFuncs.LoadOrStore(t, encFunc(func(e *encoder, v reflect.Value) {
+		wg.Wait()
+		f(e, v)
+	}))
+	if loaded {
+		return fi.(encFunc)
+	}
+	f = newEncFunc(t)
+	wg.Done()
+	encFuncs.Store(t, f)
+	return f
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	numberType        = reflect.TypeFor[json.Number]()
+	anyMapType        = reflect.TypeFor[map[string]any]()
+	contractsPkg      = reflect.TypeFor[Extra]().PkgPath()
+)
+
+func newEncFunc(t reflect.Type) encFunc {
+	if spec, ok := specs()[t]; ok {
+		if spec.custom != nil {
+			return addressable(spec.custom)
+		}
+		if f := structEncFunc(t, spec); f != nil {
+			return f
+		}
+		return marshalEnc
+	}
+	if t.Kind() == reflect.Pointer {
+		// encoding/json writes a nil pointer as null, even one whose type
+		// has a MarshalJSON method, and otherwise what it points at.
+		elem := t.Elem()
+		return func(e *encoder, v reflect.Value) {
+			if v.IsNil() {
+				e.b = append(e.b, "null"...)
+				return
+			}
+			if !e.enter() {
+				return
+			}
+			encoderOf(elem)(e, v.Elem())
+			e.depth--
+		}
+	}
+	switch {
+	case t == rawMessageType:
+		return func(e *encoder, v reflect.Value) { e.raw(v.Bytes()) }
+	case t == numberType:
+		return func(e *encoder, v reflect.Value) { e.number(v.String()) }
+	case t == anyMapType:
+		return func(e *encoder, v reflect.Value) { e.object(v.Interface().(map[string]any)) }
+	case t.Implements(marshalerType), reflect.PointerTo(t).Implements(marshalerType),
+		t.Implements(textMarshalerType), reflect.PointerTo(t).Implements(textMarshalerType):
+		return marshalEnc
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return func(e *encoder, v reflect.Value) { e.str(v.String()) }
+	case reflect.Bool:
+		return func(e *encoder, v reflect.Value) { e.b = strconv.AppendBool(e.b, v.Bool()) }
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return func(e *encoder, v reflect.Value) { e.b = strconv.AppendInt(e.b, v.Int(), 10) }
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return func(e *encoder, v reflect.Value) { e.b = strconv.AppendUint(e.b, v.Uint(), 10) }
+	case reflect.Float64:
+		return func(e *encoder, v reflect.Value) { e.float(v.Float(), 64) }
+	case reflect.Float32:
+		return func(e *encoder, v reflect.Value) { e.float(v.Float(), 32) }
+	case reflect.Interface:
+		return func(e *encoder, v reflect.Value) {
+			if v.IsNil() {
+				e.b = append(e.b, "null"...)
+				return
+			}
+			e.value(v.Interface())
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 { // base64
+			return marshalEnc
+		}
+		elem := t.Elem()
+		return func(e *encoder, v reflect.Value) {
+			if v.IsNil() {
+				e.b = append(e.b, "null"...)
+				return
+			}
+			if !e.enter() {
+				return
+			}
+			f := encoderOf(elem)
+			e.b = append(e.b, '[')
+			for i := range v.Len() {
+				if i > 0 {
+					e.b = append(e.b, ',')
+				}
+				f(e, v.Index(i))
+			}
+			e.b = append(e.b, ']')
+			e.depth--
+		}
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String || t.Key().Implements(textMarshalerType) {
+			return marshalEnc
+		}
+		elem := t.Elem()
+		return func(e *encoder, v reflect.Value) {
+			if v.IsNil() {
+				e.b = append(e.b, "null"...)
+				return
+			}
+			if !e.enter() {
+				return
+			}
+			keys := v.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			f := encoderOf(elem)
+			e.b = append(e.b, '{')
+			for i, k := range keys {
+				if i > 0 {
+					e.b = append(e.b, ',')
+				}
+				e.str(k.String())
+				e.b = append(e.b, ':')
+				f(e, v.MapIndex(k))
+			}
+			e.b = append(e.b, '}')
+			e.depth--
+		}
+	case reflect.Struct:
+		if t.PkgPath() == contractsPkg {
+			if f := structEncFunc(t, nil); f != nil {
+				return f
+			}
+		}
+	}
+	return marshalEnc
+}
+
+// addressable runs f on an addressable copy of v when v is not addressable.
+func addressable(f encFunc) encFunc {
+	return func(e *encoder, v reflect.Value) {
+		if !v.CanAddr() {
+			c := reflect.New(v.Type()).Elem()
+			c.Set(v)
+			v = c
+		}
+		f(e, v)
+	}
+}
+
+// marshalEnc writes v with json.Marshal, as encoding/json writes a value in
+// place (a MarshalJSON method's output compacted and HTML-escaped).
+func marshalEnc(e *encoder, v reflect.Value) {
+	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(v.Type()).Implements(marshalerType) {
+		v = v.Addr()
+	}
+	e.marshal(v.Interface())
+}
+
+// fieldPlan is how one struct field is written.
+type fieldPlan struct {
+	index     int
+	key       string // `"name":`
+	omitEmpty bool
+	emptyAs   string // written for a nil slice or map ("[]", "{}"), if set
+	def       string // written for an empty value (a default), if set
+	enc       encFunc
+}
+
+// structEncFunc returns the plan of a struct of this package: a model of
+// [modelSpecs] when spec is set (its declared fields, nil always-written
+// slices as [], the defaults, the extra keys) or a plain struct. It returns
+// nil for a struct whose fields it cannot plan (an embedded or untagged
+// field); such a struct is left to encoding/json.
+func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
+	var (
+		fields   []fieldPlan
+		extraIdx = -1
+	)
+	var ti *typeInfo
+	if spec != nil {
+		ti = infoOf(t)
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if spec != nil && f.Name == "Extra" && f.Type == reflect.TypeFor[Extra]() && tag == "-" {
+			extraIdx = i
+			continue
+		}
+		if f.Anonymous {
+			return nil
+		}
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" || strings.Contains(opts, "string") || strings.Contains(opts, "omitzero") {
+			return nil
+		}
+		var key encoder
+		key.str(name)
+		fp := fieldPlan{index: i, key: string(key.b) + ":", omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
+		if spec != nil {
+			if slices.Contains(ti.nilSlice, i) {
+				fp.emptyAs = "[]"
+			}
+			if slices.Contains(ti.nilMap, i) {
+				fp.emptyAs = "{}"
+			}
+			fp.def = spec.defaults[name]
+		}
+		fields = append(fields, fp)
+	}
+	result := spec != nil && spec.result
+	return func(e *encoder, v reflect.Value) {
+		if !e.enter() {
+			return
+		}
+		e.b = append(e.b, '{')
+		first := true
+		for i := range fields {
+			fp := &fields[i]
+			fv := v.Field(fp.index)
+			lit := ""
+			switch {
+			case fp.def != "" && isEmptyValue(fv):
+				lit = fp.def
+			case fp.omitEmpty && isEmptyValue(fv):
+				continue
+			case fp.emptyAs != "" && fv.IsNil():
+				lit = fp.emptyAs
+			}
+			if !first {
+				e.b = append(e.b, ',')
+			}
+			first = false
+			e.b = append(e.b, fp.key...)
+			if lit != "" {
+				e.b = append(e.b, lit...)
+			} else {
+				fp.enc(e, fv)
+			}
+		}
+		if extraIdx >= 0 {
+			e.extra(ti, v.Field(extraIdx).Interface().(Extra), result, first)
+		}
+		e.b = append(e.b, '}')
+		e.depth--
+	}
+}
+
+// isEmptyValue is encoding/json's omitempty test.
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+// enter counts one level of nesting; false (and ok false) past maxEncodeDepth.
+func (e *encoder) enter() bool {
+	if e.depth >= maxEncodeDepth || !e.ok {
+		e.ok = false
+		return false
+	}
+	e.depth++
+	return true
+}
+
+// extra appends the undeclared keys of an open model as marshalOpen and the
+// encoder's compaction write them: keys sorted, values compacted and
+// HTML-escaped; nulls dropped in a result model. first says no key was
+// written before.
+func (e *encoder) extra(ti *typeInfo, extra Extra, result, first bool) {
+	if len(extra) == 0 {
+		return
+	}
+	var small [8]string
+	keys := small[:0]
+	for k, v := range extra {
+		if _, declared := ti.declared[k]; !declared && !(result && isNull(v)) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !first {
+			e.b = append(e.b, ',')
+		}
+		first = false
+		e.str(k)
+		e.b = append(e.b, ':')
+		if len(extra[k]) == 0 {
+			e.ok = false
+			return
+		}
+		e.raw(extra[k])
+	}
+}
+
+// raw appends raw JSON as encoding/json writes a json.RawMessage: nil as null,
+// otherwise compacted and HTML-escaped; invalid JSON makes the encoder give up.
+func (e *encoder) raw(r []byte) {
+	if r == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	if !json.Valid(r) {
+		e.ok = false
+		return
+	}
+	e.b = appendCompactHTML(e.b, r)
+}
+
+// appendCompactHTML appends src, valid JSON, without the insignificant white
+// space and with <, >, &, U+2028 and U+2029 escaped inside strings, as
+// encoding/json's compaction with HTML escaping does.
+func appendCompactHTML(dst, src []byte) []byte {
+	start := 0
+	inString := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inString {
+			switch {
+			case c == '\\':
+				i++ // the escaped byte never ends the string
+			case c == '"':
+				inString = false
+			case c == '<' || c == '>' || c == '&':
+				dst = append(dst, src[start:i]...)
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+				start = i + 1
+			case c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8:
+				dst = append(dst, src[start:i]...)
+				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[src[i+2]&0xF])
+				i += 2
+				start = i + 1
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, src[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(dst, src[start:]...)
+}
+
+// number appends a json.Number as encoding/json does: "" as 0, an invalid
+// number makes the encoder give up.
+func (e *encoder) number(s string) {
+	if s == "" {
+		s = "0"
+	}
+	if !isJSONNumber(s) {
+		e.ok = false
+		return
+	}
+	e.b = append(e.b, s...)
+}
+
+// isJSONNumber reports whether s is a JSON number literal.
+func isJSONNumber(s string) bool {
+	p := tapeParser{t: &tape{}, s: []byte(s)}
+	return p.number() && p.i == len(s)
+}
+
+// marshal appends json.Marshal(v).
+func (e *encoder) marshal(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		e.ok = false
+		return
+	}
+	e.b = append(e.b, b...)
+}
+
+// value appends a free-form value as encoding/json writes it.
+func (e *encoder) value(v any) {
+	switch v := v.(type) {
+	case nil:
+		e.b = append(e.b, "null"...)
+	case string:
+		e.str(v)
+	case bool:
+		e.b = strconv.AppendBool(e.b, v)
+	case float64:
+		e.float(v, 64)
+	case int:
+		e.b = strconv.AppendInt(e.b, int64(v), 10)
+	case int64:
+		e.b = strconv.AppendInt(e.b, v, 10)
+	case map[string]any:
+		e.object(v)
+	case []any:
+		if v == nil {
+			e.b = append(e.b, "null"...)
+			return
+		}
+		if !e.enter() {
+			return
+		}
+		e.b = append(e.b, '[')
+		for i, x := range v {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.value(x)
+		}
+		e.b = append(e.b, ']')
+		e.depth--
+	default:
+		rv := reflect.ValueOf(v)
+		encoderOf(rv.Type())(e, rv)
+	}
+}
+
+// object appends a map with its keys sorted, as encoding/json does.
+func (e *encoder) object(m map[string]any) {
+	if m == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	if !e.enter() {
+		return
+	}
+	var small [16]string
+	keys := small[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.b = append(e.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.str(k)
+		e.b = append(e.b, ':')
+		e.value(m[k])
+		if !e.ok {
+			return
+		}
+	}
+	e.b = append(e.b, '}')
+	e.depth--
+}
+
+// float appends f as encoding/json's floatEncoder does.
+func (e *encoder) float(f float64, bits int) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		e.ok = false
+		return
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b := strconv.AppendFloat(e.b, f, format, -1, bits)
+	if format == 'e' { // clean up e-09 to e-9
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	e.b = b
+}
+
+// str appends s as a JSON string the way encoding/json does with HTML
+// escaping.
+func (e *encoder) str(s string) { e.b = AppendString(e.b, s) }
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string, escaped as encoding/json escapes
+// it with HTML escaping on (its default): <, > and & as \u003c, \u003e and
+// \u0026, U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd. It is the one
+// string escaper of the SDK's encoders.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
