@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/supervaize/supervaizer-go"
@@ -213,10 +216,71 @@ func workspaceOf(k supervaizer.ScopeKey) string {
 	return supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: k.Workspace, ByRef: k.ByRef}.String()
 }
 
-// jobStore keeps job records in the store, one key per (scope, job id).
+// jobStore keeps job records in the store, one key per (scope, job id). The
+// store is the truth (it survives restarts and is shared by every instance):
+// every read asks it for the current bytes. What is decoded is remembered
+// with the bytes it came from, so reading a job that did not change (a
+// job.sync poll) costs a store read and a byte comparison, not a JSON decode.
 type jobStore struct {
 	st  store.Store
 	now func() time.Time
+
+	mu      sync.Mutex
+	decoded map[string]decodedJob // by store key; at most maxDecodedJobs
+}
+
+// decodedJob is a job record and the stored bytes it was decoded from.
+type decodedJob struct {
+	raw []byte
+	rec jobRecord
+}
+
+// maxDecodedJobs bounds the decoded records kept in memory.
+const maxDecodedJobs = 4096
+
+// decode returns the record stored as raw under key, decoding raw only when
+// it differs from the bytes last seen there. The record is the caller's own
+// copy.
+func (s *jobStore) decode(key string, raw []byte) (*jobRecord, error) {
+	s.mu.Lock()
+	d, ok := s.decoded[key]
+	s.mu.Unlock()
+	if ok && bytes.Equal(d.raw, raw) {
+		return d.rec.clone(), nil
+	}
+	var rec jobRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, err
+	}
+	s.remember(key, raw, &rec)
+	return &rec, nil
+}
+
+// remember records that raw, stored under key, decodes to rec.
+func (s *jobStore) remember(key string, raw []byte, rec *jobRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.decoded == nil {
+		s.decoded = make(map[string]decodedJob)
+	}
+	if _, ok := s.decoded[key]; !ok && len(s.decoded) >= maxDecodedJobs {
+		for k := range s.decoded { // forget one entry; the store still has it
+			delete(s.decoded, k)
+			break
+		}
+	}
+	s.decoded[key] = decodedJob{raw: raw, rec: *rec.clone()}
+}
+
+// clone returns a deep copy of j: a caller may change its copy freely.
+func (j *jobRecord) clone() *jobRecord {
+	c := *j
+	c.Recipients = slices.Clone(j.Recipients)
+	if j.Delivery != nil {
+		d := *j.Delivery
+		c.Delivery = &d
+	}
+	return &c
 }
 
 func jobKey(scope, id string) string { return store.Key(keyRoot, "jobs", scope, id) }
@@ -230,15 +294,20 @@ func (s *jobStore) create(ctx context.Context, rec *jobRecord) (*jobRecord, bool
 	if err != nil {
 		return nil, false, err
 	}
-	existing, stored, err := s.st.PutIfAbsent(ctx, jobKey(rec.Scope, rec.ID), b)
-	if err != nil || stored {
-		return rec, stored, err
+	key := jobKey(rec.Scope, rec.ID)
+	existing, stored, err := s.st.PutIfAbsent(ctx, key, b)
+	if err != nil {
+		return nil, false, err
 	}
-	var old jobRecord
-	if err := json.Unmarshal(existing, &old); err != nil {
+	if stored {
+		s.remember(key, b, rec)
+		return rec, true, nil
+	}
+	old, err := s.decode(key, existing)
+	if err != nil {
 		return nil, false, fmt.Errorf("decode job %s: %w", rec.ID, err)
 	}
-	return &old, false, nil
+	return old, false, nil
 }
 
 // get returns the job id of scope, or errJobNotFound.
@@ -246,18 +315,19 @@ func (s *jobStore) get(ctx context.Context, scope, id string) (*jobRecord, error
 	if id == "" {
 		return nil, errJobNotFound
 	}
-	b, found, err := s.st.Get(ctx, jobKey(scope, id))
+	key := jobKey(scope, id)
+	b, found, err := s.st.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
 		return nil, errJobNotFound
 	}
-	var rec jobRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
+	rec, err := s.decode(key, b)
+	if err != nil {
 		return nil, fmt.Errorf("decode job %s: %w", id, err)
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 // errUnchanged, returned by an update function, ends update without writing.
@@ -276,18 +346,18 @@ func (s *jobStore) update(ctx context.Context, scope, id string, fn func(*jobRec
 		if !found {
 			return nil, errJobNotFound
 		}
-		var rec jobRecord
-		if err := json.Unmarshal(old, &rec); err != nil {
+		rec, err := s.decode(key, old)
+		if err != nil {
 			return nil, fmt.Errorf("decode job %s: %w", id, err)
 		}
-		if err := fn(&rec); errors.Is(err, errUnchanged) {
-			return &rec, nil
+		if err := fn(rec); errors.Is(err, errUnchanged) {
+			return rec, nil
 		} else if err != nil {
 			return nil, err
 		}
 		rec.Revision++
 		rec.UpdatedAt = s.now().UTC()
-		b, err := json.Marshal(&rec)
+		b, err := json.Marshal(rec)
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +366,8 @@ func (s *jobStore) update(ctx context.Context, scope, id string, fn func(*jobRec
 			return nil, err
 		}
 		if swapped {
-			return &rec, nil
+			s.remember(key, b, rec)
+			return rec, nil
 		}
 	}
 }
