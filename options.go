@@ -22,6 +22,8 @@ type config struct {
 	maxBody         int64
 	sseHeartbeat    time.Duration
 	sseQueue        int
+	sseReplay       int
+	sseReplayBytes  int
 	publicURL       string
 	apiKeys         []apiKey
 	securityHeaders bool
@@ -49,6 +51,8 @@ func defaultConfig() config {
 		maxBody:         DefaultMaxBodyBytes,
 		sseHeartbeat:    DefaultSSEHeartbeat,
 		sseQueue:        DefaultSSEQueueSize,
+		sseReplay:       DefaultSSEReplay,
+		sseReplayBytes:  DefaultSSEReplayMiB << 20,
 		securityHeaders: true,
 		getenv:          os.Getenv,
 		exportEnv:       true,
@@ -89,6 +93,22 @@ func WithSSEQueueSize(n int) Option {
 			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithSSEQueueSize(%d): the size must be positive", n))
 		}
 		c.sseQueue = n
+	}
+}
+
+// WithSSEReplay bounds the events kept for Last-Event-ID replay: at most
+// events events and bytes bytes of event memory, the oldest evicted first. An
+// event larger than bytes on its own reaches the open streams but is not kept.
+// Defaults: [DefaultSSEReplay] (1,024) events and [DefaultSSEReplayMiB] (16 MiB).
+// Event ids increase across restarts (a boot epoch in their high bits), so a
+// client resuming with an id from before a restart receives everything kept
+// since.
+func WithSSEReplay(events, bytes int) Option {
+	return func(c *config) {
+		if events <= 0 || bytes <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithSSEReplay(%d, %d): both bounds must be positive", events, bytes))
+		}
+		c.sseReplay, c.sseReplayBytes = events, bytes
 	}
 }
 

@@ -49,6 +49,8 @@ const (
 	DefaultMaxBodyBytes = 4 << 20          // POST /a2a body limit
 	DefaultSSEHeartbeat = 15 * time.Second // heartbeat after this much silence
 	DefaultSSEQueueSize = 100              // events queued per SSE subscriber
+	DefaultSSEReplay    = 1024             // events kept for Last-Event-ID replay
+	DefaultSSEReplayMiB = 16               // memory of the events kept for replay, in MiB
 	LocalModeAPIKey     = "local-dev"      // the API key in local mode when none is set
 )
 
@@ -157,7 +159,10 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	}
 	s.idem = newIdempotency(st, s.logger)
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
-	s.broker = sse.NewBroker(sse.Options{QueueSize: cfg.sseQueue, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger})
+	s.broker = sse.NewBroker(sse.Options{
+		QueueSize: cfg.sseQueue, ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
+		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
+	})
 	s.router = s.routes()
 	for _, a := range agents {
 		s.checkLanes(a)

@@ -450,3 +450,26 @@ func TestSSEWireFormat(t *testing.T) {
 	assert.Equal(t, "event: supervaizer.effect", frame[1])
 	assert.Equal(t, `data: {"agent_slug":"research-agent","action":"job.empty","request_id":"r-7","effects":[]}`, frame[2])
 }
+
+// TestSSEReplayBounds: WithSSEReplay bounds what a resuming client receives,
+// and invalid bounds fail at construction.
+func TestSSEReplayBounds(t *testing.T) {
+	h := newHarness(t, withServerOptions(supervaizer.WithSSEReplay(2, 1<<20)))
+	ts, client := newHTTPServer(t, h.srv)
+	tok := "Bearer " + validToken(t)
+	for _, id := range []string{"a", "b", "c"} {
+		require.Nil(t, h.invoke(t, tok, actionParams("job.empty", func(p map[string]any) { p["request_id"] = id })).Error)
+	}
+	r := openEvents(t, client, ts.URL, testReadKey, http.Header{"Last-Event-Id": {"0"}})
+	require.Equal(t, "supervaizer.connected", r.next(t).Name)
+	for _, want := range []string{"b", "c"} {
+		var d effectData
+		require.NoError(t, json.Unmarshal([]byte(r.nextEffect(t).Data), &d))
+		assert.Equal(t, want, d.RequestID)
+	}
+
+	for _, opt := range []supervaizer.Option{supervaizer.WithSSEReplay(0, 1), supervaizer.WithSSEReplay(1, -1)} {
+		_, err := supervaizer.NewServer([]*supervaizer.Agent{newTestAgent(t, testAgentName)}, opt, supervaizer.WithLocalMode(true))
+		assert.ErrorContains(t, err, "WithSSEReplay")
+	}
+}

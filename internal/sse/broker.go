@@ -17,6 +17,8 @@ const (
 	DefaultQueueSize = 100
 	// DefaultReplaySize is the number of recent events kept for Last-Event-ID replay.
 	DefaultReplaySize = 1024
+	// DefaultReplayBytes bounds the memory of the events kept for replay (16 MiB).
+	DefaultReplayBytes = 16 << 20
 	// DefaultHeartbeat is the silence after which a heartbeat event is sent (spec: 15 s).
 	DefaultHeartbeat = 15 * time.Second
 )
@@ -32,14 +34,57 @@ type Publisher interface {
 
 var _ Publisher = (*Broker)(nil)
 
+// IDSource assigns the ids of published events. The broker calls Next once per
+// [Broker.Publish], under its lock, so an implementation needs no locking of
+// its own when it serves one broker; the ids it returns must increase.
+type IDSource interface {
+	Next() uint64
+}
+
+// Sequence is an [IDSource] counting from a start: its ids are start+1,
+// start+2, … It is not safe for concurrent use on its own.
+type Sequence struct{ last uint64 }
+
+// NewSequence returns a Sequence whose first id is start+1.
+func NewSequence(start uint64) *Sequence { return &Sequence{last: start} }
+
+// Next returns the next id.
+func (s *Sequence) Next() uint64 {
+	s.last++
+	return s.last
+}
+
+// BootEpochBits is the number of low id bits a boot counts in; see [BootSequence].
+const BootEpochBits = 20
+
+// BootSequence returns the default id source of a broker created at boot: a
+// [Sequence] starting at the boot time in Unix milliseconds shifted left by
+// [BootEpochBits]. Ids are consecutive within a boot and every id of a later
+// boot is greater than every id of an earlier one — as long as the wall
+// clock does not go back between the two and the earlier boot published
+// fewer than 2^20 (about a million) events per millisecond it ran, which no
+// process comes near. A Last-Event-ID from an earlier boot therefore replays
+// everything the new boot retains.
+func BootSequence(boot time.Time) *Sequence {
+	return NewSequence(uint64(max(boot.UnixMilli(), 0)) << BootEpochBits)
+}
+
 // Options configures a [Broker]. The zero value is ready to use.
 type Options struct {
 	// QueueSize bounds the events waiting to be written to one subscriber; when the queue
 	// is full the oldest queued event is dropped. Default: DefaultQueueSize.
 	QueueSize int
-	// ReplaySize bounds the recent events kept for Last-Event-ID replay.
-	// Default: DefaultReplaySize.
+	// ReplaySize bounds the number of recent events kept for Last-Event-ID
+	// replay. Default: DefaultReplaySize.
 	ReplaySize int
+	// ReplayBytes bounds the memory of the events kept for replay (payload and
+	// framing, as allocated): the oldest are evicted first, and an event larger
+	// than ReplayBytes on its own is delivered to open streams but not kept.
+	// Default: DefaultReplayBytes.
+	ReplayBytes int
+	// IDs assigns the ids of published events. Default: [BootSequence] of the
+	// time the broker is created, so ids increase across restarts.
+	IDs IDSource
 	// Heartbeat is how long a stream may stay silent before a heartbeat event is written.
 	// Default: DefaultHeartbeat.
 	Heartbeat time.Duration
@@ -56,6 +101,7 @@ type Broker struct {
 	logger    *slog.Logger
 
 	mu     sync.Mutex
+	ids    IDSource
 	lastID uint64        // id of the last published event
 	replay ring          // recent events for Last-Event-ID
 	subs   []*subscriber // open streams; subscriber.idx is the position here
@@ -88,6 +134,12 @@ func NewBroker(opts Options) *Broker {
 	if opts.ReplaySize <= 0 {
 		opts.ReplaySize = DefaultReplaySize
 	}
+	if opts.ReplayBytes <= 0 {
+		opts.ReplayBytes = DefaultReplayBytes
+	}
+	if opts.IDs == nil {
+		opts.IDs = BootSequence(time.Now())
+	}
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
@@ -98,15 +150,17 @@ func NewBroker(opts Options) *Broker {
 		queueSize: opts.QueueSize,
 		heartbeat: opts.Heartbeat,
 		logger:    opts.Logger,
-		replay:    ring{buf: make([]*event, opts.ReplaySize)},
+		ids:       opts.IDs,
+		replay:    ring{buf: make([]*event, opts.ReplaySize), maxBytes: opts.ReplayBytes},
 		done:      make(chan struct{}),
 		idle:      make(chan struct{}),
 	}
 }
 
-// Publish assigns the next event id (the first is 1), keeps the event for replay and
-// queues it for every open stream, then returns the id. It never waits for a client:
-// a subscriber whose queue is full loses its oldest queued event instead.
+// Publish assigns the next event id (from Options.IDs; never lower than or equal to the
+// previous one), keeps the event for replay within the replay bounds and queues it for
+// every open stream, then returns the id. It never waits for a client: a subscriber
+// whose queue is full loses its oldest queued event instead.
 //
 // The broker owns data after the call and shares the same bytes among all subscribers
 // and the replay buffer: the caller must not modify it. data should be one JSON value;
@@ -117,8 +171,39 @@ func (b *Broker) Publish(name string, data []byte) uint64 {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.lastID++
-	e := newEvent(b.lastID, name, data)
+	b.deliverLocked(max(b.ids.Next(), b.lastID+1), name, data)
+	return b.lastID
+}
+
+// Deliver is Publish with an id assigned elsewhere, for a fan-out that numbers the
+// events of several instances from one sequence (for example a database sequence) and
+// hands each instance's broker every event. The id must be greater than every id this
+// broker has delivered or published; otherwise the event is dropped and Deliver returns
+// false. A broker fed by Deliver should not also Publish (its ids would interleave with
+// the fan-out's).
+func (b *Broker) Deliver(id uint64, name string, data []byte) bool {
+	name, data = singleLine(name), splitDataLines(data)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if id <= b.lastID {
+		return false
+	}
+	b.deliverLocked(id, name, data)
+	return true
+}
+
+// LastID returns the id of the last event published or delivered, 0 if none.
+func (b *Broker) LastID() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.lastID
+}
+
+// deliverLocked keeps the event for replay and queues it for every stream.
+func (b *Broker) deliverLocked(id uint64, name string, data []byte) {
+	b.lastID = id
+	e := newEvent(id, name, data)
 	b.replay.add(e)
 	for _, s := range b.subs {
 		s.mu.Lock()
@@ -131,7 +216,6 @@ func (b *Broker) Publish(name string, data []byte) uint64 {
 			}
 		}
 	}
-	return e.id
 }
 
 // Subscribers returns the number of open streams.
@@ -381,14 +465,29 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	_, _ = w.Write([]byte(`{"detail":"` + msg + `"}`))
 }
 
-// ring keeps the most recent events, oldest first, for Last-Event-ID replay.
+// ring keeps the most recent events, oldest first, for Last-Event-ID replay, bounded
+// by its length in events and by maxBytes of event memory.
 type ring struct {
-	buf   []*event
-	start int // index of the oldest event
-	n     int
+	buf      []*event
+	start    int // index of the oldest event
+	n        int
+	bytes    int // memory of the retained events
+	maxBytes int // 0: no byte bound
 }
 
+// add retains e, evicting the oldest events as the bounds require. An event larger
+// than maxBytes on its own is not retained and evicts nothing.
 func (r *ring) add(e *event) {
+	size := e.size()
+	if r.maxBytes > 0 {
+		if size > r.maxBytes {
+			return
+		}
+		for r.n > 0 && r.bytes+size > r.maxBytes {
+			r.evict()
+		}
+	}
+	r.bytes += size
 	if r.n < len(r.buf) {
 		i := r.start + r.n
 		if i >= len(r.buf) {
@@ -398,11 +497,23 @@ func (r *ring) add(e *event) {
 		r.n++
 		return
 	}
+	r.bytes -= r.buf[r.start].size()
 	r.buf[r.start] = e
 	r.start++
 	if r.start == len(r.buf) {
 		r.start = 0
 	}
+}
+
+// evict drops the oldest event.
+func (r *ring) evict() {
+	r.bytes -= r.buf[r.start].size()
+	r.buf[r.start] = nil
+	r.start++
+	if r.start == len(r.buf) {
+		r.start = 0
+	}
+	r.n--
 }
 
 func (r *ring) at(i int) *event {

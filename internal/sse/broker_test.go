@@ -463,7 +463,7 @@ func (o opaque) WriteHeader(code int)        { o.rw.WriteHeader(code) }
 
 func TestStreamsBehindMiddlewareWithUnwrap(t *testing.T) {
 	t.Parallel()
-	b := NewBroker(Options{Heartbeat: time.Hour})
+	b := NewBroker(Options{Heartbeat: time.Hour, IDs: NewSequence(0)})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.ServeHTTP(unwrapOnly{w}, r)
 	}))
@@ -490,7 +490,7 @@ func TestRefusesWriterThatCannotFlush(t *testing.T) {
 // multi-line payload and an event name with a line break) and a live event.
 func TestWireGolden(t *testing.T) {
 	t.Parallel()
-	b := NewBroker(Options{Heartbeat: time.Hour})
+	b := NewBroker(Options{Heartbeat: time.Hour, IDs: NewSequence(0)})
 	b.Publish(EventEffect, []byte(`{"agent_slug":"research-agent","action":"job.start","request_id":"r-7","effects":[{"type":"job.started","job_id":"j-1"}]}`))
 	b.Publish("name\r\nid: 99", []byte("{\r\n  \"multi\": \"line\"\n}"))
 	b.Publish(EventEffect, []byte(`{}`))

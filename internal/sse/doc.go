@@ -10,7 +10,7 @@
 //
 // # Delivery
 //
-// Every published event gets the next id (1, 2, 3, …) and is written as
+// Every published event gets the next id and is written as
 //
 //	id: <n>
 //	event: <name>
@@ -26,17 +26,25 @@
 //
 // # Replay
 //
-// The broker keeps the last ReplaySize events. A client that reconnects with the header
-// Last-Event-ID: <n> first receives, in order, the retained events whose id is greater than
-// n, then the live stream: nothing up to n, nothing twice. Events already evicted from the
-// replay buffer are lost. Ids are kept in memory only and start again at 1 when the process
-// restarts.
+// The broker keeps the most recent events within two bounds: ReplaySize events (default
+// 1,024) and ReplayBytes of event memory (default 16 MiB), evicting the oldest first; an
+// event larger than ReplayBytes on its own is delivered live but not kept. A client that
+// reconnects with the header Last-Event-ID: <n> first receives, in order, the retained
+// events whose id is greater than n, then the live stream: nothing up to n, nothing twice.
+// Events already evicted from the replay buffer are lost.
+//
+// Ids come from an [IDSource]. The default, [BootSequence], counts up from the boot time in
+// milliseconds shifted into the high bits, so ids are consecutive within a process and
+// increase across restarts: a Last-Event-ID from an earlier boot replays everything the new
+// process retains.
 //
 // # Cross-instance fan-out
 //
 // Code that emits events depends on the small [Publisher] interface rather than on
-// [*Broker]. A multi-instance deployment can plug a Publisher that forwards each event to
-// the other instances (through a message bus) and hands the events it receives to each
-// instance's local Broker.Publish; the ids then come from that Publisher's sequence and
-// the local broker keeps serving streams, queues and replay unchanged.
+// [*Broker]. A multi-instance deployment plugs a Publisher that numbers each event from a
+// shared sequence, stores it for replay and forwards it to every instance (for example
+// PostgreSQL's event table, sequence and LISTEN/NOTIFY); each instance hands the events it
+// receives to its local [Broker.Deliver] with their shared ids, and the local broker keeps
+// serving streams, queues and replay unchanged. [Broker.LastID] tells the fan-out where a
+// local broker stands.
 package sse

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Event names used on the stream (controller spec §11).
@@ -49,6 +50,20 @@ func newEvent(id uint64, name string, data []byte) *event {
 	head = append(head, "\ndata: "...)
 	e.head = head
 	return e
+}
+
+// eventOverhead approximates the memory of an event besides its payload and head: the
+// struct itself and the allocator's rounding.
+const eventOverhead = int(unsafe.Sizeof(event{})) + 16
+
+// size is the memory the event holds, as allocated: the payload's capacity (a caller's
+// slack included), the head when it does not fit inline, and the struct.
+func (e *event) size() int {
+	n := cap(e.data) + eventOverhead
+	if cap(e.head) > len(e.inline) {
+		n += cap(e.head)
+	}
+	return n
 }
 
 // singleLine replaces the line breaks of an event name with spaces: a name cannot span

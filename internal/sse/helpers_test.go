@@ -62,9 +62,13 @@ func readEvent(r *bufio.Reader) (sseEvent, error) {
 }
 
 // newTestServer serves b over a real HTTP server. Cleanup shuts b down before closing
-// the server, which waits for its handlers.
+// the server, which waits for its handlers. Unless opts names an id source, ids count
+// from 1 so that tests can name them.
 func newTestServer(t testing.TB, opts Options) (*Broker, *httptest.Server) {
 	t.Helper()
+	if opts.IDs == nil {
+		opts.IDs = NewSequence(0)
+	}
 	b := NewBroker(opts)
 	ts := httptest.NewServer(b)
 	t.Cleanup(ts.Close)

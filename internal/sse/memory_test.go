@@ -1,0 +1,142 @@
+//go:build !race
+
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Memory figures are meaningless under the race detector (it shadows every
+// allocation), so these tests only build without it.
+
+// heapInUse returns the live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestReplayMemoryWithinBudget publishes 1,100 events of about 700 KB: the
+// broker's live heap stays under its byte budget + 10 %, and a replay of
+// everything never exceeds the budget.
+func TestReplayMemoryWithinBudget(t *testing.T) {
+	const n, size = 1100, 700 << 10
+	before := heapInUse()
+	b := NewBroker(Options{Heartbeat: time.Hour})
+	for i := range n {
+		data := make([]byte, size)
+		for j := range data {
+			data[j] = 'a' + byte(i%26)
+		}
+		data[0], data[size-1] = '"', '"'
+		b.Publish(EventEffect, data)
+	}
+	after := heapInUse()
+	resident := int64(after) - int64(before)
+	t.Logf("broker heap after %d events of %d bytes: %d bytes (budget %d)", n, size, resident, DefaultReplayBytes)
+	assert.Less(t, resident, int64(DefaultReplayBytes)*11/10, "resident memory above budget + 10%%")
+
+	replayed := 0
+	for _, ev := range replayAll(t, b, "0") {
+		replayed += len(ev.Data)
+	}
+	assert.LessOrEqual(t, replayed, DefaultReplayBytes)
+	assert.Greater(t, replayed, DefaultReplayBytes/2)
+	runtime.KeepAlive(b)
+}
+
+// TestIdleSubscriberMemoryOverLoopback opens 2,000 idle streams over real loopback
+// connections, once against a bare net/http streaming handler and once
+// against the broker, and reports the heap and stack per subscriber (client
+// side included in both). The difference is what the SDK costs per idle
+// subscriber; it must stay under 16 KiB. Set SSE_SUBSCRIBERS to change the
+// count.
+func TestIdleSubscriberMemoryOverLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens thousands of connections; skipped with -short")
+	}
+	n := 2000
+	if v := os.Getenv("SSE_SUBSCRIBERS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err)
+	}
+	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(connectedFrame)
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+	})
+	bareCost := perSubscriber(t, bare, n, nil)
+	b := NewBroker(Options{Heartbeat: time.Hour})
+	brokerCost := perSubscriber(t, b, n, b)
+	sdk := brokerCost - bareCost
+	t.Logf("per idle subscriber at %d: net/http streaming handler %d B, broker %d B, SDK-attributable %d B",
+		n, bareCost, brokerCost, sdk)
+	assert.Less(t, sdk, int64(16<<10))
+}
+
+// perSubscriber serves h on loopback, opens n streams that read the first
+// event and then stay idle, and returns the heap + stack growth per stream.
+func perSubscriber(t *testing.T, h http.Handler, n int, b *Broker) int64 {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	tr := &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: n, DisableCompression: true}
+	client := &http.Client{Transport: tr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() {
+		cancel()
+		if b != nil {
+			sctx, c := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = b.Shutdown(sctx)
+			c()
+		}
+		_ = srv.Close()
+		tr.CloseIdleConnections()
+	}()
+	url := "http://" + ln.Addr().String() + "/"
+	measure := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc + m.StackInuse)
+	}
+	before := measure()
+	bodies := make([]*http.Response, 0, n)
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		line, err := bufio.NewReaderSize(resp.Body, 64).ReadSlice('\n')
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(line, []byte("event: ")))
+		bodies = append(bodies, resp)
+	}
+	if b != nil {
+		waitSubscribers(t, b, n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	grown := measure() - before
+	runtime.KeepAlive(bodies)
+	return grown / int64(n)
+}
