@@ -316,19 +316,3 @@ func (a *Agent) surface(id string) SurfaceHandler {
 	defer a.mu.RUnlock()
 	return a.surfaces[id]
 }
-
-// missingHandlers lists the declared actions without a handler.
-func (a *Agent) missingHandlers() []string {
-	if a.reg == nil {
-		return nil
-	}
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	var ids []string
-	for _, d := range a.reg.Capabilities.Actions {
-		if _, ok := a.actions[d.ID]; !ok {
-			ids = append(ids, d.ID)
-		}
-	}
-	return ids
-}

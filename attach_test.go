@@ -417,7 +417,8 @@ func TestRegistrationRefreshNotAttached(t *testing.T) {
 	srv.ServeHTTP(w, r)
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.JSONEq(t, `{"detail":"No supervisor account configured"}`, w.Body.String())
-	require.NoError(t, srv.Start(context.Background()))
+	// Neither attached, nor in local mode, nor verifying tokens: Start refuses.
+	require.ErrorContains(t, srv.Start(context.Background()), "SUPERVAIZER_LOCAL_MODE")
 }
 
 func TestRefresherCoalesces(t *testing.T) {

@@ -116,6 +116,7 @@ func (s *Server) resolveAuthorization() error {
 		return fmt.Errorf("supervaizer: workspace authorization: %w", err)
 	}
 	s.localAuth = s.cfg.localMode && !s.cfg.studioAttached && !settings.AnyConfigured() && s.cfg.verifier == nil
+	s.startup.auth = settings // checked by Start (startup.go)
 	if s.cfg.verifier != nil {
 		s.verifier = s.cfg.verifier
 		return nil

@@ -39,6 +39,8 @@ type config struct {
 	store           store.Store
 	jwksRefetch     *time.Duration
 	jwksMaxAge      *time.Duration
+	addr            string       // WithAddr (serve.go)
+	http            HTTPSettings // WithHTTPSettings (serve.go)
 	errs            []error
 
 	// Studio attachment (attach.go).
@@ -59,8 +61,9 @@ func defaultConfig() config {
 	}
 }
 
-// WithLogger sets the logger. Default: silent (a discarding handler). The SDK
-// never logs tokens, keys or payloads; keys appear as fingerprints.
+// WithLogger sets the logger. Default: [slog.Default] at the time [NewServer]
+// runs. The SDK never logs tokens, keys or payloads; keys appear as
+// fingerprints (except the local-mode development key, see [Server.Start]).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithMaxBodyBytes limits the POST /a2a body; a larger body is answered 413
@@ -220,7 +223,7 @@ func (c *config) resolve() error {
 		c.getenv = func(string) string { return "" }
 	}
 	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
+		c.logger = slog.Default()
 	}
 	if !c.localModeSet {
 		c.localMode = envBool(c.getenv("SUPERVAIZER_LOCAL_MODE"))

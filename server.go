@@ -91,6 +91,7 @@ type Server struct {
 	started   atomic.Bool // Start completed (required before /a2a when attached to Studio)
 	startOnce sync.Once
 	warnOnce  sync.Once
+	startup   startupInfo // what the startup log reports (startup.go)
 }
 
 // NewServer builds the controller for agents. The first agent is the primary
@@ -200,7 +201,6 @@ func (s *Server) resolveKeys() error {
 	}
 	if len(keys) == 0 && s.cfg.localMode {
 		keys = []apiKey{{key: LocalModeAPIKey, scope: ScopeWrite}}
-		s.logger.Warn("local mode: using the development API key", slog.String("api_key_fingerprint", redact.Fingerprint(LocalModeAPIKey)))
 	}
 	if len(keys) == 0 {
 		var raw [32]byte
@@ -213,9 +213,7 @@ func (s *Server) resolveKeys() error {
 				return fmt.Errorf("supervaizer: export SUPERVAIZER_API_KEY: %w", err)
 			}
 		}
-		keys = []apiKey{{key: k, scope: ScopeWrite}}
-		s.logger.Warn("SUPERVAIZER_API_KEY is not set: generated a controller API key",
-			slog.String("api_key_fingerprint", redact.Fingerprint(k)))
+		keys = []apiKey{{key: k, scope: ScopeWrite}} // Start logs its fingerprint
 	}
 	for i, k := range keys {
 		if strings.TrimSpace(k.key) == "" {
@@ -289,46 +287,27 @@ func (s *Server) checkLanes(a *Agent) {
 	}
 }
 
-// warnMissingHandlers logs the declared actions without a handler, once.
-func (s *Server) warnMissingHandlers() {
-	s.warnOnce.Do(func() {
-		for _, a := range s.agents {
-			if ids := a.missingHandlers(); len(ids) > 0 {
-				s.logger.Warn("declared actions have no handler", slog.String("agent_slug", a.slug), slog.Any("actions", ids))
-			}
-		}
-	})
-}
-
 // Start finishes the startup sequence before serving: when attached to Studio
 // it posts server.register, validates the handshake (installing Studio's
 // audience and agent ids) and looks up the agents (studio.md §6), returning
-// the first failure (calling Start again retries); then it logs the mode, the
-// key fingerprint and the declared actions without a handler. Call it after
-// registering handlers and before serving.
+// the first failure (a configuration that can never authorize a call is
+// refused first, with an error naming the variables to set) (calling Start again retries); then it logs, once, the
+// mode, the API key to send (its fingerprint and source; the key itself only
+// for the local-mode development key), how workspace tokens are checked, what
+// is not configured with the variable that fixes it, and the declared actions
+// and surfaces without a handler. [Server.ListenAndServe] and [Server.Serve]
+// call it; call it yourself only when serving another way, after registering
+// handlers and before serving.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.checkCanAuthorize(); err != nil { // startup.go
+		return err
+	}
 	// Studio registration, handshake and agent lookup (studio_register.go).
 	if err := s.startStudio(ctx); err != nil {
 		return err
 	}
 	s.started.Store(true)
-	s.startOnce.Do(func() {
-		mode := "attached"
-		if s.cfg.localMode {
-			mode = "local"
-		}
-		s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready",
-			slog.String("mode", mode), slog.String("server_id", s.serverID),
-			slog.String("api_key_fingerprint", redact.Fingerprint(s.keys.primary.Value())),
-			slog.Bool("workspace_auth_bypassed", s.localAuth), slog.Int("agents", len(s.agents)))
-		if s.localAuth {
-			s.logger.Warn("local mode: workspace authorization is BYPASSED; handlers receive an unverified context with grant_id \"local-mode\"")
-		}
-		if s.cfg.publicURL == "" && !s.cfg.localMode {
-			s.logger.Warn("no public URL (WithPublicURL or SUPERVAIZER_PUBLIC_URL): Agent Cards take their URLs from the Host header of each discovery request")
-		}
-		s.warnMissingHandlers()
-	})
+	s.startOnce.Do(func() { s.logStartup(ctx) }) // startup.go
 	return nil
 }
 

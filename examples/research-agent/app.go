@@ -25,7 +25,6 @@ type app struct {
 	sender sender
 	ctxs   *studio.ContextAssigner
 	now    func() time.Time
-	local  bool // SUPERVAIZER_LOCAL_MODE
 
 	// Background deliveries run on bg; Shutdown cancels it and waits for them.
 	bg     context.Context
@@ -69,7 +68,7 @@ func newApp(cfg config) (*app, error) {
 	a := &app{
 		logger: logger, store: st, agent: agent, srv: srv,
 		jobs: &jobStore{st: st, now: time.Now}, sender: &outboxSender{st: st, now: time.Now},
-		now: time.Now, local: cfg.LocalMode, bg: bg, stopBG: stop,
+		now: time.Now, bg: bg, stopBG: stop,
 	}
 	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}
 	a.register()
@@ -105,18 +104,6 @@ func (a *app) register() {
 
 // Handler is the agent's HTTP handler: Agent Cards, POST /a2a, GET /a2a/events.
 func (a *app) Handler() http.Handler { return a.srv }
-
-// mode names how the controller runs, for the startup log.
-func (a *app) mode() string {
-	switch {
-	case a.srv.Studio() != nil:
-		return "attached" // to Studio
-	case a.local:
-		return "local"
-	default:
-		return "standalone"
-	}
-}
 
 // Shutdown closes the event streams, waits for in-flight /a2a calls, then
 // stops the background deliveries and waits for them (a delivery that is

@@ -105,7 +105,7 @@ func TestBinary(t *testing.T) {
 	t.Logf("serving after %s", time.Since(start).Round(time.Millisecond))
 	assert.Contains(t, stdout.String(), "X-API-Key: local-dev", "the try-it block")
 	assert.Contains(t, stderr.String(), "mode=local")
-	assert.Contains(t, stderr.String(), "key_fingerprint=")
+	assert.Contains(t, stderr.String(), "api_key=local-dev", "the local-mode key to send")
 	assert.Contains(t, stderr.String(), "url=http://"+addr)
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
@@ -119,5 +119,5 @@ func TestBinary(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no exit within 20 s of SIGTERM\nstderr:\n%s", stderr.String())
 	}
-	assert.Contains(t, stderr.String(), "msg=stopped")
+	assert.Contains(t, stderr.String(), `msg="controller stopped"`)
 }

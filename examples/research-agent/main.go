@@ -22,24 +22,17 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/studio"
 )
 
-// HTTP server timeouts. WriteTimeout stays 0: GET /a2a/events is a
-// long-lived stream.
-const (
-	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 60 * time.Second
-	idleTimeout       = 120 * time.Second
-	shutdownTimeout   = 15 * time.Second
-)
+// shutdownTimeout bounds the stop of the background deliveries after the
+// SDK server has stopped.
+const shutdownTimeout = 15 * time.Second
 
 func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -64,47 +57,27 @@ func run(logger *slog.Logger, getenv func(string) string, out io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	// Registers with Studio when attached (and checks the handshake); logs
-	// the mode and the declared actions without a handler.
-	if err := a.srv.Start(ctx); err != nil {
-		return errors.Join(err, a.Shutdown(context.Background()))
-	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return errors.Join(err, a.Shutdown(context.Background()))
 	}
-	hs := &http.Server{
-		Handler:           a.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	// Registers with Studio when attached (and checks the handshake), refuses a
+	// configuration that could never authorize a call, and logs the mode, the
+	// API key to send and what is not configured.
+	if err := a.srv.Start(ctx); err != nil {
+		return errors.Join(err, ln.Close(), a.Shutdown(context.Background()))
 	}
-	base := "http://" + ln.Addr().String()
-	logger.Info("research agent listening", "url", base, "mode", a.mode(),
-		"key_fingerprint", studio.KeyFingerprint(a.srv.APIKey()), "data", cfg.DBPath)
-	if cfg.LocalMode {
-		printTryIt(out, base, a.srv.APIKey())
+	if a.srv.Mode() == supervaizer.ModeLocal {
+		printTryIt(out, "http://"+ln.Addr().String(), a.srv.APIKey())
 	}
-
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return errors.Join(err, a.Shutdown(context.Background()))
-	case <-ctx.Done():
-	}
+	// Serve applies the SDK's HTTP limits (header, read and idle timeouts, header
+	// size) and, once ctx is cancelled, closes the event streams and drains the
+	// calls in progress.
+	serveErr := a.srv.Serve(ctx, ln)
 	stop() // a second signal kills the process
-	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	// The SDK server first: it closes the event streams, which would otherwise
-	// keep http.Server.Shutdown waiting, and drains the /a2a calls.
-	err = errors.Join(a.Shutdown(sctx), hs.Shutdown(sctx))
-	if err == nil {
-		logger.Info("stopped")
-	}
-	return err
+	return errors.Join(serveErr, a.Shutdown(sctx)) // the background deliveries
 }
 
 // printTryIt prints a few curl commands to try the agent in local mode. The
@@ -120,7 +93,7 @@ func printTryIt(w io.Writer, base, apiKey string) {
   -d '{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}'`, base, key, n, method, params)
 	}
 	fmt.Fprintf(w, `
-Research agent running in local mode (no Studio, workspace authorization bypassed). Try it:
+Research agent running in local mode (no Studio). Try it:
 
   # the Agent Card
   curl -s %s/.well-known/agent-card.json

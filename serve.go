@@ -1,0 +1,173 @@
+package supervaizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// EnvAddr is the environment variable [Server.ListenAndServe] reads for the
+// TCP address to listen on.
+const EnvAddr = "SUPERVAIZER_ADDR"
+
+// Defaults of [HTTPSettings], used by [Server.ListenAndServe], [Server.Serve]
+// and [Server.NewHTTPServer].
+const (
+	// DefaultAddr is loopback only: a development run is never reachable from
+	// the network. Deployments set SUPERVAIZER_ADDR (e.g. ":8080").
+	DefaultAddr              = "127.0.0.1:8080"
+	DefaultReadHeaderTimeout = 10 * time.Second  // a client has this long to send its request headers
+	DefaultReadTimeout       = 60 * time.Second  // and this long for the whole request, body included
+	DefaultIdleTimeout       = 120 * time.Second // an idle keep-alive connection is closed after this
+	DefaultMaxHeaderBytes    = 64 << 10          // request headers larger than this are answered 431
+	DefaultShutdownTimeout   = 15 * time.Second  // how long a stop waits for calls in progress
+)
+
+// HTTPSettings are the limits of the HTTP server the SDK runs. A zero field
+// takes its default. There is no write timeout: GET /a2a/events is a
+// long-lived stream (net/http lifts the read deadline once a request is read,
+// so ReadTimeout does not cut a stream; a stream whose client stops reading is
+// dropped by the event broker).
+type HTTPSettings struct {
+	ReadHeaderTimeout time.Duration // default DefaultReadHeaderTimeout (10 s)
+	ReadTimeout       time.Duration // default DefaultReadTimeout (60 s)
+	IdleTimeout       time.Duration // default DefaultIdleTimeout (120 s)
+	MaxHeaderBytes    int           // default DefaultMaxHeaderBytes (64 KiB)
+	ShutdownTimeout   time.Duration // default DefaultShutdownTimeout (15 s)
+}
+
+// withDefaults fills the zero fields.
+func (h HTTPSettings) withDefaults() HTTPSettings {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&h.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&h.ReadTimeout, DefaultReadTimeout)
+	def(&h.IdleTimeout, DefaultIdleTimeout)
+	def(&h.ShutdownTimeout, DefaultShutdownTimeout)
+	if h.MaxHeaderBytes == 0 {
+		h.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	return h
+}
+
+// WithAddr sets the TCP address [Server.ListenAndServe] listens on. Default:
+// SUPERVAIZER_ADDR, else [DefaultAddr] (127.0.0.1:8080, loopback only).
+func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
+
+// WithHTTPSettings sets the HTTP server's timeouts and header limit; zero
+// fields keep their defaults. Negative values are an error of [NewServer].
+func WithHTTPSettings(h HTTPSettings) Option {
+	return func(c *config) {
+		if h.ReadHeaderTimeout < 0 || h.ReadTimeout < 0 || h.IdleTimeout < 0 || h.ShutdownTimeout < 0 || h.MaxHeaderBytes < 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithHTTPSettings(%+v): limits must not be negative", h))
+		}
+		c.http = h
+	}
+}
+
+// Addr returns the address [Server.ListenAndServe] listens on: [WithAddr],
+// else SUPERVAIZER_ADDR, else [DefaultAddr].
+func (s *Server) Addr() string {
+	if a := strings.TrimSpace(s.cfg.addr); a != "" {
+		return a
+	}
+	if a := strings.TrimSpace(s.cfg.getenv(EnvAddr)); a != "" {
+		return a
+	}
+	return DefaultAddr
+}
+
+// NewHTTPServer returns an http.Server for the controller with the SDK's
+// limits ([HTTPSettings]): read-header, read and idle timeouts and a header
+// size limit, so that a client trickling its headers or holding idle
+// connections cannot exhaust the process. Its Addr is [Server.Addr] and its
+// errors go to the server's logger.
+//
+// Use it to serve in a way [Server.ListenAndServe] does not (TLS, your own
+// listener or mux). You then call [Server.Start] before serving, and
+// [Server.Shutdown] before http.Server.Shutdown when stopping.
+func (s *Server) NewHTTPServer() *http.Server {
+	h := s.cfg.http.withDefaults()
+	return &http.Server{
+		Addr:              s.Addr(),
+		Handler:           s,
+		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		ReadTimeout:       h.ReadTimeout,
+		IdleTimeout:       h.IdleTimeout,
+		MaxHeaderBytes:    h.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// ListenAndServe is the one call that runs the controller: it listens on
+// [Server.Addr] (SUPERVAIZER_ADDR, default 127.0.0.1:8080), then runs
+// [Server.Serve] until ctx is cancelled. Stop it with a context cancelled on
+// SIGINT and SIGTERM:
+//
+//	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	if err := srv.ListenAndServe(ctx); err != nil {
+//		log.Fatal(err)
+//	}
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	addr := s.Addr()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("supervaizer: listen on %s (set %s or use WithAddr): %w", addr, EnvAddr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve runs the controller on ln until ctx is cancelled, then stops cleanly
+// and returns nil. It first runs [Server.Start] (registration with Studio when
+// attached, the startup log naming the address, mode and API key); a failure
+// there is returned and ln closed. It serves with [Server.NewHTTPServer]'s
+// limits. When ctx is cancelled it stops accepting connections, closes the SSE
+// streams, waits for the calls in progress (at most the ShutdownTimeout of
+// [HTTPSettings]) and returns nil, or the error of a stop that did not finish
+// in time. A failing listener ends it with that error.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base := "http://" + ln.Addr().String()
+	if err := s.start(ctx, base); err != nil {
+		_ = ln.Close()
+		return errors.Join(err, s.Shutdown(context.WithoutCancel(ctx)))
+	}
+	hs := s.NewHTTPServer()
+	hs.Addr = ln.Addr().String()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+	}
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller stopping", slog.String("url", base))
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.http.withDefaults().ShutdownTimeout)
+	defer cancel()
+	// The SDK server first: it closes the event streams, which would otherwise
+	// keep http.Server.Shutdown waiting, and refuses new calls while it drains.
+	err := errors.Join(s.Shutdown(sctx), hs.Shutdown(sctx))
+	if err != nil {
+		_ = hs.Close() // cut what did not finish in time
+	}
+	if serveErr == nil {
+		serveErr = <-errc
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	if err = errors.Join(serveErr, err); err != nil {
+		return fmt.Errorf("supervaizer: stop: %w", err)
+	}
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller stopped")
+	return nil
+}

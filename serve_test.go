@@ -1,0 +1,371 @@
+package supervaizer_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+)
+
+// serveAgent is a one-agent local-mode controller: job.start answers at once,
+// job.slow waits for release.
+type serveAgent struct {
+	srv     *supervaizer.Server
+	release chan struct{}
+	started chan struct{}
+}
+
+func newServeAgent(t *testing.T, opts ...supervaizer.Option) *serveAgent {
+	t.Helper()
+	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+		AgentSlug: "serve-agent", DisplayName: "Serve Agent", A2UICatalogVersion: "serve.1",
+		Surfaces: supervaizer.Surfaces("job.start"), Actions: supervaizer.Actions("job.start", "job.slow"),
+	})
+	require.NoError(t, err)
+	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Serve Agent", Version: "1.0.0", Registration: reg})
+	require.NoError(t, err)
+	base := []supervaizer.Option{supervaizer.WithEnv(emptyEnv), supervaizer.WithLocalMode(true),
+		supervaizer.WithLogger(slog.New(slog.DiscardHandler))}
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent}, append(base, opts...)...)
+	require.NoError(t, err)
+	sa := &serveAgent{srv: srv, release: make(chan struct{}), started: make(chan struct{}, 1)}
+	srv.HandleAction("job.start", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		return supervaizer.OK(supervaizer.JobStarted(req.JobID, nil)), nil
+	})
+	srv.HandleAction("job.slow", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		sa.started <- struct{}{}
+		<-sa.release
+		return supervaizer.OK(supervaizer.JobStarted(req.JobID, nil)), nil
+	})
+	srv.HandleSurface("job.start", func(ctx context.Context, req *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
+		return supervaizer.NewSurfaceResult(ctx, req.Surface, map[string]any{"type": "Form"})
+	})
+	return sa
+}
+
+// serve runs Serve on a loopback listener; stop cancels it and returns what
+// Serve returned.
+func (sa *serveAgent) serve(t *testing.T) (base string, stop func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sa.srv.Serve(ctx, ln) }()
+	var once sync.Once
+	var serveErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case serveErr = <-done:
+			case <-time.After(20 * time.Second):
+				serveErr = errors.New("Serve did not return within 20s of the cancel")
+			}
+		})
+		return serveErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return "http://" + ln.Addr().String(), stop
+}
+
+// startJob posts action on base in local mode and returns the HTTP status and
+// the JSON-RPC result's status.
+func startJob(t *testing.T, client *http.Client, base, action, jobID string) (int, string) {
+	t.Helper()
+	params := map[string]any{"action_request": map[string]any{
+		"request_id": "req-" + jobID, "actor": map[string]any{"user_id": "you"}, "workspace": map[string]any{"id": "ws-local"},
+		"mission_id": "m-1", "agent_slug": "serve-agent", "surface": "job.start", "action": action,
+		"job_id": jobID, "idempotency_key": "key-" + jobID, "input": map[string]any{},
+	}}
+	req, err := http.NewRequest(http.MethodPost, base+"/a2a", bytes.NewReader(rpcBody(t, 1, supervaizer.MethodActionInvoke, params)))
+	require.NoError(t, err)
+	req.Header.Set(supervaizer.HeaderAPIKey, supervaizer.LocalModeAPIKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Result struct {
+			Status string `json:"status"`
+		} `json:"result"`
+		Error json.RawMessage `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Empty(t, out.Error)
+	return resp.StatusCode, out.Result.Status
+}
+
+// closedWithin waits until the server closes conn (a read ends with EOF or a
+// reset) and returns how long that took; it fails after limit.
+func closedWithin(t *testing.T, conn net.Conn, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	require.NoError(t, conn.SetReadDeadline(start.Add(limit)))
+	_, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		require.FailNowf(t, "connection still open", "not closed by the server within %s", limit)
+	}
+	return time.Since(start)
+}
+
+// TestServeCutsSlowAndIdleConnections: clients trickling their headers are cut
+// at ReadHeaderTimeout and idle keep-alive connections at IdleTimeout; then a
+// normal request is answered.
+func TestServeCutsSlowAndIdleConnections(t *testing.T) {
+	const (
+		headerTimeout = 300 * time.Millisecond
+		idleTimeout   = 400 * time.Millisecond
+		n             = 40 // connections of each kind
+	)
+	sa := newServeAgent(t, supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{
+		ReadHeaderTimeout: headerTimeout, ReadTimeout: 2 * time.Second, IdleTimeout: idleTimeout,
+	}))
+	base, stop := sa.serve(t)
+	addr := strings.TrimPrefix(base, "http://")
+
+	// Slow clients: a request line, then one header byte every 20 ms.
+	slow := make([]net.Conn, n)
+	var trickle sync.WaitGroup
+	for i := range slow {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		slow[i] = c
+		_, err = fmt.Fprintf(c, "POST /a2a HTTP/1.1\r\nHost: %s\r\n", addr)
+		require.NoError(t, err)
+		trickle.Go(func() {
+			for {
+				if _, err := c.Write([]byte("X")); err != nil {
+					return // cut by the server, or closed by the test
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	// Idle clients: one complete request, then silence on a keep-alive connection.
+	idle := make([]net.Conn, n)
+	for i := range idle {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		idle[i] = c
+		_, err = fmt.Fprintf(c, "GET /.well-known/agent-card.json HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.False(t, resp.Close, "the connection is kept alive")
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+
+	const slack = 2 * time.Second // scheduling on a loaded machine
+	for _, c := range slow {
+		closedWithin(t, c, headerTimeout+slack)
+	}
+	for _, c := range idle {
+		closedWithin(t, c, idleTimeout+slack)
+	}
+	for _, c := range append(slow, idle...) {
+		_ = c.Close()
+	}
+	trickle.Wait()
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	code, status := startJob(t, client, base, "job.start", "job-after")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok", status)
+	require.NoError(t, stop())
+}
+
+// TestServeTrickledHeadersNotCutEarly: the cut comes from ReadHeaderTimeout,
+// not sooner (a slow but honest client within the limit is served).
+func TestServeTrickledHeadersNotCutEarly(t *testing.T) {
+	sa := newServeAgent(t, supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{ReadHeaderTimeout: 2 * time.Second}))
+	base, stop := sa.serve(t)
+	addr := strings.TrimPrefix(base, "http://")
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	req := fmt.Sprintf("GET /.well-known/agent-card.json HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", addr)
+	for i := range len(req) { // about 0.5 s in all, well inside the limit
+		_, err := c.Write([]byte{req[i]})
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	_ = resp.Body.Close()
+	require.NoError(t, stop())
+}
+
+// TestServeHeaderLimit: headers beyond MaxHeaderBytes are refused (431).
+func TestServeHeaderLimit(t *testing.T) {
+	sa := newServeAgent(t)
+	base, stop := sa.serve(t)
+	req, err := http.NewRequest(http.MethodGet, base+"/.well-known/agent-card.json", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Padding", strings.Repeat("a", supervaizer.DefaultMaxHeaderBytes+8<<10))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+	require.NoError(t, stop())
+}
+
+// TestServeStopsCleanly: cancelling the context closes the event streams,
+// lets a call in progress finish and be answered, then Serve returns nil.
+func TestServeStopsCleanly(t *testing.T) {
+	sa := newServeAgent(t)
+	base, stop := sa.serve(t)
+	client := &http.Client{}
+	events := openEvents(t, client, base, supervaizer.LocalModeAPIKey, nil)
+	require.Equal(t, http.StatusOK, events.resp.StatusCode)
+
+	type answer struct {
+		code   int
+		status string
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		code, status := startJob(t, client, base, "job.slow", "job-slow")
+		answered <- answer{code, status}
+	}()
+	<-sa.started
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case <-events.done: // the stream was closed by the stop
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "the event stream is still open after the stop began")
+	}
+	select {
+	case err := <-stopped:
+		require.FailNowf(t, "Serve returned before the call in progress finished", "err=%v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(sa.release)
+	a := <-answered
+	assert.Equal(t, http.StatusOK, a.code)
+	assert.Equal(t, "ok", a.status)
+	require.NoError(t, <-stopped)
+}
+
+// TestServeStreamOutlivesReadTimeout: an accepted event stream is not cut when
+// ReadTimeout has passed since its request began.
+func TestServeStreamOutlivesReadTimeout(t *testing.T) {
+	const readTimeout = 300 * time.Millisecond
+	sa := newServeAgent(t, supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{ReadTimeout: readTimeout}))
+	base, stop := sa.serve(t)
+	client := &http.Client{}
+	events := openEvents(t, client, base, supervaizer.LocalModeAPIKey, nil)
+	require.Equal(t, http.StatusOK, events.resp.StatusCode)
+	require.Equal(t, "supervaizer.connected", events.next(t).Name)
+	time.Sleep(3 * readTimeout)
+	_, status := startJob(t, client, base, "job.start", "job-late")
+	require.Equal(t, "ok", status)
+	ev := events.nextEffect(t)
+	assert.Contains(t, ev.Data, "job-late")
+	require.NoError(t, stop())
+}
+
+// TestServeRefusesUnauthorizableConfiguration: Serve runs Start's checks and
+// closes the listener when they fail.
+func TestServeRefusesUnauthorizableConfiguration(t *testing.T) {
+	agent := newTestAgent(t, "Research Agent")
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent}, supervaizer.WithEnv(emptyEnv),
+		supervaizer.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	err = srv.Serve(t.Context(), ln)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "SUPERVAIZER_LOCAL_MODE")
+	_, err = ln.Accept()
+	assert.ErrorIs(t, err, net.ErrClosed, "the listener is closed")
+}
+
+// TestListenAndServeAddress: WithAddr wins over SUPERVAIZER_ADDR, which wins
+// over the loopback default; ListenAndServe listens there and logs it.
+func TestListenAndServeAddress(t *testing.T) {
+	agent := newTestAgent(t, "Research Agent")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		opts []supervaizer.Option
+		want string
+	}{
+		{"default", nil, nil, "127.0.0.1:8080"},
+		{"env", map[string]string{"SUPERVAIZER_ADDR": ":9090"}, nil, ":9090"},
+		{"option wins", map[string]string{"SUPERVAIZER_ADDR": ":9090"}, []supervaizer.Option{supervaizer.WithAddr("127.0.0.1:7070")}, "127.0.0.1:7070"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]supervaizer.Option{supervaizer.WithEnv(envOf(tc.env)), supervaizer.WithLocalMode(true),
+				supervaizer.WithLogger(slog.New(slog.DiscardHandler))}, tc.opts...)
+			srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent}, opts...)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, srv.Addr())
+			hs := srv.NewHTTPServer()
+			assert.Equal(t, tc.want, hs.Addr)
+			assert.Equal(t, supervaizer.DefaultReadHeaderTimeout, hs.ReadHeaderTimeout)
+			assert.LessOrEqual(t, hs.ReadHeaderTimeout, 10*time.Second)
+			assert.Equal(t, supervaizer.DefaultReadTimeout, hs.ReadTimeout)
+			assert.Equal(t, supervaizer.DefaultIdleTimeout, hs.IdleTimeout)
+			assert.Equal(t, supervaizer.DefaultMaxHeaderBytes, hs.MaxHeaderBytes)
+			assert.Zero(t, hs.WriteTimeout, "event streams are long-lived")
+		})
+	}
+
+	var logs syncBuffer
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent}, supervaizer.WithLocalMode(true),
+		supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_ADDR": "127.0.0.1:0"})),
+		supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.ListenAndServe(ctx) }()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "controller ready") }, 10*time.Second, 10*time.Millisecond)
+	assert.Regexp(t, `url=http://127\.0\.0\.1:\d+`, logs.String())
+	cancel()
+	require.NoError(t, <-done)
+	assert.Contains(t, logs.String(), "controller stopped")
+
+	_, err = supervaizer.NewServer([]*supervaizer.Agent{agent}, supervaizer.WithEnv(emptyEnv), supervaizer.WithLocalMode(true),
+		supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{IdleTimeout: -time.Second}))
+	require.ErrorContains(t, err, "must not be negative")
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,222 @@
+package supervaizer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+
+	"github.com/supervaize/supervaizer-go/internal/redact"
+	"github.com/supervaize/supervaizer-go/internal/wsauth"
+)
+
+// Mode is how a controller runs, decided by its configuration.
+type Mode string
+
+const (
+	// ModeLocal is development mode (SUPERVAIZER_LOCAL_MODE=true): no Studio,
+	// the development API key by default, and workspace tokens not verified
+	// unless workspace-authorization settings are configured.
+	ModeLocal Mode = "local"
+	// ModeAttached is a controller attached to Studio with an account: it
+	// registers at startup and verifies Studio's workspace tokens.
+	ModeAttached Mode = "attached to Studio"
+	// ModeStandalone is neither: it verifies workspace tokens with the
+	// configured settings but does not register with Studio.
+	ModeStandalone Mode = "standalone"
+)
+
+// Mode reports how the controller runs.
+func (s *Server) Mode() Mode {
+	switch {
+	case s.cfg.localMode:
+		return ModeLocal
+	case s.cfg.studioAttached:
+		return ModeAttached
+	default:
+		return ModeStandalone
+	}
+}
+
+// errNeverAuthorizes is the configuration error of a controller that would
+// answer every non-bootstrap call -32030 workspace_authorization_not_configured.
+var errNeverAuthorizes = errors.New("supervaizer: this configuration can never authorize a call: " +
+	"workspace tokens are not verified and local mode is off. " +
+	"For development without Studio set SUPERVAIZER_LOCAL_MODE=true (or WithLocalMode(true)); " +
+	"to verify Studio's workspace tokens set SUPERVAIZER_WORKSPACE_AUTH_REQUIRED=true, SUPERVAIZER_WORKSPACE_AUTH_ISSUER " +
+	"and SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY or SUPERVAIZER_WORKSPACE_AUTH_JWKS_URL (or WithWorkspaceAuth); " +
+	"see docs/deploying.md")
+
+// errIncompleteLocalAuth is the configuration error of a local-mode controller
+// given some workspace-authorization settings without enabling them: the
+// local-mode bypass then does not apply and no token can be verified.
+var errIncompleteLocalAuth = errors.New("supervaizer: local mode (SUPERVAIZER_LOCAL_MODE) with incomplete workspace authorization can never authorize a call: " +
+	"some SUPERVAIZER_WORKSPACE_AUTH_* settings are set but SUPERVAIZER_WORKSPACE_AUTH_REQUIRED is not true. " +
+	"Unset every SUPERVAIZER_WORKSPACE_AUTH_* variable to run in local mode without tokens, or set " +
+	"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED=true, SUPERVAIZER_WORKSPACE_AUTH_ISSUER and SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY " +
+	"or SUPERVAIZER_WORKSPACE_AUTH_JWKS_URL to verify them")
+
+// checkCanAuthorize refuses a configuration under which the built-in verifier
+// can never accept a token and the local-mode bypass does not apply. A custom
+// [WorkspaceVerifier] is trusted to decide for itself.
+func (s *Server) checkCanAuthorize() error {
+	if s.cfg.verifier != nil || s.startup.auth.Enabled || s.localAuth {
+		return nil
+	}
+	if s.cfg.localMode {
+		return errIncompleteLocalAuth
+	}
+	return errNeverAuthorizes
+}
+
+// startupInfo is what the startup log reports beyond the configuration.
+type startupInfo struct {
+	url  string          // where the controller listens, "" when unknown
+	auth wsauth.Settings // the resolved workspace-authorization settings
+}
+
+// start runs Start and, the first time, announces the controller at url.
+func (s *Server) start(ctx context.Context, url string) error {
+	already := s.started.Load()
+	if !already {
+		s.startup.url = url
+	}
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	if already { // Start had run (and logged) before the address was known
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "controller listening", slog.String("url", url))
+	}
+	return nil
+}
+
+// logStartup writes the startup lines: address and mode, the API key to send,
+// how workspace tokens are checked, what is not configured and the variable
+// that fixes it, and the declared actions and surfaces without a handler.
+func (s *Server) logStartup(ctx context.Context) {
+	info := s.startup
+	slugs := make([]string, len(s.agents))
+	for i, a := range s.agents {
+		slugs[i] = a.slug
+	}
+	attrs := []slog.Attr{slog.String("mode", string(s.Mode()))}
+	if info.url != "" {
+		attrs = append(attrs, slog.String("url", info.url))
+	}
+	attrs = append(attrs, slog.String("server_id", s.serverID), slog.Any("agents", slugs))
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready", attrs...)
+
+	// The API key. Only the local-mode development key is ever printed.
+	key := s.keys.primary.Value()
+	source := s.apiKeySource()
+	if s.cfg.localMode && key == LocalModeAPIKey {
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "send this development API key in the X-API-Key header",
+			slog.String("api_key", key), slog.String("source", source))
+	} else {
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "API key (send it in the X-API-Key header)",
+			slog.String("api_key_fingerprint", redact.Fingerprint(key)), slog.String("source", source))
+	}
+
+	// Workspace tokens.
+	switch {
+	case s.localAuth:
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "local mode: workspace tokens are not verified; handlers receive an unverified context with grant_id \"local-mode\" (development only)")
+	case s.cfg.verifier != nil:
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "workspace tokens are checked by the verifier given with WithWorkspaceVerifier")
+	default:
+		keySource := "SUPERVAIZER_WORKSPACE_AUTH_JWKS_URL"
+		if info.auth.PublicKeyPEM != "" {
+			keySource = "SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY"
+		}
+		audience := info.auth.Audience
+		if audience == "" {
+			audience = "from the Studio handshake, else " + wsauth.AudiencePrefix + s.serverID
+		}
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "workspace tokens are verified (Ed25519)",
+			slog.String("issuer", info.auth.Issuer), slog.String("key_source", keySource), slog.String("audience", audience))
+	}
+
+	// What is not configured, with the variable that fixes it.
+	notSet := func(what, fix string) {
+		s.logger.LogAttrs(ctx, slog.LevelWarn, "not configured: "+what, slog.String("fix", fix))
+	}
+	if source == keySourceGenerated {
+		notSet("the API key was generated for this process only and changes at each restart", "set SUPERVAIZER_API_KEY")
+	}
+	if s.cfg.publicURL == "" && !s.cfg.localMode {
+		notSet("no public URL: Agent Cards take their URLs from the Host header of each discovery request", "set SUPERVAIZER_PUBLIC_URL")
+	}
+	if s.Mode() == ModeStandalone {
+		notSet("not attached to Studio: the controller does not register and sends no events", "set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID")
+	}
+	s.warnMissingHandlers()
+}
+
+// Key sources reported at startup.
+const (
+	keySourceOption    = "WithAPIKey"
+	keySourceEnv       = "SUPERVAIZER_API_KEY"
+	keySourceLocal     = "local-mode default"
+	keySourceGenerated = "generated"
+)
+
+// apiKeySource says where the write key came from, as NewServer resolved it.
+func (s *Server) apiKeySource() string {
+	switch {
+	case len(s.cfg.apiKeys) > 0:
+		return keySourceOption
+	case strings.TrimSpace(s.cfg.getenv("SUPERVAIZER_API_KEY")) != "":
+		return keySourceEnv
+	case s.cfg.localMode:
+		return keySourceLocal
+	default:
+		return keySourceGenerated
+	}
+}
+
+// warnMissingHandlers logs, once, the declared actions and surfaces that have
+// no handler: calls to them are answered -32011 until one is registered.
+func (s *Server) warnMissingHandlers() {
+	s.warnOnce.Do(func() {
+		for _, a := range s.agents {
+			actions, surfaces := a.missingHandlers()
+			if len(actions) == 0 && len(surfaces) == 0 {
+				continue
+			}
+			s.logger.Warn("declared but no handler registered: calls are answered -32011",
+				slog.String("agent_slug", a.slug), slog.Any("actions", actions), slog.Any("surfaces", surfaces))
+		}
+	})
+}
+
+// missingHandlers lists the declared actions and surfaces without a handler,
+// leaving out the resource and dataset surfaces Studio generates itself.
+func (a *Agent) missingHandlers() (actions, surfaces []string) {
+	if a.reg == nil {
+		return nil, nil
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for _, d := range a.reg.Capabilities.Actions {
+		if _, ok := a.actions[d.ID]; !ok {
+			actions = append(actions, d.ID)
+		}
+	}
+	studio := map[string]bool{} // surfaces Studio generates from auto_surface
+	for _, r := range a.reg.Resources {
+		if r.AutoSurface {
+			studio["mission.agent.resource."+r.ID] = true
+		}
+	}
+	for _, d := range a.reg.Datasets {
+		if d.AutoSurface {
+			studio["mission.agent.dataset."+d.ID] = true
+		}
+	}
+	for _, id := range a.reg.Capabilities.Surfaces {
+		if _, ok := a.surfaces[id]; !ok && !studio[id] {
+			surfaces = append(surfaces, id)
+		}
+	}
+	return actions, surfaces
+}

@@ -1,0 +1,150 @@
+package supervaizer_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/studio"
+	svtest "github.com/supervaize/supervaizer-go/testing"
+)
+
+// startupLogs builds a server for the test agent with opts, runs Start and
+// returns its error and everything it logged.
+func startupLogs(t *testing.T, opts ...supervaizer.Option) (*supervaizer.Server, error, string) {
+	t.Helper()
+	var logs syncBuffer
+	all := append([]supervaizer.Option{supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, opts...)
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{newTestAgent(t, "Research Agent")}, all...)
+	require.NoError(t, err)
+	err = srv.Start(context.Background())
+	return srv, err, logs.String()
+}
+
+func TestStartupExplainsItself(t *testing.T) {
+	const envKey = "env-controller-key-0123456789"
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		opts     []supervaizer.Option
+		mode     supervaizer.Mode
+		want     []string // substrings of the log
+		wantNot  []string
+		wantFail string // substring of Start's error
+	}{{
+		name:    "local mode prints the development key and says tokens are not verified",
+		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
+		mode:    supervaizer.ModeLocal,
+		want:    []string{`mode=local`, `api_key=local-dev`, `source="local-mode default"`, `workspace tokens are not verified`},
+		wantNot: []string{"SUPERVAIZER_PUBLIC_URL", "mode=attached"},
+	}, {
+		name:    "local mode with verified tokens does not claim a bypass",
+		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
+		opts:    []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth())},
+		mode:    supervaizer.ModeLocal,
+		want:    []string{`mode=local`, `workspace tokens are verified`, `issuer=` + testIssuer, `key_source=SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY`},
+		wantNot: []string{"not verified", "bypass", "BYPASS"},
+	}, {
+		name: "standalone is not called attached",
+		env:  map[string]string{"SUPERVAIZER_API_KEY": envKey},
+		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth())},
+		mode: supervaizer.ModeStandalone,
+		want: []string{`mode=standalone`, `api_key_fingerprint=` + studio.KeyFingerprint(envKey), `source=SUPERVAIZER_API_KEY`,
+			`not configured: no public URL`, `fix="set SUPERVAIZER_PUBLIC_URL"`,
+			`not configured: not attached to Studio`, `fix="set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID"`},
+		wantNot: []string{envKey, "attached to Studio\"", "not verified"},
+	}, {
+		name: "a generated key is never printed and the fix is named",
+		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth())},
+		mode: supervaizer.ModeStandalone,
+		want: []string{`source=generated`, `fix="set SUPERVAIZER_API_KEY"`},
+	}, {
+		name: "an option key is reported as such",
+		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth()), supervaizer.WithAPIKey(envKey, supervaizer.ScopeWrite)},
+		mode: supervaizer.ModeStandalone,
+		want: []string{`source=WithAPIKey`}, wantNot: []string{envKey},
+	}, {
+		name:     "nothing configured is refused",
+		mode:     supervaizer.ModeStandalone,
+		wantFail: "can never authorize a call",
+	}, {
+		name:     "local mode with incomplete token settings is refused",
+		env:      map[string]string{"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZER_WORKSPACE_AUTH_ISSUER": "https://studio.example"},
+		mode:     supervaizer.ModeLocal,
+		wantFail: "SUPERVAIZER_WORKSPACE_AUTH_REQUIRED",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err, logs := startupLogs(t, append([]supervaizer.Option{supervaizer.WithEnv(envOf(tc.env))}, tc.opts...)...)
+			assert.Equal(t, tc.mode, srv.Mode())
+			if tc.wantFail != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantFail)
+				assert.Contains(t, err.Error(), "SUPERVAIZER_LOCAL_MODE")
+				assert.Contains(t, err.Error(), "SUPERVAIZER_WORKSPACE_AUTH_")
+				assert.NotContains(t, logs, "controller ready")
+				return
+			}
+			require.NoError(t, err)
+			assert.Contains(t, logs, "controller ready")
+			for _, w := range tc.want {
+				assert.Contains(t, logs, w)
+			}
+			for _, w := range tc.wantNot {
+				assert.NotContains(t, logs, w)
+			}
+			if tc.mode != supervaizer.ModeLocal {
+				assert.NotContains(t, logs, srv.APIKey(), "only the local-mode development key is printed")
+			}
+		})
+	}
+}
+
+func TestStartupAttachedMode(t *testing.T) {
+	var logs syncBuffer
+	agent := newTestAgent(t, "Research Agent")
+	ts := svtest.NewAttachedTestServer(t, []*supervaizer.Agent{agent},
+		supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	assert.Equal(t, supervaizer.ModeAttached, ts.Server.Mode())
+	out := logs.String()
+	assert.Contains(t, out, `mode="attached to Studio"`)
+	assert.Contains(t, out, `workspace tokens are verified`)
+	assert.NotContains(t, out, "not configured: not attached")
+	assert.NotContains(t, out, svtest.DefaultAPIKey)
+}
+
+func TestStartupWarnsMissingHandlers(t *testing.T) {
+	srv, err, logs := startupLogs(t, supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"})))
+	require.NoError(t, err)
+	line := ""
+	for l := range strings.Lines(logs) {
+		if strings.Contains(l, "no handler registered") {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, logs)
+	assert.Contains(t, line, "agent_slug=research-agent")
+	assert.Contains(t, line, "job.start", "declared actions without a handler are listed")
+	assert.Contains(t, line, "surface.unhandled", "declared surfaces without a handler are listed")
+	assert.Equal(t, 1, strings.Count(logs, "no handler registered"), "warned once")
+	require.NoError(t, srv.Start(context.Background()))
+}
+
+// TestStartupLogsToDefaultLogger: without WithLogger the SDK logs to
+// slog.Default (not run in parallel: it swaps the process default).
+func TestStartupLogsToDefaultLogger(t *testing.T) {
+	var logs syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{newTestAgent(t, "Research Agent")},
+		supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"})))
+	require.NoError(t, err)
+	require.NoError(t, srv.Start(context.Background()))
+	assert.Contains(t, logs.String(), "controller ready")
+	assert.Contains(t, logs.String(), "api_key=local-dev")
+}
