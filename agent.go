@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/internal/slug"
 )
 
@@ -62,8 +63,8 @@ type Agent struct {
 	idempotent map[string]bool // actions opted in to the idempotency layer
 	data       dataRegistry    // typed resources, for the DataResource REST routes
 
-	// Rule-checkpoint state over the server's store, set by NewServer (checkpoint.go).
-	checkpoints *checkpointRuntime
+	// Rule-checkpoint state; NewServer attaches the server's store (checkpoint.go).
+	checkpoints *checkpoint.Agent
 }
 
 // NewAgent validates spec and builds the agent. It fails with an error naming
@@ -132,6 +133,11 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 	if err := a.registerMethods(spec.Methods); err != nil {
 		return nil, err
 	}
+	var capability *contracts.RuleCheckpoints
+	if a.reg != nil {
+		capability = a.reg.Capabilities.RuleCheckpoints
+	}
+	a.checkpoints = checkpoint.NewAgent(a.slug, capability)
 	return a, nil
 }
 

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/wsctx"
 )
 
-type workspaceKey struct{}
 type agentKey struct{}
 
 // WorkspaceFrom returns the verified workspace context of the current request:
@@ -14,8 +14,7 @@ type agentKey struct{}
 // whose GrantID is contracts.LocalModeGrantID). It is absent for the bootstrap
 // actions and surface, which run without a workspace token.
 func WorkspaceFrom(ctx context.Context) (*contracts.VerifiedWorkspaceContext, bool) {
-	ws, ok := ctx.Value(workspaceKey{}).(*contracts.VerifiedWorkspaceContext)
-	return ws, ok && ws != nil
+	return wsctx.From(ctx)
 }
 
 // AgentFrom returns the agent the current request is addressed to.
@@ -25,7 +24,7 @@ func AgentFrom(ctx context.Context) (*Agent, bool) {
 }
 
 func withWorkspace(ctx context.Context, ws *contracts.VerifiedWorkspaceContext) context.Context {
-	return context.WithValue(ctx, workspaceKey{}, ws)
+	return wsctx.With(ctx, ws)
 }
 
 func withAgent(ctx context.Context, a *Agent) context.Context {

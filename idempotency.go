@@ -1,7 +1,6 @@
 package supervaizer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/canon"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -117,30 +117,10 @@ func recordKey(slug, action, key string) string {
 	return store.Key("idempotency", slug, action, key)
 }
 
-// canonicalHash hashes input so that key order and insignificant white space do
-// not matter (map keys are sorted on encoding; numbers keep their literal form).
-func canonicalHash(input json.RawMessage) (string, error) {
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = json.RawMessage("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(input))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	canon, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	d := sha256.Sum256(canon)
-	return hex.EncodeToString(d[:]), nil
-}
-
 // run applies the layer around exec, which calls the handler and validates its
 // result. It returns the serialized result to send.
 func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(context.Context) ([]byte, *Error)) ([]byte, *Error) {
-	hash, err := canonicalHash(req.Input)
+	hash, err := canon.Hash(req.Input)
 	if err != nil {
 		return nil, failedWith(req, err)
 	}

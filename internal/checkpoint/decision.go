@@ -1,4 +1,4 @@
-package supervaizer
+package checkpoint
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func (h *decisionHooks) list() []func(context.Context, RuleCheckpointDecision) {
 // [Agent.HandleRuleCheckpointResume] replaces the SDK handler, which then
 // calls nothing. It panics when f is nil or when the agent does not declare
 // capabilities.rule_checkpoints (setup errors).
-func (a *Agent) OnRuleCheckpointDecision(f func(ctx context.Context, d RuleCheckpointDecision)) {
+func (a *Agent) OnDecision(f func(ctx context.Context, d RuleCheckpointDecision)) {
 	if f == nil {
 		panic(fmt.Sprintf("supervaizer: OnRuleCheckpointDecision on agent %q: nil function", a.slug))
 	}

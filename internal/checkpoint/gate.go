@@ -1,4 +1,4 @@
-package supervaizer
+package checkpoint
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/canon"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -33,8 +34,8 @@ import (
 //     lost (§8);
 //   - the SDK handler of rule.checkpoint.resume delivers paused decisions (§7).
 //
-// Progress is kept in the server's [store.Store] (see [WithStore]), so that a
-// restart never replays an uncertain external effect.
+// Progress is kept in the server's [store.Store], so that a restart never
+// replays an uncertain external effect.
 
 // Rule-checkpoint decision statuses (checkpoints.md §5).
 const (
@@ -320,7 +321,7 @@ var secretRefPrefixes = []string{"job.fields.", "case.metadata.", "step.payload.
 // or invalid, when req names another agent or no job, when agent does not
 // declare capabilities.rule_checkpoints, or when a secret path is invalid; an
 // error never quotes the token.
-func NewRuleCheckpointGate(agent *Agent, account *studio.Client, req *ActionRequest, opts ...GateOption) (*RuleCheckpointGate, error) {
+func NewRuleCheckpointGate(agent *Agent, account *studio.Client, req *contracts.ActionRequest, opts ...GateOption) (*RuleCheckpointGate, error) {
 	switch {
 	case agent == nil:
 		return nil, invalidState("NewRuleCheckpointGate needs the agent")
@@ -419,7 +420,7 @@ func (g RuleCheckpointGate) encodeContext(what string, c map[string]any) (json.R
 	if g.snapshot.token().appearsIn(raw) {
 		return nil, "", invalidState("%s contains the rule snapshot's checkpoint token", what)
 	}
-	hash, err := canonicalHash(raw)
+	hash, err := canon.Hash(raw)
 	if err != nil {
 		return nil, "", invalidState("%s cannot be hashed: %v", what, err)
 	}
@@ -613,41 +614,43 @@ func newCheckpointRuntime(slug string, st store.Store, logger *slog.Logger) *che
 		hooks: &decisionHooks{}, active: map[string]struct{}{}, waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
-// attachRuleCheckpoints gives every agent that declares rule checkpoints its
-// runtime over the server's store, and installs the SDK's rule.checkpoint.resume
-// handler unless the author registered one.
-func (s *Server) attachRuleCheckpoints(st store.Store) {
-	for _, a := range s.agents {
-		if a.ruleCheckpointCapability() == nil {
-			continue
-		}
-		if s.cfg.store == nil {
-			s.logger.Warn("rule checkpoints are declared but no store is configured (WithStore): their progress is kept in memory, "+
-				"so after a restart a started effect is no longer known and could be run again", slog.String("agent_slug", a.slug))
-		}
-		rt := newCheckpointRuntime(a.slug, st, s.logger)
-		a.mu.Lock()
-		if a.checkpoints != nil { // hooks registered before NewServer
-			rt.hooks = a.checkpoints.hooks
-		}
-		a.checkpoints = rt
-		a.mu.Unlock()
-		if !a.declaresAction(RuleCheckpointResumeAction) {
-			s.logger.Warn("rule checkpoints are declared but the registration lacks the rule.checkpoint.resume action",
-				slog.String("agent_slug", a.slug))
-			continue
-		}
-		a.setSDKAction(RuleCheckpointResumeAction, a.resumeRuleCheckpoint)
+// Agent is one agent's rule-checkpoint state: its slug, its declared
+// capability and, once a server serves it, the runtime over the server's
+// store. Decision hooks may be registered before that.
+type Agent struct {
+	slug       string
+	capability *contracts.RuleCheckpoints // nil when not declared
+
+	mu          sync.RWMutex
+	checkpoints *checkpointRuntime
+}
+
+// NewAgent returns the state of the agent slug; capability is its
+// capabilities.rule_checkpoints, nil when not declared.
+func NewAgent(slug string, capability *contracts.RuleCheckpoints) *Agent {
+	return &Agent{slug: slug, capability: capability}
+}
+
+// Slug returns the agent slug.
+func (a *Agent) Slug() string { return a.slug }
+
+// Declared reports whether the agent declares capabilities.rule_checkpoints.
+func (a *Agent) Declared() bool { return a.capability != nil }
+
+// Attach gives the agent its runtime over st, keeping the decision hooks
+// registered before.
+func (a *Agent) Attach(st store.Store, logger *slog.Logger) {
+	rt := newCheckpointRuntime(a.slug, st, logger)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.checkpoints != nil { // hooks registered before the server
+		rt.hooks = a.checkpoints.hooks
 	}
+	a.checkpoints = rt
 }
 
 // ruleCheckpointCapability returns capabilities.rule_checkpoints, or nil.
-func (a *Agent) ruleCheckpointCapability() *contracts.RuleCheckpoints {
-	if a.reg == nil {
-		return nil
-	}
-	return a.reg.Capabilities.RuleCheckpoints
-}
+func (a *Agent) ruleCheckpointCapability() *contracts.RuleCheckpoints { return a.capability }
 
 // checkpointRuntime returns the agent's runtime, set when a Server serves it.
 func (a *Agent) checkpointRuntime() (*checkpointRuntime, error) {
@@ -668,17 +671,6 @@ func (a *Agent) checkpointLogger(account *studio.Client) *slog.Logger {
 		return a.checkpoints.logger
 	}
 	return account.Logger()
-}
-
-// HandleRuleCheckpointResume replaces the SDK's rule.checkpoint.resume handler
-// with h (for example one that records decisions elsewhere before answering).
-// It panics when rule.checkpoint.resume is not declared or when the author
-// already registered a handler for it. Without it, a Server installs the SDK
-// handler for every agent that declares capabilities.rule_checkpoints. The
-// functions registered with [Agent.OnRuleCheckpointDecision] are called by
-// the SDK handler only.
-func (a *Agent) HandleRuleCheckpointResume(h ActionHandler) {
-	a.setAction(RuleCheckpointResumeAction, h, true)
 }
 
 // getJSON reads and decodes the value at key; nil when absent.

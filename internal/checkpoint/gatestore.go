@@ -1,4 +1,4 @@
-package supervaizer
+package checkpoint
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/internal/redact"
+	"github.com/supervaize/supervaizer-go/internal/wsctx"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -189,7 +190,7 @@ func workspaceMatches(ctx context.Context, workspaceID string) bool {
 	if workspaceID == "" {
 		return true
 	}
-	ws, ok := WorkspaceFrom(ctx)
+	ws, ok := wsctx.From(ctx)
 	return !ok || ws.WorkspaceID == workspaceID
 }
 
@@ -201,7 +202,7 @@ func (rt *checkpointRuntime) checkDecisionWorkspace(ctx context.Context, d *resu
 	if err != nil || saved == nil || saved.WorkspaceID == "" {
 		return err
 	}
-	if ws, ok := WorkspaceFrom(ctx); !ok || ws.WorkspaceID != saved.WorkspaceID {
+	if ws, ok := wsctx.From(ctx); !ok || ws.WorkspaceID != saved.WorkspaceID {
 		return rejectResume("the decision does not come from the workspace that started job %q", redact.Truncate(d.JobID, 128))
 	}
 	return nil

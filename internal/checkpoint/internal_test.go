@@ -1,4 +1,4 @@
-package supervaizer
+package checkpoint
 
 import (
 	"bytes"
@@ -152,7 +152,7 @@ func FuzzParseResumeDecision(f *testing.F) {
 	f.Add([]byte(`{"checkpoint_id":"cp","occurrence_id":"o","phase":"during","status":"stop","snapshot_hash":"rs","input_hash":7}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := parseResumeDecision(&ActionRequest{AgentSlug: "a", JobID: "job-1", CaseID: "case-1", Input: data})
+		d, err := parseResumeDecision(&contracts.ActionRequest{AgentSlug: "a", JobID: "job-1", CaseID: "case-1", Input: data})
 		if err != nil {
 			assert.ErrorIs(t, err, errResumeRejected)
 			return
@@ -173,15 +173,11 @@ func FuzzRestoreSavedGate(f *testing.F) {
 	f.Add([]byte(`{"version":2,"agent_slug":"research-agent","job_id":"job-1","workspace_id":"ws","checkpoint_token":"tok-SECRET"}`))
 	f.Add([]byte(`{"checkpoint_token":"tok-SECRET"`))
 	f.Add([]byte(`null`))
-	reg, err := BuildRegistration(RegistrationSpec{AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1",
-		Actions: Actions("job.start"), RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore}}})
-	require.NoError(f, err)
-	agent, err := NewAgent(AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
-	require.NoError(f, err)
+	agent := NewAgent("research-agent", &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore}})
 	account, err := studio.NewClient(studio.Config{APIURL: "http://127.0.0.1:1", WorkspaceID: "ws", APIKey: "key"})
 	require.NoError(f, err)
 	st := store.NewMemory()
-	agent.checkpoints = newCheckpointRuntime(agent.Slug(), st, slog.New(slog.DiscardHandler))
+	agent.Attach(st, slog.New(slog.DiscardHandler))
 	key := gateKey(agent.Slug(), "job-1")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		require.NoError(t, st.Delete(context.Background(), key))

@@ -1,4 +1,4 @@
-package supervaizer
+package checkpoint
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func rejectResume(format string, args ...any) error {
 // parseResumeDecision reads the decision of a rule.checkpoint.resume request:
 // the request's agent_slug, job_id and case_id, and input's checkpoint_id,
 // occurrence_id, phase, status, snapshot_hash, input_hash and decision_id.
-func parseResumeDecision(req *ActionRequest) (*resumeDecision, error) {
+func parseResumeDecision(req *contracts.ActionRequest) (*resumeDecision, error) {
 	var in map[string]json.RawMessage
 	if err := json.Unmarshal(req.Input, &in); err != nil || in == nil {
 		return nil, rejectResume("input is not an object")
@@ -93,11 +93,11 @@ func parseResumeDecision(req *ActionRequest) (*resumeDecision, error) {
 	return d, nil
 }
 
-// resumeRuleCheckpoint is the SDK's rule.checkpoint.resume handler. An
+// Resume is the SDK's rule.checkpoint.resume handler. An
 // accepted decision is passed to the decision hooks before the answer. A
 // rejected decision is logged with its precise reason and answered with an
 // error (sent as -32603 "Action handler failed"); the checkpoint keeps waiting.
-func (a *Agent) resumeRuleCheckpoint(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
+func (a *Agent) Resume(ctx context.Context, req *contracts.ActionRequest) (*contracts.ActionResult, error) {
 	rt, err := a.checkpointRuntime()
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (a *Agent) resumeRuleCheckpoint(ctx context.Context, req *ActionRequest) (*
 		var retained bool
 		if retained, err = rt.resume(ctx, d); err == nil {
 			rt.decided(ctx, d, retained, active)
-			return OK(resumedEffect(d, retained)), nil
+			return &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{resumedEffect(d, retained)}}, nil
 		}
 	}
 	attrs := []slog.Attr{slog.String("agent_slug", req.AgentSlug), slog.String("job_id", req.JobID),
@@ -124,9 +124,9 @@ func (a *Agent) resumeRuleCheckpoint(ctx context.Context, req *ActionRequest) (*
 }
 
 // resumedEffect is the effect of an accepted decision (open-questions item 45).
-func resumedEffect(d *resumeDecision, retained bool) Effect {
+func resumedEffect(d *resumeDecision, retained bool) contracts.Effect {
 	cp, _ := json.Marshal(d.CheckpointID) // a string always encodes
-	e := Effect{Type: EffectRuleCheckpointResumed, Status: d.Status, JobID: d.JobID, CaseID: d.CaseID,
+	e := contracts.Effect{Type: EffectRuleCheckpointResumed, Status: d.Status, JobID: d.JobID, CaseID: d.CaseID,
 		Extra: contracts.Extra{"checkpoint_id": cp}}
 	if retained {
 		e.Data = map[string]any{"retained": true}

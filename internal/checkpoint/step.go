@@ -1,4 +1,4 @@
-package supervaizer
+package checkpoint
 
 import (
 	"context"

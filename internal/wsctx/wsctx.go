@@ -1,0 +1,22 @@
+// Package wsctx carries the verified workspace context of a request in a
+// context.Context, for the root package and the engines it uses.
+package wsctx
+
+import (
+	"context"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+type key struct{}
+
+// With returns ctx carrying ws.
+func With(ctx context.Context, ws *contracts.VerifiedWorkspaceContext) context.Context {
+	return context.WithValue(ctx, key{}, ws)
+}
+
+// From returns the verified workspace context carried by ctx.
+func From(ctx context.Context) (*contracts.VerifiedWorkspaceContext, bool) {
+	ws, ok := ctx.Value(key{}).(*contracts.VerifiedWorkspaceContext)
+	return ws, ok && ws != nil
+}
