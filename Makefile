@@ -15,6 +15,9 @@ CONFORMANCE_A2A_PKGS = . ./a2a ./internal/cardcheck ./examples/research-agent
 MODULES := . store/postgres
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
+# The A2A JavaScript SDK check: its package.json pins @a2a-js/sdk, and
+# `npm ci` in this folder installs it (.ci/run does).
+A2A_JS_DIR = conformance/a2a-js
 
 .DEFAULT_GOAL := help
 
@@ -46,13 +49,19 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each
 	  done; \
 	done
 
-conformance: conformance-a2a ## Checks against third-party specifications and SDKs (run by .ci/run after make test)
+conformance: conformance-a2a conformance-a2a-js ## Checks against third-party specifications and SDKs (run by .ci/run after make test)
 
 conformance-a2a: ## Agent Cards against the published A2A JSON Schemas in A2A_SCHEMAS (default ../shared/schemas/a2a)
 	@test -f "$(A2A_SCHEMAS)/a2a-0.2.6.schema.json" && test -f "$(A2A_SCHEMAS)/a2a-0.3.0.schema.json" || { \
 	  echo "conformance-a2a: the published A2A JSON Schemas are not in A2A_SCHEMAS=$(A2A_SCHEMAS)" >&2; \
 	  echo "  set A2A_SCHEMAS to the folder holding a2a-0.2.6.schema.json and a2a-0.3.0.schema.json" >&2; exit 1; }
 	SUPERVAIZER_A2A_SCHEMAS="$(abspath $(A2A_SCHEMAS))" $(GO) test -tags conformance -count=1 -run Card $(CONFORMANCE_A2A_PKGS)
+
+conformance-a2a-js: ## The example's Agent Card through the official A2A JavaScript SDK (node >= 20; npm ci in conformance/a2a-js first)
+	@test -d "$(A2A_JS_DIR)/node_modules/@a2a-js/sdk" || { \
+	  echo "conformance-a2a-js: @a2a-js/sdk is not installed: run (cd $(A2A_JS_DIR) && npm ci)" >&2; exit 1; }
+	@mkdir -p .bin && $(GO) build -o .bin/research-agent ./examples/research-agent
+	cd $(A2A_JS_DIR) && RESEARCH_AGENT_BIN="$(abspath .bin/research-agent)" node --test card.test.mjs
 
 bench: ## Benchmarks with allocations, every module
 	@for m in $(MODULES); do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
@@ -70,4 +79,4 @@ run: ## Run examples/research-agent on 127.0.0.1:8080 in local mode (no Studio n
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
 	$(GO) run ./internal/loadcheck
 
-.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a
+.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a conformance-a2a-js

@@ -33,13 +33,16 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
+// cardInput is what the card of a is built from. The card states the A2A
+// version of its JSON-RPC interface (a2a.DefaultA2AVersion), not the
+// registration's versions.a2a_version, which describes the registration to
+// Studio and stays unchanged.
 func (s *Server) cardInput(a *Agent, base string) a2a.CardInput {
 	in := a2a.CardInput{
 		Name: a.spec.Name, Description: a.spec.Description, Version: a.spec.Version, Slug: a.slug,
 		Developer: a.developer(), BaseURL: base, Registration: a.regJSON,
 	}
 	if a.reg != nil {
-		in.A2AVersion = a.reg.Versions.A2AVersion
 		for _, d := range a.reg.Capabilities.Actions {
 			in.Actions = append(in.Actions, a2a.ActionInfo{ID: d.ID, Label: d.Label, Description: d.Description, Scope: d.Scope, Mutating: d.Mutating, Kind: d.Kind})
 		}

@@ -74,7 +74,12 @@ func TestAgentCardsOverHTTP(t *testing.T) {
 	assert.Equal(t, testAgentVersion, c.Version)
 	assert.Equal(t, ts.URL+"/a2a", c.URL)
 	assert.Equal(t, "JSONRPC", c.PreferredTransport)
-	assert.NotEmpty(t, c.ProtocolVersion)
+	assert.Equal(t, "0.3.0", c.ProtocolVersion, "not the registration's versions.a2a_version")
+	v10, v03, err := cardcheck.DecodeSupervaizerCard(card)
+	require.NoError(t, err)
+	assert.Equal(t, []cardcheck.AgentInterfaceV10{{URL: ts.URL + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}}, v10.SupportedInterfaces)
+	assert.Equal(t, "X-API-Key", v03.SecuritySchemes["apiKey"].Name)
+	assert.Equal(t, []map[string][]string{{"apiKey": {}}}, v03.Security)
 	assert.JSONEq(t, string(h.agent.RegistrationJSON()), string(c.Supervaizer.V2), "supervaizer.v2 is the registration")
 	var skills []string
 	for _, s := range c.Skills {
@@ -125,10 +130,15 @@ func TestAgentCardsUsePublicURL(t *testing.T) {
 	h.srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://internal:8080/.well-known/agent-card.json", nil))
 	require.Equal(t, http.StatusOK, w.Code)
 	var c struct {
-		URL string `json:"url"`
+		URL                 string `json:"url"`
+		SupportedInterfaces []struct {
+			URL string `json:"url"`
+		} `json:"supportedInterfaces"`
 	}
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c))
 	assert.Equal(t, "https://research.example.com/a2a", c.URL)
+	require.Len(t, c.SupportedInterfaces, 1)
+	assert.Equal(t, "https://research.example.com/a2a", c.SupportedInterfaces[0].URL)
 	assertValidAgentCard(t, w.Body.Bytes())
 }
 

@@ -15,14 +15,22 @@ import (
 
 // Defaults and fixed values of the Agent Card.
 const (
-	// DefaultA2AVersion is the A2A protocol version a card states when
-	// [CardInput.A2AVersion] is empty. It matches the registration's pinned
-	// versions.a2a_version.
-	DefaultA2AVersion = contracts.A2AVersion
+	// DefaultA2AVersion is the A2A protocol version a card states, in
+	// protocolVersion and in its JSON-RPC interface, when
+	// [CardInput.A2AVersion] is empty. The JSON-RPC endpoint follows A2A 0.3:
+	// A2A 1.x clients use such an interface through their 0.3 compatibility
+	// transport, which they choose for a version from 0.3 up to 1.0.
+	DefaultA2AVersion = "0.3.0"
 	// DefaultDeveloper is the developer name used when none is given.
 	DefaultDeveloper = "Supervaize"
-	// TransportJSONRPC is the card's preferredTransport: POST /a2a speaks JSON-RPC 2.0.
+	// TransportJSONRPC is the card's preferredTransport and the protocolBinding
+	// of its interface: POST /a2a speaks JSON-RPC 2.0.
 	TransportJSONRPC = "JSONRPC"
+	// SecuritySchemeAPIKey names the card's security scheme: the controller
+	// key sent in the [APIKeyHeader] header.
+	SecuritySchemeAPIKey = "apiKey"
+	// APIKeyHeader is the header that carries the controller key on /a2a and /api.
+	APIKeyHeader = "X-API-Key"
 	// MediaTypeJSON is the only input and output mode of a Supervaizer agent.
 	MediaTypeJSON = "application/json"
 	// ExtensionURI identifies the Supervaizer v2 extension in the card's
@@ -48,8 +56,10 @@ const (
 	methodSurface   = "supervaizer/surface.load"
 	extensionDesc   = "Supervaizer v2 agent controller. The v2 registration is the card member supervaizer.v2; actions and surfaces are called with the JSON-RPC methods " + methodInvoke + " and " + methodSurface + " at url; effects stream from url/events."
 	authDescription = "Authentication is handled at the server level: the /a2a and /api routes require an X-API-Key header, and actions also require a workspace token."
-	toolJobStart    = "job_start"
-	toolJobStatus   = "job_status"
+	// apiKeyDescription describes the apiKey security scheme.
+	apiKeyDescription = "The controller key, sent in the X-API-Key header on every call to url, its event stream and the /api routes. Actions also need a workspace token in the X-Supervaize-Workspace-Authorization header."
+	toolJobStart      = "job_start"
+	toolJobStatus     = "job_status"
 )
 
 var (
@@ -71,10 +81,13 @@ var (
 // [VersionedCardPath] (and, for the primary agent, at [WellKnownCardPath] and
 // [WellKnownCardPathV02]).
 //
-// It is both the legacy Supervaizer card (developer, version_info, api_endpoints,
-// tools, authentication, supervaizer.v2, …) and a valid standard A2A AgentCard
-// for protocol versions 0.2.6 and 0.3.0 (url, protocolVersion, capabilities,
-// skills, default modes). Build it with [NewAgentCard].
+// It is at once the legacy Supervaizer card (developer, version_info,
+// api_endpoints, tools, authentication, supervaizer.v2, …), a valid standard
+// A2A AgentCard for protocol versions 0.2.6 and 0.3.0 (url, protocolVersion,
+// preferredTransport, capabilities, skills, default modes, securitySchemes,
+// security), and a card A2A 1.x clients accept: supportedInterfaces names
+// the JSON-RPC interface at url with its protocol version. Build it with
+// [NewAgentCard].
 type AgentCard struct {
 	// Name is the agent's name.
 	Name string `json:"name"`
@@ -88,6 +101,9 @@ type AgentCard struct {
 	ProtocolVersion string `json:"protocolVersion"`
 	// PreferredTransport is the transport available at URL ([TransportJSONRPC]).
 	PreferredTransport string `json:"preferredTransport,omitempty"`
+	// SupportedInterfaces lists the interfaces in the A2A 1.0 form: one, the
+	// JSON-RPC interface at URL with ProtocolVersion.
+	SupportedInterfaces []AgentInterface `json:"supportedInterfaces"`
 	// Capabilities lists the optional A2A capabilities and the extensions.
 	Capabilities AgentCapabilities `json:"capabilities"`
 	// DefaultInputModes lists the accepted media types.
@@ -96,6 +112,12 @@ type AgentCard struct {
 	DefaultOutputModes []string `json:"defaultOutputModes"`
 	// Skills has one entry per declared action, in registration order.
 	Skills []AgentSkill `json:"skills"`
+	// SecuritySchemes declares how calls authenticate, by scheme name:
+	// [SecuritySchemeAPIKey], the [APIKeyHeader] header.
+	SecuritySchemes map[string]APIKeySecurityScheme `json:"securitySchemes,omitempty"`
+	// Security lists the alternative requirements a call must meet; the card
+	// requires the [SecuritySchemeAPIKey] scheme, with no scopes.
+	Security []SecurityRequirement `json:"security,omitempty"`
 
 	// Developer is the legacy developer block.
 	Developer Developer `json:"developer"`
@@ -116,6 +138,44 @@ type AgentCard struct {
 	// Supervaizer carries the v2 registration; nil when the agent declares none,
 	// in which case the key is omitted.
 	Supervaizer *SupervaizerExtension `json:"supervaizer,omitempty"`
+}
+
+// AgentInterface is one interface of a card in the A2A 1.0 form: the URL, the
+// protocol binding spoken there and the A2A protocol version of that binding.
+type AgentInterface struct {
+	// URL is the absolute URL of the interface.
+	URL string `json:"url"`
+	// ProtocolBinding is the transport ([TransportJSONRPC]).
+	ProtocolBinding string `json:"protocolBinding"`
+	// ProtocolVersion is the A2A protocol version of the interface.
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+// APIKeySecurityScheme is an A2A security scheme of type "apiKey": a key sent
+// in a header, a query parameter or a cookie.
+type APIKeySecurityScheme struct {
+	// Type is "apiKey".
+	Type string `json:"type"`
+	// In is where the key is sent: "header", "query" or "cookie".
+	In string `json:"in"`
+	// Name is the header, parameter or cookie name.
+	Name string `json:"name"`
+	// Description describes the scheme.
+	Description string `json:"description,omitempty"`
+}
+
+// SecurityRequirement maps security scheme names to the scopes a call needs
+// (none for an API key). A call meets the requirement when it meets every
+// scheme it names.
+type SecurityRequirement map[string][]string
+
+// MarshalJSON encodes the requirement; a nil scope list is encoded as [].
+func (r SecurityRequirement) MarshalJSON() ([]byte, error) {
+	out := make(map[string][]string, len(r))
+	for name, scopes := range r {
+		out[name] = orEmpty(scopes)
+	}
+	return json.Marshal(out)
 }
 
 // AgentCapabilities is the A2A capabilities object of a card.
@@ -264,8 +324,10 @@ type CardInput struct {
 	// after applying the <scheme>://<host>:<port> fallback. A trailing slash is
 	// removed; userinfo, a query or a fragment is rejected.
 	BaseURL string
-	// A2AVersion is the pinned A2A protocol version; empty means
-	// [DefaultA2AVersion].
+	// A2AVersion is the A2A protocol version of the card (protocolVersion) and
+	// of its JSON-RPC interface; empty means [DefaultA2AVersion]. A2A 1.x
+	// clients accept an interface only from version 0.3 on. It is independent
+	// of the registration's versions.a2a_version.
 	A2AVersion string
 	// Registration is the v2 registration JSON object, embedded verbatim under
 	// supervaizer.v2. Empty (or the JSON literal null) means the agent declares
@@ -343,10 +405,17 @@ func NewAgentCard(in CardInput) (*AgentCard, error) {
 		URL:                controller,
 		ProtocolVersion:    protocol,
 		PreferredTransport: TransportJSONRPC,
+		SupportedInterfaces: []AgentInterface{{
+			URL: controller, ProtocolBinding: TransportJSONRPC, ProtocolVersion: protocol,
+		}},
 		DefaultInputModes:  []string{MediaTypeJSON},
 		DefaultOutputModes: []string{MediaTypeJSON},
 		Skills:             skills,
-		Developer:          Developer{Name: id.developer, URL: developerURL, Email: developerEmail},
+		SecuritySchemes: map[string]APIKeySecurityScheme{SecuritySchemeAPIKey: {
+			Type: "apiKey", In: "header", Name: APIKeyHeader, Description: apiKeyDescription,
+		}},
+		Security:  []SecurityRequirement{{SecuritySchemeAPIKey: {}}},
+		Developer: Developer{Name: id.developer, URL: developerURL, Email: developerEmail},
 		VersionInfo: VersionInfo{
 			Current:      in.Version,
 			Latest:       in.Version,
@@ -400,6 +469,7 @@ func NewAgentCard(in CardInput) (*AgentCard, error) {
 func (c AgentCard) MarshalJSON() ([]byte, error) {
 	type wire AgentCard // same fields, no methods: no recursion
 	w := wire(c)
+	w.SupportedInterfaces = orEmpty(w.SupportedInterfaces)
 	w.DefaultInputModes = orEmpty(w.DefaultInputModes)
 	w.DefaultOutputModes = orEmpty(w.DefaultOutputModes)
 	w.Skills = orEmpty(w.Skills)

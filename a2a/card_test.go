@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/internal/cardcheck"
 )
 
 func TestAgentCardGolden(t *testing.T) {
@@ -108,8 +109,14 @@ func TestZeroAgentCardValidates(t *testing.T) {
 		assert.NoError(t, v.Validate(b), v.Name)
 	}
 	assert.NotContains(t, string(b), "null", "unset card members must not be null")
+	assert.Contains(t, string(b), `"supportedInterfaces":[]`)
+	assert.NotContains(t, string(b), `"security`, "no security members unless set")
 	assert.Contains(t, string(b), `"input_schema":{}`)
 	assert.NotContains(t, string(b), `"supervaizer"`)
+
+	b, err = json.Marshal(a2a.AgentCard{Security: []a2a.SecurityRequirement{{"apiKey": nil}}})
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"security":[{"apiKey":[]}]`, "no scopes is [], never null")
 }
 
 func TestNewAgentCardDerivedMembers(t *testing.T) {
@@ -120,8 +127,14 @@ func TestNewAgentCardDerivedMembers(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Equal(t, "https://research.example.com/a2a", card.URL)
-	assert.Equal(t, a2a.DefaultA2AVersion, card.ProtocolVersion)
+	assert.Equal(t, "0.3.0", card.ProtocolVersion)
 	assert.Equal(t, "JSONRPC", card.PreferredTransport)
+	assert.Equal(t, []a2a.AgentInterface{{URL: "https://research.example.com/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}},
+		card.SupportedInterfaces)
+	assert.Equal(t, map[string]a2a.APIKeySecurityScheme{"apiKey": {Type: "apiKey", In: "header", Name: "X-API-Key",
+		Description: card.SecuritySchemes["apiKey"].Description}}, card.SecuritySchemes)
+	assert.Contains(t, card.SecuritySchemes["apiKey"].Description, "X-API-Key")
+	assert.Equal(t, []a2a.SecurityRequirement{{"apiKey": {}}}, card.Security)
 	assert.Equal(t, []string{"application/json"}, card.DefaultInputModes)
 	assert.Equal(t, []string{"application/json"}, card.DefaultOutputModes)
 	assert.False(t, card.Capabilities.Streaming)
@@ -153,8 +166,16 @@ func TestNewAgentCardDefaults(t *testing.T) {
 			func(t *testing.T, c *a2a.AgentCard) { assert.Equal(t, "Acme Labs", c.Developer.Name) }},
 		{"developer fallback", func(in *a2a.CardInput) { in.Developer = "" },
 			func(t *testing.T, c *a2a.AgentCard) { assert.Equal(t, "Supervaize", c.Developer.Name) }},
-		{"pinned A2A version", func(in *a2a.CardInput) { in.A2AVersion = "0.3.0" },
-			func(t *testing.T, c *a2a.AgentCard) { assert.Equal(t, "0.3.0", c.ProtocolVersion) }},
+		{"A2A version given", func(in *a2a.CardInput) { in.A2AVersion = "0.3.1" },
+			func(t *testing.T, c *a2a.AgentCard) {
+				assert.Equal(t, "0.3.1", c.ProtocolVersion)
+				assert.Equal(t, "0.3.1", c.SupportedInterfaces[0].ProtocolVersion, "the interface speaks the card's version")
+			}},
+		{"A2A version not given", func(in *a2a.CardInput) { in.A2AVersion = "" },
+			func(t *testing.T, c *a2a.AgentCard) {
+				assert.Equal(t, a2a.DefaultA2AVersion, c.ProtocolVersion)
+				assert.Equal(t, a2a.DefaultA2AVersion, c.SupportedInterfaces[0].ProtocolVersion)
+			}},
 		{"blank scope is job", func(in *a2a.CardInput) { in.Actions = []a2a.ActionInfo{{ID: "x", Mutating: true}} },
 			func(t *testing.T, c *a2a.AgentCard) {
 				assert.Equal(t, []string{"supervaizer", "job"}, c.Skills[0].Tags)
@@ -164,6 +185,7 @@ func TestNewAgentCardDefaults(t *testing.T) {
 		{"base URL with path and trailing slashes", func(in *a2a.CardInput) { in.BaseURL = "HTTPS://Example.COM:8443/ctl//" },
 			func(t *testing.T, c *a2a.AgentCard) {
 				assert.Equal(t, "https://Example.COM:8443/ctl/a2a", c.URL)
+				assert.Equal(t, c.URL, c.SupportedInterfaces[0].URL)
 				assert.Equal(t, "https://Example.COM:8443/ctl/agents/research-agent", c.HumanURL)
 				assert.Equal(t, "https://Example.COM:8443/ctl/changelog/research-agent", c.VersionInfo.ChangelogURL)
 				assert.Equal(t, "https://Example.COM:8443/ctl/static/agents/research-agent_logo.png", c.LogoURL)
@@ -332,5 +354,40 @@ func BenchmarkAgentCardMarshal(b *testing.B) {
 		if _, err := json.Marshal(card); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestAgentCardDecodesAsA2A10AndA2A03 reads the card with the member names and
+// types of the A2A 1.0 AgentCard and AgentInterface and of the A2A 0.3
+// AgentCard, strictly: no member of a wrong type, no unknown member inside the
+// A2A objects, and beside the A2A members only those of the other version and
+// of the legacy Supervaizer card.
+func TestAgentCardDecodesAsA2A10AndA2A03(t *testing.T) {
+	minimal := a2a.CardInput{Name: "A", Version: "1", Slug: "a", BaseURL: "http://a"}
+	for name, in := range map[string]a2a.CardInput{"research agent": researchInput(t), "minimal": minimal} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			card, b := mustCard(t, in)
+			v10, v03, err := cardcheck.DecodeSupervaizerCard(b)
+			require.NoError(t, err)
+
+			// A 1.x client picks an interface by protocolBinding and, with its
+			// 0.3 compatibility enabled, the 0.3 transport for a version from
+			// 0.3 up to (not including) 1.0.
+			assert.Equal(t, []cardcheck.AgentInterfaceV10{{URL: card.URL, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}}, v10.SupportedInterfaces)
+			assert.Equal(t, card.Name, v10.Name)
+			assert.Equal(t, card.Version, v10.Version)
+			assert.Len(t, v10.Skills, len(card.Skills))
+			assert.Equal(t, []string{"application/json"}, v10.DefaultInputModes)
+			assert.Contains(t, v10.SecuritySchemes, "apiKey")
+
+			assert.Equal(t, card.URL, v03.URL)
+			assert.Equal(t, "0.3.0", v03.ProtocolVersion)
+			require.NotNil(t, v03.PreferredTransport)
+			assert.Equal(t, "JSONRPC", *v03.PreferredTransport)
+			assert.Equal(t, map[string]cardcheck.SecuritySchemeV03{"apiKey": {Type: "apiKey", In: "header", Name: "X-API-Key",
+				Description: card.SecuritySchemes["apiKey"].Description}}, v03.SecuritySchemes)
+			assert.Equal(t, []map[string][]string{{"apiKey": {}}}, v03.Security)
+		})
 	}
 }

@@ -17,13 +17,17 @@
 //
 // # Agent Card
 //
-// [AgentCard] is both the legacy Supervaizer card (developer, version_info,
+// [AgentCard] is at once the legacy Supervaizer card (developer, version_info,
 // api_endpoints, tools, authentication and the v2 registration under
-// supervaizer.v2) and a valid standard A2A AgentCard for protocol versions
-// 0.2.6 and 0.3.0: url is <base>/a2a, preferredTransport is JSONRPC, each
-// declared action is a skill, and the Supervaizer v2 extension is declared in
+// supervaizer.v2), a valid standard A2A AgentCard for protocol versions 0.2.6
+// and 0.3.0, and a card A2A 1.x clients accept. url is <base>/a2a,
+// preferredTransport is JSONRPC, protocolVersion is [DefaultA2AVersion];
+// supportedInterfaces names the same JSON-RPC interface with its protocol
+// version for A2A 1.x clients; securitySchemes and security declare the
+// controller key sent in the X-API-Key header; each declared action is a
+// skill, and the Supervaizer v2 extension is declared in
 // capabilities.extensions when the agent has a registration. Its compact JSON
-// encoding never exceeds [MaxCardBytes].
+// encoding never exceeds [MaxCardBytes]. docs/protocol.md lists every member.
 //
 // # Discovery documents
 //

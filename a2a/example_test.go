@@ -26,6 +26,8 @@ func ExampleNewAgentCard() {
 		return
 	}
 	fmt.Println(card.URL, card.ProtocolVersion, card.PreferredTransport)
+	fmt.Printf("%+v\n", card.SupportedInterfaces[0])
+	fmt.Println(card.Security, card.SecuritySchemes[a2a.SecuritySchemeAPIKey].Name)
 	for _, s := range card.Skills {
 		fmt.Printf("%s | %s | %v\n", s.ID, s.Name, s.Tags)
 	}
@@ -33,7 +35,9 @@ func ExampleNewAgentCard() {
 	fmt.Println(a2a.CardPath("research-agent"))
 	fmt.Println(a2a.VersionedCardPath(card.Version, "research-agent"))
 	// Output:
-	// https://research.example.com/a2a 0.2.6 JSONRPC
+	// https://research.example.com/a2a 0.3.0 JSONRPC
+	// {URL:https://research.example.com/a2a ProtocolBinding:JSONRPC ProtocolVersion:0.3.0}
+	// [map[apiKey:[]]] X-API-Key
 	// job.start | Start research | [supervaizer job]
 	// resource.contacts.list | resource.contacts.list | [supervaizer workspace]
 	// {"supervaizer_contract_version": 2, "workspace_binding": null}

@@ -49,6 +49,9 @@ func FuzzNewAgentCard(f *testing.F) {
 		require.Len(t, card.Skills, 2)
 		assert.Equal(t, actionID, card.Skills[0].ID)
 		assert.Regexp(t, `^https?://[^/?#\s]+(/[^?#\s]*)?/a2a$`, card.URL)
+		require.Len(t, card.SupportedInterfaces, 1)
+		assert.Equal(t, card.URL, card.SupportedInterfaces[0].URL)
+		assert.Equal(t, card.ProtocolVersion, card.SupportedInterfaces[0].ProtocolVersion)
 		assert.Equal(t, card.Supervaizer != nil, len(card.Capabilities.Extensions) == 1)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,7 +72,7 @@ func TestDiscoveryLikeA2AClients(t *testing.T) {
 	require.NoError(t, json.Unmarshal(fetch(t, h.srv.URL+a2a.WellKnownCardPath), &card))
 	assert.Equal(t, agentName, card.Name)
 	assert.Equal(t, h.srv.URL+"/a2a", card.URL)
-	assert.Equal(t, "0.2.6", card.ProtocolVersion)
+	assert.Equal(t, "0.3.0", card.ProtocolVersion)
 	assert.Equal(t, "JSONRPC", card.PreferredTransport)
 	assert.NotEmpty(t, card.DefaultInputModes)
 	require.NotEmpty(t, card.Capabilities.Extensions)
@@ -93,4 +94,51 @@ func TestDiscoveryLikeA2AClients(t *testing.T) {
 	// card.url speaks JSON-RPC: a surface load answers with a document.
 	_, doc := h.client.load(surfaceRequest(wsA, surfaceJobStart))
 	assert.Equal(t, "Form", doc["type"])
+}
+
+// TestAgentCardSecurityIsWhatTheEndpointEnforces reads every card route the
+// way A2A 1.x and 0.3 clients do, then calls the interface the card names:
+// without the header of its security scheme the call is refused, with it the
+// call is answered.
+func TestAgentCardSecurityIsWhatTheEndpointEnforces(t *testing.T) {
+	h := newHarness(t)
+	var first []byte
+	for _, path := range []string{
+		a2a.WellKnownCardPath, a2a.WellKnownCardPathV02,
+		a2a.CardPath(agentSlug), a2a.VersionedCardPath(agentVersion, agentSlug),
+	} {
+		body := fetch(t, h.srv.URL+path)
+		if first == nil {
+			first = body
+		}
+		assert.JSONEq(t, string(first), string(body), "%s serves the same card", path)
+		v10, v03, err := cardcheck.DecodeSupervaizerCard(body)
+		require.NoError(t, err, path)
+		require.Len(t, v10.SupportedInterfaces, 1, path)
+		assert.Equal(t, cardcheck.AgentInterfaceV10{URL: h.srv.URL + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}, v10.SupportedInterfaces[0], path)
+		assert.Equal(t, v03.URL, v10.SupportedInterfaces[0].URL, path)
+		assert.Equal(t, []map[string][]string{{"apiKey": {}}}, v03.Security, path)
+		assert.Equal(t, cardcheck.SecuritySchemeV03{Type: "apiKey", In: "header", Name: "X-API-Key",
+			Description: v03.SecuritySchemes["apiKey"].Description}, v03.SecuritySchemes["apiKey"], path)
+	}
+
+	_, v03, err := cardcheck.DecodeSupervaizerCard(first)
+	require.NoError(t, err)
+	call := func(header string) int {
+		req, err := http.NewRequest(http.MethodPost, v03.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if header != "" {
+			req.Header.Set(header, testAPIKey)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, call(""), "no key")
+	assert.Equal(t, http.StatusUnauthorized, call("X-Other-Key"), "the key in another header")
+	assert.Equal(t, http.StatusOK, call(v03.SecuritySchemes["apiKey"].Name), "the key in the declared header: a JSON-RPC answer")
 }
