@@ -12,20 +12,57 @@
 //
 // # Quick start
 //
-//	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
-//		AgentSlug: "hello-agent", DisplayName: "Hello Agent", A2UICatalogVersion: "hello.2026-11-01",
-//		Surfaces: supervaizer.Surfaces("job.start"),
-//		Actions:  supervaizer.Actions("job.start"),
-//	})
-//	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: reg})
-//	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent})
-//	type Start struct {
-//		TopicID string `json:"topic_id" sv:"nonblank"`
+// A complete agent (examples/hello): one action with a typed input and the
+// surface that starts it, served with [Server.ListenAndServe] (timeouts on
+// headers, reads and idle connections; a clean stop on SIGINT or SIGTERM). In
+// local mode it needs no Studio and no configuration; its startup log names
+// the address and the API key to send. Without local mode it must verify Studio's workspace tokens and
+// refuses to start, naming the variables to set, until it can.
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"log"
+//		"os"
+//		"os/signal"
+//		"syscall"
+//
+//		sv "github.com/supervaize/supervaizer-go"
+//		"github.com/supervaize/supervaizer-go/a2ui"
+//	)
+//
+//	type StartInput struct {
+//		Name string `json:"name" sv:"nonblank"` // checked before the handler runs
 //	}
-//	supervaizer.HandleActionFor(srv, "job.start", func(ctx context.Context, req *supervaizer.ActionRequest, in Start) (*supervaizer.ActionResult, error) {
-//		return supervaizer.OK(supervaizer.JobStarted(req.JobID, map[string]any{"topic_id": in.TopicID})), nil
-//	})
-//	http.ListenAndServe("127.0.0.1:8080", srv) // a *Server is an http.Handler
+//
+//	func main() {
+//		reg, err := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "hello-agent", DisplayName: "Hello Agent",
+//			A2UICatalogVersion: "hello-agent.1", Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")})
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		agent, err := sv.NewAgent(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: reg})
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		srv, err := sv.NewServer([]*sv.Agent{agent}, sv.WithLocalMode(true)) // local mode: development only
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		srv.HandleSurface("job.start", func(ctx context.Context, req *sv.SurfaceRequest) (*sv.SurfaceResult, error) {
+//			return sv.NewSurfaceResult(ctx, req.Surface, a2ui.Form{ID: "hello.start", Title: "Say hello",
+//				Fields: []a2ui.Field{a2ui.StringField("name", "Name")}, Submit: a2ui.Submit{Action: "job.start"}})
+//		})
+//		sv.HandleActionFor(srv, "job.start", func(ctx context.Context, req *sv.ActionRequest, in StartInput) (*sv.ActionResult, error) {
+//			return sv.OK(sv.JobStarted(req.JobID, map[string]any{"greeting": "Hello, " + in.Name})), nil
+//		})
+//		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+//		defer stop()
+//		if err := srv.ListenAndServe(ctx); err != nil { // SUPERVAIZER_ADDR, default 127.0.0.1:8080
+//			log.Fatal(err)
+//		}
+//	}
 //
 // # Handlers and results
 //

@@ -17,7 +17,9 @@
 //		Submit:  a2ui.Submit{Action: "job.start", Label: "Start research"},
 //		Preview: &a2ui.Preview{Action: "job.start.preview"},
 //	}
-//	if err := doc.Validate(); err != nil { ... }
+//	if err := doc.Validate(); err != nil {
+//		return err // names the first broken rule
+//	}
 //
 // # Documents
 //

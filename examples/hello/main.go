@@ -1,0 +1,55 @@
+// Command hello is the smallest complete Supervaizer agent: one action with a
+// typed input (job.start) and the surface that starts it. Run it with no
+// configuration at all; it prints how to call it:
+//
+//	go run ./examples/hello
+package main
+
+import (
+	"context"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/a2ui"
+)
+
+// StartInput is job.start's input, checked before the handler runs (-32602 otherwise).
+type StartInput struct {
+	Name string `json:"name" sv:"nonblank"`
+}
+
+func main() {
+	reg, err := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "hello-agent", DisplayName: "Hello Agent",
+		A2UICatalogVersion: "hello-agent.1", Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	agent, err := sv.NewAgent(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: reg})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Local mode: no Studio, the development API key. Remove it to deploy (docs/deploying.md).
+	srv, err := sv.NewServer([]*sv.Agent{agent}, sv.WithLocalMode(true))
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv.HandleSurface("job.start", func(ctx context.Context, req *sv.SurfaceRequest) (*sv.SurfaceResult, error) {
+		return sv.NewSurfaceResult(ctx, req.Surface, a2ui.Form{ID: "hello.start", Title: "Say hello",
+			Fields: []a2ui.Field{a2ui.StringField("name", "Name", a2ui.Required())}, Submit: a2ui.Submit{Action: "job.start"}})
+	})
+	sv.HandleActionFor(srv, "job.start", func(ctx context.Context, req *sv.ActionRequest, in StartInput) (*sv.ActionResult, error) {
+		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"greeting": "Hello, " + in.Name})), nil // replayed by idempotency_key
+	})
+	log.Print(`try: curl -s 127.0.0.1:8080/a2a -H 'X-API-Key: local-dev' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,` +
+		`"method":"supervaizer/action.invoke","params":{"action_request":{"request_id":"r1","actor":{"user_id":"me"},` +
+		`"workspace":{"id":"ws-1"},"mission_id":"m1","agent_slug":"hello-agent","surface":"job.start",` +
+		`"action":"job.start","job_id":"job-1","idempotency_key":"k1","input":{"name":"Ada"}}}}'`)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.ListenAndServe(ctx); err != nil { // SUPERVAIZER_ADDR, default 127.0.0.1:8080
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,135 @@
+package doccheck
+
+import (
+	"go/doc/comment"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pkgDocBlocks returns the code blocks of every package comment in the
+// module (test files and testdata excluded), with the file and line of the
+// comment that holds them.
+func pkgDocBlocks(t *testing.T, root string) []block {
+	t.Helper()
+	var out []block
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (n == "testdata" || strings.HasPrefix(n, ".")) {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+				return filepath.SkipDir // a nested module checks its own documentation
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			return err
+		}
+		if f.Doc == nil {
+			return nil
+		}
+		var p comment.Parser
+		for _, b := range p.Parse(f.Doc.Text()).Content {
+			if c, ok := b.(*comment.Code); ok {
+				out = append(out, block{file: path, line: fset.Position(f.Doc.Pos()).Line, code: c.Text})
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// isGoFragment reports whether code parses as Go statements or declarations
+// (the indented blocks that are wire formats or shell commands do not).
+func isGoFragment(code string) bool {
+	fset := token.NewFileSet()
+	if _, err := parser.ParseFile(fset, "", "package p\nfunc _() {\n"+code+"\n}\n", parser.SkipObjectResolution); err == nil {
+		return true
+	}
+	_, err := parser.ParseFile(fset, "", "package p\n"+code, parser.SkipObjectResolution)
+	return err == nil
+}
+
+// TestPackageDocsCompile vets every package-comment code block that is a
+// complete Go file (it starts with a package clause), such as doc.go's quick
+// start, the first thing pkg.go.dev shows.
+func TestPackageDocsCompile(t *testing.T) {
+	root := repoRoot(t)
+	var files []block
+	quickStart := false
+	for _, b := range pkgDocBlocks(t, root) {
+		if isGoFile(b.code) {
+			files = append(files, b)
+			quickStart = quickStart || b.file == filepath.Join(root, "doc.go")
+		}
+	}
+	require.True(t, quickStart, "doc.go's quick start is a complete Go file")
+	vetBlocks(t, root, files)
+}
+
+// TestPackageDocFragmentsParse: a package-comment block that is Go but not a
+// complete file must at least be valid Go syntax.
+func TestPackageDocFragmentsParse(t *testing.T) {
+	root := repoRoot(t)
+	n := 0
+	for _, b := range pkgDocBlocks(t, root) {
+		code := strings.TrimSpace(b.code)
+		if isGoFile(code) || !looksLikeGo(code) {
+			continue
+		}
+		n++
+		require.True(t, isGoFragment(b.code), "%s:%d: a Go block of the package comment does not parse:\n%s", b.file, b.line, b.code)
+	}
+	require.NotZero(t, n)
+}
+
+// looksLikeGo tells the Go blocks from wire formats and shell commands: Go
+// blocks use an assignment, a call or a declaration keyword.
+func looksLikeGo(code string) bool {
+	if strings.HasPrefix(code, "go get ") || strings.HasPrefix(code, "id:") {
+		return false
+	}
+	for _, tok := range []string{":=", "func ", "import ", "(", "{"} {
+		if strings.Contains(code, tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNoSnippetServesWithoutTimeouts: the README, the docs and the package
+// comments serve with the SDK's call (timeouts and a header limit), never with
+// http.ListenAndServe, which has none.
+func TestNoSnippetServesWithoutTimeouts(t *testing.T) {
+	root := repoRoot(t)
+	files := []string{filepath.Join(root, "README.md")}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	files = append(files, docs...)
+	var blocks []block
+	for _, f := range files {
+		blocks = append(blocks, goBlocks(t, f)...)
+	}
+	blocks = append(blocks, pkgDocBlocks(t, root)...)
+	require.NotEmpty(t, blocks)
+	for _, b := range blocks {
+		assert.NotContains(t, b.code, "http.ListenAndServe(", "%s:%d serves without timeouts: use srv.ListenAndServe(ctx)", b.file, b.line)
+	}
+}
