@@ -42,6 +42,7 @@ type config struct {
 	addr            string       // WithAddr (serve.go)
 	http            HTTPSettings // WithHTTPSettings (serve.go)
 	errs            []error
+	preview         *bool // WithPreview (preview.go)
 
 	// Studio attachment (attach.go).
 	studio        *studio.Client

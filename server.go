@@ -21,6 +21,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
@@ -75,6 +76,7 @@ type Server struct {
 	broker    *sse.Broker
 	idem      *idempotency
 	router    http.Handler
+	preview   *preview.Handler // the local preview, nil when not served (preview.go)
 
 	cardsMu sync.Mutex
 	cards   map[string]*cardSet // base URL -> discovery documents (bounded, see maxCardBases)
@@ -164,6 +166,11 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		QueueSize: cfg.sseQueue, ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 	})
+	p, err := s.newPreview() // the local preview (preview.go)
+	if err != nil {
+		return nil, err
+	}
+	s.preview = p
 	s.router = s.routes()
 	for _, a := range agents {
 		s.checkLanes(a)
@@ -402,6 +409,7 @@ func (s *Server) routes() http.Handler {
 	}
 	// Studio registration refresh: 503 when not attached (studio_register.go).
 	r.With(s.requireKey(ScopeWrite)).Post(studio.RegistrationRefreshPath, s.serveRegistrationRefresh)
+	s.mountPreview(r) // the local preview (preview.go)
 	return r
 }
 
