@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -20,9 +21,10 @@ type registration struct {
 		Name        string `json:"name"`
 	} `json:"agent"`
 	Capabilities struct {
-		Surfaces  json.RawMessage `json:"surfaces"`
-		Actions   json.RawMessage `json:"actions"`
-		CaseLanes []struct {
+		Surfaces           json.RawMessage `json:"surfaces"`
+		SurfaceDefinitions []surfaceDef    `json:"surface_definitions"`
+		Actions            json.RawMessage `json:"actions"`
+		CaseLanes          []struct {
 			ID      string `json:"id"`
 			Label   string `json:"label"`
 			Default bool   `json:"default"`
@@ -79,6 +81,10 @@ type surfaceDef struct {
 	Description string `json:"description"`
 }
 
+// NeedsJob reports a surface opened from a job's case or step (case.*),
+// listed in the overview but not in the navigation.
+func (d surfaceDef) NeedsJob() bool { return strings.HasPrefix(d.ID, "case.") }
+
 type actionDef struct {
 	ID          string `json:"id"`
 	Label       string `json:"label"`
@@ -116,6 +122,18 @@ func parseRegistration(raw json.RawMessage) (*registration, error) {
 			_ = json.Unmarshal(item, &d)
 		}
 		r.surfaces = append(r.surfaces, d)
+	}
+	// Display text of the surfaces comes from surface_definitions.
+	for _, def := range r.Capabilities.SurfaceDefinitions {
+		found := false
+		for i := range r.surfaces {
+			if r.surfaces[i].ID == def.ID {
+				r.surfaces[i], found = def, true
+			}
+		}
+		if !found {
+			r.surfaces = append(r.surfaces, def)
+		}
 	}
 	for _, item := range rawItems(r.Capabilities.Actions) {
 		var d actionDef
@@ -421,12 +439,12 @@ func cellText(v any) string {
 	}
 }
 
-// prettyJSON indents raw JSON; it returns raw unchanged when it is not JSON.
+// prettyJSON indents raw JSON, keeping its key order; it returns raw
+// unchanged when it is not JSON.
 func prettyJSON(raw []byte) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	var buf bytes.Buffer
+	if json.Indent(&buf, raw, "", "  ") != nil {
 		return string(raw)
 	}
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return string(b)
+	return buf.String()
 }

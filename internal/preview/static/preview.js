@@ -214,8 +214,9 @@
     section.dataset.outcome = r.status || '';
     $('#result-status').textContent = 'Status: ' + r.status;
     for (const e of r.errors || []) {
-      const where = (e.row !== undefined && e.row !== null ? 'row ' + e.row + ': ' : '');
-      const li = el('li', where + e.message + (e.code ? ' [' + e.code + ']' : ''));
+      const msg = String(e.message);
+      const where = (e.row !== undefined && e.row !== null && !/^row \d/.test(msg)) ? 'row ' + e.row + ': ' : '';
+      const li = el('li', where + msg + (e.code ? ' [' + e.code + ']' : ''));
       li.className = 'result-error';
       errors.appendChild(li);
       if (e.field && form.dataset.doc !== 'ResourceImport') {
