@@ -33,6 +33,7 @@ test: lint ## Vet, gofmt, unit and end-to-end tests of every module with the rac
 	  out=$$(cd $$m && $(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { printf '%s\n' "$$out"; exit 1; }; \
 	done
 	@echo "make test: cards checked against the A2A 0.2.6 and 0.3.0 structure; the published A2A schemas and SDK clients are checked by make conformance"
+	@echo "browser tests of the local preview did not run: make browser-test runs them (needs chromium)"
 
 lint: ## go vet (every module), gofmt, and go.mod/go.sum tidy (every module)
 	@for m in $(MODULES); do \
@@ -76,7 +77,14 @@ run: ## Run examples/research-agent on 127.0.0.1:8080 in local mode (no Studio n
 	@mkdir -p .bin && $(GO) build -o .bin/research-agent ./examples/research-agent
 	SUPERVAIZER_LOCAL_MODE=$${SUPERVAIZER_LOCAL_MODE:-true} exec .bin/research-agent
 
+browser-test: ## Browser tests of the local preview in headless Chromium (module e2e/preview)
+	cd e2e/preview && $(GO) mod tidy -diff && $(GO) vet ./... && SUPERVAIZER_TEST_BROWSER=$${SUPERVAIZER_TEST_BROWSER:-1} $(GO) test -race -count=1 ./...
+
+screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
+	cd e2e/preview && SUPERVAIZER_TEST_BROWSER=$${SUPERVAIZER_TEST_BROWSER:-1} SUPERVAIZER_SCREENSHOTS=$(CURDIR)/docs/images \
+	  $(GO) test -count=1 -run 'TestBrowser(JobStartFlow|InvalidInput|Dashboard|ContactImport)' ./...
+
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
 	$(GO) run ./internal/loadcheck
 
-.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a conformance-a2a-js
+.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a conformance-a2a-js browser-test screenshots

@@ -40,26 +40,52 @@ type jobView struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// recordJob keeps the job_state of an action result, if it has one.
+// recordJob keeps the job_state of an action result, and remembers a job
+// its job.started effect names even without a job_state (job.sync then
+// fetches it).
 func (h *Handler) recordJob(agent string, result json.RawMessage) {
 	var res actionResult
-	if json.Unmarshal(result, &res) != nil || len(res.JobState) == 0 || string(res.JobState) == "null" {
+	if json.Unmarshal(result, &res) != nil {
 		return
 	}
-	j := &jobView{Agent: agent}
-	if json.Unmarshal(res.JobState, j) != nil || j.Job.ID == "" {
-		return
+	if len(res.JobState) > 0 && string(res.JobState) != "null" {
+		j := &jobView{Agent: agent}
+		if json.Unmarshal(res.JobState, j) == nil && j.Job.ID != "" {
+			j.Raw = res.JobState
+			h.keepJob(j, true)
+		}
 	}
-	j.Raw = res.JobState
+	for _, e := range res.Effects {
+		var eff struct {
+			Type  string `json:"type"`
+			JobID string `json:"job_id"`
+			Data  struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(e, &eff) == nil && eff.Type == "job.started" && eff.JobID != "" {
+			j := &jobView{Agent: agent}
+			j.Job.ID, j.Job.Status = eff.JobID, eff.Data.Status
+			h.keepJob(j, false)
+		}
+	}
+}
+
+// keepJob stores j; replace says whether it replaces a known job.
+func (h *Handler) keepJob(j *jobView, replace bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.jobs[j.Job.ID]; !ok {
-		if len(h.order) >= maxJobs {
-			delete(h.jobs, h.order[0])
-			h.order = h.order[1:]
+	if _, ok := h.jobs[j.Job.ID]; ok {
+		if replace {
+			h.jobs[j.Job.ID] = j
 		}
-		h.order = append(h.order, j.Job.ID)
+		return
 	}
+	if len(h.order) >= maxJobs {
+		delete(h.jobs, h.order[0])
+		h.order = h.order[1:]
+	}
+	h.order = append(h.order, j.Job.ID)
 	h.jobs[j.Job.ID] = j
 }
 

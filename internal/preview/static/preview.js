@@ -233,6 +233,7 @@
       li.appendChild(el('span', ' ' + JSON.stringify(rest), 'effect-data'));
       effects.appendChild(li);
     }
+    if (!effects.children.length) effects.appendChild(el('li', 'none', 'meta'));
     if (r.job_state) {
       $('#result-job').hidden = false;
       $('#result-job-state').textContent = JSON.stringify(r.job_state, null, 2);
