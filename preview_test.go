@@ -135,7 +135,7 @@ func TestPreviewNotServed(t *testing.T) {
 		name string
 		opts []sv.Option
 	}{
-		{"outside local mode", nil},
+		{"outside local mode", []sv.Option{sv.WithWorkspaceAuth(testWorkspaceAuth())}},
 		{"local mode, turned off", []sv.Option{sv.WithLocalMode(true), sv.WithPreview(false)}},
 	}
 	for _, tt := range tests {
@@ -179,7 +179,7 @@ func TestPreviewAnswersOnlyLoopbackHosts(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a non-loopback Host is refused")
 
-	explicit := previewServer(t, previewAgent(t, &calls, nil), sv.WithPreview(true))
+	explicit := previewServer(t, previewAgent(t, &calls, nil), sv.WithPreview(true), sv.WithWorkspaceAuth(testWorkspaceAuth()))
 	req, err = http.NewRequest(http.MethodGet, explicit.URL+sv.PreviewPath, nil)
 	require.NoError(t, err)
 	req.Host = "controller.internal"
