@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -133,3 +134,52 @@ func TestNoSnippetServesWithoutTimeouts(t *testing.T) {
 		assert.NotContains(t, b.code, "http.ListenAndServe(", "%s:%d serves without timeouts: use srv.ListenAndServe(ctx)", b.file, b.line)
 	}
 }
+
+// TestEveryVariableInDeploying: every SUPERVAIZER_* and SUPERVAIZE_* variable
+// named in the module's Go files is a row of docs/deploying.md's table.
+func TestEveryVariableInDeploying(t *testing.T) {
+	root := repoRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "deploying.md"))
+	require.NoError(t, err)
+	rows := map[string]bool{}
+	for line := range strings.Lines(string(doc)) {
+		if strings.HasPrefix(line, "| `SUPERVAIZ") {
+			for _, m := range envVar.FindAllString(strings.SplitN(line, "|", 3)[1], -1) {
+				rows[m] = true
+			}
+		}
+	}
+	require.NotEmpty(t, rows)
+	seen := map[string]string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range envVar.FindAllString(string(b), -1) {
+			if !strings.HasSuffix(m, "_") { // a prefix such as SUPERVAIZER_WORKSPACE_AUTH_
+				seen[m] = path
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, seen)
+	for v, path := range seen {
+		assert.True(t, rows[v], "%s (used in %s) is missing from docs/deploying.md's table", v, path)
+	}
+}
+
+var envVar = regexp.MustCompile(`\bSUPERVAIZER?_[A-Z0-9_]+`)
