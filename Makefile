@@ -8,6 +8,9 @@ A2A_SCHEMAS ?= ../shared/schemas/a2a
 # Packages whose card tests (every test with Card in its name) also validate
 # against the published schemas in a build with the conformance tag.
 CONFORMANCE_A2A_PKGS = . ./a2a ./internal/cardcheck ./examples/research-agent
+# The interpreter that runs python-slugify for make conformance-slug: the system
+# one, where the Debian packages python3-slugify and python3-text-unidecode go.
+SLUG_PYTHON ?= /usr/bin/python3
 # Every Go module of the repository: the SDK, then the nested modules, which
 # have a go.mod of their own so that the SDK's build never includes their
 # dependencies (store/postgres: the PostgreSQL driver; e2e/preview: chromedp,
@@ -40,7 +43,7 @@ lint: ## go vet (every module), gofmt, and go.mod/go.sum tidy (every module)
 	  echo "== go vet ./... in $$m"; (cd $$m && $(GO) vet ./...) || exit 1; \
 	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; \
 	done
-	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS)
+	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 
 fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each
@@ -50,7 +53,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each
 	  done; \
 	done
 
-conformance: conformance-a2a conformance-a2a-js ## Checks against third-party specifications and SDKs (run by .ci/run after make test)
+conformance: conformance-a2a conformance-a2a-js conformance-slug ## Checks against third-party specifications and SDKs (run by .ci/run after make test)
 
 conformance-a2a: ## Agent Cards against the published A2A JSON Schemas in A2A_SCHEMAS (default ../shared/schemas/a2a)
 	@test -f "$(A2A_SCHEMAS)/a2a-0.2.6.schema.json" && test -f "$(A2A_SCHEMAS)/a2a-0.3.0.schema.json" || { \
@@ -63,6 +66,17 @@ conformance-a2a-js: ## The example's Agent Card through the official A2A JavaScr
 	  echo "conformance-a2a-js: @a2a-js/sdk is not installed: run (cd $(A2A_JS_DIR) && npm ci)" >&2; exit 1; }
 	@mkdir -p .bin && $(GO) build -o .bin/research-agent ./examples/research-agent
 	cd $(A2A_JS_DIR) && RESEARCH_AGENT_BIN="$(abspath .bin/research-agent)" node --test card.test.mjs
+
+conformance-slug: ## Slugs against the real python-slugify 4.0.0 (Debian python3-slugify, python3-text-unidecode; installed when missing)
+	@$(SLUG_PYTHON) -c 'import slugify, text_unidecode' 2>/dev/null || { \
+	  echo "conformance-slug: installing python3-slugify and python3-text-unidecode"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-slugify python3-text-unidecode >/dev/null; } || { \
+	  echo "conformance-slug: install the Debian packages python3-slugify and python3-text-unidecode (as root)" >&2; exit 1; }
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	  $(SLUG_PYTHON) internal/slug/pyref/slugref.py check internal/slug/testdata/python_slugify.json && \
+	  $(SLUG_PYTHON) internal/slug/pyref/slugref.py corpus "$$dir/python_slugify_scripts.json" && \
+	  $(SLUG_PYTHON) internal/slug/pyref/slugref.py sweep "$$dir/sweep.json" && \
+	  SUPERVAIZER_SLUG_REFERENCE="$$dir" $(GO) test -tags conformance -count=1 -run Conformance -v ./internal/slug
 
 bench: ## Benchmarks with allocations, every module
 	@for m in $(MODULES); do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
@@ -87,4 +101,4 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
 	$(GO) run ./internal/loadcheck
 
-.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a conformance-a2a-js browser-test screenshots
+.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug

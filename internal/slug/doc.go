@@ -1,5 +1,5 @@
-// Package slug derives an agent's identity from its name: the slug (registration.md §2.1) and
-// the legacy agent id (registration.md §2.3), exactly as the Python reference SDK does.
+// Package slug derives an agent's identity from its name: the slug and the legacy agent id,
+// exactly as the Python reference SDK does.
 //
 // [Make] reproduces python-slugify's slugify() with its default options and its default
 // transliteration backend, text-unidecode (python-slugify switches to the Unidecode package when
@@ -13,7 +13,7 @@
 // github.com/gosimple/unidecode (Apache License 2.0): Latin, Greek, Cyrillic, Armenian, Hebrew,
 // Arabic, the Indic scripts, Thai, Georgian, Hangul, kana, CJK ideographs, and most symbols.
 // Sixteen code points on which that table and text-unidecode would give different slugs follow
-// text-unidecode (see overrides in translit.go): kana written in Kunrei style (し → si, つ → tu),
+// text-unidecode (see override in translit.go): kana written in Kunrei style (し → si, つ → tu),
 // 一 → yi, Є → e, € → eur, ẜ, ẝ, ẟ, Ⅎ and the Hebrew paseq.
 //
 // Examples: "Ærø Straße" → "aero-strasse", "Жёлтый щит" → "zheltyi-shchit",
@@ -29,10 +29,11 @@
 //
 // text-unidecode marks the characters it does not know with "[?]", which python-slugify turns
 // into a separator ("a\u3400b" gives "a-b" there and "ab" here, where the character simply
-// disappears). Of the characters it marks, 43 have a transliteration in the table and keep it
-// here (Latin Extended-C letters such as ⱡ, Phonetic Extensions letters such as ᵬ, and ⅎ). The
-// tests compare Make with python-slugify on every other character of the Basic Multilingual
-// Plane.
+// disappears): CJK Extension A, the private-use area, and many symbols and rare scripts. Of the
+// characters it marks, 44 have a transliteration in the table and keep it here (Latin
+// Extended-C letters such as ⱡ, Phonetic Extensions letters such as ᵬ, and ⅎ). On every other
+// character of the Basic Multilingual Plane, Make agrees with python-slugify; the conformance
+// tests (make conformance-slug) check this against the real python-slugify.
 //
 // Normalization uses golang.org/x/text, whose Unicode version may differ from the Python
 // interpreter's for recently assigned characters.

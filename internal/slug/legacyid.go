@@ -15,7 +15,7 @@ const legacyIDAlphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvw
 // hold any 128-bit value (57^22 > 2^128).
 const LegacyAgentIDLen = 22
 
-// LegacyAgentID returns the legacy agent id derived from an agent name (registration.md §2.3),
+// LegacyAgentID returns the legacy agent id derived from an agent name (a base-57 UUIDv5),
 // the `id` of the agent registration payload, which is not the v2 agent.id.
 //
 // It is the UUIDv5 of name (its bytes, normally UTF-8) in the DNS namespace, or in the URL

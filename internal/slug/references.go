@@ -9,8 +9,8 @@ import (
 // int(); python-slugify's decimal pass fails as a whole on a longer one.
 const maxDecimalDigits = 4300
 
-// decodeReferences implements step 3 of registration.md §2.1. It runs the three passes of
-// python-slugify in its order, each on the output of the previous one:
+// decodeReferences implements step 3 of the slug algorithm (see Make). It runs the three passes
+// of python-slugify in its order, each on the output of the previous one:
 //
 //  1. named references: &name; where name is one of the 252 HTML 4 entity names (case-sensitive);
 //  2. decimal references: &#<digits>;

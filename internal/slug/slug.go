@@ -8,8 +8,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Make returns the slug of an agent name, following the nine steps of registration.md §2.1
-// (python-slugify with its default options):
+// Make returns the slug of an agent name, following the nine steps of the protocol's slug
+// derivation (python-slugify with its default options):
 //
 //  1. replace each run of apostrophes (') with '-';
 //  2. normalize to NFKD and transliterate to ASCII (see the package documentation);

@@ -22,7 +22,7 @@ func TestMake(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
-		// The examples of registration.md §2.1.
+		// The examples of the protocol.
 		{"spec: spaces", "Research Agent", "research-agent"},
 		{"spec: several words", "Hello World AI Agent", "hello-world-ai-agent"},
 		{"spec: underscore", "agent_interviewer", "agent-interviewer"},
@@ -270,31 +270,52 @@ func TestTransliterate(t *testing.T) {
 	}
 }
 
-// TestTransliterateRuns checks that a run of non-ASCII runes transliterates as its runes one by
-// one, whether or not the run holds overrides and runes without a transliteration.
-func TestTransliterateRuns(t *testing.T) {
-	runs := []string{
+// transliterateRuneByRune is appendTransliterated without spans: one rune at a time.
+func transliterateRuneByRune(s string) string {
+	var b []byte
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			b = append(b, byte(r))
+		} else {
+			b = append(b, transliterate(r)...)
+		}
+	}
+	return string(b)
+}
+
+// TestTransliterateSpans checks that a span passed to the library in one call transliterates
+// as its runes one by one, whether or not it holds overrides, ASCII, and runes without a
+// transliteration.
+func TestTransliterateSpans(t *testing.T) {
+	spans := []string{
 		"北京", "東京タワー", "しち一", "a北しb京", "\u3400北\u3400", "\uA500ẟ\uA501", "ЄвроЄ",
-		"서울", norm.NFKD.String("서울"), "ẞ€✓", "\U0001F600北",
+		"서울", norm.NFKD.String("서울"), "ẞ€✓", "\U0001F600北", "x\u282A?]y", "[\u3400]", "€",
+		"Agent 北京 2", "",
 	}
 	for r := rune(0x80); r < 0x3000; r += 7 {
-		runs = append(runs, string([]rune{r, r + 1, r + 2, 0x3400, r + 3}))
+		spans = append(spans, string([]rune{r, r + 1, 'a', r + 2, 0x3400, r + 3}))
 	}
-	for _, s := range runs {
-		var want []byte
-		for _, r := range s {
-			if r < utf8.RuneSelf {
-				want = append(want, byte(r))
-			} else {
-				want = append(want, transliterate(r)...)
-			}
-		}
+	for _, s := range spans {
 		got := appendTransliterated(nil, s)
-		assert.Equal(t, string(want), string(got), "%+q", s)
+		assert.Equal(t, transliterateRuneByRune(s), string(got), "%+q", s)
 		for _, c := range got {
 			assert.Less(t, c, byte(utf8.RuneSelf), "%+q gives non-ASCII %q", s, got)
 		}
 	}
+}
+
+func FuzzTransliterate(f *testing.F) {
+	for _, s := range []string{"北京", "東京 タワー", "a\u3400b", "x\u282A?]y", "Є€一し", "Ærø"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got, want := string(appendTransliterated(nil, s)), transliterateRuneByRune(s); got != want {
+			t.Fatalf("appendTransliterated(%+q) = %q, rune by rune %q", s, got, want)
+		}
+	})
 }
 
 func TestHTML4Entities(t *testing.T) {
@@ -314,6 +335,7 @@ func FuzzMake(f *testing.F) {
 	for _, s := range []string{
 		"Research Agent", "L'Équipe 2", "Caf&eacute;", "1,000 agents", "&#x&#1633;;",
 		"&amp;#39;", "&#39;&#99999999;", "Жёлтый щит", "Ελλάδα", "a\xffb", "½ ™ …", "&#65287;",
+		"北京", "東京 タワー", "서울", "しちつ一€Є", "\u3400\uE000😀", "عربي עברית हिन्दी ไทย",
 	} {
 		f.Add(s)
 	}
@@ -333,6 +355,9 @@ func BenchmarkMake(b *testing.B) {
 		{"ascii", "Research Agent"},
 		{"accented", "L'Équipe de Recherche 2"},
 		{"references", "R&amp;D Caf&eacute; &#39;2&#x27;"},
+		{"cyrillic", "Исследовательский агент"},
+		{"cjk", "北京研究代理"},
+		{"mixed", "東京 タワー Agent 서울 2"},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -9,14 +9,14 @@ import (
 
 // This file holds the transliteration half of step 2 of the slug algorithm. The character table
 // is the one of github.com/gosimple/unidecode (Apache License 2.0); the few code points on which
-// it disagrees with the text-unidecode backend of python-slugify are listed in overrides.
+// it disagrees with the text-unidecode backend of python-slugify are listed in override.
 
 // unknownMark is what the library returns for a character it knows but cannot transliterate
 // (possibly followed by a space). A character without a transliteration disappears from the
 // slug, so the mark counts as an empty transliteration.
 const unknownMark = "[?]"
 
-// overrides gives the transliteration of python-slugify's backend (text-unidecode) for the code
+// override gives the transliteration of python-slugify's backend (text-unidecode) for the code
 // points, reachable after NFKD, where the library's transliteration would give another slug:
 //
 //   - kana: the library writes Hepburn (shi, chi, tsu) where text-unidecode writes Kunrei (si,
@@ -30,29 +30,48 @@ const unknownMark = "[?]"
 //   - the Hebrew paseq ׀ is "|" (a separator) in text-unidecode and empty in the library.
 //
 // Every entry is checked against python-slugify by the reference tests in testdata.
-var overrides = map[rune]string{
-	'\u0404': "E",   // Є CYRILLIC CAPITAL LETTER UKRAINIAN IE
-	'\u05C0': "|",   // ׀ HEBREW PUNCTUATION PASEQ
-	'\u1E9C': "s",   // ẜ LATIN SMALL LETTER LONG S WITH DIAGONAL STROKE
-	'\u1E9D': "s",   // ẝ LATIN SMALL LETTER LONG S WITH HIGH STROKE
-	'\u1E9F': "d",   // ẟ LATIN SMALL LETTER DELTA
-	'\u20AC': "EUR", // € EURO SIGN
-	'\u2132': "",    // Ⅎ TURNED CAPITAL F
-	'\u3057': "si",  // し HIRAGANA LETTER SI
-	'\u3061': "ti",  // ち HIRAGANA LETTER TI
-	'\u3063': "tu",  // っ HIRAGANA LETTER SMALL TU
-	'\u3064': "tu",  // つ HIRAGANA LETTER TU
-	'\u30B7': "si",  // シ KATAKANA LETTER SI
-	'\u30C1': "ti",  // チ KATAKANA LETTER TI
-	'\u30C3': "tu",  // ッ KATAKANA LETTER SMALL TU
-	'\u30C4': "tu",  // ツ KATAKANA LETTER TU
-	'\u4E00': "Yi ", // 一 CJK UNIFIED IDEOGRAPH-4E00
+func override(r rune) (string, bool) {
+	switch r {
+	case '\u0404': // Є CYRILLIC CAPITAL LETTER UKRAINIAN IE
+		return "E", true
+	case '\u05C0': // ׀ HEBREW PUNCTUATION PASEQ
+		return "|", true
+	case '\u1E9C': // ẜ LATIN SMALL LETTER LONG S WITH DIAGONAL STROKE
+		return "s", true
+	case '\u1E9D': // ẝ LATIN SMALL LETTER LONG S WITH HIGH STROKE
+		return "s", true
+	case '\u1E9F': // ẟ LATIN SMALL LETTER DELTA
+		return "d", true
+	case '\u20AC': // € EURO SIGN
+		return "EUR", true
+	case '\u2132': // Ⅎ TURNED CAPITAL F
+		return "", true
+	case '\u3057': // し HIRAGANA LETTER SI
+		return "si", true
+	case '\u3061': // ち HIRAGANA LETTER TI
+		return "ti", true
+	case '\u3063': // っ HIRAGANA LETTER SMALL TU
+		return "tu", true
+	case '\u3064': // つ HIRAGANA LETTER TU
+		return "tu", true
+	case '\u30B7': // シ KATAKANA LETTER SI
+		return "si", true
+	case '\u30C1': // チ KATAKANA LETTER TI
+		return "ti", true
+	case '\u30C3': // ッ KATAKANA LETTER SMALL TU
+		return "tu", true
+	case '\u30C4': // ツ KATAKANA LETTER TU
+		return "tu", true
+	case '\u4E00': // 一 CJK UNIFIED IDEOGRAPH-4E00
+		return "Yi ", true
+	}
+	return "", false
 }
 
 // transliterate returns the ASCII transliteration of the non-ASCII rune r, or "" when r has
 // none. The case of the result is irrelevant to slugs (step 5 lowercases it).
 func transliterate(r rune) string {
-	if s, ok := overrides[r]; ok {
+	if s, ok := override(r); ok {
 		return s
 	}
 	return fromLibrary(unidecode.Unidecode(string(r)))
@@ -69,38 +88,46 @@ func fromLibrary(s string) string {
 // appendTransliterated implements the transliteration half of step 2: it appends s to dst with
 // every non-ASCII rune replaced by its transliteration, which may be empty.
 //
-// Each run of non-ASCII runes without an override is passed to the library in one call. When the
-// result holds no unknown mark, no rune of the run produced one and it is the concatenation of
-// the runes' transliterations; otherwise the run is transliterated rune by rune.
+// Each span of s without an override is passed to the library in one call (the library keeps
+// ASCII as is). When the result holds no unknown mark, no rune of the span produced one and it
+// is the concatenation of the runes' transliterations; otherwise the span is transliterated rune
+// by rune.
 func appendTransliterated(dst []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if o, ok := overrides[r]; ok {
-			dst = append(dst, o...)
-			i += size
-			continue
-		}
-		j := i + size
-		for j < len(s) && s[j] >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[j:])
-			if _, ok := overrides[r]; ok {
+	for start := 0; start < len(s); {
+		end, ascii := start, true
+		for end < len(s) {
+			if s[end] < utf8.RuneSelf {
+				end++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[end:])
+			if _, ok := override(r); ok {
 				break
 			}
-			j += size
+			ascii = false
+			end += size
 		}
-		if t := unidecode.Unidecode(s[i:j]); !strings.Contains(t, unknownMark) {
+		span := s[start:end]
+		if ascii {
+			dst = append(dst, span...)
+		} else if t := unidecode.Unidecode(span); !strings.Contains(t, unknownMark) {
 			dst = append(dst, t...)
 		} else {
-			for _, r := range s[i:j] {
-				dst = append(dst, transliterate(r)...)
+			for _, r := range span {
+				if r < utf8.RuneSelf {
+					dst = append(dst, byte(r))
+				} else {
+					dst = append(dst, transliterate(r)...)
+				}
 			}
 		}
-		i = j
+		if end < len(s) { // s[end:] starts with a rune that has an override
+			r, size := utf8.DecodeRuneInString(s[end:])
+			o, _ := override(r)
+			dst = append(dst, o...)
+			end += size
+		}
+		start = end
 	}
 	return dst
 }

@@ -6,6 +6,7 @@ system interpreter (/usr/bin/python3). Everything it writes is deterministic.
 
     slugref.py corpus FILE   the multi-script corpus (names and python-slugify's slugs) as JSON
     slugref.py sweep FILE    every code point of the Basic Multilingual Plane between "a" and "b"
+    slugref.py check FILE    check the slugs of a reference file (JSON list of name and slug)
     slugref.py slug NAME...  print the slug of each NAME
 
 The slug is python-slugify's slugify() with its default options. python-slugify 4.0.0 passes the
@@ -165,6 +166,16 @@ def main(argv):
                           "unknown": unknown_to_text_unidecode(chr(cp)),
                           "assigned": unicodedata.category(chr(cp)) != "Cn"})
         write_cases(argv[1], cases)
+    elif len(argv) >= 2 and argv[0] == "check":
+        with open(argv[1], encoding="utf-8") as f:
+            cases = json.load(f)
+        stale = [c for c in cases if reference_slug(c["name"]) != c["slug"]]
+        for c in stale[:20]:
+            print("%s: %r has slug %r in python-slugify, %r in the file"
+                  % (argv[1], c["name"], reference_slug(c["name"]), c["slug"]), file=sys.stderr)
+        if stale:
+            sys.exit("%s: %d of %d slugs differ from python-slugify" % (argv[1], len(stale), len(cases)))
+        print("%s: %d slugs agree with python-slugify" % (argv[1], len(cases)))
     elif len(argv) >= 1 and argv[0] == "slug":
         for name in argv[1:]:
             print(reference_slug(name))
