@@ -2,6 +2,7 @@ package supervaizer
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,7 +22,10 @@ import (
 // any uncertain outcome with the same idempotency_key and the same identities,
 // and the agent must return the original result and create nothing.
 //
-// Records are scoped by (agent slug, action, idempotency key) and hold the
+// Records are scoped by (workspace, agent slug, action, idempotency key) —
+// the workspace is the verified one from the workspace token (the request's
+// workspace.id for the bootstrap actions and in local mode), so the same key
+// from another workspace is an independent operation — and hold the
 // identities (mission_id, job_id), a canonical hash of input and the full
 // original result, in the server's [store.Store]:
 //
@@ -35,10 +39,42 @@ import (
 // A result stored by the layer has replay_safety.strictly_idempotent_response
 // true. A handler that fails (a JSON-RPC error) stores nothing, so a retry runs
 // it again.
+//
+// A record in progress carries its owner's instance and boot: after a crash,
+// the same instance restarted on the same store takes its records over at
+// once; another instance waits for the lease. Records are removed once older
+// than the retention period; a record in progress never is.
+//
+// Records written by releases before workspace scoping (keyed without the
+// workspace) are never matched: a retry that straddles the upgrade runs the
+// handler again, as a first attempt. They are removed by the retention sweep.
 
-// DefaultIdempotencyLease is how long an in-flight record blocks other
-// instances before they may take it over (the original attempt is presumed dead).
-const DefaultIdempotencyLease = 10 * time.Minute
+// Idempotency defaults; see [WithIdempotencyLease] and
+// [WithIdempotencyRetention].
+const (
+	// DefaultIdempotencyLease is how long an in-flight record blocks other
+	// instances before they may take it over (the original attempt is presumed
+	// dead).
+	DefaultIdempotencyLease = 10 * time.Minute
+	// DefaultIdempotencyRetention is how long a record is kept.
+	DefaultIdempotencyRetention = 7 * 24 * time.Hour
+)
+
+// idempotencySweepEvery is how often, at most, the retention sweep runs.
+const idempotencySweepEvery = time.Hour
+
+// maxLiteralKeyPart is the longest workspace id or idempotency key stored
+// literally in a record key; longer ones are hashed.
+const maxLiteralKeyPart = 128
+
+// Record key layout: (idemNamespace, workspace, agent, action, key), where the
+// workspace and key parts are "=" + the value, or "#" + the SHA-256 hex of a
+// value longer than maxLiteralKeyPart. The two prefixes keep every hashed part
+// apart from every literal one.
+const (
+	idemNamespace       = "idempotency.ws"
+	legacyIdemNamespace = "idempotency" // records keyed without the workspace
+)
 
 const (
 	recordPending = "pending"
@@ -54,13 +90,28 @@ type idemRecord struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 	LeaseUntil time.Time       `json:"lease_until,omitzero"`
 	CreatedAt  time.Time       `json:"created_at"`
+	// Instance and Boot identify the process that owns a pending record.
+	Instance string `json:"instance,omitempty"`
+	Boot     string `json:"boot,omitempty"`
 }
 
 type idempotency struct {
-	store  store.Store
-	lease  time.Duration
-	now    func() time.Time
-	logger *slog.Logger
+	store     store.Store
+	lease     time.Duration
+	retention time.Duration
+	now       func() time.Time
+	logger    *slog.Logger
+	// instance names this process's instance across restarts ("" when
+	// unknown: its records are then only taken over after their lease);
+	// boot is new for every process.
+	instance, boot string
+	// track counts a background sweep as a call in progress (so that
+	// Shutdown waits for it); nil runs sweeps untracked.
+	track func(delta int)
+
+	sweepMu   sync.Mutex
+	lastSweep time.Time
+	sweeping  bool
 
 	mu      sync.Mutex
 	flights map[string]*flight // in-process attempts, by record key
@@ -74,8 +125,37 @@ type flight struct {
 	err  *Error
 }
 
-func newIdempotency(s store.Store, logger *slog.Logger) *idempotency {
-	return &idempotency{store: s, lease: DefaultIdempotencyLease, now: time.Now, logger: logger, flights: map[string]*flight{}}
+// idemConfig are the layer's settings.
+type idemConfig struct {
+	lease, retention time.Duration
+	instance         string // "" : derived from the store when it is exclusive
+}
+
+func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempotency {
+	if cfg.lease <= 0 {
+		cfg.lease = DefaultIdempotencyLease
+	}
+	if cfg.retention <= 0 {
+		cfg.retention = DefaultIdempotencyRetention
+	}
+	if cfg.instance == "" {
+		if ex, ok := s.(store.Exclusive); ok && ex.Exclusive() {
+			// Only one process at a time uses this store: every other boot
+			// that left a record pending on it is gone.
+			cfg.instance = "exclusive-store"
+		}
+	}
+	return &idempotency{
+		store: s, lease: cfg.lease, retention: cfg.retention, now: time.Now, logger: logger,
+		instance: cfg.instance, boot: newBootID(), flights: map[string]*flight{},
+	}
+}
+
+// newBootID returns a random identifier of this process's boot.
+func newBootID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // Idempotent makes the SDK's idempotency layer apply to the action id, in
@@ -107,14 +187,30 @@ func (a *Agent) isIdempotent(id string) bool {
 	return a.idempotent[id]
 }
 
-// recordKey builds the store key; long idempotency keys are hashed so every key
-// fits the store's key limit.
-func recordKey(slug, action, key string) string {
-	if len(key) > 128 {
-		d := sha256.Sum256([]byte(key))
-		key = "sha256:" + hex.EncodeToString(d[:])
+// recordKey builds the store key of a record: the workspace, the agent, the
+// action and the idempotency key. Workspace ids and keys longer than
+// maxLiteralKeyPart are hashed so that every record key fits the store's key
+// limit; see idemNamespace for why a hashed part never equals a literal one.
+func recordKey(workspaceID, slug, action, key string) string {
+	return store.Key(idemNamespace, idemKeyPart(workspaceID), slug, action, idemKeyPart(key))
+}
+
+func idemKeyPart(v string) string {
+	if len(v) > maxLiteralKeyPart {
+		d := sha256.Sum256([]byte(v))
+		return "#" + hex.EncodeToString(d[:])
 	}
-	return store.Key("idempotency", slug, action, key)
+	return "=" + v
+}
+
+// recordWorkspace is the workspace a request's record belongs to: the
+// verified one, else (bootstrap actions, local mode without a context) the
+// request's workspace.id.
+func recordWorkspace(req *ActionRequest) string {
+	if req.WorkspaceAuthorization != nil {
+		return req.WorkspaceAuthorization.WorkspaceID
+	}
+	return req.Workspace.ID
 }
 
 // run applies the layer around exec, which calls the handler and validates its
@@ -124,7 +220,8 @@ func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(con
 	if err != nil {
 		return nil, failedWith(req, err)
 	}
-	key := recordKey(req.AgentSlug, req.Action, req.IdempotencyKey)
+	key := recordKey(recordWorkspace(req), req.AgentSlug, req.Action, req.IdempotencyKey)
+	l.maybeSweep(ctx)
 
 	// Only a duplicate with the same identities and input may share an
 	// attempt's outcome; any other request settles against the record itself
@@ -157,7 +254,10 @@ func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(con
 // conflict, in progress, or a run of exec whose result is recorded.
 func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash string, exec func(context.Context) ([]byte, *Error)) ([]byte, *Error) {
 	now := l.now()
-	pending := idemRecord{State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash, CreatedAt: now.UTC(), LeaseUntil: now.Add(l.lease).UTC()}
+	pending := idemRecord{
+		State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash,
+		CreatedAt: now.UTC(), LeaseUntil: now.Add(l.lease).UTC(), Instance: l.instance, Boot: l.boot,
+	}
 	pendingRaw, _ := json.Marshal(pending)
 	existing, stored, err := l.store.PutIfAbsent(ctx, key, pendingRaw)
 	if err != nil {
@@ -171,14 +271,16 @@ func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash
 		if conflict := rec.MissionID != req.MissionID || rec.JobID != req.JobID || rec.InputHash != hash; conflict {
 			return conflictResult(req)
 		}
+		abandoned := l.abandoned(&rec)
 		switch {
 		case rec.State == recordDone:
 			return rec.Result, nil // the stored result, byte for byte
-		case now.Before(rec.LeaseUntil):
-			// Another instance is running this start right now.
+		case !abandoned && now.Before(rec.LeaseUntil):
+			// Another process is running this start right now.
 			return inProgressResult(req)
 		}
-		// The original attempt's lease expired: take the record over.
+		// The original attempt's process is gone (an earlier boot of this
+		// instance) or its lease expired: take the record over.
 		swapped, err := l.store.CompareAndSwap(ctx, key, existing, pendingRaw)
 		if err != nil {
 			return nil, l.storeFailure(ctx, req, err)
@@ -186,8 +288,12 @@ func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash
 		if !swapped {
 			return inProgressResult(req)
 		}
-		l.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency record taken over after its lease expired",
-			slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action))
+		reason := "its lease expired"
+		if abandoned {
+			reason = "an earlier boot of this instance left it pending"
+		}
+		l.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency record taken over",
+			slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action), slog.String("reason", reason))
 	}
 
 	raw, rpcErr := exec(ctx)
@@ -214,6 +320,96 @@ func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash
 		return nil, l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
 	}
 	return raw, nil
+}
+
+// abandoned reports whether a pending record was left by an earlier boot of
+// this very instance, whose attempt therefore died with it.
+func (l *idempotency) abandoned(rec *idemRecord) bool {
+	return rec.State == recordPending && l.instance != "" && rec.Instance == l.instance && rec.Boot != l.boot
+}
+
+// maybeSweep starts the retention sweep in the background when the last one
+// is older than idempotencySweepEvery (the first call after startup sweeps).
+func (l *idempotency) maybeSweep(ctx context.Context) {
+	now := l.now()
+	l.sweepMu.Lock()
+	if l.sweeping || (!l.lastSweep.IsZero() && now.Sub(l.lastSweep) < idempotencySweepEvery) {
+		l.sweepMu.Unlock()
+		return
+	}
+	l.sweeping, l.lastSweep = true, now
+	l.sweepMu.Unlock()
+	if l.track != nil {
+		l.track(1)
+	}
+	go func() {
+		defer func() {
+			l.sweepMu.Lock()
+			l.sweeping = false
+			l.sweepMu.Unlock()
+			if l.track != nil {
+				l.track(-1)
+			}
+		}()
+		removed, err := l.sweep(context.WithoutCancel(ctx))
+		if err != nil {
+			l.logger.LogAttrs(ctx, slog.LevelError, "idempotency retention sweep failed", slog.Any("error", err))
+			return
+		}
+		if removed > 0 {
+			l.logger.LogAttrs(ctx, slog.LevelInfo, "idempotency records expired", slog.Int("removed", removed),
+				slog.Duration("retention", l.retention))
+		}
+	}()
+}
+
+// sweep removes the records older than the retention period, those keyed
+// without the workspace included, and returns how many it removed. A done
+// record expires retention after it was created; a pending one only
+// retention after its lease ended, so an attempt in progress is never
+// removed. A record is re-read just before its removal and stays if it
+// changed since the scan.
+func (l *idempotency) sweep(ctx context.Context) (int, error) {
+	cutoff := l.now().Add(-l.retention)
+	var stale []struct {
+		key   string
+		value []byte
+	}
+	visit := func(key string, value []byte) error {
+		var rec idemRecord
+		if json.Unmarshal(value, &rec) != nil {
+			return nil // not ours to judge
+		}
+		expired := rec.State == recordDone && rec.CreatedAt.Before(cutoff) ||
+			rec.State == recordPending && !rec.LeaseUntil.IsZero() && rec.LeaseUntil.Before(cutoff)
+		if expired {
+			stale = append(stale, struct {
+				key   string
+				value []byte
+			}{key, bytes.Clone(value)})
+		}
+		return nil
+	}
+	for _, ns := range []string{idemNamespace, legacyIdemNamespace} {
+		if err := l.store.Scan(ctx, store.Prefix(ns), visit); err != nil {
+			return 0, err
+		}
+	}
+	removed := 0
+	for _, r := range stale {
+		cur, found, err := l.store.Get(ctx, r.key)
+		if err != nil {
+			return removed, err
+		}
+		if !found || !bytes.Equal(cur, r.value) {
+			continue
+		}
+		if err := l.store.Delete(ctx, r.key); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
 }
 
 func (l *idempotency) storeFailure(ctx context.Context, req *ActionRequest, err error) *Error {

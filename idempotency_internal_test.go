@@ -1,9 +1,14 @@
 package supervaizer
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,7 +41,7 @@ func (g *gatedStore) PutIfAbsent(ctx context.Context, key string, value []byte) 
 // in flight gets the original result, not that request's conflict.
 func TestIdempotencyWaiterDoesNotShareAnotherInputsOutcome(t *testing.T) {
 	st := &gatedStore{Store: store.NewMemory(), entered: make(chan struct{}), release: make(chan struct{})}
-	l := newIdempotency(st, slog.New(slog.DiscardHandler))
+	l := newIdempotency(st, slog.New(slog.DiscardHandler), idemConfig{})
 	var runs atomic.Int64
 	exec := func(context.Context) ([]byte, *Error) {
 		runs.Add(1)
@@ -80,7 +85,7 @@ func TestIdempotencyWaiterDoesNotShareAnotherInputsOutcome(t *testing.T) {
 // TestIdempotencyFailuresCarryActionData: the layer's own -32603 errors carry
 // the data of controller.md §5.1 step 6, like a failed handler's.
 func TestIdempotencyFailuresCarryActionData(t *testing.T) {
-	l := newIdempotency(store.NewMemory(), slog.New(slog.DiscardHandler))
+	l := newIdempotency(store.NewMemory(), slog.New(slog.DiscardHandler), idemConfig{})
 	req := &ActionRequest{AgentSlug: "a", Action: "job.start", IdempotencyKey: "k", MissionID: "m", JobID: "j", Input: json.RawMessage(`{`)}
 	_, rpcErr := l.run(t.Context(), req, func(context.Context) ([]byte, *Error) { return nil, nil })
 	require.NotNil(t, rpcErr)
@@ -88,4 +93,189 @@ func TestIdempotencyFailuresCarryActionData(t *testing.T) {
 	assert.Equal(t, "Action handler failed", rpcErr.Message)
 	assert.Equal(t, map[string]any{"agent_slug": "a", "action": "job.start"}, rpcErr.Data)
 	assert.Error(t, rpcErr.Err)
+}
+
+// idemClock is a settable clock safe to read from the background sweep.
+type idemClock struct{ ns atomic.Int64 }
+
+func newIdemClock(t time.Time) *idemClock {
+	c := &idemClock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+func (c *idemClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *idemClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// sharedStore hides the exclusivity of the store it wraps, like a database
+// several instances share.
+type sharedStore struct{ store.Store }
+
+func okExec(runs *atomic.Int64) func(context.Context) ([]byte, *Error) {
+	return func(context.Context) ([]byte, *Error) {
+		runs.Add(1)
+		return []byte(`{"status":"ok","effects":[]}`), nil
+	}
+}
+
+func idemRequest(ws, key string) *ActionRequest {
+	return &ActionRequest{AgentSlug: "a", Action: "job.start", IdempotencyKey: key, MissionID: "m", JobID: "j",
+		Workspace: contracts.WorkspaceRef{ID: ws}, Input: json.RawMessage(`{}`)}
+}
+
+// leavePending writes the pending record an attempt of l would leave if its
+// process died mid-handler.
+func leavePending(t *testing.T, l *idempotency, req *ActionRequest) {
+	t.Helper()
+	hash, err := canonicalHash(req.Input)
+	require.NoError(t, err)
+	now := l.now()
+	raw, err := json.Marshal(idemRecord{State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash,
+		CreatedAt: now, LeaseUntil: now.Add(l.lease), Instance: l.instance, Boot: l.boot})
+	require.NoError(t, err)
+	_, stored, err := l.store.PutIfAbsent(t.Context(), recordKey(recordWorkspace(req), req.AgentSlug, req.Action, req.IdempotencyKey), raw)
+	require.NoError(t, err)
+	require.True(t, stored)
+}
+
+// TestIdempotencyTakeover: a record left pending by a crashed process is taken
+// over at once by the same instance's next boot; another instance (or an
+// instance of unknown identity on a shared store) waits for the lease.
+func TestIdempotencyTakeover(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name        string
+		shared      bool
+		before, now string // instance ids of the crashed and the running process
+		lease       time.Duration
+		wantWait    bool
+	}{
+		{name: "exclusive store, next boot", wantWait: false},
+		{name: "shared store, same instance id", shared: true, before: "pod-0", now: "pod-0", wantWait: false},
+		{name: "shared store, another instance", shared: true, before: "pod-0", now: "pod-1", wantWait: true},
+		{name: "shared store, no instance id", shared: true, wantWait: true},
+		{name: "shared store, short lease", shared: true, lease: time.Minute, wantWait: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var st store.Store = store.NewMemory()
+			if tt.shared {
+				st = sharedStore{st}
+			}
+			clock := newIdemClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+			crashed := newIdempotency(st, logger, idemConfig{instance: tt.before, lease: tt.lease})
+			crashed.now = clock.now
+			req := idemRequest("ws-1", "k")
+			leavePending(t, crashed, req)
+
+			restarted := newIdempotency(st, logger, idemConfig{instance: tt.now, lease: tt.lease})
+			restarted.now = clock.now
+			var runs atomic.Int64
+			raw, rpcErr := restarted.run(t.Context(), req, okExec(&runs))
+			require.Nil(t, rpcErr)
+			if !tt.wantWait {
+				assert.Contains(t, string(raw), `"status":"ok"`)
+				assert.EqualValues(t, 1, runs.Load())
+				return
+			}
+			assert.Contains(t, string(raw), ErrorIdempotencyInProgress)
+			assert.Zero(t, runs.Load())
+			lease := cmp.Or(tt.lease, DefaultIdempotencyLease)
+			clock.advance(lease - time.Second)
+			raw, _ = restarted.run(t.Context(), req, okExec(&runs))
+			assert.Contains(t, string(raw), ErrorIdempotencyInProgress, "within the lease")
+			clock.advance(time.Second)
+			raw, _ = restarted.run(t.Context(), req, okExec(&runs))
+			assert.Contains(t, string(raw), `"status":"ok"`, "after the lease")
+			assert.EqualValues(t, 1, runs.Load())
+		})
+	}
+}
+
+// TestIdempotencyRetentionSweep: the sweep removes done records older than
+// the retention, pending records whose lease ended longer ago than the
+// retention and records keyed without the workspace; it keeps everything
+// else, above all an attempt in progress whatever its age.
+func TestIdempotencyRetentionSweep(t *testing.T) {
+	st := store.NewMemory()
+	c := newIdemClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	clock := c.now()
+	l := newIdempotency(st, slog.New(slog.DiscardHandler), idemConfig{retention: 24 * time.Hour, lease: 100 * 24 * time.Hour})
+	l.now = c.now
+	ctx := t.Context()
+	put := func(key string, rec idemRecord) {
+		raw, err := json.Marshal(rec)
+		require.NoError(t, err)
+		_, _, err = st.PutIfAbsent(ctx, key, raw)
+		require.NoError(t, err)
+	}
+	day := 24 * time.Hour
+	put(recordKey("w", "a", "job.start", "old-done"), idemRecord{State: recordDone, CreatedAt: clock.Add(-25 * time.Hour)})
+	put(recordKey("w", "a", "job.start", "new-done"), idemRecord{State: recordDone, CreatedAt: clock.Add(-23 * time.Hour)})
+	put(recordKey("w", "a", "job.start", "old-running"), idemRecord{State: recordPending, CreatedAt: clock.Add(-30 * day), LeaseUntil: clock.Add(time.Hour)})
+	put(recordKey("w", "a", "job.start", "dead-long-ago"), idemRecord{State: recordPending, CreatedAt: clock.Add(-30 * day), LeaseUntil: clock.Add(-2 * day)})
+	put(recordKey("w", "a", "job.start", "dead-recently"), idemRecord{State: recordPending, CreatedAt: clock.Add(-30 * day), LeaseUntil: clock.Add(-time.Hour)})
+	put(store.Key(legacyIdemNamespace, "a", "job.start", "legacy-old"), idemRecord{State: recordDone, CreatedAt: clock.Add(-8 * day)})
+	put(store.Key(legacyIdemNamespace, "a", "job.start", "legacy-new"), idemRecord{State: recordDone, CreatedAt: clock.Add(-time.Hour)})
+	put(store.Key("other", "x"), idemRecord{State: recordDone, CreatedAt: clock.Add(-100 * day)})
+
+	removed, err := l.sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, removed)
+	var left []string
+	require.NoError(t, st.Scan(ctx, "", func(k string, _ []byte) error {
+		parts, err := store.ParseKey(k)
+		require.NoError(t, err)
+		left = append(left, parts[len(parts)-1])
+		return nil
+	}))
+	assert.ElementsMatch(t, []string{"=new-done", "=old-running", "=dead-recently", "legacy-new", "x"}, left)
+
+	// A sweep starts with the first attempt after startup, then at most hourly.
+	var runs atomic.Int64
+	_, rpcErr := l.run(ctx, idemRequest("w", "fresh"), okExec(&runs))
+	require.Nil(t, rpcErr)
+	require.Eventually(t, func() bool {
+		l.sweepMu.Lock()
+		defer l.sweepMu.Unlock()
+		return !l.sweeping && !l.lastSweep.IsZero()
+	}, 5*time.Second, time.Millisecond)
+	first := l.lastSweep
+	c.advance(59 * time.Minute)
+	_, _ = l.run(ctx, idemRequest("w", "fresh2"), okExec(&runs))
+	l.sweepMu.Lock()
+	assert.Equal(t, first, l.lastSweep)
+	l.sweepMu.Unlock()
+}
+
+// TestIdempotencyKeyNamespaces: a long key or workspace id is hashed into a
+// namespace no literal reaches, and parts never run into each other.
+func TestIdempotencyKeyNamespaces(t *testing.T) {
+	long := strings.Repeat("x", maxLiteralKeyPart+1)
+	d := sha256.Sum256([]byte(long))
+	hashed := hex.EncodeToString(d[:])
+	keys := map[string]string{}
+	for _, c := range [][2]string{
+		{"w", long}, {"w", "sha256:" + hashed}, {"w", "#" + hashed}, {"w", hashed}, {"w", "=" + long},
+		{long, "k"}, {"#" + hashed, "k"}, {"w", strings.Repeat("x", maxLiteralKeyPart)},
+		{"w/a", "k"}, {"w", "a/k"},
+	} {
+		k := recordKey(c[0], "a", "job.start", c[1])
+		require.LessOrEqual(t, len(k), store.MaxKeyLen)
+		if prev, dup := keys[k]; dup {
+			t.Errorf("%q and %q share the record key %s", prev, c, k)
+		}
+		keys[k] = fmt.Sprint(c)
+	}
+}
+
+func TestParseRetention(t *testing.T) {
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "168h": 168 * time.Hour, "90m": 90 * time.Minute, "1d": 24 * time.Hour} {
+		got, err := parseRetention(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "0", "-1h", "0d", "-3d", "7", "d", "1.5d", "soon"} {
+		_, err := parseRetention(in)
+		assert.Error(t, err, in)
+	}
 }

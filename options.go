@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ type config struct {
 	sseQueue        int
 	sseReplay       int
 	sseReplayBytes  int
+	idemRetention   time.Duration // 0: SUPERVAIZER_IDEMPOTENCY_RETENTION, else the default
+	idemLease       time.Duration
+	instanceID      string
 	publicURL       string
 	apiKeys         []apiKey
 	securityHeaders bool
@@ -114,6 +118,68 @@ func WithSSEReplay(events, bytes int) Option {
 		}
 		c.sseReplay, c.sseReplayBytes = events, bytes
 	}
+}
+
+// EnvIdempotencyRetention is the environment variable read for the
+// idempotency retention when [WithIdempotencyRetention] is not given: a Go
+// duration ("168h", "90m") or a number of days ("7d").
+const EnvIdempotencyRetention = "SUPERVAIZER_IDEMPOTENCY_RETENTION"
+
+// WithIdempotencyRetention sets how long idempotency records are kept: a
+// sweep (at most hourly, in the background) removes those created longer ago.
+// A retry with the same key after that runs the handler as a first attempt, so
+// keep it longer than Studio may retry. A record whose attempt is in progress
+// is never removed. Default: SUPERVAIZER_IDEMPOTENCY_RETENTION, else
+// [DefaultIdempotencyRetention] (7 days).
+func WithIdempotencyRetention(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithIdempotencyRetention(%s): the retention must be positive", d))
+		}
+		c.idemRetention = d
+	}
+}
+
+// WithIdempotencyLease sets how long a record whose attempt is in progress
+// blocks the retries that reach another instance (they answer
+// idempotency_in_progress) before one of them may take the record over,
+// presuming the attempt dead. The instance that owns the record takes it over
+// at once after a restart (see [WithInstanceID]). Default:
+// [DefaultIdempotencyLease] (10 min).
+func WithIdempotencyLease(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithIdempotencyLease(%s): the lease must be positive", d))
+		}
+		c.idemLease = d
+	}
+}
+
+// WithInstanceID names this instance of the controller, stable across its
+// restarts and distinct from every other instance sharing the store. A record
+// left in progress by a crash is then taken over at once by the restarted
+// instance instead of waiting for the lease. Default: automatic for a store
+// only one process can use ([store.Open], the in-memory store: any earlier
+// process on it is gone); none for a shared store (records of a crashed
+// instance wait for the lease).
+func WithInstanceID(id string) Option {
+	return func(c *config) { c.instanceID = strings.TrimSpace(id) }
+}
+
+// parseRetention parses a Go duration or a whole number of days ("7d").
+func parseRetention(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || n > 100*365 {
+			return 0, errors.New("want a positive duration such as 168h or 7d")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, errors.New("want a positive duration such as 168h or 7d")
+	}
+	return d, nil
 }
 
 // WithPublicURL sets the controller's public URL, used in Agent Cards and
@@ -231,6 +297,15 @@ func (c *config) resolve() error {
 	}
 	if c.publicURL == "" {
 		c.publicURL = strings.TrimSpace(c.getenv("SUPERVAIZER_PUBLIC_URL"))
+	}
+	if c.idemRetention == 0 {
+		if v := strings.TrimSpace(c.getenv(EnvIdempotencyRetention)); v != "" {
+			d, err := parseRetention(v)
+			if err != nil {
+				return fmt.Errorf("supervaizer: %s=%q: %w", EnvIdempotencyRetention, v, err)
+			}
+			c.idemRetention = d
+		}
 	}
 	if c.publicURL != "" {
 		u, err := url.Parse(c.publicURL)

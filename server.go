@@ -160,7 +160,8 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		st = store.NewMemory()
 		s.logger.Warn("no store configured (WithStore): idempotency records are kept in memory and do not survive a restart")
 	}
-	s.idem = newIdempotency(st, s.logger)
+	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID})
+	s.idem.track = s.inflight.Add
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	s.broker = sse.NewBroker(sse.Options{
 		QueueSize: cfg.sseQueue, ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,

@@ -86,3 +86,21 @@ func checkKey(key string) error {
 	}
 	return nil
 }
+
+// Exclusive is implemented by a Store that only one process can use at a time
+// (an embedded file held under a lock, or memory). Knowing it lets a restarted
+// process treat every record left pending by an earlier process on the same
+// store as abandoned at once, instead of waiting for a lease: no other live
+// process can own it. A Store shared by several processes must not implement
+// it (or must return false).
+type Exclusive interface {
+	// Exclusive reports whether this process is the store's only user.
+	Exclusive() bool
+}
+
+// Exclusive reports true: a Memory store belongs to its process.
+func (m *Memory) Exclusive() bool { return true }
+
+// Exclusive reports true: the file lock taken by [Open] keeps every other
+// process out while this one holds the store.
+func (b *Bolt) Exclusive() bool { return true }
