@@ -1,6 +1,7 @@
 package supervaizer
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"

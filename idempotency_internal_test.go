@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/canon"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -126,7 +127,7 @@ func idemRequest(ws, key string) *ActionRequest {
 // process died mid-handler.
 func leavePending(t *testing.T, l *idempotency, req *ActionRequest) {
 	t.Helper()
-	hash, err := canonicalHash(req.Input)
+	hash, err := canon.Hash(req.Input)
 	require.NoError(t, err)
 	now := l.now()
 	raw, err := json.Marshal(idemRecord{State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash,
