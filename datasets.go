@@ -63,11 +63,11 @@ func RegisterDataset[Row any](r HandlerRegistry, id string, query func(ctx conte
 	}
 	a.HandleAction(datasetAction(id), func(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
 		if req.Surface == jobAnalyticsSurface && req.JobID == "" {
-			return missingContext("job_id", "a query from "+jobAnalyticsSurface+" must be restricted to a job").result(), nil
+			return missingContext("job_id", "a query from "+jobAnalyticsSurface+" must be restricted to a job").Result(), nil
 		}
 		rc, oe := resolveContext(id, "query", def.Scope, nil, callFromRequest(req))
 		if oe != nil {
-			return oe.result(), nil
+			return oe.Result(), nil
 		}
 		in := readInput(req.Input)
 		limit, offset := in.page()
@@ -78,7 +78,7 @@ func RegisterDataset[Row any](r HandlerRegistry, id string, query func(ctx conte
 		rows, err := query(ctx, rc, q)
 		if err != nil {
 			if oe, ok := asOpError(err); ok {
-				return oe.result(), nil
+				return oe.Result(), nil
 			}
 			return nil, err
 		}

@@ -97,11 +97,11 @@ func TestResolveContext(t *testing.T) {
 			rc, oe := resolveContext("r", "list", tt.level, tt.requires, tt.call)
 			if tt.missing != "" {
 				require.NotNil(t, oe)
-				assert.Equal(t, 400, oe.status)
-				require.Len(t, oe.errs, 1)
-				assert.Equal(t, ErrorMissingContext, oe.errs[0].Code)
-				assert.Equal(t, tt.missing, oe.errs[0].Field)
-				assert.Contains(t, oe.detail, tt.missing)
+				assert.Equal(t, 400, oe.Status)
+				require.Len(t, oe.Errs, 1)
+				assert.Equal(t, ErrorMissingContext, oe.Errs[0].Code)
+				assert.Equal(t, tt.missing, oe.Errs[0].Field)
+				assert.Contains(t, oe.Detail, tt.missing)
 				return
 			}
 			require.Nil(t, oe)
@@ -181,4 +181,34 @@ func TestDecodeJSONObject(t *testing.T) {
 	m, err := decodeJSONObject([]byte(`{"n":12345678901234567890}`))
 	require.NoError(t, err)
 	assert.Equal(t, json.Number("12345678901234567890"), m["n"])
+}
+
+func TestImportInput(t *testing.T) {
+	tests := []struct {
+		name, input string
+		wantData    string
+		wantProblem string // path of the first problem
+	}{
+		{"text", `{"content":"email\na"}`, "email\na", ""},
+		{"base64", `{"content":"ZW1haWwKYQ==","encoding":"base64"}`, "email\na", ""},
+		{"base64 unpadded", `{"content":"ZW1haWwKYQ","encoding":"base64"}`, "email\na", ""},
+		{"no content", `{"format":"csv"}`, "", "/input/content"},
+		{"bad base64", `{"content":"***","encoding":"base64"}`, "", "/input/content"},
+		{"bad encoding", `{"content":"a","encoding":"utf-16"}`, "", "/input/encoding"},
+		{"fields not an object", `{"content":"a","fields":[1]}`, "", "/input/fields"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := readInput(json.RawMessage(tt.input))
+			f := in.importInput()
+			if tt.wantProblem == "" {
+				require.Empty(t, in.probs)
+				assert.Equal(t, tt.wantData, string(f.data))
+				return
+			}
+			require.NotEmpty(t, in.probs)
+			assert.Equal(t, tt.wantProblem, in.probs[0].Path)
+			assert.Equal(t, CodeInvalidParams, CodeOf(in.err()))
+		})
+	}
 }

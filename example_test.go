@@ -2,7 +2,6 @@ package supervaizer_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -140,26 +139,4 @@ func ExampleFail() {
 	fmt.Println(string(b))
 	// Output:
 	// {"status":"error","effects":[],"errors":[{"code":"idempotency_conflict","message":"job job-77 was started with other input"}]}
-}
-
-// ContextHeaders writes the DataResource context headers, the mission
-// metadata as unpadded base64url JSON.
-func ExampleContextHeaders() {
-	h, err := supervaizer.ContextHeaders(supervaizer.ContextHeaderValues{
-		WorkspaceID:     "ws-1",
-		MissionID:       "mis-3",
-		MissionMetadata: map[string]any{"filter": map[string]any{"contact": "c-1"}},
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(h.Get(supervaizer.HeaderWorkspaceID), h.Get(supervaizer.HeaderMissionID))
-	meta, _ := base64.RawURLEncoding.DecodeString(h.Get(supervaizer.HeaderMissionMetadata))
-	fmt.Println(string(meta))
-	fmt.Println(h.Get(supervaizer.HeaderRequestID) == "")
-	// Output:
-	// ws-1 mis-3
-	// {"filter":{"contact":"c-1"}}
-	// true
 }

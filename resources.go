@@ -3,6 +3,7 @@ package supervaizer
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/resource"
 )
 
 // This file holds the typed resource API: an author implements the
@@ -46,12 +48,12 @@ const (
 	ErrorNotFound = "not_found"
 	// ErrorImportRejected: rows of an import failed their checks and nothing
 	// was applied; the row errors follow; HTTP 422.
-	ErrorImportRejected = "import_rejected"
+	ErrorImportRejected = resource.ErrorImportRejected
 	// ErrorImportTooLarge: the import file exceeds the byte or row limit; HTTP 413.
-	ErrorImportTooLarge = "import_too_large"
+	ErrorImportTooLarge = resource.ErrorImportTooLarge
 	// ErrorUnsupportedImportFormat: the file is not CSV (XLSX is not read by
 	// this SDK); HTTP 415.
-	ErrorUnsupportedImportFormat = "unsupported_import_format"
+	ErrorUnsupportedImportFormat = resource.ErrorUnsupportedImportFormat
 )
 
 // The conventional effect types of resource operations (model.md §15).
@@ -270,7 +272,7 @@ func RegisterResource[T any](r HandlerRegistry, id string, impl Resource[T]) {
 	if err := checkRequiredContext(def.RequiresContext); err != nil {
 		fail("%v", err)
 	}
-	limits, err := impl.ImportLimits.resolved()
+	limits, err := impl.ImportLimits.Resolved()
 	if err != nil {
 		fail("%v", err)
 	}
@@ -433,12 +435,12 @@ func (b *resourceBinding) actionHandler(op string) ActionHandler {
 	return func(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
 		rc, oe := resolveContext(b.def.ID, op, b.def.Scope, b.def.RequiresContext, callFromRequest(req))
 		if oe != nil {
-			return oe.result(), nil
+			return oe.Result(), nil
 		}
 		res, err := b.invoke(ctx, op, rc, req.Input)
 		if err != nil {
 			if oe, ok := asOpError(err); ok {
-				return oe.result(), nil
+				return oe.Result(), nil
 			}
 			return nil, err
 		}
@@ -523,8 +525,8 @@ func decodeItem[T any](b *resourceBinding, raw []byte) (T, error) {
 	var zero T
 	values, err := decodeJSONObject(raw)
 	if err != nil {
-		return zero, &opError{status: http.StatusBadRequest, detail: "The item must be a JSON object",
-			errs: []contracts.ResultError{{Code: contracts.ErrorInvalidInput, Message: "the item must be a JSON object", Field: "item"}}}
+		return zero, &opError{Status: http.StatusBadRequest, Detail: "The item must be a JSON object",
+			Errs: []contracts.ResultError{{Code: contracts.ErrorInvalidInput, Message: "the item must be a JSON object", Field: "item"}}}
 	}
 	var errs []contracts.ResultError
 	for _, k := range slices.Sorted(maps.Keys(values)) {
@@ -537,12 +539,12 @@ func decodeItem[T any](b *resourceBinding, raw []byte) (T, error) {
 		errs = append(errs, contracts.ResultError{Code: fe.Code, Message: fe.Message, Field: fe.Field})
 	}
 	if len(errs) > 0 {
-		return zero, &opError{status: http.StatusUnprocessableEntity, detail: "Invalid item", errs: errs}
+		return zero, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid item", Errs: errs}
 	}
 	var item T
 	if err := json.Unmarshal(raw, &item); err != nil {
-		return zero, &opError{status: http.StatusUnprocessableEntity, detail: "Invalid item",
-			errs: []contracts.ResultError{{Code: a2ui.CodeType, Message: "cannot be decoded into the item type", Field: "item"}}}
+		return zero, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid item",
+			Errs: []contracts.ResultError{{Code: a2ui.CodeType, Message: "cannot be decoded into the item type", Field: "item"}}}
 	}
 	return item, nil
 }
@@ -760,30 +762,55 @@ func resolveContext(id, op, level string, requires []string, c resourceCall) (Re
 	return rc, nil
 }
 
-// opError is a refusal of a resource or dataset call, with its HTTP status
-// on the DataResource routes and the errors of its status "error" result.
-type opError struct {
-	status int
-	detail string
-	errs   []contracts.ResultError
-}
+// Imports (resource.<id>.import and POST …/data/<name>/import/): the types an
+// author meets; the checks of the file are described at [ImportBatch].
+type (
+	// ImportLimits bounds an uploaded import file; a zero field takes its
+	// default ([DefaultImportMaxBytes], [DefaultImportMaxRows]).
+	ImportLimits = resource.ImportLimits
+	// ImportRowError is one problem of an imported file: Row is the 1-based
+	// data row (0 for the file), Column the column id when one is concerned.
+	ImportRowError = resource.ImportRowError
+)
 
-func (e *opError) Error() string { return e.detail }
+// ImportBatch is the checked content of an import, handed to Resource.Import:
+// a UTF-8 CSV file with a header row, checked against the columns of the
+// resource's ResourceImport document before any author code sees a row (see
+// the resource guide for the cell types and row numbering). By default an
+// import is all or nothing; with Resource.PartialImport, Items holds the rows
+// that passed and Errors the others.
+type ImportBatch[T any] = resource.ImportBatch[T]
 
-// result is the status "error" result of the refusal.
-func (e *opError) result() *ActionResult {
-	return &ActionResult{Status: contracts.StatusError, Effects: []Effect{}, Errors: slices.Clone(e.errs)}
-}
+// ImportReport is what Resource.Import returns; it becomes the
+// resource.imported effect.
+type ImportReport[T any] = resource.ImportReport[T]
 
-// body is the JSON body of the refusal on the DataResource routes.
-func (e *opError) body() map[string]any {
-	return map[string]any{"detail": e.detail, "errors": e.errs}
-}
+// Defaults of [ImportLimits].
+const (
+	DefaultImportMaxBytes = resource.DefaultImportMaxBytes
+	DefaultImportMaxRows  = resource.DefaultImportMaxRows
+)
+
+// Codes of an [ImportRowError].
+const (
+	ImportCodeRequired      = resource.ImportCodeRequired      // an empty cell in a required column
+	ImportCodeType          = resource.ImportCodeType          // a cell that is not of the column type
+	ImportCodeFieldCount    = resource.ImportCodeFieldCount    // a row with more or fewer cells than the header
+	ImportCodeMissingColumn = resource.ImportCodeMissingColumn // a required column absent from the header (row 0)
+	ImportCodeDuplicate     = resource.ImportCodeDuplicate     // a column named twice in the header (row 0)
+	ImportCodeMalformed     = resource.ImportCodeMalformed     // the CSV cannot be parsed from this row on
+	ImportCodeEncoding      = resource.ImportCodeEncoding      // the file is not UTF-8 (row 0)
+	ImportCodeEmpty         = resource.ImportCodeEmpty         // no header row (row 0)
+	ImportCodeTooManyErrors = resource.ImportCodeTooManyErrors // more row errors than are listed (row 0)
+)
+
+// opError is a refusal of a resource or dataset call (see resource.OpError).
+type opError = resource.OpError
 
 func missingContext(key, why string) *opError {
 	msg := "missing context: " + key + " (" + why + ")"
-	return &opError{status: http.StatusBadRequest, detail: msg,
-		errs: []contracts.ResultError{{Code: ErrorMissingContext, Message: msg, Field: key}}}
+	return &opError{Status: http.StatusBadRequest, Detail: msg,
+		Errs: []contracts.ResultError{{Code: ErrorMissingContext, Message: msg, Field: key}}}
 }
 
 // asOpError maps a handler error to a refusal: an *opError as is,
@@ -795,8 +822,8 @@ func asOpError(err error) (*opError, bool) {
 		return oe, true
 	}
 	if errors.Is(err, ErrNotFound) {
-		return &opError{status: http.StatusNotFound, detail: "Item not found",
-			errs: []contracts.ResultError{{Code: ErrorNotFound, Message: "item not found"}}}, true
+		return &opError{Status: http.StatusNotFound, Detail: "Item not found",
+			Errs: []contracts.ResultError{{Code: ErrorNotFound, Message: "item not found"}}}, true
 	}
 	var re *ResourceError
 	if errors.As(err, &re) {
@@ -808,8 +835,8 @@ func asOpError(err error) (*opError, bool) {
 		if strings.TrimSpace(code) == "" {
 			code = contracts.ErrorInvalidInput
 		}
-		return &opError{status: status, detail: re.Message,
-			errs: []contracts.ResultError{{Code: code, Message: re.Message, Field: re.Field}}}, true
+		return &opError{Status: status, Detail: re.Message,
+			Errs: []contracts.ResultError{{Code: code, Message: re.Message, Field: re.Field}}}, true
 	}
 	return nil, false
 }
@@ -981,4 +1008,140 @@ func recovered(f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// importFile is an uploaded import, whatever the transport.
+type importFile struct {
+	format string         // "csv" or what the caller named
+	data   []byte         // the file bytes
+	fields map[string]any // contextual field values
+}
+
+// importOutcome is the effect and job state of an applied import.
+type importOutcome struct {
+	effect   Effect
+	jobState *contracts.JobState
+}
+
+// importInput reads the input of an import action:
+//
+//	{"format"?: "csv", "content": string, "encoding"?: "text"|"base64", "fields"?: object}
+//
+// content is the file itself (encoding "text", the default) or its base64
+// (standard alphabet, padding optional); fields holds the values of the
+// ResourceImport document's contextual fields.
+func (in *inputReader) importInput() importFile {
+	f := importFile{format: in.str("format", false), fields: in.objectValue("fields")}
+	content := in.str("content", false)
+	if _, ok := in.present("content"); !ok {
+		in.fail("content", "required", "missing property")
+	}
+	switch enc := in.str("encoding", false); enc {
+	case "", "text":
+		f.data = []byte(content)
+	case a2ui.EncodingBase64:
+		b, err := base64.StdEncoding.DecodeString(content)
+		if err != nil {
+			if b, err = base64.RawStdEncoding.DecodeString(content); err != nil {
+				in.fail("content", "base64", "is not valid base64")
+			}
+		}
+		f.data = b
+	default:
+		in.fail("encoding", "enum", `must be "text" or "base64"`)
+	}
+	return f
+}
+
+// checkImportDocument validates the ResourceImport document of resource id
+// and returns a copy the SDK keeps.
+func checkImportDocument(id string, doc *a2ui.ResourceImport) (*contracts.ResourceImportDocument, error) {
+	if doc == nil {
+		return nil, errors.New("Import is set without ImportDocument (the ResourceImport document whose columns rows are checked against)")
+	}
+	if err := doc.Validate(); err != nil {
+		return nil, fmt.Errorf("ImportDocument: %w", err)
+	}
+	if doc.Resource != id {
+		return nil, fmt.Errorf("ImportDocument is for resource %q, not %q", doc.Resource, id)
+	}
+	c := contracts.ResourceImportDocument(*doc)
+	if !c.AcceptsCSV() {
+		return nil, errors.New("ImportDocument must accept csv: the SDK reads CSV files only (no XLSX reader)")
+	}
+	c.Columns = slices.Clone(c.Columns)
+	c.Fields = slices.Clone(c.Fields)
+	c.AcceptedFormats = slices.Clone(c.AcceptedFormats)
+	return &c, nil
+}
+
+// importFunc returns the type-erased import of resource b: format, size and
+// contextual-field checks, the CSV checks, decoding into T, then f, all or
+// nothing unless b.partial.
+func importFunc[T any](b *resourceBinding, f func(context.Context, ResourceContext, ImportBatch[T]) (ImportReport[T], error)) func(context.Context, ResourceContext, importFile) (*importOutcome, error) {
+	return func(ctx context.Context, rc ResourceContext, file importFile) (*importOutcome, error) {
+		if oe := resource.CheckFormat(file.format); oe != nil {
+			return nil, oe
+		}
+		if int64(len(file.data)) > b.limits.MaxBytes {
+			return nil, resource.TooLarge(fmt.Sprintf("the file is larger than %d bytes", b.limits.MaxBytes))
+		}
+		if fes := a2ui.ValidateValues(b.importFields, file.fields); len(fes) > 0 {
+			errs := make([]contracts.ResultError, len(fes))
+			for i, fe := range fes {
+				errs[i] = contracts.ResultError{Code: fe.Code, Message: fe.Message, Field: "fields." + fe.Field}
+			}
+			return nil, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid import fields", Errs: errs}
+		}
+		parsed, oe := resource.ParseCSV(b.importDoc.Columns, file.data, b.limits.MaxRows)
+		if oe != nil {
+			return nil, oe
+		}
+		batch := ImportBatch[T]{Fields: file.fields, Items: make([]T, 0, len(parsed.Rows)), Rows: make([]int, 0, len(parsed.Rows))}
+		rowErrs := parsed.Errs
+		for i, row := range parsed.Rows {
+			item, err := decodeRow[T](row)
+			if err != nil {
+				rowErrs = append(rowErrs, ImportRowError{Row: parsed.Nums[i], Code: ImportCodeType, Message: "cannot be decoded into the item type"})
+				continue
+			}
+			batch.Items = append(batch.Items, item)
+			batch.Rows = append(batch.Rows, parsed.Nums[i])
+		}
+		slices.SortStableFunc(rowErrs, func(x, y ImportRowError) int { return x.Row - y.Row })
+		if len(rowErrs) > 0 && !b.partial {
+			return nil, resource.Rejected(rowErrs, parsed.More)
+		}
+		if len(rowErrs) > 0 {
+			batch.Errors = rowErrs
+		}
+		rep, err := f(ctx, rc, batch)
+		if err != nil {
+			return nil, err
+		}
+		items, err := itemsToObjects(rep.Items)
+		if err != nil {
+			return nil, err
+		}
+		count := rep.Count
+		if count == 0 {
+			count = len(rep.Items)
+		}
+		all := append(slices.Clip(batch.Errors), rep.Errors...)
+		return &importOutcome{jobState: rep.JobState, effect: Effect{
+			Type: effectResourceImported, Resource: b.def.ID, JobID: rep.JobID, Count: &count,
+			Items: items, Errors: resource.RowErrorObjects(all, parsed.More), Gaps: rep.Gaps, Summary: rep.Summary, Case: rep.Case,
+		}}, nil
+	}
+}
+
+// decodeRow decodes a checked row into T through its JSON form.
+func decodeRow[T any](row map[string]any) (T, error) {
+	var item T
+	raw, err := json.Marshal(row)
+	if err != nil {
+		return item, err
+	}
+	err = json.Unmarshal(raw, &item)
+	return item, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/resource"
 )
 
 // The DataResource REST routes (controller.md §12, authorization.md §14)
@@ -92,10 +93,10 @@ func (s *Server) serveDataResource(op string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		dc, err := ParseDataResourceContext(r, ws)
+		dc, err := resource.ParseDataResourceContext(r, ws)
 		if err != nil {
 			status := http.StatusBadRequest
-			var he *ContextHeaderError
+			var he *resource.ContextHeaderError
 			if errors.As(err, &he) && he.Status >= 400 {
 				status = he.Status
 			}
@@ -116,7 +117,7 @@ func (s *Server) serveDataResource(op string) http.HandlerFunc {
 			ws: ws, agentSlug: agentSlug, requestID: dc.RequestID, missionID: dc.MissionID, mission: dc.Mission,
 		})
 		if oe != nil {
-			writeJSON(w, oe.status, oe.body())
+			writeJSON(w, oe.Status, oe.Body())
 			return
 		}
 		ctx = withAgent(withWorkspace(ctx, ws), a)
@@ -131,7 +132,7 @@ func (s *Server) serveDataResource(op string) http.HandlerFunc {
 		})
 		if err != nil {
 			if oe, ok := asOpError(err); ok {
-				writeJSON(w, oe.status, oe.body())
+				writeJSON(w, oe.Status, oe.Body())
 				return
 			}
 			s.handlerFailed(ctx, "resource", agentSlug, resourceAction(name, op), dc.RequestID, err)
@@ -154,7 +155,7 @@ func (s *Server) serveDataResource(op string) http.HandlerFunc {
 func (s *Server) verifyDataResource(ctx context.Context, w http.ResponseWriter, r *http.Request, agentSlug, scope string) (*contracts.VerifiedWorkspaceContext, bool) {
 	vc, ae := s.verifyWorkspace(ctx, WorkspaceCheck{
 		Header:      r.Header.Get(HeaderWorkspaceAuthorization),
-		WorkspaceID: r.Header.Get(HeaderWorkspaceID), WorkspaceSlug: r.Header.Get(HeaderWorkspaceSlug),
+		WorkspaceID: r.Header.Get(resource.HeaderWorkspaceID), WorkspaceSlug: r.Header.Get(resource.HeaderWorkspaceSlug),
 		AgentSlug: agentSlug, Scopes: []string{scope},
 	})
 	if ae != nil {
@@ -190,7 +191,7 @@ func (s *Server) runDataResource(ctx context.Context, w http.ResponseWriter, r *
 		return http.StatusOK, item, err
 	case opCreate, opUpdate:
 		if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
-			return 0, nil, &opError{status: http.StatusUnsupportedMediaType, detail: "Content-Type must be application/json"}
+			return 0, nil, &opError{Status: http.StatusUnsupportedMediaType, Detail: "Content-Type must be application/json"}
 		}
 		body, ok := s.readBody(w, r)
 		if !ok {
@@ -221,8 +222,8 @@ func (s *Server) runDataResource(ctx context.Context, w http.ResponseWriter, r *
 }
 
 func badRequest(msg string) *opError {
-	return &opError{status: http.StatusBadRequest, detail: "Bad request: " + msg,
-		errs: []contracts.ResultError{{Code: contracts.ErrorInvalidInput, Message: msg}}}
+	return &opError{Status: http.StatusBadRequest, Detail: "Bad request: " + msg,
+		Errs: []contracts.ResultError{{Code: contracts.ErrorInvalidInput, Message: msg}}}
 }
 
 // listQueryFromURL reads ?limit=&offset=&search=.
@@ -260,21 +261,21 @@ func readImportBody(w http.ResponseWriter, r *http.Request, b *resourceBinding) 
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch {
 	case err == nil && mt == xlsxMediaType:
-		return importFile{}, unsupportedFormat("XLSX files are not supported by this SDK: send the file as CSV (Content-Type text/csv)")
+		return importFile{}, resource.UnsupportedFormat("XLSX files are not supported by this SDK: send the file as CSV (Content-Type text/csv)")
 	case err != nil || !csvMediaTypes[mt]:
-		return importFile{}, unsupportedFormat("send the file as CSV (Content-Type text/csv)")
+		return importFile{}, resource.UnsupportedFormat("send the file as CSV (Content-Type text/csv)")
 	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
-		return importFile{}, unsupportedFormat("the CSV file must be UTF-8 (charset=utf-8)")
+		return importFile{}, resource.UnsupportedFormat("the CSV file must be UTF-8 (charset=utf-8)")
 	}
 	limit := b.limits.MaxBytes
 	if r.ContentLength > limit {
-		return importFile{}, tooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
+		return importFile{}, resource.TooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return importFile{}, tooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
+			return importFile{}, resource.TooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
 		}
 		return importFile{}, badRequest("could not read the request body")
 	}
@@ -285,10 +286,10 @@ func readImportBody(w http.ResponseWriter, r *http.Request, b *resourceBinding) 
 		if s == "" {
 			continue
 		}
-		v, msg := convertCell(fd.Type, s)
+		v, msg := resource.ConvertCell(fd.Type, s)
 		if msg != "" {
-			return importFile{}, &opError{status: http.StatusUnprocessableEntity, detail: "Invalid import fields",
-				errs: []contracts.ResultError{{Code: ImportCodeType, Message: msg, Field: "fields." + fd.ID}}}
+			return importFile{}, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid import fields",
+				Errs: []contracts.ResultError{{Code: ImportCodeType, Message: msg, Field: "fields." + fd.ID}}}
 		}
 		if f.fields == nil {
 			f.fields = map[string]any{}

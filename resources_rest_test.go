@@ -14,6 +14,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/resource"
 )
 
 func TestDataResourceAuthorization(t *testing.T) {
@@ -42,7 +43,7 @@ func TestDataResourceAuthorization(t *testing.T) {
 		{"scope of another operation", list(resCall{scopes: []string{"resource.contacts.get"}}), 403, "resource.contacts.list"},
 		{"action scopes are not enough", list(resCall{scopes: []string{supervaizer.MethodActionInvoke}}), 403, "resource.contacts.list"},
 		{"scope of another resource", list(resCall{scopes: []string{"resource.notes.list"}}), 403, "resource.contacts.list"},
-		{"no workspace header", list(resCall{scopes: []string{"resource.contacts.list"}, header: map[string]string{supervaizer.HeaderWorkspaceID: ""}}), 403, ""},
+		{"no workspace header", list(resCall{scopes: []string{"resource.contacts.list"}, header: map[string]string{resource.HeaderWorkspaceID: ""}}), 403, ""},
 		{"unknown agent in the route", list(resCall{scopes: []string{"resource.contacts.list"}, path: "/api/agents/other-agent/data/contacts/"}), 403, ""},
 		{"token in a bad format", list(resCall{header: map[string]string{supervaizer.HeaderWorkspaceAuthorization: "Bearer x.y"}}), 403, ""},
 	}
@@ -75,7 +76,7 @@ func TestDataResourceNeverBypassesInLocalMode(t *testing.T) {
 
 	r := httptest.NewRequest(http.MethodGet, resPath("contacts", ""), nil)
 	r.Header.Set(supervaizer.HeaderAPIKey, "k")
-	r.Header.Set(supervaizer.HeaderWorkspaceID, "ws-1")
+	r.Header.Set(resource.HeaderWorkspaceID, "ws-1")
 	w := httptest.NewRecorder()
 	srv.ServeHTTP(w, r)
 	require.Equal(t, http.StatusForbidden, w.Code, w.Body.String())
@@ -118,19 +119,19 @@ func TestDataResourceMissionMetadataHeader(t *testing.T) {
 		wantStatus int
 		wantMeta   string // the metadata the handler saw; "" for no mission
 	}{
-		{"no metadata", map[string]string{supervaizer.HeaderMissionID: "m-1"}, 200, ""},
-		{"metadata", map[string]string{supervaizer.HeaderMissionID: "m-1",
-			supervaizer.HeaderMissionMetadata: meta(`{"filter":{"contact":"c-1"}}`)}, 200, `{"filter":{"contact":"c-1"}}`},
-		{"padded metadata", map[string]string{supervaizer.HeaderMissionID: "m-1",
-			supervaizer.HeaderMissionMetadata: base64.URLEncoding.EncodeToString([]byte(`{"a":1}`))}, 200, `{"a":1}`},
-		{"metadata without mission id", map[string]string{supervaizer.HeaderMissionMetadata: meta(`{}`)}, 400, ""},
-		{"too long", map[string]string{supervaizer.HeaderMissionID: "m-1",
-			supervaizer.HeaderMissionMetadata: meta(`{"a":"` + strings.Repeat("x", 3100) + `"}`)}, 400, ""},
-		{"not base64url", map[string]string{supervaizer.HeaderMissionID: "m-1", supervaizer.HeaderMissionMetadata: "e30+/w"}, 400, ""},
-		{"not UTF-8", map[string]string{supervaizer.HeaderMissionID: "m-1", supervaizer.HeaderMissionMetadata: meta("{\"a\":\"\xff\"}")}, 400, ""},
-		{"not JSON", map[string]string{supervaizer.HeaderMissionID: "m-1", supervaizer.HeaderMissionMetadata: meta(`{a:1}`)}, 400, ""},
-		{"JSON string", map[string]string{supervaizer.HeaderMissionID: "m-1", supervaizer.HeaderMissionMetadata: meta(`"{\"a\":1}"`)}, 400, ""},
-		{"JSON array", map[string]string{supervaizer.HeaderMissionID: "m-1", supervaizer.HeaderMissionMetadata: meta(`[1]`)}, 400, ""},
+		{"no metadata", map[string]string{resource.HeaderMissionID: "m-1"}, 200, ""},
+		{"metadata", map[string]string{resource.HeaderMissionID: "m-1",
+			resource.HeaderMissionMetadata: meta(`{"filter":{"contact":"c-1"}}`)}, 200, `{"filter":{"contact":"c-1"}}`},
+		{"padded metadata", map[string]string{resource.HeaderMissionID: "m-1",
+			resource.HeaderMissionMetadata: base64.URLEncoding.EncodeToString([]byte(`{"a":1}`))}, 200, `{"a":1}`},
+		{"metadata without mission id", map[string]string{resource.HeaderMissionMetadata: meta(`{}`)}, 400, ""},
+		{"too long", map[string]string{resource.HeaderMissionID: "m-1",
+			resource.HeaderMissionMetadata: meta(`{"a":"` + strings.Repeat("x", 3100) + `"}`)}, 400, ""},
+		{"not base64url", map[string]string{resource.HeaderMissionID: "m-1", resource.HeaderMissionMetadata: "e30+/w"}, 400, ""},
+		{"not UTF-8", map[string]string{resource.HeaderMissionID: "m-1", resource.HeaderMissionMetadata: meta("{\"a\":\"\xff\"}")}, 400, ""},
+		{"not JSON", map[string]string{resource.HeaderMissionID: "m-1", resource.HeaderMissionMetadata: meta(`{a:1}`)}, 400, ""},
+		{"JSON string", map[string]string{resource.HeaderMissionID: "m-1", resource.HeaderMissionMetadata: meta(`"{\"a\":1}"`)}, 400, ""},
+		{"JSON array", map[string]string{resource.HeaderMissionID: "m-1", resource.HeaderMissionMetadata: meta(`[1]`)}, 400, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestDataResourceMissionMetadataHeader(t *testing.T) {
 func TestDataResourceRequestContextReachesHandler(t *testing.T) {
 	f := newResFixture(t)
 	w := f.do(t, resCall{method: http.MethodGet, path: resPath("contacts", ""), ws: resAlpha, scopes: []string{"resource.contacts.list"},
-		header: map[string]string{supervaizer.HeaderRequestID: "req-42", supervaizer.HeaderMissionID: "m-3"}})
+		header: map[string]string{resource.HeaderRequestID: "req-42", resource.HeaderMissionID: "m-3"}})
 	require.Equal(t, http.StatusOK, w.Code)
 	rc := f.contacts.lastContext(t)
 	assert.Equal(t, "req-42", rc.RequestID)

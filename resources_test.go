@@ -24,6 +24,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -305,8 +306,8 @@ func (f *resFixture) do(tb testing.TB, c resCall) *httptest.ResponseRecorder {
 		r.Header.Set("Content-Type", c.contentType)
 	}
 	r.Header.Set(supervaizer.HeaderAPIKey, cmpOr(c.apiKey, f.ts.APIKey))
-	r.Header.Set(supervaizer.HeaderWorkspaceID, c.ws.id)
-	r.Header.Set(supervaizer.HeaderWorkspaceSlug, c.ws.slug)
+	r.Header.Set(resource.HeaderWorkspaceID, c.ws.id)
+	r.Header.Set(resource.HeaderWorkspaceSlug, c.ws.slug)
 	if c.scopes != nil {
 		tok := f.ts.Studio.Mint(f.ts.Studio.Claims(svtest.Grant{
 			WorkspaceID: c.ws.id, WorkspaceSlug: c.ws.slug, AgentSlug: resAgentSlug, Scopes: c.scopes}))
@@ -505,12 +506,12 @@ func TestResourceForgedContextChangesNothing(t *testing.T) {
 
 	// REST: a forged agent-slug header is ignored; forged workspace headers are refused.
 	w := f.do(t, resCall{method: http.MethodGet, path: resPath("contacts", ""), ws: resAlpha,
-		scopes: []string{"resource.contacts.list"}, header: map[string]string{supervaizer.HeaderAgentSlug: "other-agent"}})
+		scopes: []string{"resource.contacts.list"}, header: map[string]string{resource.HeaderAgentSlug: "other-agent"}})
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Equal(t, []string{"ann@a.test"}, emails(anyItems(decodeBody(t, w)["items"])))
 	for name, hdr := range map[string]map[string]string{
-		"workspace id":   {supervaizer.HeaderWorkspaceID: resBeta.id},
-		"workspace slug": {supervaizer.HeaderWorkspaceSlug: resBeta.slug},
+		"workspace id":   {resource.HeaderWorkspaceID: resBeta.id},
+		"workspace slug": {resource.HeaderWorkspaceSlug: resBeta.slug},
 	} {
 		w := f.do(t, resCall{method: http.MethodGet, path: resPath("contacts", ""), ws: resAlpha,
 			scopes: []string{"resource.contacts.list"}, header: hdr})
@@ -595,7 +596,7 @@ func TestResourceScopeAndRequiredContext(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, w.Code)
 	assert.Contains(t, w.Body.String(), "mission_id")
 	w = f.do(t, resCall{method: http.MethodGet, path: resPath("notes", ""), ws: resAlpha, scopes: []string{"resource.notes.list"},
-		header: map[string]string{supervaizer.HeaderMissionID: "m-1"}})
+		header: map[string]string{resource.HeaderMissionID: "m-1"}})
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Equal(t, []string{"m1@a.test"}, emails(anyItems(decodeBody(t, w)["items"])))
 
@@ -970,8 +971,8 @@ func BenchmarkResourceListREST(b *testing.B) {
 	header := http.Header{}
 	header.Set(supervaizer.HeaderAPIKey, f.ts.APIKey)
 	header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+tok)
-	header.Set(supervaizer.HeaderWorkspaceID, resAlpha.id)
-	header.Set(supervaizer.HeaderWorkspaceSlug, resAlpha.slug)
+	header.Set(resource.HeaderWorkspaceID, resAlpha.id)
+	header.Set(resource.HeaderWorkspaceSlug, resAlpha.slug)
 	b.ReportAllocs()
 	for b.Loop() {
 		r := httptest.NewRequest(http.MethodGet, resPath("contacts", ""), nil)

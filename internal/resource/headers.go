@@ -1,4 +1,4 @@
-package supervaizer
+package resource
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/wsctx"
 )
 
 // DataResource context headers (model.md §14).
@@ -132,7 +133,7 @@ func ParseDataResourceContext(r *http.Request, verified ...*contracts.VerifiedWo
 		}
 	}
 	if vc == nil {
-		vc, _ = WorkspaceFrom(r.Context())
+		vc, _ = wsctx.From(r.Context())
 	}
 	h := r.Header
 	c := &DataResourceContext{

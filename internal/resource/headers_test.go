@@ -1,4 +1,4 @@
-package supervaizer
+package resource
 
 import (
 	"encoding/base64"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/wsctx"
 )
 
 // metadataOfEncodedLen returns metadata whose compact JSON is n bytes long.
@@ -149,7 +150,7 @@ func TestParseDataResourceContextFromRequestContext(t *testing.T) {
 	t.Parallel()
 	vc := &contracts.VerifiedWorkspaceContext{WorkspaceID: "ws-1", AgentSlug: studiotest.AgentSlug}
 	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	r = r.WithContext(withWorkspace(r.Context(), vc))
+	r = r.WithContext(wsctx.With(r.Context(), vc))
 	got, err := ParseDataResourceContext(r)
 	require.NoError(t, err)
 	assert.Same(t, vc, got.WorkspaceAuthorization)

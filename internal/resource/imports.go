@@ -1,9 +1,11 @@
-package supervaizer
+// Package resource holds the engine of DataResource calls that has no author
+// vocabulary of its own: the refusal of an operation (its HTTP status and
+// result errors), the CSV checks of an import and the DataResource context
+// headers (workspace, mission, mission metadata).
+package resource
 
 import (
 	"bytes"
-	"context"
-	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -17,7 +19,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
@@ -56,8 +57,8 @@ type ImportLimits struct {
 	MaxRows  int   // most data rows; default DefaultImportMaxRows
 }
 
-// resolved fills the defaults; negative limits are a setup error.
-func (l ImportLimits) resolved() (ImportLimits, error) {
+// Resolved fills the defaults; negative limits are a setup error.
+func (l ImportLimits) Resolved() (ImportLimits, error) {
 	if l.MaxBytes < 0 || l.MaxRows < 0 {
 		return l, fmt.Errorf("ImportLimits must not be negative (MaxBytes %d, MaxRows %d)", l.MaxBytes, l.MaxRows)
 	}
@@ -148,167 +149,33 @@ type ImportReport[T any] struct {
 	JobState *contracts.JobState
 }
 
-// importFile is an uploaded import, whatever the transport.
-type importFile struct {
-	format string         // "csv" or what the caller named
-	data   []byte         // the file bytes
-	fields map[string]any // contextual field values
-}
-
-// importOutcome is the effect and job state of an applied import.
-type importOutcome struct {
-	effect   Effect
-	jobState *contracts.JobState
-}
-
-// importInput reads the input of an import action:
-//
-//	{"format"?: "csv", "content": string, "encoding"?: "text"|"base64", "fields"?: object}
-//
-// content is the file itself (encoding "text", the default) or its base64
-// (standard alphabet, padding optional); fields holds the values of the
-// ResourceImport document's contextual fields.
-func (in *inputReader) importInput() importFile {
-	f := importFile{format: in.str("format", false), fields: in.objectValue("fields")}
-	content := in.str("content", false)
-	if _, ok := in.present("content"); !ok {
-		in.fail("content", "required", "missing property")
-	}
-	switch enc := in.str("encoding", false); enc {
-	case "", "text":
-		f.data = []byte(content)
-	case a2ui.EncodingBase64:
-		b, err := base64.StdEncoding.DecodeString(content)
-		if err != nil {
-			if b, err = base64.RawStdEncoding.DecodeString(content); err != nil {
-				in.fail("content", "base64", "is not valid base64")
-			}
-		}
-		f.data = b
-	default:
-		in.fail("encoding", "enum", `must be "text" or "base64"`)
-	}
-	return f
-}
-
-// checkImportDocument validates the ResourceImport document of resource id
-// and returns a copy the SDK keeps.
-func checkImportDocument(id string, doc *a2ui.ResourceImport) (*contracts.ResourceImportDocument, error) {
-	if doc == nil {
-		return nil, errors.New("Import is set without ImportDocument (the ResourceImport document whose columns rows are checked against)")
-	}
-	if err := doc.Validate(); err != nil {
-		return nil, fmt.Errorf("ImportDocument: %w", err)
-	}
-	if doc.Resource != id {
-		return nil, fmt.Errorf("ImportDocument is for resource %q, not %q", doc.Resource, id)
-	}
-	c := contracts.ResourceImportDocument(*doc)
-	if !c.AcceptsCSV() {
-		return nil, errors.New("ImportDocument must accept csv: the SDK reads CSV files only (no XLSX reader)")
-	}
-	c.Columns = slices.Clone(c.Columns)
-	c.Fields = slices.Clone(c.Fields)
-	c.AcceptedFormats = slices.Clone(c.AcceptedFormats)
-	return &c, nil
-}
-
-// importFunc returns the type-erased import of resource b: format, size and
-// contextual-field checks, the CSV checks, decoding into T, then f, all or
-// nothing unless b.partial.
-func importFunc[T any](b *resourceBinding, f func(context.Context, ResourceContext, ImportBatch[T]) (ImportReport[T], error)) func(context.Context, ResourceContext, importFile) (*importOutcome, error) {
-	return func(ctx context.Context, rc ResourceContext, file importFile) (*importOutcome, error) {
-		if oe := checkImportFormat(file.format); oe != nil {
-			return nil, oe
-		}
-		if int64(len(file.data)) > b.limits.MaxBytes {
-			return nil, tooLarge(fmt.Sprintf("the file is larger than %d bytes", b.limits.MaxBytes))
-		}
-		if fes := a2ui.ValidateValues(b.importFields, file.fields); len(fes) > 0 {
-			errs := make([]contracts.ResultError, len(fes))
-			for i, fe := range fes {
-				errs[i] = contracts.ResultError{Code: fe.Code, Message: fe.Message, Field: "fields." + fe.Field}
-			}
-			return nil, &opError{status: http.StatusUnprocessableEntity, detail: "Invalid import fields", errs: errs}
-		}
-		parsed, oe := parseImportCSV(b.importDoc.Columns, file.data, b.limits.MaxRows)
-		if oe != nil {
-			return nil, oe
-		}
-		batch := ImportBatch[T]{Fields: file.fields, Items: make([]T, 0, len(parsed.rows)), Rows: make([]int, 0, len(parsed.rows))}
-		rowErrs := parsed.errs
-		for i, row := range parsed.rows {
-			item, err := decodeRow[T](row)
-			if err != nil {
-				rowErrs = append(rowErrs, ImportRowError{Row: parsed.nums[i], Code: ImportCodeType, Message: "cannot be decoded into the item type"})
-				continue
-			}
-			batch.Items = append(batch.Items, item)
-			batch.Rows = append(batch.Rows, parsed.nums[i])
-		}
-		slices.SortStableFunc(rowErrs, func(x, y ImportRowError) int { return x.Row - y.Row })
-		if len(rowErrs) > 0 && !b.partial {
-			return nil, importRejected(rowErrs, parsed.more)
-		}
-		if len(rowErrs) > 0 {
-			batch.Errors = rowErrs
-		}
-		rep, err := f(ctx, rc, batch)
-		if err != nil {
-			return nil, err
-		}
-		items, err := itemsToObjects(rep.Items)
-		if err != nil {
-			return nil, err
-		}
-		count := rep.Count
-		if count == 0 {
-			count = len(rep.Items)
-		}
-		all := append(slices.Clip(batch.Errors), rep.Errors...)
-		return &importOutcome{jobState: rep.JobState, effect: Effect{
-			Type: effectResourceImported, Resource: b.def.ID, JobID: rep.JobID, Count: &count,
-			Items: items, Errors: rowErrorObjects(all, parsed.more), Gaps: rep.Gaps, Summary: rep.Summary, Case: rep.Case,
-		}}, nil
-	}
-}
-
-// decodeRow decodes a checked row into T through its JSON form.
-func decodeRow[T any](row map[string]any) (T, error) {
-	var item T
-	raw, err := json.Marshal(row)
-	if err != nil {
-		return item, err
-	}
-	err = json.Unmarshal(raw, &item)
-	return item, err
-}
-
-// checkImportFormat accepts "csv" (the default) only.
-func checkImportFormat(format string) *opError {
+// CheckFormat accepts "csv" (the default) only.
+func CheckFormat(format string) *OpError {
 	switch f := strings.ToLower(strings.TrimSpace(format)); f {
 	case "", contracts.ImportFormatCSV:
 		return nil
 	case contracts.ImportFormatXLSX:
-		return unsupportedFormat("XLSX files are not supported by this SDK: upload the file as CSV")
+		return UnsupportedFormat("XLSX files are not supported by this SDK: upload the file as CSV")
 	default:
-		return unsupportedFormat("unsupported import format: only csv is accepted")
+		return UnsupportedFormat("unsupported import format: only csv is accepted")
 	}
 }
 
-func unsupportedFormat(msg string) *opError {
-	return &opError{status: http.StatusUnsupportedMediaType, detail: msg,
-		errs: []contracts.ResultError{{Code: ErrorUnsupportedImportFormat, Message: msg}}}
+// UnsupportedFormat refuses a file that is not CSV (HTTP 415).
+func UnsupportedFormat(msg string) *OpError {
+	return &OpError{Status: http.StatusUnsupportedMediaType, Detail: msg,
+		Errs: []contracts.ResultError{{Code: ErrorUnsupportedImportFormat, Message: msg}}}
 }
 
-func tooLarge(msg string) *opError {
-	return &opError{status: http.StatusRequestEntityTooLarge, detail: "Import file too large: " + msg,
-		errs: []contracts.ResultError{{Code: ErrorImportTooLarge, Message: msg}}}
+// TooLarge refuses a file over the size limit (HTTP 413).
+func TooLarge(msg string) *OpError {
+	return &OpError{Status: http.StatusRequestEntityTooLarge, Detail: "Import file too large: " + msg,
+		Errs: []contracts.ResultError{{Code: ErrorImportTooLarge, Message: msg}}}
 }
 
-// importRejected is the all-or-nothing refusal: one import_rejected entry,
+// Rejected is the all-or-nothing refusal: one import_rejected entry,
 // then each row error (code, "row N: message", field = column, row).
-func importRejected(rowErrs []ImportRowError, more int) *opError {
+func Rejected(rowErrs []ImportRowError, more int) *OpError {
 	n := len(rowErrs) + more
 	detail := fmt.Sprintf("Import rejected: %d row error(s), nothing was applied", n)
 	errs := []contracts.ResultError{{Code: ErrorImportRejected, Message: detail}}
@@ -318,7 +185,7 @@ func importRejected(rowErrs []ImportRowError, more int) *opError {
 	if more > 0 {
 		errs = append(errs, rowResultError(tooManyErrors(more)))
 	}
-	return &opError{status: http.StatusUnprocessableEntity, detail: detail, errs: errs}
+	return &OpError{Status: http.StatusUnprocessableEntity, Detail: detail, Errs: errs}
 }
 
 func tooManyErrors(more int) ImportRowError {
@@ -330,8 +197,8 @@ func rowResultError(e ImportRowError) contracts.ResultError {
 		Extra: contracts.Extra{"row": json.RawMessage(strconv.Itoa(e.Row))}}
 }
 
-// rowErrorObjects returns the row errors as the objects of an effect's errors.
-func rowErrorObjects(errs []ImportRowError, more int) []map[string]any {
+// RowErrorObjects returns the row errors as the objects of an effect's errors.
+func RowErrorObjects(errs []ImportRowError, more int) []map[string]any {
 	if more > 0 {
 		errs = append(slices.Clip(errs), tooManyErrors(more))
 	}
@@ -346,32 +213,32 @@ func rowErrorObjects(errs []ImportRowError, more int) []map[string]any {
 	return out
 }
 
-// parsedImport is a CSV file checked against the columns.
-type parsedImport struct {
-	rows []map[string]any // the rows that passed, keyed by column id
-	nums []int            // their data row numbers
-	errs []ImportRowError // row errors, at most maxReportedRowErrors
-	more int              // row errors beyond those listed
+// Parsed is a CSV file checked against the columns.
+type Parsed struct {
+	Rows []map[string]any // the rows that passed, keyed by column id
+	Nums []int            // their data row numbers
+	Errs []ImportRowError // row errors, at most maxReportedRowErrors
+	More int              // row errors beyond those listed
 }
 
-func (p *parsedImport) add(e ImportRowError) {
-	if len(p.errs) < maxReportedRowErrors {
-		p.errs = append(p.errs, e)
+func (p *Parsed) add(e ImportRowError) {
+	if len(p.Errs) < maxReportedRowErrors {
+		p.Errs = append(p.Errs, e)
 	} else {
-		p.more++
+		p.More++
 	}
 }
 
 // fileError is a refusal of the whole file (row 0 or a malformed row),
 // whatever the partial-import setting.
-func fileError(errs ...ImportRowError) *opError { return importRejected(errs, 0) }
+func fileError(errs ...ImportRowError) *OpError { return Rejected(errs, 0) }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// parseImportCSV checks data against columns: header, then every row. File
+// ParseCSV checks data against columns: header, then every row. File
 // problems (encoding, header, missing required columns, malformed CSV, too
-// many rows) are an *opError; row problems are listed in the result.
-func parseImportCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*parsedImport, *opError) {
+// many rows) are an *OpError; row problems are listed in the result.
+func ParseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*Parsed, *OpError) {
 	if !utf8.Valid(data) {
 		return nil, fileError(ImportRowError{Code: ImportCodeEncoding, Message: "the file is not UTF-8 text"})
 	}
@@ -390,7 +257,7 @@ func parseImportCSV(columns []contracts.ImportColumn, data []byte, maxRows int) 
 		return nil, oe
 	}
 	width := len(header)
-	p := &parsedImport{}
+	p := &Parsed{}
 	for n := 1; ; n++ {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -400,7 +267,7 @@ func parseImportCSV(columns []contracts.ImportColumn, data []byte, maxRows int) 
 			return nil, fileError(ImportRowError{Row: n, Code: ImportCodeMalformed, Message: "not valid CSV: " + csvReason(err)})
 		}
 		if n > maxRows {
-			return nil, tooLarge(fmt.Sprintf("the file has more than %d data rows", maxRows))
+			return nil, TooLarge(fmt.Sprintf("the file has more than %d data rows", maxRows))
 		}
 		if blankRecord(rec) {
 			continue
@@ -423,7 +290,7 @@ func parseImportCSV(columns []contracts.ImportColumn, data []byte, maxRows int) 
 				}
 				continue
 			}
-			v, msg := convertCell(col.Type, cell)
+			v, msg := ConvertCell(col.Type, cell)
 			if msg != "" {
 				p.add(ImportRowError{Row: n, Column: col.ID, Code: ImportCodeType, Message: msg})
 				ok = false
@@ -432,8 +299,8 @@ func parseImportCSV(columns []contracts.ImportColumn, data []byte, maxRows int) 
 			row[col.ID] = v
 		}
 		if ok {
-			p.rows = append(p.rows, row)
-			p.nums = append(p.nums, n)
+			p.Rows = append(p.Rows, row)
+			p.Nums = append(p.Nums, n)
 		}
 	}
 	return p, nil
@@ -442,7 +309,7 @@ func parseImportCSV(columns []contracts.ImportColumn, data []byte, maxRows int) 
 // mapHeader returns, for each column, the index of its header cell (-1 when
 // absent). A cell names a column by exact id, else by id or label ignoring
 // case. Missing required columns and columns named twice refuse the file.
-func mapHeader(columns []contracts.ImportColumn, header []string) ([]int, *opError) {
+func mapHeader(columns []contracts.ImportColumn, header []string) ([]int, *OpError) {
 	pos := make([]int, len(columns))
 	for i := range pos {
 		pos[i] = -1
@@ -498,9 +365,9 @@ func csvReason(err error) string {
 	return "unreadable"
 }
 
-// convertCell converts a trimmed, non-empty cell to the column type. It
+// ConvertCell converts a trimmed, non-empty cell to the column type. It
 // returns the value, or a message when the cell is not of the type.
-func convertCell(typ, s string) (any, string) {
+func ConvertCell(typ, s string) (any, string) {
 	switch typ {
 	case contracts.FieldInteger:
 		v, err := strconv.ParseInt(s, 10, 64)
@@ -568,4 +435,35 @@ func decimalNumber(s string) bool {
 		}
 	}
 	return i == n
+}
+
+// Result codes of the refusals of an import.
+const (
+	// ErrorImportRejected: rows of an import failed their checks and nothing
+	// was applied; HTTP 422.
+	ErrorImportRejected = "import_rejected"
+	// ErrorImportTooLarge: the import file exceeds the byte or row limit; HTTP 413.
+	ErrorImportTooLarge = "import_too_large"
+	// ErrorUnsupportedImportFormat: the file is not CSV; HTTP 415.
+	ErrorUnsupportedImportFormat = "unsupported_import_format"
+)
+
+// OpError is a refusal of a resource or dataset call, with its HTTP status
+// on the DataResource routes and the errors of its status "error" result.
+type OpError struct {
+	Status int
+	Detail string
+	Errs   []contracts.ResultError
+}
+
+func (e *OpError) Error() string { return e.Detail }
+
+// Result is the status "error" result of the refusal.
+func (e *OpError) Result() *contracts.ActionResult {
+	return &contracts.ActionResult{Status: contracts.StatusError, Effects: []contracts.Effect{}, Errors: slices.Clone(e.Errs)}
+}
+
+// Body is the JSON body of the refusal on the DataResource routes.
+func (e *OpError) Body() map[string]any {
+	return map[string]any{"detail": e.Detail, "errors": e.Errs}
 }

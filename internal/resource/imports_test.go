@@ -1,7 +1,6 @@
-package supervaizer
+package resource
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -75,24 +74,24 @@ func TestParseImportCSV(t *testing.T) {
 			if maxRows == 0 {
 				maxRows = DefaultImportMaxRows
 			}
-			p, oe := parseImportCSV(impColumns, []byte(tt.csv), maxRows)
+			p, oe := ParseCSV(impColumns, []byte(tt.csv), maxRows)
 			if tt.wantHTTP != 0 {
 				require.NotNil(t, oe)
-				assert.Equal(t, tt.wantHTTP, oe.status)
+				assert.Equal(t, tt.wantHTTP, oe.Status)
 				if tt.wantFile != nil {
 					codes := []string{}
-					for _, e := range oe.errs[1:] {
+					for _, e := range oe.Errs[1:] {
 						codes = append(codes, e.Code)
 					}
-					assert.Equal(t, ErrorImportRejected, oe.errs[0].Code)
+					assert.Equal(t, ErrorImportRejected, oe.Errs[0].Code)
 					assert.Equal(t, tt.wantFile, codes)
 				}
 				return
 			}
 			require.Nil(t, oe)
-			assert.Equal(t, tt.wantRows, p.rows)
-			assert.Equal(t, tt.wantNums, p.nums)
-			assert.Equal(t, tt.wantErrs, p.errs)
+			assert.Equal(t, tt.wantRows, p.Rows)
+			assert.Equal(t, tt.wantNums, p.Nums)
+			assert.Equal(t, tt.wantErrs, p.Errs)
 		})
 	}
 }
@@ -104,15 +103,15 @@ func TestImportRowErrorsAreCapped(t *testing.T) {
 	for range n {
 		b.WriteString(",1\n") // no e-mail: one error per row
 	}
-	p, oe := parseImportCSV(impColumns[:2], []byte(b.String()), n)
+	p, oe := ParseCSV(impColumns[:2], []byte(b.String()), n)
 	require.Nil(t, oe)
-	assert.Len(t, p.errs, maxReportedRowErrors)
-	assert.Equal(t, 250, p.more)
-	rejected := importRejected(p.errs, p.more)
-	last := rejected.errs[len(rejected.errs)-1]
+	assert.Len(t, p.Errs, maxReportedRowErrors)
+	assert.Equal(t, 250, p.More)
+	rejected := Rejected(p.Errs, p.More)
+	last := rejected.Errs[len(rejected.Errs)-1]
 	assert.Equal(t, ImportCodeTooManyErrors, last.Code)
-	assert.Contains(t, rejected.detail, fmt.Sprint(n))
-	assert.Len(t, rowErrorObjects(p.errs, p.more), maxReportedRowErrors+1)
+	assert.Contains(t, rejected.Detail, fmt.Sprint(n))
+	assert.Len(t, RowErrorObjects(p.Errs, p.More), maxReportedRowErrors+1)
 }
 
 func TestDecimalNumber(t *testing.T) {
@@ -126,43 +125,13 @@ func TestDecimalNumber(t *testing.T) {
 }
 
 func TestImportFormats(t *testing.T) {
-	assert.Nil(t, checkImportFormat(""))
-	assert.Nil(t, checkImportFormat(" CSV "))
-	xlsx := checkImportFormat("xlsx")
+	assert.Nil(t, CheckFormat(""))
+	assert.Nil(t, CheckFormat(" CSV "))
+	xlsx := CheckFormat("xlsx")
 	require.NotNil(t, xlsx)
-	assert.Equal(t, http.StatusUnsupportedMediaType, xlsx.status)
-	assert.Contains(t, xlsx.detail, "XLSX")
-	assert.NotNil(t, checkImportFormat("json"))
-}
-
-func TestImportInput(t *testing.T) {
-	tests := []struct {
-		name, input string
-		wantData    string
-		wantProblem string // path of the first problem
-	}{
-		{"text", `{"content":"email\na"}`, "email\na", ""},
-		{"base64", `{"content":"ZW1haWwKYQ==","encoding":"base64"}`, "email\na", ""},
-		{"base64 unpadded", `{"content":"ZW1haWwKYQ","encoding":"base64"}`, "email\na", ""},
-		{"no content", `{"format":"csv"}`, "", "/input/content"},
-		{"bad base64", `{"content":"***","encoding":"base64"}`, "", "/input/content"},
-		{"bad encoding", `{"content":"a","encoding":"utf-16"}`, "", "/input/encoding"},
-		{"fields not an object", `{"content":"a","fields":[1]}`, "", "/input/fields"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := readInput(json.RawMessage(tt.input))
-			f := in.importInput()
-			if tt.wantProblem == "" {
-				require.Empty(t, in.probs)
-				assert.Equal(t, tt.wantData, string(f.data))
-				return
-			}
-			require.NotEmpty(t, in.probs)
-			assert.Equal(t, tt.wantProblem, in.probs[0].Path)
-			assert.Equal(t, CodeInvalidParams, CodeOf(in.err()))
-		})
-	}
+	assert.Equal(t, http.StatusUnsupportedMediaType, xlsx.Status)
+	assert.Contains(t, xlsx.Detail, "XLSX")
+	assert.NotNil(t, CheckFormat("json"))
 }
 
 func FuzzParseImportCSV(f *testing.F) {
@@ -174,22 +143,22 @@ func FuzzParseImportCSV(f *testing.F) {
 		f.Add([]byte(s), uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, maxRows uint8) {
-		p, oe := parseImportCSV(impColumns, data, int(maxRows)+1)
+		p, oe := ParseCSV(impColumns, data, int(maxRows)+1)
 		if oe != nil {
-			require.NotEmpty(t, oe.errs)
-			require.True(t, oe.status == http.StatusUnprocessableEntity || oe.status == http.StatusRequestEntityTooLarge)
+			require.NotEmpty(t, oe.Errs)
+			require.True(t, oe.Status == http.StatusUnprocessableEntity || oe.Status == http.StatusRequestEntityTooLarge)
 			return
 		}
 		require.True(t, utf8.Valid(data))
-		require.Len(t, p.nums, len(p.rows))
+		require.Len(t, p.Nums, len(p.Rows))
 		last := 0
-		for i, row := range p.rows {
-			require.Greater(t, p.nums[i], last, "row numbers increase")
-			last = p.nums[i]
-			require.LessOrEqual(t, p.nums[i], int(maxRows)+1)
+		for i, row := range p.Rows {
+			require.Greater(t, p.Nums[i], last, "row numbers increase")
+			last = p.Nums[i]
+			require.LessOrEqual(t, p.Nums[i], int(maxRows)+1)
 			require.Contains(t, row, "email", "a required column is present in every accepted row")
 		}
-		for _, e := range p.errs {
+		for _, e := range p.Errs {
 			require.GreaterOrEqual(t, e.Row, 1)
 			require.NotEmpty(t, e.Code)
 		}
@@ -206,8 +175,8 @@ func BenchmarkParseImportCSV(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		p, oe := parseImportCSV(impColumns, data, DefaultImportMaxRows)
-		if oe != nil || len(p.rows) != 1000 {
+		p, oe := ParseCSV(impColumns, data, DefaultImportMaxRows)
+		if oe != nil || len(p.Rows) != 1000 {
 			b.Fatal("unexpected parse result")
 		}
 	}
