@@ -30,3 +30,28 @@ func withWorkspace(ctx context.Context, ws *contracts.VerifiedWorkspaceContext) 
 func withAgent(ctx context.Context, a *Agent) context.Context {
 	return context.WithValue(ctx, agentKey{}, a)
 }
+
+// withCall is withAgent(withWorkspace(ctx, ws), a) in one allocation; a nil
+// ws adds no workspace.
+func withCall(ctx context.Context, a *Agent, ws *contracts.VerifiedWorkspaceContext) context.Context {
+	return &callContext{Context: ctx, agent: a, ws: ws}
+}
+
+// callContext carries the agent and the verified workspace of a call.
+type callContext struct {
+	context.Context
+	agent *Agent
+	ws    *contracts.VerifiedWorkspaceContext
+}
+
+func (c *callContext) Value(key any) any {
+	switch key.(type) {
+	case agentKey:
+		return c.agent
+	case workspaceKey:
+		if c.ws != nil {
+			return c.ws
+		}
+	}
+	return c.Context.Value(key)
+}

@@ -61,15 +61,16 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		s.writeRPCError(w, req.ID, &Error{Code: Code(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data})
 		return
 	}
-	var (
-		result []byte
-		err    *Error
-	)
+	// The result is encoded (once) straight after the response's prefix.
+	buf := getResponseBuffer()
+	defer putResponseBuffer(buf)
+	*buf = jsonrpc.AppendResultPrefix((*buf)[:0], req.ID)
+	var err *Error
 	switch req.Method {
 	case MethodActionInvoke:
-		result, err = s.invokeAction(r, req.Params)
+		*buf, err = s.invokeAction(r, req.Params, *buf)
 	case MethodSurfaceLoad:
-		result, err = s.loadSurface(r, req.Params)
+		*buf, err = s.loadSurface(r, req.Params, *buf)
 	default:
 		err = &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.Method}
 	}
@@ -77,11 +78,9 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		s.writeRPCError(w, req.ID, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	buf := getResponseBuffer()
-	*buf = jsonrpc.AppendResult((*buf)[:0], req.ID, result)
+	w.Header()["Content-Type"] = headerJSON
+	*buf = append(*buf, '}')
 	_, _ = w.Write(*buf) // Write does not retain its argument
-	putResponseBuffer(buf)
 }
 
 // responseBuffers recycles the buffers that responses are assembled in.
@@ -164,14 +163,15 @@ func innerParams(params json.RawMessage, key string) json.RawMessage {
 	return params
 }
 
-func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, *Error) {
+// invokeAction serves supervaizer/action.invoke: it appends the result to dst.
+func (s *Server) invokeAction(r *http.Request, params json.RawMessage, dst []byte) ([]byte, *Error) {
 	var req contracts.ActionRequest
 	if err := s.validator.Decode(contracts.ModelActionRequest, innerParams(params, "action_request"), &req); err != nil {
-		return nil, requestError("Invalid Supervaizer v2 action request", err)
+		return dst, requestError("Invalid Supervaizer v2 action request", err)
 	}
 	ctx, ws, rpcErr := s.admit(r, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, MethodActionInvoke, req.Action)
 	if rpcErr != nil {
-		return nil, rpcErr
+		return dst, rpcErr
 	}
 	req.WorkspaceAuthorization = ws // never the client's
 	a := s.bySlug[req.AgentSlug]
@@ -180,26 +180,29 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage) ([]byte, 
 		h = a.action(req.Action)
 	}
 	if h == nil {
-		return nil, &Error{Code: CodeActionNotRegistered, Message: "Action handler not registered: " + req.Action,
+		return dst, &Error{Code: CodeActionNotRegistered, Message: "Action handler not registered: " + req.Action,
 			Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
 	}
-	ctx = withAgent(ctx, a)
+	ctx = withCall(ctx, a, ws)
 	start := time.Now()
-	var raw []byte
+	n := len(dst)
 	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
+		// The idempotency layer keeps the result it stores: its own buffer.
+		var raw []byte
 		raw, rpcErr = s.idem.run(ctx, &req, func(ctx context.Context) ([]byte, *Error) {
-			return s.runAction(ctx, h, &req, true)
+			return s.runAction(ctx, h, &req, true, nil)
 		})
+		dst = append(dst, raw...)
 	} else {
-		raw, rpcErr = s.runAction(ctx, h, &req, false)
+		dst, rpcErr = s.runAction(ctx, h, &req, false, dst)
 	}
 	if rpcErr != nil {
-		return nil, rpcErr
+		return dst[:n], rpcErr
 	}
-	s.publishEffects(ctx, &req, raw)
+	s.publishEffects(ctx, &req, dst[n:])
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
-	return raw, nil
+	return dst, nil
 }
 
 // actionFailed is the -32603 error of a failed action handler.
@@ -212,30 +215,34 @@ func surfaceFailed(req *SurfaceRequest) *Error {
 	return &Error{Code: CodeInternalError, Message: "Surface handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
 }
 
-// runAction calls the handler and validates its result. strict marks the
-// result as the idempotency layer's (replay_safety.strictly_idempotent_response).
-func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool) ([]byte, *Error) {
+// runAction calls the handler, validates its result and appends it to dst.
+// strict marks the result as the idempotency layer's
+// (replay_safety.strictly_idempotent_response).
+func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool, dst []byte) ([]byte, *Error) {
 	res, err := callAction(ctx, h, req)
 	if err != nil {
 		if e, ok := isInputError(err); ok {
-			return nil, e
+			return dst, e
 		}
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
-		return nil, actionFailed(req)
+		return dst, actionFailed(req)
 	}
 	if res == nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
-		return nil, actionFailed(req)
+		return dst, actionFailed(req)
 	}
 	if strict {
 		markStrict(res, req.IdempotencyKey)
 	}
-	raw, verr := s.validator.ValidateValue(contracts.ModelActionResult, res)
+	if dst == nil {
+		dst = make([]byte, 0, 1024)
+	}
+	dst, verr := s.validator.AppendValue(dst, contracts.ModelActionResult, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return nil, actionFailed(req)
+		return dst, actionFailed(req)
 	}
-	return raw, nil
+	return dst, nil
 }
 
 // publishEffects publishes the supervaizer.effect event of a successful
@@ -263,8 +270,8 @@ func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw []b
 // admit is the workspace step of the pipeline (controller.md §5 steps 2–4): a
 // bootstrap call gets no verified context, even with a token; any other call
 // is verified with the scopes [method, id] before any handler lookup. The
-// returned context carries the verified workspace; the client's
-// workspace_authorization is never used.
+// caller puts the returned verified workspace in the handler's context
+// (withCall); the client's workspace_authorization is never used.
 func (s *Server) admit(r *http.Request, bootstrap bool, ws contracts.WorkspaceRef, agentSlug, method, id string) (context.Context, *contracts.VerifiedWorkspaceContext, *Error) {
 	ctx := r.Context()
 	if bootstrap {
@@ -274,17 +281,18 @@ func (s *Server) admit(r *http.Request, bootstrap bool, ws contracts.WorkspaceRe
 	if err != nil {
 		return nil, nil, err
 	}
-	return withWorkspace(ctx, vc), vc, nil
+	return ctx, vc, nil
 }
 
-func (s *Server) loadSurface(r *http.Request, params json.RawMessage) ([]byte, *Error) {
+// loadSurface serves supervaizer/surface.load: it appends the result to dst.
+func (s *Server) loadSurface(r *http.Request, params json.RawMessage, dst []byte) ([]byte, *Error) {
 	var req contracts.SurfaceRequest
 	if err := s.validator.Decode(contracts.ModelSurfaceRequest, innerParams(params, "surface_request"), &req); err != nil {
-		return nil, requestError("Invalid Supervaizer v2 surface request", err)
+		return dst, requestError("Invalid Supervaizer v2 surface request", err)
 	}
 	ctx, ws, rpcErr := s.admit(r, isBootstrapSurface(req.Surface), req.Workspace, req.AgentSlug, MethodSurfaceLoad, req.Surface)
 	if rpcErr != nil {
-		return nil, rpcErr
+		return dst, rpcErr
 	}
 	req.WorkspaceAuthorization = ws // never the client's
 	a := s.bySlug[req.AgentSlug]
@@ -293,24 +301,24 @@ func (s *Server) loadSurface(r *http.Request, params json.RawMessage) ([]byte, *
 		h = a.surface(req.Surface)
 	}
 	if h == nil {
-		return nil, &Error{Code: CodeSurfaceNotRegistered, Message: "Surface handler not registered: " + req.Surface,
+		return dst, &Error{Code: CodeSurfaceNotRegistered, Message: "Surface handler not registered: " + req.Surface,
 			Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
 	}
-	ctx = withAgent(ctx, a)
+	ctx = withCall(ctx, a, ws)
 	res, err := callSurface(ctx, h, &req)
 	if err == nil && res == nil {
 		err = errors.New("handler returned no result")
 	}
 	if err != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
-		return nil, surfaceFailed(&req)
+		return dst, surfaceFailed(&req)
 	}
-	raw, verr := s.validator.ValidateValue(contracts.ModelSurfaceResult, res)
+	dst, verr := s.validator.AppendValue(dst, contracts.ModelSurfaceResult, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return nil, surfaceFailed(&req)
+		return dst, surfaceFailed(&req)
 	}
-	return raw, nil
+	return dst, nil
 }
 
 // requestError maps a request-model failure to -32602 with data.errors.

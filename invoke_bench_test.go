@@ -8,6 +8,7 @@ import (
 	"time"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
 )
 
@@ -137,5 +138,24 @@ func BenchmarkInvokeJobState(b *testing.B) {
 	}
 	if !w.succeeded() {
 		b.Fatalf("last response: %s", w.body)
+	}
+}
+
+// BenchmarkEncodeValidateJobState measures what the pipeline does with the
+// result of BenchmarkInvokeJobState: encode it once and validate those bytes
+// (compiled schema, then the Go rules).
+func BenchmarkEncodeValidateJobState(b *testing.B) {
+	v := contracts.DefaultValidator()
+	res := fixture.SyncResult("job-77")
+	buf, err := v.AppendValue(nil, contracts.ModelActionResult, res)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if buf, err = v.AppendValue(buf[:0], contracts.ModelActionResult, res); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -14,14 +14,49 @@ import (
 // the decoded Go value after the schema has passed.
 
 // path is a location inside a document, as JSON Pointer segments.
-type path []string
+// A path is never changed once made: key and idx return new paths. When it
+// has an arena, the new paths are built in the arena's buffer instead of
+// allocating each.
+type path struct {
+	segs  []string
+	arena *pathArena
+}
 
-func (p path) key(k string) path { return append(p[:len(p):len(p)], k) }
-func (p path) idx(i int) path    { return append(p[:len(p):len(p)], strconv.Itoa(i)) }
+// pathArena is where the paths of one check are built.
+type pathArena struct{ buf []string }
+
+func (p path) key(k string) path { return p.with(k) }
+func (p path) idx(i int) path    { return p.with(strconv.Itoa(i)) }
+
+func (p path) with(seg string) path {
+	a := p.arena
+	if a == nil {
+		return path{segs: append(p.segs[:len(p.segs):len(p.segs)], seg)}
+	}
+	start := len(a.buf) - len(p.segs)
+	if len(p.segs) == 0 || start < 0 || &a.buf[start] != &p.segs[0] {
+		// p does not end the buffer: copy it to the end first. (When it
+		// does, nothing lives past it and seg is appended in place.)
+		start = len(a.buf)
+		a.buf = append(a.buf, p.segs...)
+	}
+	a.buf = append(a.buf, seg)
+	return path{segs: a.buf[start:len(a.buf):len(a.buf)], arena: a}
+}
 
 type checks struct {
 	v        *Validator // validates typed sub-documents that travel as plain objects
 	problems []Problem
+	arena    pathArena
+	small    [48]string // the arena's first buffer
+}
+
+// root returns the empty path, building its extensions in c's arena.
+func (c *checks) root() path {
+	if c.arena.buf == nil {
+		c.arena.buf = c.small[:0]
+	}
+	return path{arena: &c.arena}
 }
 
 // typedPlan validates a typed setup plan against the SetupPlan schema: inside a
@@ -43,15 +78,15 @@ func (c *checks) typedPlan(p *SetupPlan, at path) {
 			return
 		}
 		for _, pr := range ve.Problems {
-			pr.Loc = append(locSegments(at), pr.Loc...)
-			pr.Path = pointer(at) + pr.Path
+			pr.Loc = append(locSegments(at.segs), pr.Loc...)
+			pr.Path = pointer(at.segs) + pr.Path
 			c.problems = append(c.problems, pr)
 		}
 	}
 }
 
 func (c *checks) add(at path, rule, format string, args ...any) {
-	c.problems = append(c.problems, newProblem(at, rule, fmt.Sprintf(format, args...)))
+	c.problems = append(c.problems, newProblem(at.segs, rule, fmt.Sprintf(format, args...)))
 }
 
 // checker is implemented by the model types whose rules go beyond the schema.
@@ -66,7 +101,7 @@ func checkValue(val *Validator, v any) []Problem {
 		return nil
 	}
 	c := checks{v: val}
-	ch.check(&c, path{})
+	ch.check(&c, c.root())
 	return c.problems
 }
 
@@ -126,11 +161,7 @@ func (s *JobState) check(c *checks, at path) {
 			if st.Awaiting == nil {
 				continue
 			}
-			fs := make([]Field, len(st.Awaiting.Fields))
-			for k, f := range st.Awaiting.Fields {
-				fs[k] = Field(f)
-			}
-			checkFieldList(c, at.key("cases").idx(i).key("steps").idx(j).key("awaiting").key("fields"), fs, FieldBoolean)
+			checkFieldList(c, at.key("cases").idx(i).key("steps").idx(j).key("awaiting").key("fields"), st.Awaiting.Fields, FieldBoolean)
 		}
 	}
 }
@@ -210,13 +241,20 @@ func (a *ContextAssignment) check(c *checks, at path) {
 
 // checkFieldList checks sibling fields: each field's own rules and the
 // depends_on references between siblings. defaultType is the model's type default.
-func checkFieldList(c *checks, at path, fields []Field, defaultType string) {
-	siblings := make(map[string]bool, len(fields))
-	for _, f := range fields {
-		siblings[f.ID] = true
+func checkFieldList[F Field | AwaitingField](c *checks, at path, fields []F, defaultType string) {
+	var siblings map[string]bool // only depends_on needs them
+	for i := range fields {
+		if Field(fields[i]).DependsOn != nil {
+			siblings = make(map[string]bool, len(fields))
+			for j := range fields {
+				siblings[Field(fields[j]).ID] = true
+			}
+			break
+		}
 	}
 	for i := range fields {
-		checkField(c, at.idx(i), &fields[i], defaultType, siblings)
+		f := Field(fields[i])
+		checkField(c, at.idx(i), &f, defaultType, siblings)
 	}
 }
 
@@ -257,15 +295,15 @@ func checkValidation(c *checks, at path, typ string, v *FieldValidation) {
 	default: // string, text and unknown types
 		allowLength = true
 	}
-	// Name the type only when it is a known one: an unknown type is input text.
-	typeName := "of an unknown type (read as string)"
-	switch typ {
-	case FieldString, FieldText, FieldBoolean, FieldInteger, FieldNumber, FieldDate,
-		FieldSelect, FieldMultiSelect, FieldResourceRef, FieldFile, FieldList:
-		typeName = "of type " + strconv.Quote(typ)
-	}
 	reject := func(key string, set, allowed bool) {
 		if set && !allowed {
+			// Name the type only when it is a known one: an unknown type is input text.
+			typeName := "of an unknown type (read as string)"
+			switch typ {
+			case FieldString, FieldText, FieldBoolean, FieldInteger, FieldNumber, FieldDate,
+				FieldSelect, FieldMultiSelect, FieldResourceRef, FieldFile, FieldList:
+				typeName = "of type " + strconv.Quote(typ)
+			}
 			c.add(va.key(key), "validation_type", "%s does not apply to fields %s", key, typeName)
 		}
 	}

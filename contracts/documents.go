@@ -81,7 +81,7 @@ func (r *SurfaceResult) check(c *checks, at path) {
 	docAt := at.key("document")
 	doc := reflect.New(modelTypes[m]).Interface()
 	if err := json.Unmarshal(r.Document, doc); err != nil {
-		c.problems = append(c.problems, newProblem(docAt, "decode", decodeMessage(err)))
+		c.problems = append(c.problems, newProblem(docAt.segs, "decode", decodeMessage(err)))
 		return
 	}
 	doc.(checker).check(c, docAt)
@@ -219,7 +219,7 @@ func checkUniqueIDs(c *checks, at path, what string, n int, id func(int) string)
 	first := make(map[string]int, n)
 	for i := range n {
 		if j, dup := first[id(i)]; dup {
-			c.add(at.idx(i).key("id"), "unique", "%s is used twice: same id as %s/%d", what, at[len(at)-1], j)
+			c.add(at.idx(i).key("id"), "unique", "%s is used twice: same id as %s/%d", what, at.segs[len(at.segs)-1], j)
 		} else {
 			first[id(i)] = i
 		}

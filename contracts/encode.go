@@ -58,14 +58,6 @@ func appendValue(dst []byte, v any) ([]byte, bool) {
 	return e.b, e.ok
 }
 
-// encodeModel returns json.Marshal(value), encoded here when the plans cover it.
-func encodeModel(value any) ([]byte, error) {
-	if b, ok := appendValue(make([]byte, 0, 1024), value); ok {
-		return b, nil
-	}
-	return json.Marshal(value)
-}
-
 // modelSpec describes a model whose MarshalJSON is marshalOpen (or
 // marshalResult) of its fields after setting defaults.
 type modelSpec struct {

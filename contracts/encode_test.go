@@ -149,6 +149,14 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 	}
 }
 
+// encodeModel returns json.Marshal(value), encoded by the encoder when it can.
+func encodeModel(value any) ([]byte, error) {
+	if b, ok := appendValue(make([]byte, 0, 1024), value); ok {
+		return b, nil
+	}
+	return json.Marshal(value)
+}
+
 func TestEncodeModelFallsBack(t *testing.T) {
 	for _, v := range []any{nil, (*ActionResult)(nil), ActionResult{Status: StatusOK}, map[string]any{"status": "ok"}} {
 		want, err := json.Marshal(v)
@@ -182,4 +190,25 @@ func FuzzResultEncoder(f *testing.F) {
 		}
 		assertEncodesLikeMarshal(t, built, "built")
 	})
+}
+
+// TestAppendValueAppends checks that AppendValue extends dst with exactly
+// the bytes ValidateValue returns, and leaves dst unchanged on failure.
+func TestAppendValueAppends(t *testing.T) {
+	v := DefaultValidator()
+	res := &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "job.synced", JobID: "j"}},
+		JobState: &JobState{Job: Job{ID: "j", AgentSlug: "a", MissionID: "m", Status: "active", Source: JobSource{Type: SourceFreshStart}}}}
+	want, err := v.ValidateValue(ModelActionResult, res)
+	require.NoError(t, err)
+	got, err := v.AppendValue([]byte("prefix:"), ModelActionResult, res)
+	require.NoError(t, err)
+	assert.Equal(t, "prefix:"+string(want), string(got))
+
+	bad := &ActionResult{Status: "maybe"}
+	got, err = v.AppendValue([]byte("prefix:"), ModelActionResult, bad)
+	require.Error(t, err)
+	assert.Equal(t, "prefix:", string(got))
+	raw, err := v.ValidateValue(ModelActionResult, bad)
+	require.Error(t, err)
+	assert.Nil(t, raw)
 }

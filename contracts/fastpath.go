@@ -317,7 +317,7 @@ func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err 
 	case *ActionRequest:
 		var r ActionRequest
 		if t.nodes[0].kind == kindObject && newRequestDecoder(t).request(0, r.fields()) {
-			if r.check(&c, nil); len(c.problems) > 0 {
+			if r.check(&c, path{}); len(c.problems) > 0 {
 				return true, &ValidationError{Model: m, Problems: c.problems}
 			}
 			*dst = r
@@ -326,7 +326,7 @@ func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err 
 	case *SurfaceRequest:
 		var r SurfaceRequest
 		if t.nodes[0].kind == kindObject && newRequestDecoder(t).request(0, r.fields()) {
-			if r.check(&c, nil); len(c.problems) > 0 {
+			if r.check(&c, path{}); len(c.problems) > 0 {
 				return true, &ValidationError{Model: m, Problems: c.problems}
 			}
 			*dst = r

@@ -241,27 +241,51 @@ func (v *Validator) Decode(m Model, raw []byte, dst any) error {
 // value that marshals to the model, such as a map) and validates the JSON. It
 // returns the JSON that was validated.
 func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
-	var raw []byte
-	var err error
-	if v.fast != nil {
-		raw, err = encodeModel(value)
-	} else {
-		raw, err = json.Marshal(value)
-	}
+	raw, err := v.AppendValue(make([]byte, 0, 1024), m, value)
 	if err != nil {
-		return nil, fmt.Errorf("contracts: marshal %s: %w", m, err)
+		return nil, err
+	}
+	return raw, nil
+}
+
+// AppendValue is [Validator.ValidateValue] appending the JSON to dst: it
+// returns dst extended with the encoded value, or dst unchanged and the
+// error. The value is encoded once; the appended bytes are what was
+// validated.
+func (v *Validator) AppendValue(dst []byte, m Model, value any) ([]byte, error) {
+	start := len(dst)
+	var raw []byte
+	if v.fast != nil {
+		out, ok := appendValue(dst, value)
+		if ok {
+			dst, raw = out, out[start:]
+		} else {
+			b, err := json.Marshal(value)
+			if err != nil {
+				return dst[:start], fmt.Errorf("contracts: marshal %s: %w", m, err)
+			}
+			dst = append(out[:start], b...)
+			raw = dst[start:]
+		}
+	} else {
+		b, err := json.Marshal(value)
+		if err != nil {
+			return dst, fmt.Errorf("contracts: marshal %s: %w", m, err)
+		}
+		dst = append(dst, b...)
+		raw = dst[start:]
 	}
 	if err := v.validateSchema(m, raw); err != nil {
-		return nil, err
+		return dst[:start], err
 	}
 	// Run the Go rules on the typed value when we have it (a typed setup plan is
 	// only visible there), else on the decoded JSON.
 	if r, ok := value.(*ActionResult); ok && r != nil && m == ModelActionResult {
 		c := checks{v: v} // a concrete call: c stays on the stack
-		if r.check(&c, nil); len(c.problems) > 0 {
-			return nil, &ValidationError{Model: m, Problems: c.problems}
+		if r.check(&c, c.root()); len(c.problems) > 0 {
+			return dst[:start], &ValidationError{Model: m, Problems: c.problems}
 		}
-		return raw, nil
+		return dst, nil
 	}
 	typed := reflect.ValueOf(value)
 	if typed.Kind() == reflect.Pointer && !typed.IsNil() {
@@ -274,14 +298,14 @@ func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
 			typed = p.Elem()
 		}
 		if ps := checkValue(v, typed.Addr().Interface()); len(ps) > 0 {
-			return nil, &ValidationError{Model: m, Problems: ps}
+			return dst[:start], &ValidationError{Model: m, Problems: ps}
 		}
-		return raw, nil
+		return dst, nil
 	}
 	if _, err := v.decodeChecked(m, raw); err != nil {
-		return nil, err
+		return dst[:start], err
 	}
-	return raw, nil
+	return dst, nil
 }
 
 func (v *Validator) decode(m Model, raw []byte) (any, error) {

@@ -94,6 +94,17 @@ func reviewFields() []a2ui.Field {
 	}
 }
 
+// reviewAwaitingFields are reviewFields as the awaiting fields of a step,
+// built once: they never change, and a job_state only reads them.
+var reviewAwaitingFields = sync.OnceValue(func() []contracts.AwaitingField {
+	fields := reviewFields()
+	af := make([]contracts.AwaitingField, len(fields))
+	for i, f := range fields {
+		af[i] = contracts.AwaitingField(f)
+	}
+	return af
+})
+
 // state is the job_state snapshot of the job: the job, a setup case with the
 // review step, and, once approved, a work case sending the brief and a
 // deliverable case holding it. The projection depends only on the record, so
@@ -110,12 +121,7 @@ func (j *jobRecord) state() *contracts.JobState {
 	switch {
 	case j.Status == jobAwaiting:
 		review.Status, setup.Status = jobAwaiting, jobAwaiting
-		fields := reviewFields()
-		af := make([]contracts.AwaitingField, len(fields))
-		for i, f := range fields {
-			af[i] = contracts.AwaitingField(f)
-		}
-		review.Awaiting = &contracts.Awaiting{Reason: "human_input", Surface: surfaceStepAwaiting, Action: actionSubmit, Fields: af}
+		review.Awaiting = &contracts.Awaiting{Reason: "human_input", Surface: surfaceStepAwaiting, Action: actionSubmit, Fields: reviewAwaitingFields()}
 	case !j.Approved: // stopped before approval
 		review.Status, setup.Status = "cancelled", "cancelled"
 	}

@@ -17,15 +17,22 @@ import (
 // result must be valid JSON and is copied verbatim; a nil result is written
 // as null, since a JSON-RPC success response always has a "result" member.
 func AppendResult(dst []byte, id, result json.RawMessage) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0"`...)
-	dst = appendID(dst, id)
-	dst = append(dst, `,"result":`...)
+	dst = AppendResultPrefix(dst, id)
 	if len(result) == 0 {
 		dst = append(dst, "null"...)
 	} else {
 		dst = append(dst, result...)
 	}
 	return append(dst, '}')
+}
+
+// AppendResultPrefix appends what [AppendResult] writes before the result,
+// {"jsonrpc":"2.0","id":…,"result":, so that a result can be encoded in place;
+// the caller then appends the result and the closing brace.
+func AppendResultPrefix(dst []byte, id json.RawMessage) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	dst = appendID(dst, id)
+	return append(dst, `,"result":`...)
 }
 
 // AppendError appends the error response
