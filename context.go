@@ -45,13 +45,11 @@ type callContext struct {
 }
 
 func (c *callContext) Value(key any) any {
-	switch key.(type) {
-	case agentKey:
+	if _, ok := key.(agentKey); ok {
 		return c.agent
-	case workspaceKey:
-		if c.ws != nil {
-			return c.ws
-		}
+	}
+	if c.ws != nil && wsctx.IsKey(key) {
+		return c.ws
 	}
 	return c.Context.Value(key)
 }

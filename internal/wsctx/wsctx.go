@@ -20,3 +20,11 @@ func From(ctx context.Context) (*contracts.VerifiedWorkspaceContext, bool) {
 	ws, ok := ctx.Value(key{}).(*contracts.VerifiedWorkspaceContext)
 	return ws, ok && ws != nil
 }
+
+// IsKey reports whether k is the key the workspace is carried under, for a
+// context type that carries it in a field of its own (its Value method
+// answers the workspace for this key).
+func IsKey(k any) bool {
+	_, ok := k.(key)
+	return ok
+}
