@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -272,4 +275,37 @@ func TestPreviewRelaysTheEventStream(t *testing.T) {
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	require.NoError(t, err)
 	assert.Equal(t, "event: supervaizer.connected\n", line)
+}
+
+func TestPreviewURLInTheStartupLog(t *testing.T) {
+	var calls atomic.Int64
+	for _, tc := range []struct {
+		name string
+		opts []sv.Option
+		want bool
+	}{
+		{"local mode", []sv.Option{sv.WithLocalMode(true)}, true},
+		{"turned off", []sv.Option{sv.WithLocalMode(true), sv.WithPreview(false)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			opts := append([]sv.Option{sv.WithEnv(emptyEnv), sv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, tc.opts...)
+			srv, err := sv.NewServer([]*sv.Agent{previewAgent(t, &calls, nil)}, opts...)
+			require.NoError(t, err)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ctx, ln) }()
+			require.Eventually(t, func() bool { return strings.Contains(logs.String(), "controller ready") }, 10*time.Second, 10*time.Millisecond)
+			cancel()
+			require.NoError(t, <-served)
+			line := `msg="local preview: open it in a browser to see and use the surfaces" url=http://` + ln.Addr().String() + `/_preview/`
+			if tc.want {
+				assert.Contains(t, logs.String(), line)
+			} else {
+				assert.NotContains(t, logs.String(), "local preview")
+			}
+		})
+	}
 }

@@ -86,6 +86,7 @@ func (s *Server) start(ctx context.Context, url string) error {
 	}
 	if already { // Start had run (and logged) before the address was known
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "controller listening", slog.String("url", url))
+		s.logPreview(ctx, url)
 	}
 	return nil
 }
@@ -105,6 +106,7 @@ func (s *Server) logStartup(ctx context.Context) {
 	}
 	attrs = append(attrs, slog.String("server_id", s.serverID), slog.Any("agents", slugs))
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready", attrs...)
+	s.logPreview(ctx, info.url)
 
 	// The API key. Only the local-mode development key is ever printed.
 	key := s.keys.primary.Value()
@@ -150,6 +152,15 @@ func (s *Server) logStartup(ctx context.Context) {
 		notSet("not attached to Studio: the controller does not register and sends no events", "set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID")
 	}
 	s.warnMissingHandlers()
+}
+
+// logPreview says where the local preview is served (preview.go), under the
+// controller's url ("" when not known yet: the path alone).
+func (s *Server) logPreview(ctx context.Context, url string) {
+	if s.preview != nil {
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "local preview: open it in a browser to see and use the surfaces",
+			slog.String("url", url+PreviewPath))
+	}
 }
 
 // Key sources reported at startup.

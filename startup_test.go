@@ -40,7 +40,7 @@ func TestStartupExplainsItself(t *testing.T) {
 		name:    "local mode prints the development key and says tokens are not verified",
 		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
 		mode:    supervaizer.ModeLocal,
-		want:    []string{`mode=local`, `api_key=local-dev`, `source="local-mode default"`, `workspace tokens are not verified`},
+		want:    []string{`mode=local`, `api_key=local-dev`, `source="local-mode default"`, `workspace tokens are not verified`, `msg="local preview: open it in a browser`, `url=/_preview/`},
 		wantNot: []string{"SUPERVAIZER_PUBLIC_URL", "mode=attached"},
 	}, {
 		name:    "local mode with verified tokens does not claim a bypass",
@@ -57,7 +57,7 @@ func TestStartupExplainsItself(t *testing.T) {
 		want: []string{`mode=standalone`, `api_key_fingerprint=` + studio.KeyFingerprint(envKey), `source=SUPERVAIZER_API_KEY`,
 			`not configured: no public URL`, `fix="set SUPERVAIZER_PUBLIC_URL"`,
 			`not configured: not attached to Studio`, `fix="set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID"`},
-		wantNot: []string{envKey, "attached to Studio\"", "not verified"},
+		wantNot: []string{envKey, "attached to Studio\"", "not verified", "local preview"},
 	}, {
 		name: "a generated key is never printed and the fix is named",
 		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth())},

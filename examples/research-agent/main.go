@@ -95,6 +95,9 @@ func printTryIt(w io.Writer, base, apiKey string) {
 	fmt.Fprintf(w, `
 Research agent running in local mode (no Studio). Try it:
 
+  # see and use its surfaces in your browser (the local preview)
+  #   %s/_preview/
+
   # the Agent Card
   curl -s %s/.well-known/agent-card.json
 
@@ -107,7 +110,7 @@ Research agent running in local mode (no Studio). Try it:
   # watch the effects
   curl -sN %s/a2a/events -H 'X-API-Key: %s'
 
-`, base,
+`, base, base,
 		rpc(1, supervaizer.MethodSurfaceLoad, `{"surface_request":{`+fmt.Sprintf(request, 1)+`,"surface":"job.start","input":{}}}`),
 		rpc(2, supervaizer.MethodActionInvoke, `{"action_request":{`+fmt.Sprintf(request, 2)+`,"surface":"job.start","action":"job.start","job_id":"job-1","idempotency_key":"try-job-1","input":{"topic_id":"eu-battery-market"}}}`),
 		base, key)
