@@ -264,7 +264,7 @@ func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw []b
 	data = jsonrpc.AppendHTMLString(data, req.RequestID)
 	data = append(data, `,"effects":`...)
 	data = append(data, effects...)
-	s.broker.Publish(EventEffect, append(data, '}'))
+	s.publish(ctx, EventEffect, append(data, '}'))
 }
 
 // admit is the workspace step of the pipeline (controller.md §5 steps 2–4): a

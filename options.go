@@ -41,6 +41,7 @@ type config struct {
 	exportEnv       bool
 	studioAttached  bool
 	store           store.Store
+	backend         Backend
 	jwksRefetch     *time.Duration
 	jwksMaxAge      *time.Duration
 	addr            string       // WithAddr (serve.go)
@@ -291,6 +292,9 @@ func (c *config) resolve() error {
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
+	}
+	if c.backend != nil && c.store != nil {
+		return errors.New("supervaizer: WithStore and WithBackend both set a store: use one")
 	}
 	if !c.localModeSet {
 		c.localMode = envBool(c.getenv("SUPERVAIZER_LOCAL_MODE"))

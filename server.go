@@ -25,7 +25,6 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
-	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
@@ -77,6 +76,14 @@ type Server struct {
 	idem      *idempotency
 	router    http.Handler
 	preview   *preview.Handler // the local preview, nil when not served (preview.go)
+
+	// Shared state of several instances (backend.go): the event log, nil
+	// without a Backend; eventsReady once its retained events are read.
+	events      EventLog
+	eventsReady atomic.Bool
+	followDone  chan struct{} // closed when the follower ends
+	storeName   string        // for the startup log
+	eventsName  string
 
 	cardsMu sync.Mutex
 	cards   map[string]*cardSet // base URL -> discovery documents (bounded, see maxCardBases)
@@ -155,19 +162,15 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if err := s.resolveAuthorization(); err != nil {
 		return nil, err
 	}
-	st := cfg.store
-	if st == nil {
-		st = store.NewMemory()
-		s.logger.Warn("no store configured (WithStore): idempotency records are kept in memory and do not survive a restart")
-	}
-	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID})
-	s.idem.track = s.inflight.Add
-	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	s.broker = sse.NewBroker(sse.Options{
 		QueueSize: cfg.sseQueue, ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 	})
-	p, err := s.newPreview() // the local preview (preview.go)
+	st := s.attachBackend() // the store and the event stream (backend.go)
+	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID})
+	s.idem.track = s.inflight.Add
+	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
+	p, err := s.newPreview()    // the local preview (preview.go)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +179,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	for _, a := range agents {
 		s.checkLanes(a)
 	}
+	s.startFollowing() // backend.go
 	return s, nil
 }
 
@@ -347,7 +351,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			return errors.Join(err, ctx.Err())
 		}
 	}
-	return err
+	return errors.Join(err, s.stopFollowing(ctx)) // backend.go
 }
 
 // callTracker counts the calls in progress. Unlike sync.WaitGroup, calls may
@@ -403,7 +407,8 @@ func (s *Server) routes() http.Handler {
 	r.Get(a2a.WellKnownCardPathV02, s.servePrimaryCard)
 	r.Get("/.well-known/agents/*", s.serveAgentCard)
 	r.With(s.requireKey(ScopeWrite)).Post("/a2a", s.serveA2A)
-	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.broker.ServeHTTP)
+	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.serveEvents)
+	r.Get(ReadinessPath, s.serveReadiness)
 	if s.cfg.localMode || s.cfg.studioAttached {
 		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", s.serveContract)
 		s.mountDataResources(r) // DataResource REST routes (resources_rest.go)

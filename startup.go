@@ -108,6 +108,10 @@ func (s *Server) logStartup(ctx context.Context) {
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready", attrs...)
 	s.logPreview(ctx, info.url)
 
+	// Where the state lives: one instance's own, or shared by several.
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "store and event stream",
+		slog.String("store", s.storeName), slog.String("events", s.eventsName))
+
 	// The API key. Only the local-mode development key is ever printed.
 	key := s.keys.primary.Value()
 	source := s.apiKeySource()

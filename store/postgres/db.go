@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/store"
 )
 
 // Defaults of [Open].
@@ -26,8 +31,11 @@ const (
 type Option func(*options)
 
 type options struct {
-	schema   string
-	maxConns int32
+	schema       string
+	maxConns     int32
+	logger       *slog.Logger
+	retainEvents int
+	retainBytes  int
 }
 
 // WithSchema sets the PostgreSQL schema that holds the tables; Open creates it
@@ -45,14 +53,42 @@ func WithMaxConns(n int) Option {
 	}
 }
 
+// WithLogger sets the logger of the event log's followers (reconnections,
+// events lost to the retention). Default: discard everything.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithEventRetention bounds the events the event log keeps for Last-Event-ID
+// replay: the latest events, at most events of them and at most bytes of
+// names and payloads. A value ≤ 0 keeps the default, [DefaultEventRetention]
+// or [DefaultEventRetentionBytes].
+func WithEventRetention(events, bytes int) Option {
+	return func(o *options) {
+		if events > 0 {
+			o.retainEvents = events
+		}
+		if bytes > 0 {
+			o.retainBytes = bytes
+		}
+	}
+}
+
 // DB is a pool of connections to one PostgreSQL database, with the tables of
 // one schema migrated to the version this package needs. Its methods are safe
 // for concurrent use. Create one with [Open]; close it with [DB.Close].
 type DB struct {
-	pool   *pgxpool.Pool
-	schema string
-	sql    statements
-	store  *Store
+	pool       *pgxpool.Pool
+	connConfig *pgx.ConnConfig // for the followers' own connections
+	schema     string
+	channel    string // LISTEN/NOTIFY channel of the event log
+	sql        statements
+	store      *Store
+	events     *EventLog
+	logger     *slog.Logger
+
+	retainEvents, retainBytes int
+	appends                   atomic.Uint64 // events appended through this DB
+	pruning                   atomic.Bool   // a pruning is running
+	bg                        sync.WaitGroup
 
 	closeOnce sync.Once
 }
@@ -65,7 +101,7 @@ type DB struct {
 //
 // Every statement the store runs is prepared once per pooled connection.
 func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
-	o := options{schema: DefaultSchema}
+	o := options{schema: DefaultSchema, retainEvents: DefaultEventRetention, retainBytes: DefaultEventRetentionBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -82,7 +118,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	} else if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	db := &DB{schema: o.schema, sql: newStatements(pgx.Identifier{o.schema}.Sanitize())}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	db := &DB{
+		schema: o.schema, channel: channelName(o.schema), logger: o.logger,
+		sql:          newStatements(pgx.Identifier{o.schema}.Sanitize()),
+		retainEvents: o.retainEvents, retainBytes: o.retainBytes,
+	}
 	cfg.AfterConnect = db.prepare
 	cfg.PingTimeout = pingTimeout
 
@@ -100,13 +143,15 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	db.pool = pool
+	db.connConfig = cfg.ConnConfig
 	db.store = &Store{db: db}
+	db.events = &EventLog{db: db}
 	return db, nil
 }
 
 // prepare prepares the store's statements on a new pooled connection.
 func (db *DB) prepare(ctx context.Context, conn *pgx.Conn) error {
-	for _, s := range db.sql.all() {
+	for _, s := range db.sql.pooled() {
 		if _, err := conn.Prepare(ctx, s.name, s.sql); err != nil {
 			return fmt.Errorf("postgres: prepare %s: %w", s.name, err)
 		}
@@ -114,12 +159,18 @@ func (db *DB) prepare(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
+var _ supervaizer.Backend = (*DB)(nil)
+
+// Name returns "postgres", the name of the backend in the startup log.
+func (db *DB) Name() string { return "postgres" }
+
 // Schema returns the name of the schema that holds the tables.
 func (db *DB) Schema() string { return db.schema }
 
-// Store returns the [store.Store] kept in the database. Every call returns the
-// same Store. Its Close only marks it closed; [DB.Close] closes the pool.
-func (db *DB) Store() *Store { return db.store }
+// Store returns the [store.Store] kept in the database, a [*Store]. Every call
+// returns the same Store. Its Close only marks it closed; [DB.Close] closes
+// the pool.
+func (db *DB) Store() store.Store { return db.store }
 
 // Ping checks that the database answers, for a readiness probe.
 func (db *DB) Ping(ctx context.Context) error {
@@ -134,6 +185,7 @@ func (db *DB) Ping(ctx context.Context) error {
 func (db *DB) Close() {
 	db.closeOnce.Do(func() {
 		db.store.closed.Store(true)
+		db.bg.Wait()
 		db.pool.Close()
 	})
 }

@@ -14,17 +14,37 @@ import (
 // released: a change of layout is a new step.
 type migration struct {
 	version int
-	// sql runs with %[1]s replaced by the quoted schema name.
-	sql string
+	// Each statement runs with %[1]s replaced by the quoted schema name.
+	sql []string
 }
 
 // migrations is the history of the schema, oldest first; versions are 1, 2, …
 var migrations = []migration{
-	{1, `
+	{1, []string{`
 CREATE TABLE %[1]s.kv (
 	key   bytea PRIMARY KEY CHECK (octet_length(key) BETWEEN 1 AND 1024),
 	value bytea NOT NULL
-)`},
+)`}},
+	// The event log: events, the counter that numbers them (one row), and
+	// the last id the retention deleted (one row).
+	{2, []string{`
+CREATE TABLE %[1]s.events (
+	id         bigint PRIMARY KEY,
+	name       bytea NOT NULL,
+	data       bytea NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now()
+)`, `
+CREATE TABLE %[1]s.event_seq (
+	one     boolean PRIMARY KEY DEFAULT true CHECK (one),
+	last_id bigint NOT NULL
+)`,
+		`INSERT INTO %[1]s.event_seq (last_id) VALUES (0)`, `
+CREATE TABLE %[1]s.event_pruned (
+	one     boolean PRIMARY KEY DEFAULT true CHECK (one),
+	through bigint NOT NULL
+)`,
+		`INSERT INTO %[1]s.event_pruned (through) VALUES (0)`,
+	}},
 }
 
 // SchemaVersion is the version of the tables this package reads and writes.
@@ -79,8 +99,10 @@ func migrateTx(ctx context.Context, tx pgx.Tx, schema string) error {
 			ErrSchemaTooNew, schema, current, SchemaVersion)
 	}
 	for _, m := range migrations[current:] {
-		if _, err := tx.Exec(ctx, fmt.Sprintf(m.sql, q)); err != nil {
-			return fmt.Errorf("version %d: %w", m.version, err)
+		for _, stmt := range m.sql {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(stmt, q)); err != nil {
+				return fmt.Errorf("version %d: %w", m.version, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, "INSERT INTO "+q+".schema_version (version) VALUES ($1)", m.version); err != nil {
 			return err

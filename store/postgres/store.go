@@ -28,11 +28,39 @@ type statements struct {
 	get, putIfAbsent, cas, del  statement
 	scanFirst, scanFirstBounded statement // key >= prefix
 	scanNext, scanNextBounded   statement // key > last key seen
+
+	// The event log (events.go). follow and pruned run on the followers'
+	// own connections, which are not pooled.
+	append, prune, follow, pruned statement
 }
 
 func newStatements(schema string) statements {
 	kv := schema + ".kv"
+	events, seq, pruned := schema+".events", schema+".event_seq", schema+".event_pruned"
 	return statements{
+		// The counter row stays locked until the transaction commits: appends
+		// commit one after the other, in id order.
+		append: statement{"sv_ev_append", `WITH c AS (
+	UPDATE ` + seq + ` SET last_id = last_id + 1 RETURNING last_id
+), ins AS (
+	INSERT INTO ` + events + ` (id, name, data) SELECT last_id, $1, $2 FROM c RETURNING id
+)
+SELECT ins.id FROM ins, LATERAL pg_notify($3, ins.id::text) AS n`},
+		// Keeps the newest events within both bounds (at least the newest
+		// one) and records the last id deleted.
+		prune: statement{"sv_ev_prune", `WITH ranked AS (
+	SELECT id, row_number() OVER w AS n, sum(octet_length(name) + octet_length(data)) OVER w AS total
+	FROM ` + events + ` WINDOW w AS (ORDER BY id DESC)
+), keep AS (
+	SELECT coalesce(min(id) FILTER (WHERE n <= $1 AND total <= $2), max(id)) AS from_id FROM ranked
+), del AS (
+	DELETE FROM ` + events + ` e USING keep WHERE e.id < keep.from_id RETURNING e.id
+)
+UPDATE ` + pruned + ` SET through = greatest(through, (SELECT max(id) FROM del))
+WHERE EXISTS (SELECT 1 FROM del)`},
+		follow: statement{"sv_ev_follow", "SELECT id, name, data FROM " + events + " WHERE id > $1 ORDER BY id LIMIT $2"},
+		pruned: statement{"sv_ev_pruned", "SELECT through FROM " + pruned},
+
 		get: statement{"sv_kv_get", "SELECT value FROM " + kv + " WHERE key = $1"},
 		// One round trip in the common cases. The final SELECT reads the
 		// snapshot taken when the statement started, so it misses a row that
@@ -58,9 +86,10 @@ SELECT EXISTS (SELECT 1 FROM ins), (SELECT value FROM ` + kv + ` WHERE key = $1)
 	}
 }
 
-func (s statements) all() []statement {
+// pooled returns the statements prepared on every pooled connection.
+func (s statements) pooled() []statement {
 	return []statement{s.get, s.putIfAbsent, s.cas, s.del,
-		s.scanFirst, s.scanFirstBounded, s.scanNext, s.scanNextBounded}
+		s.scanFirst, s.scanFirstBounded, s.scanNext, s.scanNextBounded, s.append, s.prune}
 }
 
 // Store is a [store.Store] kept in the table kv of a [DB]'s schema: one row per

@@ -103,12 +103,12 @@ func TestPreparedStatements(t *testing.T) {
 	db := openTest(t, WithMaxConns(1))
 	_, _, err := db.Store().Get(t.Context(), "k")
 	require.NoError(t, err)
-	rows, err := db.pool.Query(t.Context(), "SELECT name FROM pg_prepared_statements WHERE name LIKE 'sv_kv_%' ORDER BY name")
+	rows, err := db.pool.Query(t.Context(), "SELECT name FROM pg_prepared_statements WHERE name LIKE 'sv_%' ORDER BY name")
 	require.NoError(t, err)
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	var want []string
-	for _, s := range db.sql.all() {
+	for _, s := range db.sql.pooled() {
 		want = append(want, s.name)
 	}
 	assert.ElementsMatch(t, want, names)

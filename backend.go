@@ -1,0 +1,191 @@
+package supervaizer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// EnvDatabaseURL names the environment variable that holds the URL of the
+// database several instances share. The SDK does not read it: no database
+// driver is built into it. An agent passes the URL to the module that
+// provides the database (github.com/supervaize/supervaizer-go/store/postgres
+// for PostgreSQL) and the result to [WithBackend]; see docs/deploying.md.
+const EnvDatabaseURL = "SUPERVAIZER_DATABASE_URL"
+
+// ReadinessPath answers 200 while the controller can serve, 503 while it
+// cannot: shutting down, or its [Backend] unreachable or not yet caught up
+// with the shared event stream. Load balancers route by it. It needs no key
+// and reveals nothing else.
+const ReadinessPath = "/readyz"
+
+// Bounds of the calls the server makes to a Backend.
+const (
+	eventAppendTimeout = 10 * time.Second
+	readinessTimeout   = 2 * time.Second
+	followStopTimeout  = 5 * time.Second
+)
+
+// EventLog is the event stream of GET /a2a/events shared by several instances
+// of a controller: every instance appends the events it publishes, and
+// follows the log to serve every instance's events to its own subscribers.
+// Implementations must be safe for concurrent use.
+type EventLog interface {
+	// Append adds an event and returns its id, greater than the id of every
+	// event appended before it by any instance. The event must be durable,
+	// and visible to every follower, when Append returns.
+	Append(ctx context.Context, name string, data []byte) (id uint64, err error)
+
+	// Follow calls deliver for every retained event with an id greater than
+	// after, then for every event appended later, in id order and each once,
+	// until ctx is done; it then returns ctx.Err(). caughtUp, when not nil,
+	// is called once, after the events retained when Follow started have
+	// been delivered. Follow recovers from failures on its own (reconnecting
+	// and carrying on after the last event delivered); deliver runs on its
+	// goroutine and returns quickly.
+	Follow(ctx context.Context, after uint64, deliver func(id uint64, name string, data []byte), caughtUp func()) error
+}
+
+// Backend is the state that several instances of a controller behind one
+// load balancer share: the [store.Store] of idempotency records and
+// rule-checkpoint progress, and the [EventLog] behind GET /a2a/events. Module
+// github.com/supervaize/supervaizer-go/store/postgres provides one.
+type Backend interface {
+	// Store returns the shared store.
+	Store() store.Store
+	// EventLog returns the shared event stream.
+	EventLog() EventLog
+	// Ping reports whether the backend can be reached, for readiness.
+	Ping(ctx context.Context) error
+	// Name names the backend in the startup log, for example "postgres".
+	Name() string
+}
+
+// WithBackend keeps the server's state in b, shared with the other instances
+// that use the same backend: b's store replaces [WithStore], and the events of
+// GET /a2a/events go through b's event log, so that a subscriber of any
+// instance receives every instance's events, in one id order, and can resume
+// on any instance with Last-Event-ID. [ReadinessPath] then fails while b is
+// unreachable. The caller closes b after [Server.Shutdown]. Default: none,
+// the store of WithStore and an in-process event stream.
+func WithBackend(b Backend) Option { return func(c *config) { c.backend = b } }
+
+// attachBackend sets the store and the event stream from the configuration.
+// It returns the store to use.
+func (s *Server) attachBackend() store.Store {
+	b := s.cfg.backend
+	if b == nil {
+		st := s.cfg.store
+		if st == nil {
+			st = store.NewMemory()
+			s.logger.Warn("no store configured (WithStore): idempotency records are kept in memory and do not survive a restart")
+		}
+		s.storeName, s.eventsName = storeName(st), "in-process"
+		return st
+	}
+	s.events = b.EventLog()
+	s.storeName, s.eventsName = b.Name(), b.Name()+" (shared by the instances)"
+	return b.Store()
+}
+
+// startFollowing starts following the shared event log, if any: the last step
+// of NewServer, so that a failed NewServer leaves nothing running.
+func (s *Server) startFollowing() {
+	if s.events == nil {
+		return
+	}
+	s.followDone = make(chan struct{})
+	go func() {
+		defer close(s.followDone)
+		// Every retained event goes to the broker's replay buffer, so that a
+		// client resuming here after another instance misses nothing.
+		_ = s.events.Follow(s.lifetime, 0, func(id uint64, name string, data []byte) {
+			s.broker.Deliver(id, name, data)
+		}, func() { s.eventsReady.Store(true) })
+	}()
+}
+
+// storeName names a store in the startup log.
+func storeName(st store.Store) string {
+	switch st := st.(type) {
+	case *store.Memory:
+		return "memory"
+	case *store.Bolt:
+		return "bolt " + st.Path()
+	default:
+		return fmt.Sprintf("%T", st)
+	}
+}
+
+// publish sends an event to the subscribers: through the shared event log
+// when there is one, else through the in-process broker. A failed append is
+// logged; the call that produced the event has succeeded regardless.
+func (s *Server) publish(ctx context.Context, name string, data []byte) {
+	if s.events == nil {
+		s.broker.Publish(name, data)
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventAppendTimeout)
+	defer cancel()
+	if _, err := s.events.Append(actx, name, data); err != nil {
+		s.logger.LogAttrs(ctx, slog.LevelError, "event not published: the shared event log failed",
+			slog.String("event", name), slog.String("error", err.Error()))
+	}
+}
+
+// serveEvents serves GET /a2a/events; with a shared event log, only once the
+// retained events have been read (503 before, as a client retries).
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if s.events != nil && !s.eventsReady.Load() {
+		w.Header().Set("Retry-After", "1")
+		writeDetail(w, http.StatusServiceUnavailable, "event stream starting")
+		return
+	}
+	s.broker.ServeHTTP(w, r)
+}
+
+// serveReadiness serves ReadinessPath.
+func (s *Server) serveReadiness(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	detail := ""
+	switch {
+	case s.closing.Load():
+		detail = "shutting down"
+	case s.cfg.backend != nil:
+		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
+		defer cancel()
+		if err := s.cfg.backend.Ping(ctx); err != nil {
+			// The error may name hosts: it goes to the log, not the answer.
+			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "not ready: the backend is unreachable",
+				slog.String("backend", s.cfg.backend.Name()), slog.String("error", err.Error()))
+			detail = "backend unreachable"
+		} else if !s.eventsReady.Load() {
+			detail = "event stream starting"
+		}
+	}
+	if detail != "" {
+		writeDetail(w, http.StatusServiceUnavailable, detail)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// stopFollowing waits, within ctx, for the follower of the event log to end
+// once the lifetime context is cancelled.
+func (s *Server) stopFollowing(ctx context.Context) error {
+	if s.followDone == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, followStopTimeout)
+	defer cancel()
+	select {
+	case <-s.followDone:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("supervaizer: the event log follower did not stop: %w", ctx.Err())
+	}
+}

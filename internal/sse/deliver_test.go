@@ -1,0 +1,59 @@
+package sse
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeliver feeds a broker with events numbered elsewhere, with gaps and
+// repeats as a follower reconnecting to a shared log produces them: streams
+// and replay use the log's ids, each event once, in order.
+func TestDeliver(t *testing.T) {
+	t.Parallel()
+	b, ts := newTestServer(t, Options{ReplaySize: 10, Heartbeat: time.Hour})
+	steps := []struct {
+		id   uint64
+		want bool
+	}{
+		{5, true},
+		{7, true},
+		{7, false}, // read again after a reconnection
+		{6, false}, // older than the last one
+		{12, true},
+	}
+	for _, s := range steps[:2] {
+		assert.Equal(t, s.want, b.Deliver(s.id, EventEffect, []byte(`{"n":`+strconv.FormatUint(s.id, 10)+`}`)), "id %d", s.id)
+	}
+	live := connect(t, testContext(t), ts.URL, "")
+	waitSubscribers(t, b, 1)
+	for _, s := range steps[2:] {
+		assert.Equal(t, s.want, b.Deliver(s.id, EventEffect, []byte(`{"n":`+strconv.FormatUint(s.id, 10)+`}`)), "id %d", s.id)
+	}
+	assert.Equal(t, uint64(12), b.LastID())
+	assert.Equal(t, []string{"12"}, readUntil(t, live, "12"))
+
+	resumed := connect(t, testContext(t), ts.URL, "5")
+	ev, err := readEvent(resumed)
+	require.NoError(t, err)
+	assert.Equal(t, sseEvent{ID: "7", Name: EventEffect, Data: `{"n":7}`}, ev)
+	ev, err = readEvent(resumed)
+	require.NoError(t, err)
+	assert.Equal(t, sseEvent{ID: "12", Name: EventEffect, Data: `{"n":12}`}, ev)
+}
+
+// TestDeliverSanitizes applies the rules of Publish to a delivered event: a
+// name stays on one line and data lines are split.
+func TestDeliverSanitizes(t *testing.T) {
+	t.Parallel()
+	b, ts := newTestServer(t, Options{Heartbeat: time.Hour})
+	r := connect(t, testContext(t), ts.URL, "")
+	waitSubscribers(t, b, 1)
+	require.True(t, b.Deliver(1, "a\nb", []byte("{\n}")))
+	ev, err := readEvent(r)
+	require.NoError(t, err)
+	assert.Equal(t, sseEvent{ID: "1", Name: "a b", Data: "{\n}"}, ev)
+}

@@ -1,0 +1,250 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+)
+
+// Defaults of the event log.
+const (
+	// DefaultEventRetention is the most events the log keeps for
+	// Last-Event-ID replay, as many as the in-process replay buffer keeps.
+	DefaultEventRetention = 1024
+	// DefaultEventRetentionBytes bounds the size of the events the log keeps
+	// (names and payloads).
+	DefaultEventRetentionBytes = 16 << 20
+)
+
+// Tuning of the event log.
+const (
+	// pruneEvery is how many appends through one DB trigger a pruning of the
+	// events beyond the retention.
+	pruneEvery = 64
+	// followPage is the most events a follower reads per query.
+	followPage = 512
+	// followPoll is how long a follower waits for a notification before it
+	// queries anyway: a last resort against a lost wake-up, and a liveness
+	// check of its connection.
+	followPoll = 30 * time.Second
+	// Reconnection backoff of a follower that lost its connection.
+	followMinBackoff = 100 * time.Millisecond
+	followMaxBackoff = 5 * time.Second
+)
+
+// EventLog is the event stream shared by every instance that opens the same
+// database and schema: each instance appends the events it publishes, and
+// follows the log to hand every instance's events to its own SSE broker. Get
+// it from [DB.EventLog].
+//
+// Ids come from a counter row that each append increments in the transaction
+// that inserts the event, so appends commit one after the other in id order:
+// a follower that has read id n has read every id below n that will ever
+// exist, and never skips one. (A SEQUENCE would hand out ids outside the
+// transactions, which could then commit out of order.) Ids keep increasing
+// across instances and restarts; an append whose transaction fails leaves a
+// gap, which is harmless.
+//
+// The insert notifies a channel of the schema (LISTEN/NOTIFY) on commit;
+// followers wake up and read the new events from the table, in id order. A
+// follower that loses its connection reconnects, with a backoff, and reads
+// everything after the last event it delivered, so nothing retained is missed
+// or delivered twice. The log keeps the latest events within the retention
+// (count and bytes, [WithEventRetention]); older ones are deleted.
+type EventLog struct {
+	db *DB
+}
+
+// EventLog returns the event log kept in the database, an [*EventLog].
+func (db *DB) EventLog() supervaizer.EventLog { return db.events }
+
+var _ supervaizer.EventLog = (*EventLog)(nil)
+
+// Append adds an event to the log and returns its id, greater than the id of
+// every event appended before it by any instance. The event is committed, and
+// the followers notified, when Append returns.
+func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64, error) {
+	var id int64
+	if err := l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(name), nonNil(data), l.db.channel).Scan(&id); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		return 0, fmt.Errorf("postgres: append event: %w", err)
+	}
+	if l.db.appends.Add(1)%pruneEvery == 0 {
+		l.db.prune()
+	}
+	return uint64(id), nil
+}
+
+// Follow calls deliver for every retained event with an id greater than
+// after, then for every event appended later, in id order and each once, until
+// ctx is done; it then returns ctx.Err(). caughtUp, when not nil, is called
+// once, after the events retained when Follow started have been delivered.
+// after = 0 delivers every retained event.
+//
+// Follow holds a connection of its own (LISTEN needs one), outside the pool.
+// When it fails, Follow logs it, reconnects with a backoff and carries on
+// after the last event delivered; it logs an error if events were deleted by
+// the retention before it could read them. deliver runs on Follow's goroutine
+// and must not block for long: the notifications wait meanwhile.
+func (l *EventLog) Follow(ctx context.Context, after uint64, deliver func(id uint64, name string, data []byte), caughtUp func()) error {
+	f := follower{l: l, cursor: after, deliver: deliver, caughtUp: caughtUp}
+	backoff := followMinBackoff
+	for {
+		connected, err := f.run(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if connected {
+			backoff = followMinBackoff
+		}
+		l.db.logger.LogAttrs(ctx, slog.LevelWarn, "postgres event log: connection lost; reconnecting, then reading the events missed",
+			slog.String("error", err.Error()), slog.Duration("retry_in", backoff), slog.Uint64("last_event_id", f.cursor))
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, followMaxBackoff)
+	}
+}
+
+// followerAppName is the application_name of the followers' connections, as
+// pg_stat_activity shows it.
+const followerAppName = "supervaizer event log follower"
+
+// follower is the state of one Follow call.
+type follower struct {
+	l        *EventLog
+	cursor   uint64 // id of the last event delivered
+	deliver  func(id uint64, name string, data []byte)
+	caughtUp func() // nil once called
+}
+
+// run connects, listens and delivers events until the connection fails or
+// ctx is done. connected reports whether it got as far as listening.
+func (f *follower) run(ctx context.Context) (connected bool, err error) {
+	db := f.l.db
+	cfg := db.connConfig.Copy()
+	cfg.RuntimeParams["application_name"] = followerAppName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	// Listen before reading: an event committed after the read notifies.
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{db.channel}.Sanitize()); err != nil {
+		return false, err
+	}
+	if err := f.checkPruned(ctx, conn); err != nil {
+		return true, err
+	}
+	for {
+		if err := f.catchUp(ctx, conn); err != nil {
+			return true, err
+		}
+		if f.caughtUp != nil {
+			f.caughtUp()
+			f.caughtUp = nil
+		}
+		wctx, cancel := context.WithTimeout(ctx, followPoll)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+			return true, err
+		}
+	}
+}
+
+// catchUp delivers every committed event after the cursor.
+func (f *follower) catchUp(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		rows, err := conn.Query(ctx, f.l.db.sql.follow.sql, int64(f.cursor), followPage)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for rows.Next() {
+			var (
+				id         int64
+				name, data []byte
+			)
+			if err := rows.Scan(&id, &name, &data); err != nil {
+				rows.Close()
+				return err
+			}
+			n++
+			f.cursor = uint64(id)
+			f.deliver(uint64(id), string(name), nonNil(data))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if n < followPage {
+			return nil
+		}
+	}
+}
+
+// checkPruned logs an error when the retention deleted events after the
+// cursor before this follower could read them.
+func (f *follower) checkPruned(ctx context.Context, conn *pgx.Conn) error {
+	if f.cursor == 0 {
+		return nil
+	}
+	var through int64
+	if err := conn.QueryRow(ctx, f.l.db.sql.pruned.sql).Scan(&through); err != nil {
+		return err
+	}
+	if uint64(through) > f.cursor {
+		f.l.db.logger.LogAttrs(ctx, slog.LevelError, "postgres event log: events were deleted by the retention before this instance read them; its streams miss them",
+			slog.Uint64("after", f.cursor), slog.Int64("through", through))
+	}
+	return nil
+}
+
+// prune deletes, in the background, the events beyond the retention. One
+// pruning runs at a time per DB; Close waits for it.
+func (db *DB) prune() {
+	if !db.pruning.CompareAndSwap(false, true) {
+		return
+	}
+	db.bg.Add(1)
+	go func() {
+		defer db.bg.Done()
+		defer db.pruning.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := db.pool.Exec(ctx, db.sql.prune.name, db.retainEvents, db.retainBytes); err != nil && !db.store.closed.Load() {
+			db.logger.LogAttrs(ctx, slog.LevelWarn, "postgres event log: pruning failed", slog.String("error", err.Error()))
+		}
+	}()
+}
+
+// channelName is the LISTEN/NOTIFY channel of a schema's event log: at most
+// 63 bytes, the limit of a PostgreSQL identifier.
+func channelName(schema string) string {
+	name := "supervaizer_events_" + schema
+	if len(name) <= 63 {
+		return name
+	}
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return "supervaizer_events_" + strconv.FormatUint(h.Sum64(), 16)
+}

@@ -1,0 +1,244 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type logged struct {
+	id   uint64
+	name string
+	data string
+}
+
+// collector records what a follower delivers.
+type collector struct {
+	mu     sync.Mutex
+	events []logged
+	ready  chan struct{}
+}
+
+func newCollector() *collector { return &collector{ready: make(chan struct{})} }
+
+func (c *collector) deliver(id uint64, name string, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, logged{id, name, string(data)})
+}
+
+func (c *collector) caughtUp() { close(c.ready) }
+
+func (c *collector) snapshot() []logged {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]logged(nil), c.events...)
+}
+
+// waitFor waits until the collector holds n events.
+func (c *collector) waitFor(t *testing.T, n int) []logged {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(c.snapshot()) >= n }, 20*time.Second, 5*time.Millisecond,
+		"want %d events", n)
+	got := c.snapshot()
+	require.Len(t, got, n)
+	return got
+}
+
+// follow runs Follow in the background until the test ends.
+func follow(t *testing.T, l *EventLog, after uint64) *collector {
+	t.Helper()
+	c := newCollector()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Follow(ctx, after, c.deliver, c.caughtUp) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+	})
+	select {
+	case <-c.ready:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Follow did not catch up")
+	}
+	return c
+}
+
+func appendN(t *testing.T, l *EventLog, prefix string, n int) []uint64 {
+	t.Helper()
+	ids := make([]uint64, n)
+	for i := range n {
+		id, err := l.Append(t.Context(), "test.event", []byte(`{"n":"`+prefix+strconv.Itoa(i)+`"}`))
+		require.NoError(t, err)
+		ids[i] = id
+	}
+	return ids
+}
+
+func requireIncreasing(t *testing.T, events []logged) {
+	t.Helper()
+	for i := 1; i < len(events); i++ {
+		require.Greater(t, events[i].id, events[i-1].id, "event %d", i)
+	}
+}
+
+func TestEventLogAppendAndFollow(t *testing.T) {
+	db := openTest(t)
+	l := db.events
+	ids := appendN(t, l, "a", 3)
+	assert.Equal(t, []uint64{1, 2, 3}, ids)
+
+	all := follow(t, l, 0)
+	assert.Equal(t, []logged{
+		{1, "test.event", `{"n":"a0"}`}, {2, "test.event", `{"n":"a1"}`}, {3, "test.event", `{"n":"a2"}`},
+	}, all.snapshot(), "the backlog is delivered before caughtUp")
+	fromTwo := follow(t, l, 2)
+	assert.Equal(t, []logged{{3, "test.event", `{"n":"a2"}`}}, fromTwo.snapshot())
+
+	appendN(t, l, "b", 2)
+	got := all.waitFor(t, 5)
+	assert.Equal(t, logged{5, "test.event", `{"n":"b1"}`}, got[4])
+	assert.Len(t, fromTwo.waitFor(t, 3), 3)
+
+	// Binary-safe names and payloads.
+	id, err := l.Append(t.Context(), "é\x00", []byte{0, 0xff})
+	require.NoError(t, err)
+	assert.Equal(t, logged{id, "é\x00", "\x00\xff"}, all.waitFor(t, 6)[5])
+}
+
+// TestEventLogIdsSurviveReopen checks that ids keep increasing when every
+// instance restarts.
+func TestEventLogIdsSurviveReopen(t *testing.T) {
+	schema := testSchema(t)
+	db := openSchema(t, testURL(t), schema)
+	appendN(t, db.events, "a", 2)
+	db.Close()
+	db = openSchema(t, testURL(t), schema)
+	assert.Equal(t, []uint64{3}, appendN(t, db.events, "b", 1))
+}
+
+// TestEventLogInstances appends from three instances at once; a follower on
+// each receives every instance's events, in id order, each once: the same
+// sequence everywhere.
+func TestEventLogInstances(t *testing.T) {
+	schema := testSchema(t)
+	url := testURL(t)
+	var dbs [3]*DB
+	var cols [3]*collector
+	for i := range dbs {
+		dbs[i] = openSchema(t, url, schema)
+		cols[i] = follow(t, dbs[i].events, 0)
+	}
+	const perWriter, writers = 40, 6
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			l := dbs[w%3].events
+			for i := range perWriter {
+				_, err := l.Append(context.Background(), "test.event", []byte(fmt.Sprintf("w%d-%d", w, i)))
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	first := cols[0].waitFor(t, perWriter*writers)
+	requireIncreasing(t, first)
+	seen := map[string]bool{}
+	for _, e := range first {
+		assert.False(t, seen[e.data], "delivered twice: %s", e.data)
+		seen[e.data] = true
+	}
+	for i := 1; i < len(cols); i++ {
+		assert.Equal(t, first, cols[i].waitFor(t, perWriter*writers), "follower %d", i)
+	}
+}
+
+// TestEventLogFollowerReconnects kills the follower's connection in the
+// middle of a burst: it reconnects and delivers what it missed, once.
+func TestEventLogFollowerReconnects(t *testing.T) {
+	var logs syncBuffer
+	db := openTest(t, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	l := db.events
+	c := follow(t, l, 0)
+	appendN(t, l, "a", 20)
+	c.waitFor(t, 20)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { appendN(t, l, "b", 60) })
+	require.Eventually(t, func() bool { return len(c.snapshot()) > 25 }, 20*time.Second, time.Millisecond)
+	var killed int
+	err := db.pool.QueryRow(t.Context(),
+		"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND position($2 in query) > 0",
+		followerAppName, db.schema).Scan(&killed)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, killed, 1)
+	wg.Wait()
+	got := c.waitFor(t, 80)
+	requireIncreasing(t, got)
+	assert.Contains(t, logs.String(), "reconnecting")
+}
+
+// TestEventLogRetention keeps the latest events within the count and byte
+// bounds; a follower that resumes after pruned events logs that it missed
+// them.
+func TestEventLogRetention(t *testing.T) {
+	tests := []struct {
+		name          string
+		events, bytes int
+		payload       int
+		wantKept      int
+	}{
+		{"by count", 10, 1 << 20, 10, 10},
+		{"by bytes", 1000, 100 * 20, 90, 20}, // 100 bytes per event with the name
+		{"one event larger than the bound", 1000, 10, 90, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			db := openTest(t, WithEventRetention(tt.events, tt.bytes), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			l := db.events
+			payload := bytes.Repeat([]byte("x"), tt.payload)
+			for range pruneEvery {
+				_, err := l.Append(t.Context(), "ten chars.", payload)
+				require.NoError(t, err)
+			}
+			db.bg.Wait() // the pruning triggered by the last append
+			var kept, minID int64
+			err := db.pool.QueryRow(t.Context(), "SELECT count(*), min(id) FROM "+pgx.Identifier{db.schema}.Sanitize()+".events").Scan(&kept, &minID)
+			require.NoError(t, err)
+			assert.EqualValues(t, tt.wantKept, kept)
+			assert.EqualValues(t, pruneEvery-tt.wantKept+1, minID, "the newest events are kept")
+
+			c := follow(t, l, 1)
+			assert.Len(t, c.snapshot(), tt.wantKept)
+			assert.Contains(t, logs.String(), "deleted by the retention")
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, for log output.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
