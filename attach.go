@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -111,8 +110,8 @@ func (s *Server) resolveStudio() error {
 }
 
 // resolveControllerKey returns the controller RSA key: the option, else
-// SUPERVAIZER_PRIVATE_KEY, else a new key exported to the environment (unless
-// WithEnv isolates the server).
+// SUPERVAIZER_PRIVATE_KEY, else a new key for this process (the environment
+// is never changed; the fingerprint of its public half is logged).
 func (s *Server) resolveControllerKey() (*rsa.PrivateKey, error) {
 	if k := s.cfg.controllerKey; k != nil {
 		if err := studio.CheckControllerKey(k); err != nil {
@@ -131,16 +130,13 @@ func (s *Server) resolveControllerKey() (*rsa.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("supervaizer: generate the controller RSA key: %w", err)
 	}
-	if s.cfg.exportEnv {
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			return nil, fmt.Errorf("supervaizer: encode the controller RSA key: %w", err)
-		}
-		if err := os.Setenv(studio.EnvPrivateKey, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))); err != nil {
-			return nil, fmt.Errorf("supervaizer: export %s: %w", studio.EnvPrivateKey, err)
-		}
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("supervaizer: encode the controller public key: %w", err)
 	}
-	s.logger.Warn("SUPERVAIZER_PRIVATE_KEY is not set: generated a controller RSA key pair; Studio-encrypted parameters will not survive a restart unless it is kept")
+	// The key lives for this process only: the environment is never changed.
+	s.logger.Warn("SUPERVAIZER_PRIVATE_KEY is not set: generated a controller RSA key pair for this process; Studio-encrypted parameters will not survive a restart unless SUPERVAIZER_PRIVATE_KEY is set",
+		slog.String("controller_public_key_fingerprint", redact.Fingerprint(string(der))))
 	return k, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/studiotest"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -514,7 +515,7 @@ func TestStudioAttachmentConfig(t *testing.T) {
 		require.ErrorContains(t, err, studio.EnvPrivateKey)
 		assert.NotContains(t, err.Error(), "AAAA")
 	})
-	t.Run("generated key is not exported under WithEnv", func(t *testing.T) {
+	t.Run("generated key is not exported", func(t *testing.T) {
 		t.Parallel()
 		before, had := os.LookupEnv(studio.EnvPrivateKey)
 		srv, err := NewServer(agents(), envWith(nil), wsAuth)
@@ -761,4 +762,33 @@ func TestRefresherClose(t *testing.T) {
 			assert.Equal(t, idle, r.close(), "close is idempotent")
 		})
 	}
+}
+
+// TestNewServerNeverChangesTheEnvironment: values the server generates (API
+// key, server id, controller key) live for the process only; startup logs
+// their fingerprints and the variables that make them stable.
+func TestNewServerNeverChangesTheEnvironment(t *testing.T) {
+	// Not parallel: it reads the process environment (t.Setenv).
+	vars := []string{"SUPERVAIZER_API_KEY", "SUPERVAIZER_SERVER_ID", studio.EnvPrivateKey,
+		studio.EnvAPIURL, studio.EnvAPIKey, studio.EnvWorkspaceID, "SUPERVAIZER_LOCAL_MODE"}
+	for _, v := range vars {
+		t.Setenv(v, "")
+	}
+	f := studiotest.New(t)
+	logger, sink := studiotest.NewLogSink()
+	srv, err := NewServer([]*Agent{stAgent(t, studiotest.AgentName)}, WithLogger(logger), WithStudio(testClient(t, f)),
+		WithWorkspaceAuth(WorkspaceAuthSettings{Enabled: true, Issuer: studiotest.Issuer, PublicKeyPEM: studiotest.SigningPEM}),
+		WithPublicURL(studiotest.PublicURL))
+	require.NoError(t, err)
+	for _, v := range vars {
+		assert.Empty(t, os.Getenv(v), "%s was changed", v)
+	}
+	logs := sink.String()
+	assert.Contains(t, logs, "SUPERVAIZER_API_KEY is not set")
+	assert.Contains(t, logs, "api_key_fingerprint="+redact.Fingerprint(srv.APIKey()))
+	assert.NotContains(t, logs, srv.APIKey())
+	assert.Contains(t, logs, "SUPERVAIZER_SERVER_ID is not set")
+	assert.Contains(t, logs, "server_id="+srv.ServerID())
+	assert.Contains(t, logs, "SUPERVAIZER_PRIVATE_KEY is not set")
+	assert.Contains(t, logs, "controller_public_key_fingerprint=")
 }

@@ -38,7 +38,6 @@ type config struct {
 	verifier        WorkspaceVerifier
 	primary         string
 	getenv          func(string) string
-	exportEnv       bool
 	studioAttached  bool
 	store           store.Store
 	backend         Backend
@@ -63,7 +62,6 @@ func defaultConfig() config {
 		sseReplayBytes:  DefaultSSEReplayMiB << 20,
 		securityHeaders: true,
 		getenv:          os.Getenv,
-		exportEnv:       true,
 	}
 }
 
@@ -249,12 +247,14 @@ func WithPrimaryAgent(slug string) Option { return func(c *config) { c.primary =
 // restart.
 func WithStore(s store.Store) Option { return func(c *config) { c.store = s } }
 
-// WithEnv replaces os.Getenv for every setting read from the environment, and
-// stops the server from exporting generated values (SUPERVAIZER_API_KEY,
-// SUPERVAIZER_SERVER_ID) to the process environment. Default: os.Getenv,
-// exporting. Tests use it to isolate servers from the process environment.
+// WithEnv replaces os.Getenv for every setting read from the environment.
+// Default: os.Getenv. Tests use it to isolate servers from the process
+// environment. The server never changes the environment: a value it generates
+// (API key, server id, controller key) lives for the process only, and
+// startup logs it (a fingerprint for a secret) with the variable that makes
+// it stable.
 func WithEnv(getenv func(string) string) Option {
-	return func(c *config) { c.getenv, c.exportEnv = getenv, false }
+	return func(c *config) { c.getenv = getenv }
 }
 
 // --- Studio options (attach.go) ---
@@ -269,8 +269,8 @@ func WithStudio(c *studio.Client) Option { return func(cfg *config) { cfg.studio
 
 // WithControllerKey sets the controller's RSA key pair (at least 2048 bits);
 // Studio encrypts agent parameters for its public key. Default:
-// SUPERVAIZER_PRIVATE_KEY (PEM, PKCS#8 or PKCS#1), else a new 2048-bit key,
-// exported as SUPERVAIZER_PRIVATE_KEY unless [WithEnv] is used. Only used when
+// SUPERVAIZER_PRIVATE_KEY (PEM, PKCS#8 or PKCS#1), else a new 2048-bit key
+// for the process only (never written to the environment). Only used when
 // attached to Studio.
 func WithControllerKey(k *rsa.PrivateKey) Option {
 	return func(c *config) {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -190,12 +189,7 @@ func (s *Server) resolveIdentity() error {
 		id = strings.TrimSpace(s.cfg.getenv("SUPERVAIZER_SERVER_ID"))
 	}
 	if id == "" {
-		id = uuid.NewString()
-		if s.cfg.exportEnv {
-			if err := os.Setenv("SUPERVAIZER_SERVER_ID", id); err != nil {
-				return fmt.Errorf("supervaizer: export SUPERVAIZER_SERVER_ID: %w", err)
-			}
-		}
+		id = uuid.NewString() // for this process only: the environment is never changed
 		s.logger.Warn("SUPERVAIZER_SERVER_ID is not set: using a new server id; workspace grants bound to it will not survive a restart",
 			slog.String("server_id", id))
 	}
@@ -220,12 +214,10 @@ func (s *Server) resolveKeys() error {
 			return fmt.Errorf("supervaizer: generate an API key: %w", err)
 		}
 		k := base64.RawURLEncoding.EncodeToString(raw[:])
-		if s.cfg.exportEnv {
-			if err := os.Setenv("SUPERVAIZER_API_KEY", k); err != nil {
-				return fmt.Errorf("supervaizer: export SUPERVAIZER_API_KEY: %w", err)
-			}
-		}
-		keys = []apiKey{{key: k, scope: ScopeWrite}} // Start logs its fingerprint
+		// For this process only: the environment is never changed.
+		s.logger.Warn("SUPERVAIZER_API_KEY is not set: generated an API key for this process; set SUPERVAIZER_API_KEY to keep it across restarts",
+			slog.String("api_key_fingerprint", redact.Fingerprint(k)))
+		keys = []apiKey{{key: k, scope: ScopeWrite}}
 	}
 	for i, k := range keys {
 		if strings.TrimSpace(k.key) == "" {
