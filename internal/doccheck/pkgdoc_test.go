@@ -136,7 +136,9 @@ func TestNoSnippetServesWithoutTimeouts(t *testing.T) {
 }
 
 // TestEveryVariableInDeploying: every SUPERVAIZER_* and SUPERVAIZE_* variable
-// named in the module's Go files is a row of docs/deploying.md's table.
+// named in the repository's Go files outside tests (what users set) is a row
+// of docs/deploying.md's table. Variables only tests read are listed there
+// too, by hand.
 func TestEveryVariableInDeploying(t *testing.T) {
 	root := repoRoot(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "deploying.md"))
@@ -161,7 +163,7 @@ func TestEveryVariableInDeploying(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") {
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		b, err := os.ReadFile(path)
