@@ -39,8 +39,8 @@ type HandlerRegistry interface {
 
 func (a *Agent) agentFor(string) *Agent { return a }
 
-// Studio-injected input keys an agent's strict input type tolerates
-// (open-questions item 18): the job name on job.start.preview and the rule
+// Studio-injected input keys an agent's strict input type tolerates:
+// the job name on job.start.preview and the rule
 // snapshot on job.start.
 var toleratedInputKeys = map[string][]string{
 	contracts.DefaultPreviewAction: {"name"},
@@ -82,7 +82,7 @@ func invalidParams(msg string, ps []contracts.Problem) *Error {
 // inputError is a -32602 raised by the SDK's own input validation inside a
 // handler it wraps (typed actions, resources, datasets). The dispatcher sends it
 // as is; every other handler error, including an *Error a handler returns,
-// becomes -32603 (controller.md §5.1 step 6).
+// becomes -32603.
 type inputError struct{ e *Error }
 
 func (i *inputError) Error() string { return i.e.Message }

@@ -16,8 +16,8 @@ import (
 
 // AgentSpec describes an agent served by the controller.
 type AgentSpec struct {
-	// Name is the agent's name; its slug and legacy id are derived from it
-	// (registration.md §2). Required.
+	// Name is the agent's name; its slug and legacy id are derived from it.
+	// Required.
 	Name string
 	// ID is the legacy agent id. Optional: when set it must equal the id derived
 	// from Name.
@@ -163,7 +163,7 @@ func (a *Agent) Name() string { return a.spec.Name }
 // Slug returns the agent slug derived from its name.
 func (a *Agent) Slug() string { return a.slug }
 
-// ID returns the legacy agent id derived from its name (registration.md §2.3).
+// ID returns the legacy agent id derived from its name.
 func (a *Agent) ID() string { return a.legacyID }
 
 // Version returns the agent's version.

@@ -75,7 +75,7 @@ func TestNewAgentErrors(t *testing.T) {
 }
 
 // TestAgentBlockLimits checks the introduction, full description and billing
-// catalog limits of registration.md §15 exactly, lengths in code points.
+// catalog limits of the protocol exactly, lengths in code points.
 func TestAgentBlockLimits(t *testing.T) {
 	intro := func(mut func(*contracts.Introduction)) *contracts.Introduction {
 		i := &contracts.Introduction{Tagline: "Briefs", Summary: "Gathers sources.", ExampleGoals: []string{"Brief me"}}

@@ -15,7 +15,7 @@ import (
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
-// TestAPIKeyCheckedBeforeBody checks controller.md §3.1: a missing, unknown or
+// TestAPIKeyCheckedBeforeBody checks the protocol: a missing, unknown or
 // under-scoped key is a plain HTTP 401/403 with an exact body, decided before
 // anything reads the request body, and no handler runs.
 func TestAPIKeyCheckedBeforeBody(t *testing.T) {
@@ -105,7 +105,7 @@ func TestAPIKeyScopes(t *testing.T) {
 	})
 }
 
-// TestAPIKeyDefaults checks controller.md §3.2: a generated key, the
+// TestAPIKeyDefaults checks the protocol: a generated key, the
 // environment key and the local-mode key.
 func TestAPIKeyDefaults(t *testing.T) {
 	agent := func(t *testing.T) []*supervaizer.Agent {

@@ -58,7 +58,7 @@ func (s *Server) Studio() *studio.Client {
 	return s.studio.client
 }
 
-// resolveStudio resolves the Studio attachment (studio.md §6 step 1): the
+// resolveStudio resolves the Studio attachment: the
 // account (option, else the environment), the public URL, the controller RSA
 // key pair and the server URI. It runs before the workspace-authorization
 // settings are resolved, which must then be enabled (step 3).
@@ -149,9 +149,9 @@ func nullable(s string) *string {
 	return &s
 }
 
-// agentRegistration builds the payload of a (studio.md §3): unset optional
-// strings and tags are null, server_agent_id is null until the agent is linked
-// (open-questions item 48), parameters_setup is [] (item 49), and the
+// agentRegistration builds the payload of a: unset optional
+// strings and tags are null, server_agent_id is null until the agent is linked,
+// parameters_setup is [] (item 49), and the
 // introduction, full description and billing catalog are omitted when unset
 // (the catalog also when empty, item 10).
 func (s *Server) agentRegistration(a *Agent) studio.AgentRegistration {
@@ -183,7 +183,7 @@ func (s *Server) agentRegistration(a *Agent) studio.AgentRegistration {
 	return p
 }
 
-// registerDetails builds the server.register details (studio.md §4).
+// registerDetails builds the server.register details.
 func (s *Server) registerDetails() studio.RegisterDetails {
 	public := s.cfg.publicURL
 	contract := ControllerContract()
@@ -205,7 +205,7 @@ func (s *Server) registerDetails() studio.RegisterDetails {
 	return d
 }
 
-// startStudio runs steps 4–6 of studio.md §6 (server.register, handshake,
+// startStudio runs steps 4–6 of the protocol (server.register, handshake,
 // agent lookup) once. After a failure, a later call tries again.
 func (s *Server) startStudio(ctx context.Context) error {
 	l := s.studio
@@ -375,8 +375,7 @@ type refreshRequest struct {
 }
 
 // serveRegistrationRefresh answers 202 and re-sends server.register (with the
-// handshake and the agent lookup) in the background; failures are logged
-// (controller.md §12, studio.md §11).
+// handshake and the agent lookup) in the background; failures are logged.
 func (s *Server) serveRegistrationRefresh(w http.ResponseWriter, r *http.Request) {
 	if s.studio == nil {
 		writeDetail(w, http.StatusServiceUnavailable, "No supervisor account configured")

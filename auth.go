@@ -13,7 +13,7 @@ import (
 )
 
 // WorkspaceAuthSettings configures the verification of the Studio-signed
-// workspace tokens (authorization.md §5). The environment equivalents are
+// workspace tokens. The environment equivalents are
 // SUPERVAIZER_WORKSPACE_AUTH_REQUIRED, _ISSUER, _AUDIENCE, _PUBLIC_KEY,
 // _JWKS_URL and _LEEWAY_SECONDS.
 type WorkspaceAuthSettings struct {
@@ -52,7 +52,7 @@ type WorkspaceVerifier interface {
 }
 
 // AuthError is a workspace-authorization failure: Code is one of the
-// workspace_authorization_* codes of authorization.md §10 (programs use it),
+// workspace_authorization_* codes of the workspace-token rules (programs use it),
 // Message is human-readable and never contains the token.
 type AuthError struct {
 	Code    string
@@ -69,8 +69,7 @@ const (
 
 // isBootstrapAction and isBootstrapSurface report whether a call runs without a
 // workspace token: exactly the actions workspace_binding.options and
-// workspace_binding.create and the surface workspace_binding.create
-// (authorization.md §9).
+// workspace_binding.create and the surface workspace_binding.create.
 func isBootstrapAction(id string) bool {
 	return id == contracts.BootstrapOptionsAction || id == contracts.BootstrapCreateAction
 }
@@ -139,7 +138,7 @@ func (s *Server) resolveAuthorization() error {
 
 // SetWorkspaceAudience installs the audience Studio announced in the
 // registration handshake; it determines the expected audience and server id of
-// workspace tokens (authorization.md §7).
+// workspace tokens.
 func (s *Server) SetWorkspaceAudience(aud string) {
 	if s.tokens != nil {
 		s.tokens.SetAudience(aud)

@@ -9,7 +9,7 @@ import (
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
-// Rule checkpoints (see docs/checkpoints.md) let an agent guard an external
+// Rule checkpoints (see docs/) let an agent guard an external
 // effect with Studio decisions taken before and after it:
 //
 //   - [RuleCheckpointGate], built from a governed job.start request, posts

@@ -33,7 +33,7 @@ import (
 // "<point>|<directory>|<Studio URL>".
 const cpCrashEnv = "SUPERVAIZER_CHECKPOINT_CRASH_CHILD"
 
-// Crash points, in the order of checkpoints.md §6.1.
+// Crash points, in the order of the rule-checkpoint protocol.
 const (
 	crashBeforeEffect = "before-effect" // "effect started" persisted, effect not called yet
 	crashDuringEffect = "during-effect" // the effect happened, its outcome is not recorded

@@ -9,7 +9,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// Datasets (model.md §13): every declared dataset has the read-only action
+// Datasets: every declared dataset has the read-only action
 // dataset.<id>.query, whose result carries the rows in a dataset.queried
 // effect (dataset, count, rows). Dashboards (mission.analytics,
 // job.analytics) query them; they never create REST routes.

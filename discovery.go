@@ -169,7 +169,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 }
 
 // ControllerContract is the v1 controller contract sent in server.register and
-// served at GET /api/supervaizer/contract (studio.md §4).
+// served at GET /api/supervaizer/contract.
 func ControllerContract() map[string]any {
 	return map[string]any{
 		"controller_contract_version": "1.0",

@@ -20,7 +20,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 )
 
-// The one way through POST /a2a (controller.md §5, ARCHITECTURE.md):
+// The one way through POST /a2a (ARCHITECTURE.md):
 //
 //	transport key (middleware) → size limit → JSON-RPC envelope → method →
 //	request model → drop client workspace_authorization → workspace token
@@ -151,7 +151,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 }
 
 // innerParams returns params[key] when that key is present, else params itself
-// (controller.md §4.3: both the wrapped and the flat form are valid).
+// (both the wrapped and the flat form are valid).
 func innerParams(params json.RawMessage, key string) json.RawMessage {
 	if !bytes.Contains(params, []byte(`"`+key+`"`)) {
 		return params
@@ -267,7 +267,7 @@ func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw []b
 	s.publish(ctx, EventEffect, append(data, '}'))
 }
 
-// admit is the workspace step of the pipeline (controller.md §5 steps 2–4): a
+// admit is the workspace step of the pipeline: a
 // bootstrap call gets no verified context, even with a token; any other call
 // is verified with the scopes [method, id] before any handler lookup. The
 // caller puts the returned verified workspace in the handler's context

@@ -58,7 +58,7 @@ type goldenCase struct {
 	runs  bool             // a handler body runs
 }
 
-// rpcGoldenCases covers every row of the error table of controller.md §9 and
+// rpcGoldenCases covers every row of the error table of the protocol and
 // the successful calls (ids string, integer, integral float, null and absent;
 // wrapped and flat params).
 var rpcGoldenCases = map[string]goldenCase{
@@ -221,7 +221,7 @@ func TestRPCGolden(t *testing.T) {
 }
 
 // TestRPCErrorShapes checks, over every golden case, the data of each error
-// code as controller.md §9 states it.
+// code as the protocol states it.
 func TestRPCErrorShapes(t *testing.T) {
 	h := newHarness(t)
 	for _, name := range sortedGoldenNames() {
@@ -387,8 +387,8 @@ func TestVerifiedContextReachesHandler(t *testing.T) {
 	})
 }
 
-// TestBootstrapCallsRunWithoutToken checks the three exempt ids
-// (authorization.md §9): no token needed, a sent token (valid or not) is not
+// TestBootstrapCallsRunWithoutToken checks the three exempt ids:
+// no token needed, a sent token (valid or not) is not
 // verified, and the handler gets no workspace context.
 func TestBootstrapCallsRunWithoutToken(t *testing.T) {
 	h := newHarness(t)
@@ -433,7 +433,7 @@ func TestBootstrapCallsRunWithoutToken(t *testing.T) {
 	})
 }
 
-// TestLocalModeBypass checks authorization.md §13.
+// TestLocalModeBypass checks the workspace-token rules.
 func TestLocalModeBypass(t *testing.T) {
 	local := func(t *testing.T, extra ...supervaizer.Option) *harness {
 		opts := append([]supervaizer.Option{supervaizer.WithLocalMode(true)}, extra...)
@@ -680,7 +680,7 @@ func TestConcurrentInvocations(t *testing.T) {
 	}
 }
 
-// TestHandlerRegistrationSetupErrors checks the setup errors of controller.md §10.
+// TestHandlerRegistrationSetupErrors checks the setup errors of the protocol.
 func TestHandlerRegistrationSetupErrors(t *testing.T) {
 	noop := func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 		return supervaizer.OK(), nil

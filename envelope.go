@@ -17,7 +17,7 @@ func OK(effects ...Effect) *ActionResult {
 
 // Fail returns a business failure: status "error" with one error entry whose
 // code is machine-readable (for example contracts.ErrorIdempotencyConflict).
-// Business failures are results, not JSON-RPC errors (controller.md §7.1).
+// Business failures are results, not JSON-RPC errors.
 func Fail(code, format string, args ...any) *ActionResult {
 	return &ActionResult{
 		Status:  contracts.StatusError,
@@ -50,7 +50,7 @@ func fromMap[T any](model contracts.Model, what string, m map[string]any) (*T, e
 	return &res, nil
 }
 
-// The conventional effect constructors (model.md §15). Effect types are the
+// The conventional effect constructors. Effect types are the
 // agent's vocabulary; these only spare typing the common ones.
 
 // JobStarted is the job.started effect of job.start.
@@ -113,8 +113,8 @@ type WorkspaceBindingOption struct {
 }
 
 // WorkspaceBindingOptions is the workspace_binding.options effect: each item
-// carries value/label and the declared value_field/label_field keys
-// (open-questions item 51). A nil binding uses the default field names.
+// carries value/label and the declared value_field/label_field keys.
+// A nil binding uses the default field names.
 func WorkspaceBindingOptions(binding *contracts.BindingExisting, options ...WorkspaceBindingOption) Effect {
 	if binding == nil {
 		binding = contracts.DefaultBindingExisting()

@@ -6,7 +6,7 @@ import (
 )
 
 // Code is a JSON-RPC error code. The Supervaizer codes match the Python
-// reference SDK (controller.md §9).
+// reference SDK.
 type Code int
 
 // JSON-RPC 2.0 and Supervaizer v2 error codes.

@@ -16,7 +16,7 @@ import (
 // fuzzMaxBody is the body limit of the fuzzed servers.
 const fuzzMaxBody = 64 << 10
 
-// errorTableCodes are the codes of controller.md §9: nothing else may be sent.
+// errorTableCodes are the codes of the protocol: nothing else may be sent.
 var errorTableCodes = map[supervaizer.Code]bool{
 	supervaizer.CodeParseError: true, supervaizer.CodeInvalidRequest: true, supervaizer.CodeMethodNotFound: true,
 	supervaizer.CodeInvalidParams: true, supervaizer.CodeInternalError: true, supervaizer.CodeActionNotRegistered: true,

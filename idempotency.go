@@ -19,7 +19,7 @@ import (
 )
 
 // The idempotency layer makes job.start (and every action an author opts in
-// with [Agent.Idempotent]) safely retryable (model.md §9): Studio retries after
+// with [Agent.Idempotent]) safely retryable: Studio retries after
 // any uncertain outcome with the same idempotency_key and the same identities,
 // and the agent must return the original result and create nothing.
 //
@@ -419,7 +419,7 @@ func (l *idempotency) storeFailure(ctx context.Context, req *ActionRequest, err 
 	return failedWith(req, err)
 }
 
-// failedWith is the -32603 "Action handler failed" of req (controller.md §5.1
+// failedWith is the -32603 "Action handler failed" of req (the protocol
 // step 6) carrying the logged cause.
 func failedWith(req *ActionRequest, err error) *Error {
 	e := actionFailed(req)

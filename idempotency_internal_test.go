@@ -84,7 +84,7 @@ func TestIdempotencyWaiterDoesNotShareAnotherInputsOutcome(t *testing.T) {
 }
 
 // TestIdempotencyFailuresCarryActionData: the layer's own -32603 errors carry
-// the data of controller.md §5.1 step 6, like a failed handler's.
+// the data of the protocol, like a failed handler's.
 func TestIdempotencyFailuresCarryActionData(t *testing.T) {
 	l := newIdempotency(store.NewMemory(), slog.New(slog.DiscardHandler), idemConfig{})
 	req := &ActionRequest{AgentSlug: "a", Action: "job.start", IdempotencyKey: "k", MissionID: "m", JobID: "j", Input: json.RawMessage(`{`)}

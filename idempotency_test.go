@@ -99,7 +99,7 @@ func TestIdempotentJobStart(t *testing.T) {
 	assert.Equal(t, first, again)
 	assert.EqualValues(t, 1, f.calls.Load())
 
-	// Different input or identities: exactly the conflict result of model.md §9,
+	// Different input or identities: exactly the conflict result of the protocol,
 	// handler not called.
 	const conflict = `{"jsonrpc":"2.0","id":1,"result":{"status":"error","effects":[],` +
 		`"replay_safety":{"dedupe_keys":["setup-7f3c"],"stable_external_ids_required":true,"strictly_idempotent_response":true,"convergent":true},` +

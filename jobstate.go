@@ -6,7 +6,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// JobStateBuilder assembles a job_state snapshot (model.md §1–§6): the job, its
+// JobStateBuilder assembles a job_state snapshot: the job, its
 // cases (with lanes) and their steps (with awaiting states and outputs).
 // [JobStateBuilder.Build] validates the whole snapshot against the contracts,
 // so a mistake surfaces where the snapshot is built, with its path and rule.

@@ -205,7 +205,7 @@ func WithServerID(id string) Option { return func(c *config) { c.serverID = id }
 
 // WithLocalMode turns development mode on or off. Default: SUPERVAIZER_LOCAL_MODE.
 // In local mode, with no Studio account and no workspace-authorization setting
-// at all, workspace authorization is bypassed (authorization.md §13).
+// at all, workspace authorization is bypassed.
 func WithLocalMode(on bool) Option {
 	return func(c *config) { c.localMode, c.localModeSet = on, true }
 }
@@ -261,7 +261,7 @@ func WithEnv(getenv func(string) string) Option {
 
 // WithStudio attaches the controller to Supervaize Studio with the client:
 // Server.Start then posts server.register, validates the handshake and looks
-// up the agents (studio.md §6), and workspace authorization must be enabled.
+// up the agents, and workspace authorization must be enabled.
 // Default: a client built from SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and
 // SUPERVAIZE_WORKSPACE_ID when any of them is set (all three are then
 // required); not attached otherwise. Ignored in local mode.

@@ -11,7 +11,7 @@ import (
 )
 
 // RegistrationSpec is the input of [BuildRegistration], the Go counterpart of the
-// Python build_v2_agent_registration (registration.md §3). Only AgentSlug,
+// Python build_v2_agent_registration. Only AgentSlug,
 // DisplayName and A2UICatalogVersion are required; every other input has the
 // default the spec gives.
 type RegistrationSpec struct {
@@ -65,7 +65,7 @@ func Surfaces(ids ...string) []SurfaceSpec {
 
 // ActionSpec declares an action. A bare spec (from [Action]) declares only the
 // id and defers to derived metadata; any other spec is an explicit definition
-// that keeps its own metadata over derived metadata (registration.md §6.3).
+// that keeps its own metadata over derived metadata.
 type ActionSpec struct {
 	ID          string
 	Mutating    *bool  // nil: true (the restrictive reading); help actions must set false
@@ -104,7 +104,7 @@ func ReadOnlyAction(id, scope string) ActionSpec {
 }
 
 // AgentMethods are controller-level methods exposed as actions: agent.refresh
-// and agent.custom.<key> (registration.md §12). The SDK registers their handlers.
+// and agent.custom.<key>. The SDK registers their handlers.
 type AgentMethods struct {
 	Refresh *AgentMethod
 	Custom  []CustomMethod // in declaration order; keys match ^[A-Za-z0-9_-]+$
@@ -147,7 +147,7 @@ const maxDisplayText = 300
 const RuleCheckpointResumeAction = "rule.checkpoint.resume"
 
 // BuildRegistration builds and validates a v2 registration: it applies every
-// default and derivation rule of registration.md §3–§14 (derived surfaces and
+// default and derivation rule of the protocol (derived surfaces and
 // actions, metadata precedence explicit > derived > bare, workspace-binding
 // defaults) and validates the result against the contracts. An invalid input
 // returns a *contracts.ValidationError whose problems name the input path and
@@ -369,7 +369,7 @@ func (b *regBuilder) ruleCheckpoints(in *contracts.RuleCheckpoints) *contracts.R
 	return &rc
 }
 
-// surfaces derives capabilities.surfaces and surface_definitions (§5.2, §6.1).
+// surfaces derives capabilities.surfaces and surface_definitions.
 func (b *regBuilder) surfaces(spec RegistrationSpec, reg *contracts.Registration) ([]string, []contracts.SurfaceDefinition) {
 	ids := []string{}
 	seen := map[string]bool{}
@@ -418,7 +418,7 @@ type actionEntry struct {
 	bare bool
 }
 
-// actions merges declared and derived actions (§6.2, §6.3).
+// actions merges declared and derived actions.
 func (b *regBuilder) actions(spec RegistrationSpec, reg *contracts.Registration) contracts.ActionList {
 	var order []string
 	entries := map[string]*actionEntry{}
@@ -518,7 +518,7 @@ func (b *regBuilder) actionDefinition(a ActionSpec, i int) contracts.ActionDefin
 	return def
 }
 
-// afterMerge runs the checks of §6.4 that need the merged action list and that
+// afterMerge runs the checks of the protocol that need the merged action list and that
 // read better with builder paths than with registration paths.
 func (b *regBuilder) afterMerge(reg *contracts.Registration) {
 	b.problems = append(b.problems, dashboardRefProblems(reg)...)

@@ -18,7 +18,7 @@ import (
 
 var updateRegistration = flag.Bool("update-registration", false, "rewrite the registration golden files (review the diff!)")
 
-// researchAgentSpec is the design document's research-agent (registration.md §17).
+// researchAgentSpec is the design document's research-agent.
 func researchAgentSpec() sv.RegistrationSpec {
 	return sv.RegistrationSpec{
 		AgentSlug:          "research-agent",
@@ -46,7 +46,7 @@ func researchAgentSpec() sv.RegistrationSpec {
 func f64(v float64) *float64 { return &v }
 func intp(v int) *int        { return &v }
 
-// setupPlan is the complete setup-plan example of fields.md §12.
+// setupPlan is the complete setup-plan example of the protocol.
 func setupPlan() contracts.SetupPlan {
 	return contracts.SetupPlan{
 		Steps: []contracts.SetupStep{{
@@ -115,7 +115,7 @@ func fullSpec() sv.RegistrationSpec {
 }
 
 // TestRegistrationGolden checks the builder byte for byte against registrations
-// derived by hand from the spec (registration.md §17 and fields.md §12).
+// derived by hand from the spec.
 func TestRegistrationGolden(t *testing.T) {
 	tests := []struct {
 		name, file string
@@ -174,7 +174,7 @@ func TestBuildRegistrationDefaults(t *testing.T) {
 	assert.Contains(t, string(raw), `"ag_ui_version":null`)
 }
 
-// TestActionPrecedence is the worked example of registration.md §6.3 plus the
+// TestActionPrecedence is the worked example of the protocol plus the
 // other precedence cases: explicit > derived > bare, first mention fixes the position.
 func TestActionPrecedence(t *testing.T) {
 	spec := sv.RegistrationSpec{
@@ -273,8 +273,8 @@ func requireProblem(t *testing.T, err error, path, rule string) {
 	t.Fatalf("no problem %s (%s) in:\n%v", path, rule, err)
 }
 
-// TestBuildRegistrationRules covers every validation rule of registration.md
-// §3–§14 the builder enforces, each with the exact path and rule.
+// TestBuildRegistrationRules covers every validation rule of the protocol
+// The builder enforces, each with the exact path and rule.
 func TestBuildRegistrationRules(t *testing.T) {
 	base := func() sv.RegistrationSpec {
 		return sv.RegistrationSpec{AgentSlug: "a", DisplayName: "A", A2UICatalogVersion: "a.1"}

@@ -56,7 +56,7 @@ const (
 	ErrorUnsupportedImportFormat = resource.ErrorUnsupportedImportFormat
 )
 
-// The conventional effect types of resource operations (model.md §15).
+// The conventional effect types of resource operations.
 const (
 	effectResourceListed   = "resource.listed"
 	effectResourceFetched  = "resource.fetched"

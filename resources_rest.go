@@ -18,7 +18,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/resource"
 )
 
-// The DataResource REST routes (controller.md §12, authorization.md §14)
+// The DataResource REST routes
 // serve the operations registered with RegisterResource:
 //
 //	GET    /api/agents/{slug}/data/{name}/            list    read key   200 {"resource","items","count"}
@@ -32,7 +32,7 @@ import (
 // resource.<name>.<operation>, verified with the server's WorkspaceVerifier
 // for the workspace of X-Supervaize-Workspace-Id/-Slug and the route's agent:
 // no bootstrap exemption, no local-mode bypass; a failure is HTTP 403
-// {"detail": <verifier message>}. The context headers (model.md §14) are then
+// {"detail": <verifier message>}. The context headers are then
 // read by ParseDataResourceContext (400 on a bad mission-metadata header).
 // The list takes ?limit=&offset=&search=; create and update take the item as
 // a JSON object body; import takes the raw CSV body (Content-Type text/csv)

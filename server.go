@@ -107,7 +107,7 @@ type Server struct {
 // [WithPrimaryAgent] names another. Configuration comes from the options, then
 // from the environment (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID,
 // SUPERVAIZER_PUBLIC_URL, SUPERVAIZER_LOCAL_MODE and the workspace-authorization
-// variables of authorization.md §5). An invalid configuration is an error that
+// variables of the workspace-token rules). An invalid configuration is an error that
 // names the setting; nothing fails later as a confusing 401.
 func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	cfg := defaultConfig()
@@ -182,7 +182,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// resolveIdentity fixes the server id (controller.md §3.3).
+// resolveIdentity fixes the server id.
 func (s *Server) resolveIdentity() error {
 	id := strings.TrimSpace(s.cfg.serverID)
 	if id == "" {
@@ -197,7 +197,7 @@ func (s *Server) resolveIdentity() error {
 	return nil
 }
 
-// resolveKeys fixes the transport API keys (controller.md §3.1–§3.2).
+// resolveKeys fixes the transport API keys.
 func (s *Server) resolveKeys() error {
 	keys := s.cfg.apiKeys
 	if len(keys) == 0 {
@@ -271,7 +271,7 @@ func (s *Server) agentFor(op string) *Agent {
 }
 
 // checkLanes warns about lanes the contract accepts but that are likely
-// mistakes (open-questions item 5).
+// mistakes.
 func (s *Server) checkLanes(a *Agent) {
 	if a.reg == nil {
 		return
@@ -293,7 +293,7 @@ func (s *Server) checkLanes(a *Agent) {
 
 // Start finishes the startup sequence before serving: when attached to Studio
 // it posts server.register, validates the handshake (installing Studio's
-// audience and agent ids) and looks up the agents (studio.md §6), returning
+// audience and agent ids) and looks up the agents, returning
 // the first failure (a configuration that can never authorize a call is
 // refused first, with an error naming the variables to set) (calling Start again retries); then it logs, once, the
 // mode, the API key to send (its fingerprint and source; the key itself only

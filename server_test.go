@@ -16,7 +16,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 )
 
-// securityHeaders are the baseline headers of controller.md §1.
+// securityHeaders are the baseline headers of the protocol.
 var securityHeaders = map[string]string{
 	"X-Content-Type-Options":    "nosniff",
 	"X-Frame-Options":           "SAMEORIGIN",
@@ -24,7 +24,7 @@ var securityHeaders = map[string]string{
 	"Strict-Transport-Security": "max-age=63072000; includeSubDomains",
 }
 
-// TestBodySizeLimit checks the 413 of controller.md §4.1, whatever the
+// TestBodySizeLimit checks the 413 of the protocol, whatever the
 // Content-Length says.
 func TestBodySizeLimit(t *testing.T) {
 	const limit = 1024
@@ -99,7 +99,7 @@ func TestBodySizeLimit(t *testing.T) {
 	assert.EqualValues(t, 2, h.calls.Load(), "only the two calls within the limit ran")
 }
 
-// TestContentType checks controller.md §4.1: JSON or +json, or none at all.
+// TestContentType checks the protocol: JSON or +json, or none at all.
 func TestContentType(t *testing.T) {
 	h := newHarness(t)
 	tok := "Bearer " + validToken(t)
@@ -240,7 +240,7 @@ func TestControllerContractRoute(t *testing.T) {
 	assert.Contains(t, got["endpoints"], "CONTROLLER_CONTRACT")
 }
 
-// TestServerIdentity checks the server id sources (controller.md §3.3).
+// TestServerIdentity checks the server id sources.
 func TestServerIdentity(t *testing.T) {
 	agents := func(t *testing.T) []*supervaizer.Agent {
 		return []*supervaizer.Agent{newTestAgent(t, testAgentName)}

@@ -21,7 +21,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 )
 
-// TestSSEEffectEvents checks controller.md §11 through the server: connected
+// TestSSEEffectEvents checks the protocol through the server: connected
 // first, then one effect event per successful action, in order, with
 // increasing ids and the documented data (nulls dropped), including status
 // "error" results and empty effects; nothing for JSON-RPC errors or surfaces.

@@ -16,7 +16,7 @@ type SurfaceRequest = contracts.SurfaceRequest
 type SurfaceResult = contracts.SurfaceResult
 
 // SurfaceHandler loads one surface. Surface handlers must not create persistent
-// business state (surfaces.md §5). A returned error, a panic or a result that
+// business state. A returned error, a panic or a result that
 // breaks the contract (including a missing document) is answered with -32603
 // "Surface handler failed".
 type SurfaceHandler func(ctx context.Context, req *SurfaceRequest) (*SurfaceResult, error)

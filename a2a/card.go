@@ -38,7 +38,7 @@ const (
 	ExtensionURI = "https://supervaize.com/extensions/supervaizer/v2"
 	// SkillTag is the first tag of every skill; the second is the action's scope.
 	SkillTag = "supervaizer"
-	// DefaultScope is the scope of an action that states none (registration spec §5.3).
+	// DefaultScope is the scope of an action that states none.
 	DefaultScope = contracts.ScopeJob
 	// KindHelp is the kind of a help action; any other kind is a command.
 	KindHelp = contracts.KindHelp
@@ -47,7 +47,7 @@ const (
 	MaxCardBytes = 1 << 20
 )
 
-// Informative values of the legacy card members (controller spec §2.3).
+// Informative values of the legacy card members.
 const (
 	developerURL    = "https://supervaize.com/"
 	developerEmail  = "info@supervaize.com"

@@ -8,7 +8,7 @@ import (
 // SchemaVersion is the schema_version of the discovery documents.
 const SchemaVersion = "a2a_2023_v1"
 
-// Health statuses (controller spec §2.2).
+// Health statuses.
 const (
 	// StatusOperational is the controller-level status of [Health].
 	StatusOperational = "operational"
@@ -97,7 +97,7 @@ type Health struct {
 
 // AgentHealth is the health of one agent.
 type AgentHealth struct {
-	// AgentID is the legacy agent id (registration spec §2.3).
+	// AgentID is the legacy agent id.
 	AgentID string `json:"agent_id"`
 	// AgentServerID is the Studio agent id; "" (not linked) is encoded as null.
 	AgentServerID string `json:"agent_server_id"`
@@ -172,7 +172,7 @@ func SuccessRate(total, completed int) float64 {
 	return float64(completed) / float64(total) * 100
 }
 
-// AgentStatus applies the status rule of the controller spec (§2.2), in
+// AgentStatus applies the status rule of the controller spec, in
 // order: no jobs (total not positive) → [StatusAvailable]; all failed →
 // [StatusUnavailable]; more than half failed → [StatusDegraded]; any in
 // progress → [StatusBusy]; else [StatusAvailable]. completed does not affect

@@ -1,7 +1,7 @@
 package a2a
 
-// Public routes of a Supervaizer controller that serve A2A documents
-// (controller spec §1). They are public even when everything else requires a key.
+// Public routes of a Supervaizer controller that serve A2A documents.
+// They are public even when everything else requires a key.
 const (
 	// AgentsListPath serves the discovery list of all agents ([AgentsList]).
 	AgentsListPath = "/.well-known/agents.json"

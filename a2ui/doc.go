@@ -1,6 +1,6 @@
 // Package a2ui holds the A2UI documents a Supervaizer v2 surface handler
-// returns (surfaces.md §3), the helpers that build field definitions and setup
-// plans (fields.md), and the checks an agent runs on submitted field values.
+// returns, the helpers that build field definitions and setup
+// plans, and the checks an agent runs on submitted field values.
 //
 // Documents are plain struct literals; each has a Validate method that runs the
 // contract rules ([contracts.DefaultValidator]) and reports every problem with

@@ -37,7 +37,7 @@ func validate(m contracts.Model, doc any) error {
 	return err
 }
 
-// Form is a Form document (surfaces.md §3.1): fields, the action Studio
+// Form is a Form document: fields, the action Studio
 // invokes on submit and an optional preview action. Type may stay empty: it
 // is written as "Form". State is echoed back as context (for example the
 // draft_session_id).
@@ -54,7 +54,7 @@ func (f *Form) UnmarshalJSON(b []byte) error { return (*contracts.FormDocument)(
 // an error when the document cannot be marshalled.
 func (f Form) Validate() error { return validate(contracts.ModelForm, (*contracts.FormDocument)(&f)) }
 
-// DocumentReview is a DocumentReview document (surfaces.md §3.2), used by
+// DocumentReview is a DocumentReview document, used by
 // review workflows on an awaiting step: the reviewed content, the submit
 // action and typed fields; Document.Field names the field holding the edited
 // content. Type may stay empty: it is written as "DocumentReview".
@@ -77,7 +77,7 @@ func (d DocumentReview) Validate() error {
 	return validate(contracts.ModelDocumentReview, (*contracts.DocumentReviewDocument)(&d))
 }
 
-// ResourceImport is a ResourceImport document (surfaces.md §3.3), the import
+// ResourceImport is a ResourceImport document, the import
 // view of a resource. AcceptedFormats defaults to ["csv"] ([contracts.ImportFormatCSV],
 // [contracts.ImportFormatXLSX]); a document that accepts CSV must declare its
 // Columns. Fields are contextual fields such as a required list picker: build
@@ -102,7 +102,7 @@ func (r ResourceImport) Validate() error {
 	return validate(contracts.ModelResourceImport, (*contracts.ResourceImportDocument)(&r))
 }
 
-// Dashboard is a Dashboard document (surfaces.md §3.5), returned by the
+// Dashboard is a Dashboard document, returned by the
 // mission.analytics and job.analytics surfaces: the datasets it queries (each
 // with optional KPI metrics), filter controls and widgets. Metrics and
 // controls are free objects whose vocabulary Studio defines. Type may stay
@@ -127,7 +127,7 @@ func (d Dashboard) Validate() error {
 // modelConfigurator names the Configurator document in validation errors.
 const modelConfigurator contracts.Model = "Configurator"
 
-// Configurator is the job.configurator document (surfaces.md §3.4): sections
+// Configurator is the job.configurator document: sections
 // of Studio components bound to job-scoped actions. Its shape belongs to a
 // Studio guide, so it is carried untyped: write it as a map, or decode it from
 // JSON (numbers are kept exactly, as json.Number). A missing "type" is written

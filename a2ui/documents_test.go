@@ -62,7 +62,7 @@ func assertProblem(t *testing.T, err error, want problem) {
 
 func ptr[T any](v T) *T { return &v }
 
-// jobStartForm is the Form of surfaces.md §4.
+// jobStartForm is the Form of the protocol.
 func jobStartForm() a2ui.Form {
 	return a2ui.Form{
 		ID:    "research-agent.job.start",
@@ -78,7 +78,7 @@ func jobStartForm() a2ui.Form {
 	}
 }
 
-// The surface result of surfaces.md §4, verbatim.
+// The surface result of the protocol, verbatim.
 const specJobStartResult = `{
   "surface": "job.start",
   "a2ui_version": "v0.8",
@@ -116,7 +116,7 @@ func TestFormGolden(t *testing.T) {
 	assert.JSONEq(t, string(doc), string(marshal(t, back)))
 }
 
-// The DocumentReview of surfaces.md §3.2, verbatim.
+// The DocumentReview of the protocol, verbatim.
 const specDocumentReview = `{
   "type": "DocumentReview",
   "document": {
@@ -158,7 +158,7 @@ func TestDocumentReviewGolden(t *testing.T) {
 	assert.JSONEq(t, specDocumentReview, string(marshal(t, back)))
 }
 
-// The ResourceImport of surfaces.md §3.3, verbatim.
+// The ResourceImport of the protocol, verbatim.
 const specResourceImport = `{
   "type": "ResourceImport",
   "id": "research-agent.contacts.import",

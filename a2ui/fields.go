@@ -6,7 +6,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// Field is a field definition, the shared field schema of fields.md §2 used by
+// Field is a field definition, the shared field schema of the protocol used by
 // documents, setup plans and awaiting steps. Build one with a constructor such
 // as [StringField] or write a struct literal.
 type Field = contracts.Field
@@ -78,7 +78,7 @@ func ResourceRefField(id, label, resource string, opts ...FieldOpt) Field {
 	return newField(id, label, contracts.FieldResourceRef, opts)
 }
 
-// FileField returns a file field (fields.md §7) whose bytes live where storage
+// FileField returns a file field whose bytes live where storage
 // says: [contracts.StorageStudio] (the agent receives a reference) or
 // [contracts.StorageInline] (the content travels base64-encoded in the action
 // JSON). See [Accept] and [MaxBytes].
@@ -168,7 +168,7 @@ func LabelField(key string) FieldOpt {
 }
 
 // DependsOn makes the field active only while the value of the sibling field
-// parent, as a string, is one of values (fields.md §5). An inactive field is
+// parent, as a string, is one of values. An inactive field is
 // hidden and its value is neither required nor checked.
 func DependsOn(parent string, values ...string) FieldOpt {
 	return func(f *Field) { f.DependsOn = &contracts.DependsOn{Field: parent, In: values} }

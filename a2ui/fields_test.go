@@ -14,7 +14,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// researchPlan is the setup plan of fields.md §12, built with the helpers.
+// researchPlan is the setup plan of the protocol, built with the helpers.
 func researchPlan() contracts.SetupPlan {
 	return contracts.SetupPlan{
 		Steps: []contracts.SetupStep{{
@@ -36,7 +36,7 @@ func researchPlan() contracts.SetupPlan {
 	}
 }
 
-// The plan of fields.md §12, verbatim.
+// The plan of the protocol, verbatim.
 const specPlan = `{
   "confirmation_required": true,
   "steps": [
@@ -127,8 +127,8 @@ func patchJSON(t testing.TB, doc []byte, pointer, value string) []byte {
 	return out
 }
 
-// TestFieldDefinitionRules changes the plan of fields.md §12 one rule at a time
-// (fields.md §2–§8 and the errors listed in §12) and checks the problem.
+// TestFieldDefinitionRules changes the plan of the protocol one rule at a time
+// (and the errors listed) and checks the problem.
 func TestFieldDefinitionRules(t *testing.T) {
 	const f0, f1, f2, f3 = "/steps/0/fields/0", "/steps/0/fields/1", "/steps/0/fields/2", "/steps/0/fields/3"
 	long := strconv.Quote(strings.Repeat("é", 301))
@@ -136,7 +136,7 @@ func TestFieldDefinitionRules(t *testing.T) {
 		name, pointer, value string
 		want                 problem
 	}{
-		// §2 field schema.
+		// Field schema.
 		{"field without id", f1 + "/id", deleteKey, problem{f1 + "/id", "required", ""}},
 		{"field with a blank id", f1 + "/id", `" "`, problem{f1 + "/id", "nonblank", ""}},
 		{"field without label", f1 + "/label", deleteKey, problem{f1 + "/label", "required", ""}},
@@ -147,13 +147,13 @@ func TestFieldDefinitionRules(t *testing.T) {
 		{"options as plain strings", f1 + "/options", `["fast", "custom"]`, problem{f1 + "/options/0", "type", ""}},
 		{"option without label", f1 + "/options/0", `{"value": "fast"}`, problem{f1 + "/options/0/label", "required", ""}},
 		{"options_source of another type", f1 + "/options_source", `{"type": "dataset", "resource": "r"}`, problem{f1 + "/options_source/type", "enum", ""}},
-		// §3 list fields.
+		// List fields.
 		{"item_fields on budget", f2 + "/item_fields", `[{"id": "x", "label": "X"}]`, problem{f2, "not", "no other type may have them"}},
 		{"list without item_fields", f3 + "/item_fields", deleteKey, problem{f3 + "/item_fields", "required", "a list field needs item_fields"}},
 		{"list with empty item_fields", f3 + "/item_fields", `[]`, problem{f3 + "/item_fields", "minItems", "a list field needs item_fields"}},
 		{"item field of type list", f3 + "/item_fields/1", `{"id": "w", "label": "W", "type": "list", "item_fields": [{"id": "a", "label": "A"}]}`,
 			problem{f3 + "/item_fields/1", "not", "an item field cannot be a list"}},
-		// §4 setup plan and steps.
+		// Setup plan and steps.
 		{"duplicate step id", "/steps/1", `{"id": "scope", "title": "Again"}`, problem{"/steps/1/id", "unique", ""}},
 		{"step without id", "/steps/0/id", deleteKey, problem{"/steps/0/id", "required", ""}},
 		{"step title over 120 characters", "/steps/0/title", strconv.Quote(strings.Repeat("t", 121)), problem{"/steps/0/title", "maxLength", ""}},
@@ -161,12 +161,12 @@ func TestFieldDefinitionRules(t *testing.T) {
 		{"step description over 300 characters", "/steps/0/description", long, problem{"/steps/0/description", "maxLength", ""}},
 		{"unknown step status", "/steps/0/status", `"started"`, problem{"/steps/0/status", "enum", ""}},
 		{"confirmation_required null", "/confirmation_required", `null`, problem{"/confirmation_required", "type", ""}},
-		// §5 depends_on.
+		// Depends_on.
 		{"depends on itself", f2 + "/depends_on", `{"field": "budget", "in": ["x"]}`, problem{f2 + "/depends_on/field", "depends_on", ""}},
 		{"depends on a missing sibling", f2 + "/depends_on", `{"field": "kind", "in": ["x"]}`, problem{f2 + "/depends_on/field", "depends_on", ""}},
 		{"depends_on with empty in", f2 + "/depends_on/in", `[]`, problem{f2 + "/depends_on/in", "minItems", ""}},
 		{"depends_on in not strings", f2 + "/depends_on/in", `[true]`, problem{f2 + "/depends_on/in/0", "type", ""}},
-		// §6 validation.
+		// Validation.
 		{"validation.min on a text field", f0 + "/validation", `{"min": 1}`, problem{f0 + "/validation/min", "validation_type", ""}},
 		{"pattern on a number field", f2 + "/validation", `{"pattern": "^[0-9]+$"}`, problem{f2 + "/validation/pattern", "validation_type", ""}},
 		{"max_length on a select field", f1 + "/validation", `{"max_length": 3}`, problem{f1 + "/validation/max_length", "validation_type", ""}},
@@ -178,11 +178,11 @@ func TestFieldDefinitionRules(t *testing.T) {
 		{"min above max", f2 + "/validation", `{"min": 5, "max": 2}`, problem{f2 + "/validation/max", "min_le_max", ""}},
 		{"min_items above max_items", f3 + "/validation", `{"min_items": 11, "max_items": 10}`, problem{f3 + "/validation/max_items", "min_le_max", ""}},
 		{"validation message null", f2 + "/validation/message", `null`, problem{f2 + "/validation/message", "type", ""}},
-		// §7 file fields.
+		// File fields.
 		{"unknown storage", f1, `{"id": "f", "label": "F", "type": "file", "storage": "s3"}`, problem{f1 + "/storage", "enum", ""}},
 		{"negative max_bytes", f1, `{"id": "f", "label": "F", "type": "file", "max_bytes": -1}`, problem{f1 + "/max_bytes", "minimum", ""}},
 		{"min_length on a file field", f1, `{"id": "f", "label": "F", "type": "file", "validation": {"min_length": 1}}`, problem{f1 + "/validation/min_length", "validation_type", ""}},
-		// §8 cost estimate.
+		// Cost estimate.
 		{"unknown cost with a min", "/cost_estimate", `{"status": "unknown", "min": 1}`, problem{"/cost_estimate", "not", "an unknown cost estimate has no unit, min or max"}},
 		{"unknown cost with a unit", "/cost_estimate", `{"status": "unknown", "unit": "USD"}`, problem{"/cost_estimate", "not", "an unknown cost estimate"}},
 		{"estimated cost without max", "/cost_estimate/max", deleteKey, problem{"/cost_estimate/max", "required", "an estimated cost needs min and max"}},
@@ -204,7 +204,7 @@ func TestFieldDefinitionRules(t *testing.T) {
 }
 
 // minimalRegistration returns a registration whose setup plan is the plan of
-// fields.md §12 and whose actions are the given JSON array.
+// the protocol and whose actions are the given JSON array.
 func minimalRegistration(t *testing.T, actions string) []byte {
 	t.Helper()
 	return []byte(`{"agent": {"id": "research-agent", "slug": "research-agent", "display_name": "Research Agent"},
@@ -214,7 +214,7 @@ func minimalRegistration(t *testing.T, actions string) []byte {
 	"job_policy": {"setup": {"action_scopes": ["job"], "plan": ` + string(marshal(t, researchPlan())) + `}}}`)
 }
 
-// TestHelpActionRules covers the §12 errors that need the registration: the
+// TestHelpActionRules covers the protocol errors that need the registration: the
 // plan's help actions must be declared help actions, and help actions never mutate.
 func TestHelpActionRules(t *testing.T) {
 	const base = `"job.start", "job.start.preview", "step.awaiting.submit"`

@@ -15,7 +15,7 @@ import (
 )
 
 // EncodingBase64 is the only encoding of inline file content the SDK accepts
-// (standard alphabet, padding optional; open-questions item 52).
+// (standard alphabet, padding optional).
 const EncodingBase64 = "base64"
 
 var (
@@ -29,7 +29,7 @@ var (
 	ErrSHA256Mismatch = errors.New("a2ui: the file bytes do not match their sha256 digest")
 )
 
-// FileValue is the value of a file field (fields.md §7) the agent receives in
+// FileValue is the value of a file field the agent receives in
 // a submission. With storage "studio" Studio keeps the bytes and the value is
 // a reference (FileID, SHA256); with storage "inline" the bytes travel in
 // Content, encoded as Encoding says.

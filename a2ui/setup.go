@@ -10,7 +10,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// EstimatedCost returns a cost range (fields.md §8) in unit (shown as-is, for
+// EstimatedCost returns a cost range in unit (shown as-is, for
 // example "USD", "tokens" or "credits"); basis explains it in plain text, for
 // example "for 50 runs". Studio shows a range, never a single number.
 func EstimatedCost(unit string, minimum, maximum float64, basis string) *contracts.CostEstimate {
@@ -23,7 +23,7 @@ func UnknownCost() *contracts.CostEstimate {
 	return &contracts.CostEstimate{Status: contracts.CostUnknown}
 }
 
-// HelpInput is the input of a help action (fields.md §9): the id of the target
+// HelpInput is the input of a help action: the id of the target
 // field and the current draft values of the setup, keyed by field id.
 type HelpInput struct {
 	Field  string         `json:"field" sv:"nonblank"`
@@ -51,7 +51,7 @@ func Draft(field string, value any, suggestions ...contracts.Suggestion) (*contr
 	return d, nil
 }
 
-// DryRun returns the outcome of a dry-run action (fields.md §10): when its
+// DryRun returns the outcome of a dry-run action: when its
 // temporary data is cleaned up (written in RFC 3339, UTC; omitted when
 // expiresAt is zero), whether the operator may delete it, and the cost the
 // run incurred (nil when unknown).

@@ -45,7 +45,7 @@ type FieldError struct {
 func (e FieldError) Error() string { return e.Field + ": " + e.Message }
 
 // ValidateValues checks submitted values against their field definitions
-// (fields.md) and returns one FieldError per problem, in field order; nil
+// and returns one FieldError per problem, in field order; nil
 // means the values are valid. Values come from decoded JSON (numbers as
 // float64 or json.Number) or from Go values of the same shapes.
 //
@@ -55,7 +55,7 @@ func (e FieldError) Error() string { return e.Field + ": " + e.Message }
 // active field without value (absent, null, "" or an empty array) is reported
 // when required and otherwise skipped. A value is then checked against the
 // field type (an empty or unknown type is a string), its validation rules and,
-// for a file, the file value shape of fields.md §7 (inline content must be
+// for a file, the file value shape of the protocol (inline content must be
 // base64; the size, max_bytes and accept are checked). A pattern Go's RE2
 // cannot compile is skipped (Studio evaluates it); a pattern that compiles is
 // an unanchored search. Keys without a field definition are ignored.
@@ -152,8 +152,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// stringify converts a JSON scalar the way a JavaScript client does
-// (open-questions item 41): strings unchanged, true/false, numbers in their
+// stringify converts a JSON scalar the way a JavaScript client does:
+// strings unchanged, true/false, numbers in their
 // shortest form. It reports false for null, arrays and objects.
 func stringify(v any) (string, bool) {
 	switch v := v.(type) {
@@ -404,7 +404,7 @@ var (
 )
 
 // compilePattern returns the compiled pattern, or nil when Go's RE2 cannot
-// compile it (the pattern is then Studio's to evaluate, open-questions item 43).
+// compile it (the pattern is then Studio's to evaluate).
 func compilePattern(p string) *regexp.Regexp {
 	if re, ok := patternCache.Load(p); ok {
 		return re.(*regexp.Regexp)

@@ -1,7 +1,7 @@
 package contracts
 
 // Introduction is the agent-list entry and conversation opening Studio builds
-// (V2AgentIntroduction, registration.md §15.1). AvatarURL, when set, is an
+// (V2AgentIntroduction). AvatarURL, when set, is an
 // absolute https URL.
 type Introduction struct {
 	Tagline      string   `json:"tagline" sv:"required,nonblank,maxLen=120"`
@@ -40,7 +40,7 @@ const (
 )
 
 // FullDescription is the agent detail page text (V2AgentFullDescription,
-// registration.md §15.2). An empty Format is written as "markdown".
+// the protocol). An empty Format is written as "markdown".
 type FullDescription struct {
 	Format  string `json:"format" sv:"enum=markdown|html"`
 	Content string `json:"content" sv:"required,nonblank,minLen=1,maxLen=100000"`
@@ -67,7 +67,7 @@ func (d *FullDescription) UnmarshalJSON(b []byte) error {
 }
 
 // BillingItem is one SKU of an agent's billing catalog (BillingCatalogItem,
-// registration.md §15.3). Prices live in Studio.
+// the protocol). Prices live in Studio.
 type BillingItem struct {
 	SKU         string `json:"sku" sv:"required,minLen=1,maxLen=64,pattern=^[a-z0-9_]+$"`
 	Unit        string `json:"unit" sv:"required,minLen=1,maxLen=32"`
@@ -101,7 +101,7 @@ const (
 )
 
 // ContextAssignment is the input of the context.assign action
-// (V2ContextAssignment, model.md §11). An empty Items list is an explicit
+// (V2ContextAssignment). An empty Items list is an explicit
 // "no context" assignment. MissionID is required when any item is mission-scoped.
 type ContextAssignment struct {
 	Items      []ContextItem `json:"items" sv:"required"`

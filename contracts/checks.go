@@ -279,7 +279,7 @@ func checkField(c *checks, at path, f *Field, defaultType string, siblings map[s
 	}
 }
 
-// The validation rules each field type accepts (fields.md §6).
+// The validation rules each field type accepts.
 func checkValidation(c *checks, at path, typ string, v *FieldValidation) {
 	if v == nil {
 		return

@@ -7,7 +7,7 @@ import (
 )
 
 // This file declares the A2UI documents a surface handler returns
-// (surfaces.md §3) and the dispatch of V2SurfaceResult.document on the
+// and the dispatch of V2SurfaceResult.document on the
 // document type. ResourceImport is the document the spec types and validates;
 // Form, DocumentReview and Dashboard get light shapes that check what the spec
 // names (their fields use the shared field schema, so every field rule
@@ -15,7 +15,7 @@ import (
 // type must be a non-blank string. These are whole documents keyed by `type`,
 // not A2UI v0.8 component messages.
 
-// Document types (surfaces.md §3).
+// Document types.
 const (
 	DocumentForm           = "Form"
 	DocumentReview         = "DocumentReview"
@@ -112,7 +112,7 @@ func (s *Submit) UnmarshalJSON(b []byte) error {
 }
 
 // Preview names the action Studio calls to preview a Form before it is
-// submitted (surfaces.md §3.1), usually job.start.preview.
+// submitted, usually job.start.preview.
 type Preview struct {
 	Action string `json:"action" sv:"required,nonblank"`
 	Extra  Extra  `json:"-"`
@@ -134,10 +134,10 @@ func (p *Preview) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// FormDocument is a Form document (surfaces.md §3.1): fields and the action
+// FormDocument is a Form document: fields and the action
 // Studio invokes on submit, with an optional preview action. An empty Type is
 // written as "Form"; fields and type are always written, the other optional
-// keys only when set. Fields follow the shared field schema (fields.md §2).
+// keys only when set. Fields follow the shared field schema.
 type FormDocument struct {
 	Type    string         `json:"type" sv:"enum=Form"`
 	ID      string         `json:"id,omitempty"`
@@ -172,7 +172,7 @@ func (d *FormDocument) check(c *checks, at path) {
 	checkFieldList(c, at.key("fields"), d.Fields, FieldString)
 }
 
-// DocumentReviewDocument is a DocumentReview document (surfaces.md §3.2): the
+// DocumentReviewDocument is a DocumentReview document: the
 // reviewed content, the submit action and typed fields. Supervaizer does not
 // interpret review semantics. An empty Type is written as "DocumentReview".
 type DocumentReviewDocument struct {
@@ -288,7 +288,7 @@ func (r *ReviewCheck) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// ResourceImportDocument is a ResourceImport document (surfaces.md §3.3), the
+// ResourceImportDocument is a ResourceImport document, the
 // import view of a resource. Every key is always written: an empty Type as
 // "ResourceImport", nil AcceptedFormats as ["csv"], nil State as {}. A document
 // that accepts CSV must declare its columns; column ids are unique.
@@ -391,9 +391,9 @@ func (col *ImportColumn) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// DashboardDocument is a Dashboard document (surfaces.md §3.5), returned by
+// DashboardDocument is a Dashboard document, returned by
 // mission.analytics and job.analytics. Metric reducers and control types are
-// defined by Studio (open-questions item 37): metrics and controls are carried
+// defined by Studio: metrics and controls are carried
 // as free objects. Widgets are registration widgets, so their data references
 // and visualizations are checked. An empty Type is written as "Dashboard";
 // datasets, controls and widgets are always written. Dataset and widget ids are

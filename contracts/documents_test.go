@@ -39,7 +39,7 @@ func docRead(t *testing.T, name string) []byte {
 	return b
 }
 
-// TestDocumentExamples decodes the spec examples (surfaces.md §3.2, §3.3, §4),
+// TestDocumentExamples decodes the spec examples,
 // validates them as documents and inside a SurfaceResult, and checks what they
 // marshal to (defaults written).
 func TestDocumentExamples(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"reflect"
 )
 
-// Field types known to Studio (fields.md §2). Unknown types are accepted and
+// Field types known to Studio. Unknown types are accepted and
 // rendered as FieldString.
 const (
 	FieldString      = "string"
@@ -21,13 +21,13 @@ const (
 	FieldList        = "list"
 )
 
-// File storage modes of a file field (fields.md §7).
+// File storage modes of a file field.
 const (
 	StorageStudio = "studio"
 	StorageInline = "inline"
 )
 
-// Field is the shared field schema (fields.md §2) used by setup steps, awaiting
+// Field is the shared field schema used by setup steps, awaiting
 // steps and resources. As a setup field (V2SetupFieldDefinition) it always emits
 // id, label, type and required; every other key is omitted when unset. Its type
 // defaults to "string". [AwaitingField] and [ResourceField] are the same schema
@@ -110,7 +110,7 @@ func (f *Field) decode(b []byte, defaultType string) error {
 }
 
 // AwaitingField is a field of an awaiting step (V2AwaitingFieldDefinition). Its
-// type defaults to "boolean", the historical default (open-questions item 3):
+// type defaults to "boolean", the historical default:
 // always set Type explicitly.
 type AwaitingField Field
 
@@ -239,13 +239,13 @@ func (o *OptionsSource) UnmarshalJSON(b []byte) error {
 }
 
 // DependsOn makes a field active only while its parent's value, stringified as a
-// JSON scalar, is one of In (fields.md §5).
+// JSON scalar, is one of In.
 type DependsOn struct {
 	Field string   `json:"field" sv:"required,nonblank"`
 	In    []string `json:"in" sv:"required,minItems=1"`
 }
 
-// FieldValidation holds the value rules of a field (V2FieldValidation, fields.md §6).
+// FieldValidation holds the value rules of a field (V2FieldValidation).
 // Only the rules that apply to the field's type are allowed.
 type FieldValidation struct {
 	MinLength *int     `json:"min_length,omitempty" sv:"minimum=0,nonull"`

@@ -17,8 +17,8 @@ func ptr[T any](v T) *T { return &v }
 
 // goldenValues builds one Go value per model. The golden files in
 // testdata/golden/<Model>.json were written by hand from the spec tables (the
-// examples of registration.md §17, fields.md §7 and §12, model.md §7,
-// surfaces.md §2) and then reviewed against the encoder's output.
+// examples of the protocol, the protocol, the protocol,
+// the protocol) and then reviewed against the encoder's output.
 func goldenValues() map[contracts.Model]any {
 	jobAction := func(id string) contracts.ActionDefinition {
 		return contracts.ActionDefinition{ID: id, Mutating: true, Scope: contracts.ScopeJob}

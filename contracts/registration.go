@@ -27,7 +27,7 @@ const (
 )
 
 // Registration is the Supervaizer v2 agent registration
-// (SupervaizerV2AgentRegistrationContract, registration.md §4). It is published
+// (SupervaizerV2AgentRegistrationContract). It is published
 // under supervaizer.v2 in the Agent Card and under supervaizer_v2 in the agent
 // registration payload. Build it with supervaizer.BuildRegistration, which applies
 // the derivation rules; this type is the wire shape. Unset nullable keys are
@@ -93,7 +93,7 @@ func (a *AgentIdentity) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Versions is registration.versions (§4.1).
+// Versions is registration.versions.
 type Versions struct {
 	A2UIVersion        string  `json:"a2ui_version" sv:"required,nonblank"`
 	A2UICatalogVersion string  `json:"a2ui_catalog_version" sv:"required,nonblank"`
@@ -118,7 +118,7 @@ func (v *Versions) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// A2AEndpoints is registration.a2a (§4.2).
+// A2AEndpoints is registration.a2a.
 type A2AEndpoints struct {
 	AgentCardURL    string          `json:"agent_card_url" sv:"required,nonblank"`
 	ControllerURL   string          `json:"controller_url" sv:"required,nonblank"`
@@ -194,7 +194,7 @@ func (e *ExternalInterop) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Capabilities is registration.capabilities (§5).
+// Capabilities is registration.capabilities.
 type Capabilities struct {
 	Surfaces           []string            `json:"surfaces"`
 	SurfaceDefinitions []SurfaceDefinition `json:"surface_definitions,omitempty"`
@@ -274,7 +274,7 @@ func (s *SurfaceDefinition) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// ActionDefinition declares one action (V2ActionDefinition, §5.3). On the wire
+// ActionDefinition declares one action (V2ActionDefinition). On the wire
 // kind is omitted when "command", target_field when empty and dry_run when false,
 // so registrations without these keys serialize as before.
 //
@@ -403,7 +403,7 @@ const (
 	PhaseAfter  = "after"
 )
 
-// RuleCheckpoints is capabilities.rule_checkpoints (V2RuleCheckpointCapability, §14).
+// RuleCheckpoints is capabilities.rule_checkpoints (V2RuleCheckpointCapability).
 type RuleCheckpoints struct {
 	Version    int      `json:"version" sv:"const=1"`
 	Phases     []string `json:"phases" sv:"required,minItems=1"`
@@ -444,7 +444,7 @@ const (
 	OfflineRunningFailInStudio = "fail_in_studio"
 )
 
-// JobPolicy is registration.job_policy (V2JobPolicy, §7).
+// JobPolicy is registration.job_policy (V2JobPolicy).
 type JobPolicy struct {
 	DefaultTimeoutSeconds *int            `json:"default_timeout_seconds" sv:"minimum=0"`
 	OfflineStartPolicy    string          `json:"offline_start_policy" sv:"enum=block"`
@@ -482,7 +482,7 @@ func (p *JobPolicy) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// JobSyncPolicy is job_policy.sync (§7.1).
+// JobSyncPolicy is job_policy.sync.
 type JobSyncPolicy struct {
 	Action            string   `json:"action" sv:"nonblank"`
 	SupportedStatuses []string `json:"supported_statuses"`
@@ -508,14 +508,14 @@ func (p *JobSyncPolicy) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Default action ids of a job setup policy (§7.2).
+// Default action ids of a job setup policy.
 const (
 	DefaultPreviewAction = "job.start.preview"
 	DefaultStartAction   = "job.start"
 	DefaultSubmitAction  = "step.awaiting.submit"
 )
 
-// JobSetupPolicy is job_policy.setup (V2JobSetupPolicy, §7.2).
+// JobSetupPolicy is job_policy.setup (V2JobSetupPolicy).
 type JobSetupPolicy struct {
 	PreviewAction string     `json:"preview_action" sv:"nonblank"`
 	StartAction   string     `json:"start_action" sv:"nonblank"`
@@ -546,7 +546,7 @@ func (p *JobSetupPolicy) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// ResourceDefinition declares a resource (V2ResourceDefinition, §8).
+// ResourceDefinition declares a resource (V2ResourceDefinition).
 type ResourceDefinition struct {
 	ID              string          `json:"id" sv:"required,nonblank"`
 	Label           string          `json:"label" sv:"required"`
@@ -615,7 +615,7 @@ func (d *Display) UnmarshalJSON(b []byte) error {
 }
 
 // MountedView replaces a generated resource view by an agent surface
-// (V2MountedResourceViewDefinition, §8.1).
+// (V2MountedResourceViewDefinition).
 type MountedView struct {
 	View    string `json:"view" sv:"required,nonblank"`
 	Surface string `json:"surface" sv:"required,nonblank"`
@@ -638,7 +638,7 @@ func (m *MountedView) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// DatasetDefinition declares a dataset (V2DatasetDefinition, §9).
+// DatasetDefinition declares a dataset (V2DatasetDefinition).
 type DatasetDefinition struct {
 	ID          string   `json:"id" sv:"required,nonblank"`
 	Label       string   `json:"label" sv:"required"`
@@ -670,7 +670,7 @@ func (d *DatasetDefinition) UnmarshalJSON(b []byte) error {
 // DefaultDashboardSurface is the default surface of a dashboard.
 const DefaultDashboardSurface = "mission.analytics"
 
-// DashboardDefinition declares a Studio-rendered dashboard (V2DashboardDefinition, §10.1).
+// DashboardDefinition declares a Studio-rendered dashboard (V2DashboardDefinition).
 type DashboardDefinition struct {
 	ID      string   `json:"id" sv:"required,nonblank"`
 	Label   string   `json:"label" sv:"required"`
@@ -698,7 +698,7 @@ func (d *DashboardDefinition) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Widget is one widget of a dashboard (V2DashboardWidgetDefinition, §10.2).
+// Widget is one widget of a dashboard (V2DashboardWidgetDefinition).
 type Widget struct {
 	ID            string         `json:"id" sv:"required,nonblank"`
 	Title         string         `json:"title" sv:"required"`
@@ -734,7 +734,7 @@ const (
 	DataModeInline = "inline"
 )
 
-// WidgetData is a widget's data reference (V2DashboardWidgetDataRef, §10.3).
+// WidgetData is a widget's data reference (V2DashboardWidgetDataRef).
 // Every key is always emitted; note the camelCase datasetId.
 type WidgetData struct {
 	Mode      string          `json:"mode" sv:"enum=ref|action|inline"`
@@ -797,7 +797,7 @@ const (
 	VisualizationCustom   = "custom"
 )
 
-// Visualization is a widget's visualization (V2DashboardWidgetVisualization, §10.4).
+// Visualization is a widget's visualization (V2DashboardWidgetVisualization).
 // A vega-lite visualization needs a spec.
 type Visualization struct {
 	Type  string          `json:"type" sv:"enum=table|metric|vega-lite|custom"`
@@ -837,7 +837,7 @@ func (v *Visualization) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Workspace-binding modes and bootstrap ids (§11).
+// Workspace-binding modes and bootstrap ids.
 const (
 	BindExisting  = "bind_existing"
 	CreateAndBind = "create_and_bind"
@@ -855,7 +855,7 @@ const (
 )
 
 // WorkspaceBinding declares the agent-side record a workspace is bound to
-// (V2WorkspaceBindingDefinition, §11).
+// (V2WorkspaceBindingDefinition).
 type WorkspaceBinding struct {
 	Required             bool             `json:"required"`
 	Modes                []string         `json:"modes"`

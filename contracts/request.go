@@ -3,7 +3,7 @@ package contracts
 import "encoding/json"
 
 // ActionRequest is a supervaizer/action.invoke request (V2ActionRequest,
-// controller.md §6.1). It is an open model: unknown keys reach the handler in
+// the protocol). It is an open model: unknown keys reach the handler in
 // Extra. WorkspaceAuthorization is never trusted from the client: the SDK
 // overwrites it with the verified context, or nil for bootstrap actions.
 type ActionRequest struct {
@@ -48,7 +48,7 @@ func (r *ActionRequest) UnmarshalJSON(b []byte) error {
 }
 
 // SurfaceRequest is a supervaizer/surface.load request (V2SurfaceRequest,
-// controller.md §6.2): an ActionRequest without action and idempotency_key.
+// the protocol): an ActionRequest without action and idempotency_key.
 type SurfaceRequest struct {
 	RequestID              string                    `json:"request_id" sv:"required"`
 	Actor                  Actor                     `json:"actor" sv:"required"`
@@ -135,7 +135,7 @@ func (w *WorkspaceRef) UnmarshalJSON(b []byte) error {
 }
 
 // MissionContext is the mission a request belongs to (V2MissionContext,
-// controller.md §6.3). Metadata is Studio's Mission.metadata object, carried
+// the protocol). Metadata is Studio's Mission.metadata object, carried
 // without reading its keys; it is never null and never a string.
 type MissionContext struct {
 	ID       string          `json:"id" sv:"required"`
@@ -167,7 +167,7 @@ func (m *MissionContext) UnmarshalJSON(b []byte) error {
 }
 
 // VerifiedWorkspaceContext is the verified workspace authorization injected into
-// a request (V2VerifiedWorkspaceContext, controller.md §6.4, authorization.md §12).
+// a request (V2VerifiedWorkspaceContext).
 // Handlers use these values, never the raw workspace object, for every access
 // decision. GrantID "local-mode" marks the unverified development bypass.
 type VerifiedWorkspaceContext struct {

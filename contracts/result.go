@@ -8,8 +8,8 @@ const (
 	StatusError = "error"
 )
 
-// ActionResult is what an action returns (V2ActionResult, controller.md §7.1),
-// including the optional keys of a job.sync result (V2JobSyncResult, §7.4). On the
+// ActionResult is what an action returns (V2ActionResult),
+// including the optional keys of a job.sync result (V2JobSyncResult). On the
 // wire every null of a typed object is dropped; effects is always written.
 type ActionResult struct {
 	Status       string         `json:"status" sv:"required,enum=ok|error"`
@@ -45,7 +45,7 @@ func (r *ActionResult) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Effect records what an action did (V2Effect, controller.md §7.2). Only Type is
+// Effect records what an action did (V2Effect). Only Type is
 // required; its vocabulary belongs to the agent. Item, Summary, Case and Data are
 // free-form objects copied as-is.
 type Effect struct {
@@ -87,7 +87,7 @@ func (e *Effect) UnmarshalJSON(b []byte) error {
 }
 
 // ReplaySafety tells Studio how safely an action can be replayed
-// (V2ReplaySafetyMetadata, controller.md §7.3). All four keys are always written.
+// (V2ReplaySafetyMetadata). All four keys are always written.
 // The contract defaults (stable ids required, convergent) are true: start from
 // [DefaultReplaySafety] rather than a zero literal.
 type ReplaySafety struct {
@@ -133,8 +133,8 @@ const (
 	ErrorRuleCheckpointNotAvailable = "rule_checkpoint_unavailable"
 )
 
-// ResultError is one business error of a status "error" result
-// (open-questions item 17). Code is machine-readable.
+// ResultError is one business error of a status "error" result.
+// Code is machine-readable.
 type ResultError struct {
 	Code    string `json:"code" sv:"required,nonblank"`
 	Message string `json:"message,omitempty" sv:"null"`
@@ -158,8 +158,8 @@ func (e *ResultError) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// SurfaceResult is what a surface handler returns (V2SurfaceResult, controller.md
-// §7.5). Its four keys are always written: unset versions as null.
+// SurfaceResult is what a surface handler returns (V2SurfaceResult, the protocol
+// the protocol). Its four keys are always written: unset versions as null.
 type SurfaceResult struct {
 	Surface            string          `json:"surface" sv:"required,nonblank"`
 	A2UIVersion        *string         `json:"a2ui_version"`

@@ -136,7 +136,7 @@ const (
 	present                 // the key is written with a non-null value
 )
 
-// TestWireNulls pins the absent-vs-null rules of each payload (controller.md §8):
+// TestWireNulls pins the absent-vs-null rules of each payload:
 // registrations keep their nulls, action results drop every null of a typed
 // object but keep the nulls inside free-form objects, surface results write
 // their unset versions as null, and the newer optional keys stay off the wire

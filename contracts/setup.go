@@ -15,7 +15,7 @@ const (
 )
 
 // SetupPlan is the typed description of a guided job setup (V2SetupPlan,
-// fields.md §4). ConfirmationRequired nil means true.
+// the protocol). ConfirmationRequired nil means true.
 type SetupPlan struct {
 	ConfirmationRequired *bool         `json:"confirmation_required" sv:"nonull"`
 	Steps                []SetupStep   `json:"steps"`
@@ -47,7 +47,7 @@ func (p *SetupPlan) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// SetupStep is one step of a setup plan (V2SetupStep, fields.md §4.2).
+// SetupStep is one step of a setup plan (V2SetupStep).
 type SetupStep struct {
 	ID          string   `json:"id" sv:"required,nonblank"`
 	Title       string   `json:"title" sv:"required,nonblank,maxLen=120"`
@@ -78,8 +78,8 @@ func (s *SetupStep) UnmarshalJSON(b []byte) error {
 }
 
 // PlanValue is a setup plan given either typed (validated by every rule of
-// fields.md) or as a plain JSON object that passes through unchanged (only its
-// steps[].help_actions are checked against the registration, open-questions item 4).
+// the protocol) or as a plain JSON object that passes through unchanged (only its
+// steps[].help_actions are checked against the registration, a project decision).
 // A decoded PlanValue always holds the raw form.
 type PlanValue struct {
 	Plan *SetupPlan
@@ -180,7 +180,7 @@ const (
 	CostUnknown   = "unknown"
 )
 
-// CostEstimate is a cost range (V2CostEstimate, fields.md §8). Unset keys are omitted.
+// CostEstimate is a cost range (V2CostEstimate). Unset keys are omitted.
 type CostEstimate struct {
 	Status string   `json:"status" sv:"required,enum=estimated|unknown"`
 	Unit   string   `json:"unit,omitempty"`
@@ -222,7 +222,7 @@ func (c *CostEstimate) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// FieldDraft is the result of a help action (V2FieldDraft, fields.md §9). A nil
+// FieldDraft is the result of a help action (V2FieldDraft). A nil
 // Value means null (a pure check).
 type FieldDraft struct {
 	Field       string          `json:"field" sv:"required,nonblank"`
@@ -294,7 +294,7 @@ func (s *Suggestion) UnmarshalJSON(b []byte) error {
 }
 
 // DryRunOutcome describes what a dry-run action left behind (V2DryRunOutcome,
-// fields.md §10). Every key is optional.
+// the protocol). Every key is optional.
 type DryRunOutcome struct {
 	ExpiresAt    string        `json:"expires_at,omitempty" sv:"format=date-time,null"`
 	Deletable    bool          `json:"deletable,omitempty"`

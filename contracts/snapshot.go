@@ -16,7 +16,7 @@ const (
 const DefaultLane = "work"
 
 // JobState is a complete snapshot of a job, its cases and steps
-// (V2JobStateSnapshot, model.md §6). Inside an action result every null is dropped.
+// (V2JobStateSnapshot). Inside an action result every null is dropped.
 type JobState struct {
 	Job   Job    `json:"job" sv:"required"`
 	Cases []Case `json:"cases"`
@@ -39,7 +39,7 @@ func (s *JobState) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Job is job_state.job (V2JobSnapshot, model.md §1).
+// Job is job_state.job (V2JobSnapshot).
 type Job struct {
 	ID          string       `json:"id" sv:"required,nonblank"`
 	AgentSlug   string       `json:"agent_slug" sv:"required,nonblank"`
@@ -112,8 +112,8 @@ func (c *Cost) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// JobDisplay is the agent's vocabulary for a job's list entry and title line
-// (model.md §1.1). Each text is at most 120 code points; unset texts are omitted.
+// JobDisplay is the agent's vocabulary for a job's list entry and title line.
+// Each text is at most 120 code points; unset texts are omitted.
 type JobDisplay struct {
 	EntityLabel        string `json:"entity_label,omitempty" sv:"maxLen=120,null"`
 	StateLabel         string `json:"state_label,omitempty" sv:"maxLen=120,null"`
@@ -137,7 +137,7 @@ func (d *JobDisplay) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// JobSource says where a job came from (V2JobSource, model.md §2).
+// JobSource says where a job came from (V2JobSource).
 type JobSource struct {
 	Type          string `json:"type" sv:"required,enum=fresh_start|external"`
 	ExternalRef   string `json:"external_ref,omitempty" sv:"null"`
@@ -162,7 +162,7 @@ func (s *JobSource) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Case is a unit of work inside a job (V2CaseSnapshot, model.md §3). An empty
+// Case is a unit of work inside a job (V2CaseSnapshot). An empty
 // lane is written as "work"; metadata and steps are always written.
 type Case struct {
 	ID         string         `json:"id" sv:"required,nonblank"`
@@ -194,7 +194,7 @@ func (c *Case) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Step is an observable activity inside a case (V2StepSnapshot, model.md §4).
+// Step is an observable activity inside a case (V2StepSnapshot).
 // Human-in-the-loop is Status "awaiting" plus Awaiting, not a step kind.
 type Step struct {
 	ID          string        `json:"id" sv:"required,nonblank"`
@@ -224,7 +224,7 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// Awaiting is the human-in-the-loop state of a step (V2AwaitingState, model.md §4.1).
+// Awaiting is the human-in-the-loop state of a step (V2AwaitingState).
 type Awaiting struct {
 	Reason     string          `json:"reason" sv:"required,nonblank"`
 	Surface    string          `json:"surface" sv:"required,nonblank"`
@@ -250,7 +250,7 @@ func (a *Awaiting) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// ArtifactRef references an agent-owned output (V2ArtifactRef, model.md §5). A
+// ArtifactRef references an agent-owned output (V2ArtifactRef). A
 // Studio-stored artifact (Storage "studio") carries the Studio FileID.
 type ArtifactRef struct {
 	ID         string `json:"id" sv:"required,nonblank"`

@@ -79,7 +79,7 @@ func TestValidateValue(t *testing.T) {
 	assert.ErrorContains(t, err, "marshal")
 }
 
-// A typed setup plan is validated by every rule of fields.md, which only the Go
+// A typed setup plan is validated by every rule of the protocol, which only the Go
 // value shows: on the wire a plan is a plain object that passes through.
 func TestTypedSetupPlanOnlyInValues(t *testing.T) {
 	v := contracts.DefaultValidator()

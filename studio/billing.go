@@ -12,9 +12,9 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// Billable consumption (studio.md §8). The Studio "Billable consumption"
+// Billable consumption. The Studio "Billable consumption"
 // guide is not available: the wire format below is the provisional one of
-// open-questions item 47, kept behind [BillingTransport] so that it can be
+// a project decision, kept behind [BillingTransport] so that it can be
 // corrected without changing this API.
 
 // BillingConsumptionPath is the provisional endpoint of consumption reports,
@@ -60,7 +60,7 @@ type BillingTransport interface {
 // report. It returns one receipt per record, in record order; a report whose
 // receipts do not match the records is an error.
 //
-// PROVISIONAL wire format (open-questions item 47, to be confirmed with
+// PROVISIONAL wire format (a project decision, to be confirmed with
 // Studio): POST {workspace API}/billing/consumption/ with
 // {"agent_slug": …, "records": [{"sku", "quantity", "job_id", "case_id"?,
 // "occurred_at", "idempotency_key", "metadata"?}]}, answered by

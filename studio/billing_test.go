@@ -99,7 +99,7 @@ func TestReportConsumptionChecksReceipts(t *testing.T) {
 }
 
 // memoryBilling is a BillingTransport with the idempotency rule of
-// open-questions item 47: a known key returns the original receipt.
+// a project decision: a known key returns the original receipt.
 type memoryBilling struct{ seen map[string]Receipt }
 
 func (m *memoryBilling) SendConsumption(_ context.Context, _ string, records []Consumption) ([]Receipt, error) {

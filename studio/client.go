@@ -25,7 +25,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/redact"
 )
 
-// Environment variables of the Studio account (studio.md §1).
+// Environment variables of the Studio account.
 const (
 	EnvAPIURL      = "SUPERVAIZE_API_URL"
 	EnvAPIKey      = "SUPERVAIZE_API_KEY"
@@ -413,7 +413,7 @@ func snippet(b []byte) string {
 	return strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
 }
 
-// EventType is a controller event type (studio.md §2).
+// EventType is a controller event type.
 type EventType string
 
 // The controller event types.
@@ -578,7 +578,7 @@ func (a *Client) UpdateCase(ctx context.Context, jobID, caseID string, details m
 	return err
 }
 
-// Agent is what the agent lookup learned about an agent (studio.md §7).
+// Agent is what the agent lookup learned about an agent.
 type Agent struct {
 	ID               string           // Studio's agent id
 	Status           string           // server status, "" when unknown
@@ -622,7 +622,7 @@ func (a *Client) setAgent(slug string, sa Agent) {
 	a.agents[slug] = sa
 }
 
-// Rule-checkpoint calls (checkpoints.md §5).
+// Rule-checkpoint calls.
 const (
 	// RuleCheckpointsPath is the Studio endpoint of checkpoint calls,
 	// relative to the API URL (not to the workspace API base).

@@ -15,20 +15,20 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// Defaults of the context client (studio.md §9).
+// Defaults of the context client.
 const (
 	DefaultContextSearchLimit = 5    // results of a search
 	DefaultContextMaxChars    = 3000 // characters of an opened item
 )
 
-// ContextAssignAction is the action id of a context assignment (model.md §11).
+// ContextAssignAction is the action id of a context assignment.
 const ContextAssignAction = "context.assign"
 
 // EffectContextAssigned is the effect type of a successful context assignment;
 // its items are the provenance records.
 const EffectContextAssigned = "context.assigned"
 
-// ContextClient reads Studio-managed context (studio.md §9). Get it from
+// ContextClient reads Studio-managed context. Get it from
 // [Client.Context].
 type ContextClient struct{ a *Client }
 
@@ -217,8 +217,7 @@ type ContextOpener interface {
 	Open(ctx context.Context, req OpenRequest) (*ContextDocument, error)
 }
 
-// ContextProvenance records where a frozen context snapshot came from
-// (model.md §11, open-questions items 31–32).
+// ContextProvenance records where a frozen context snapshot came from.
 type ContextProvenance struct {
 	Ref      string `json:"ref"`
 	Version  int    `json:"version"`
@@ -248,7 +247,7 @@ type ContextSnapshot struct {
 // context during the job.
 type ContextSaver func(ctx context.Context, assignment *contracts.ContextAssignment, snapshots []ContextSnapshot) error
 
-// ContextAssigner implements the context.assign action (model.md §11): it
+// ContextAssigner implements the context.assign action: it
 // validates the assignment, opens each item once, refuses the whole
 // assignment when any version changed, and hands the frozen snapshots to
 // Save. Register it with agent.HandleAction(ContextAssignAction, assigner.Handle).

@@ -23,7 +23,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/redact"
 )
 
-// Environment variables of the Studio registration (studio.md §4, §6).
+// Environment variables of the Studio registration.
 const (
 	EnvPrivateKey  = "SUPERVAIZER_PRIVATE_KEY" // the controller's RSA private key, PEM
 	EnvEnvironment = "SUPERVAIZER_ENVIRONMENT" // dev, staging, prod, …
@@ -38,13 +38,13 @@ const (
 	RegistrationRefreshPath = "/api/supervaizer/registration/refresh"
 )
 
-// ErrHandshake wraps every failure of the registration handshake
-// (studio.md §5); the message names what is wrong, never the key.
+// ErrHandshake wraps every failure of the registration handshake;
+// the message names what is wrong, never the key.
 var ErrHandshake = errors.New("supervaizer: Studio registration handshake failed")
 
 // KeyFingerprint is what the SDK logs in place of a key, and what Studio
 // reports of the key it stored: the first 12 hexadecimal characters of the
-// SHA-256 of its UTF-8 bytes (controller.md §3.2).
+// SHA-256 of its UTF-8 bytes.
 func KeyFingerprint(key string) string { return redact.Fingerprint(key) }
 
 // ParseControllerKey reads an RSA private key in PEM (PKCS#8 or PKCS#1), as
@@ -134,7 +134,7 @@ func formatMAC(b []byte) string {
 	return strings.Join(parts, "-")
 }
 
-// RegisterDetails is the details object of server.register (studio.md §4).
+// RegisterDetails is the details object of server.register.
 type RegisterDetails struct {
 	ServerID                  string              `json:"server_id"`
 	URL                       string              `json:"url"`
@@ -151,8 +151,8 @@ type RegisterDetails struct {
 	Agents                    []AgentRegistration `json:"agents"`
 }
 
-// AgentRegistration is an agent's registration payload in server.register
-// (studio.md §3). Optional strings are null when nil.
+// AgentRegistration is an agent's registration payload in server.register.
+// Optional strings are null when nil.
 type AgentRegistration struct {
 	Name                        string                     `json:"name"`
 	ID                          string                     `json:"id"`
@@ -243,7 +243,7 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	return keys
 }
 
-// parseHandshake runs the checks of studio.md §5 in order on the
+// parseHandshake runs the checks of the protocol in order on the
 // server.register response. Workspace authorization is always enabled on a
 // Studio-attached controller (NewServer enforces it), so check 4 always runs.
 // Nothing is applied here: the caller installs the audience and the links
@@ -312,7 +312,7 @@ func parseHandshake(body []byte, localFingerprint, localAudience string, agents 
 	return out, nil
 }
 
-// agentDetail is what the agent lookup reads (studio.md §7).
+// agentDetail is what the agent lookup reads.
 type agentDetail struct {
 	id           string
 	status       string
@@ -357,7 +357,7 @@ func parseAgentDetail(body []byte) (agentDetail, error) {
 // decryptParameters decrypts parameters_encrypted: standard base64 of the
 // RSA-OAEP (SHA-256, MGF1-SHA-256) encrypted 32-byte AES key, a 16-byte IV and
 // the AES-256-CBC ciphertext with PKCS#7 padding of a JSON array of
-// {"name", "value"} objects (studio.md §7). Errors never include plaintext.
+// {"name", "value"} objects. Errors never include plaintext.
 func decryptParameters(key *rsa.PrivateKey, encoded string) ([]AgentParameter, error) {
 	data, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(encoded), ""))
 	if err != nil {
@@ -424,7 +424,7 @@ func parseParameters(plain []byte) ([]AgentParameter, error) {
 }
 
 // Register posts server.register (source: the server uri) with details and
-// runs the handshake checks of studio.md §5 in order on the answer: Studio
+// runs the handshake checks of the protocol in order on the answer: Studio
 // stored details.APIKey (compared by fingerprint), the workspace-token
 // audience is present and equals audience when that is set, and every local
 // agent is bound to a Studio agent id (equal to the one it is linked to, if
@@ -450,7 +450,7 @@ func (e *LookupFailedError) Error() string { return e.Err.Error() }
 // Unwrap returns the error of the call.
 func (e *LookupFailedError) Unwrap() error { return e.Err }
 
-// LookupAgent runs the agent lookup of studio.md §7 for the agent slug:
+// LookupAgent runs the agent lookup of the protocol for the agent slug:
 // GET /agents/{linkedID} when the agent is linked, else
 // /agents/by-slug/{slug}. The answer must carry an id unless the agent is
 // linked, equal to linkedID when it is; the parameters of a configured agent

@@ -72,7 +72,7 @@ func ControllerKeyPEM(t testing.TB) string {
 // AttachedSettings returns the workspace-authorization settings of a
 // controller attached to Studio: enabled, issuer [DefaultIssuer] and the
 // current public key as PEM, but no audience, which Studio announces in the
-// registration handshake (studio.md §5). Unlike [FakeStudio.Settings] it does
+// registration handshake. Unlike [FakeStudio.Settings] it does
 // not rebind the fake Studio.
 func (s *FakeStudio) AttachedSettings() supervaizer.WorkspaceAuthSettings {
 	return supervaizer.WorkspaceAuthSettings{Enabled: true, Issuer: s.Issuer(), PublicKeyPEM: s.PublicKeyPEM()}

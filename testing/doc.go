@@ -38,7 +38,7 @@
 // # job.start idempotency
 //
 // Every agent ships a test that runs the conformance helper of the protocol
-// (model.md §10) on its job.start handler:
+// on its job.start handler:
 //
 //	func TestStartIsIdempotent(t *testing.T) {
 //		ts := svtest.NewTestServer(t, []*supervaizer.Agent{newAgent(t)})

@@ -101,7 +101,7 @@ func ExampleEncryptParameters() {
 			t.Fatalf("encrypt: %v", err)
 		}
 
-		// What the controller does with parameters_encrypted (studio.md §7):
+		// What the controller does with parameters_encrypted:
 		raw, err := base64.StdEncoding.DecodeString(enc)
 		if err != nil {
 			t.Fatalf("decode: %v", err)
@@ -265,7 +265,7 @@ func ExampleRequireIdempotencyKey() {
 		fmt.Println(svtest.AssertConfirmIdempotent(t, ts, req, svtest.RequireIdempotencyKey()))
 	})
 	// Output:
-	// FAIL: svtest.AssertConfirmIdempotent: rule "idempotency_key present" (model.md §10, recommended) failed: the request has no idempotency_key (action "job.start")
+	// FAIL: svtest.AssertConfirmIdempotent: rule "idempotency_key present" (recommended) failed: the request has no idempotency_key (action "job.start")
 	// false
 }
 
@@ -291,7 +291,7 @@ func ExampleRequireStrictlyIdempotent() {
 		fmt.Println(svtest.AssertConfirmIdempotent(t, ts, req, svtest.RequireStrictlyIdempotent()))
 	})
 	// Output:
-	// FAIL: svtest.AssertConfirmIdempotent: rule "strictly idempotent response" (model.md §10, recommended) failed: result 1 has status "error", want "ok"
+	// FAIL: svtest.AssertConfirmIdempotent: rule "strictly idempotent response" (recommended) failed: result 1 has status "error", want "ok"
 	// 	result 1: {"status":"error","effects":[],"replay_safety":{"dedupe_keys":["setup-7f3c"],"stable_external_ids_required":true,"strictly_idempotent_response":true,"convergent":true},"errors":[{"code":"quota_exceeded","message":"no quota left"}]}
 	// false
 }
@@ -322,7 +322,7 @@ func ExampleWithEffectProbe() {
 		fmt.Println(svtest.AssertConfirmIdempotent(t, ts, req, svtest.WithEffectProbe(leads.Load)), leads.Load())
 	})
 	// Output:
-	// FAIL: svtest.AssertConfirmIdempotent: rule "the retry creates nothing" (model.md §9 rule 1, effect probe) failed: the effect probe went from 1 to 2 during the identical retry
+	// FAIL: svtest.AssertConfirmIdempotent: rule "the retry creates nothing" (effect probe) failed: the effect probe went from 1 to 2 during the identical retry
 	// false 2
 }
 

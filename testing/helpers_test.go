@@ -58,7 +58,7 @@ func newAgent(t testing.TB, name string) *supervaizer.Agent {
 type startBehaviour int
 
 const (
-	startIdempotent    startBehaviour = iota // model.md §9 rules 1–3
+	startIdempotent    startBehaviour = iota // the protocol
 	startFresh                               // a new job on every call
 	startAppend                              // the retry appends an effect
 	startLoose                               // replays by key, ignores input changes, not strictly idempotent

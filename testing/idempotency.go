@@ -15,16 +15,16 @@ import (
 
 // The rules AssertConfirmIdempotent checks, as named in its failure messages.
 const (
-	ruleEqual    = `"results equal" (model.md §10 step 3)`
-	ruleNoEffect = `"no new effect" (model.md §10 step 4)`
-	ruleKey      = `"idempotency_key present" (model.md §10, recommended)`
-	ruleStrict   = `"strictly idempotent response" (model.md §10, recommended)`
-	ruleConflict = `"idempotency conflict" (model.md §9 rule 2, recommended)`
-	ruleProbe    = `"the retry creates nothing" (model.md §9 rule 1, effect probe)`
+	ruleEqual    = `"results equal" (an identical retry returns the original result)`
+	ruleNoEffect = `"no new effect" (an identical retry adds no effect)`
+	ruleKey      = `"idempotency_key present" (recommended)`
+	ruleStrict   = `"strictly idempotent response" (recommended)`
+	ruleConflict = `"idempotency conflict" (recommended)`
+	ruleProbe    = `"the retry creates nothing" (effect probe)`
 )
 
 // IdempotencyOption turns on an opt-in check of [AssertConfirmIdempotent]
-// (the recommended checks of model.md §10; open-questions item 29).
+// (the recommended checks of the protocol; a project decision).
 type IdempotencyOption func(*idempotencyChecks)
 
 type idempotencyChecks struct {
@@ -36,7 +36,7 @@ type idempotencyChecks struct {
 
 // WithEffectProbe plugs a probe of the agent's own side effects, for example a
 // counter of created records: the check fails unless the identical retry leaves
-// the probe unchanged (the retry must create nothing, model.md §9 rule 1). This
+// the probe unchanged (the retry must create nothing). This
 // catches a handler that creates records again but answers the same result.
 func WithEffectProbe(probe func() int64) IdempotencyOption {
 	return func(c *idempotencyChecks) { c.probe = probe }
@@ -49,7 +49,7 @@ func RequireIdempotencyKey() IdempotencyOption {
 }
 
 // RequireStrictlyIdempotent checks that the first result has status "ok" and
-// replay_safety.strictly_idempotent_response true (model.md §9 rule 3).
+// replay_safety.strictly_idempotent_response true.
 func RequireStrictlyIdempotent() IdempotencyOption {
 	return func(c *idempotencyChecks) { c.strict = true }
 }
@@ -57,7 +57,7 @@ func RequireStrictlyIdempotent() IdempotencyOption {
 // ExpectConflict makes a third call with the same request but the input
 // changedInput (encoded with encoding/json; a json.RawMessage is used as is),
 // and checks that it returns status "error" with errors[0].code
-// "idempotency_conflict" (model.md §9 rule 2): a result, not a JSON-RPC error.
+// "idempotency_conflict": a result, not a JSON-RPC error.
 // changedInput must not be JSON-equal to the request's input.
 func ExpectConflict(changedInput any) IdempotencyOption {
 	return func(c *idempotencyChecks) { c.conflict, c.changed = true, changedInput }
@@ -71,7 +71,7 @@ func RecommendedChecks(changedInput any) IdempotencyOption {
 	}
 }
 
-// AssertConfirmIdempotent is the conformance helper of model.md §10 that every
+// AssertConfirmIdempotent is the conformance helper of the protocol that every
 // agent runs on its job.start handler. It sends req twice through ts's real
 // pipeline (each call with a freshly minted token) and asserts the two required
 // rules: the two results are equal (their JSON as the dispatcher sent it,

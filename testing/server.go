@@ -271,7 +271,7 @@ func (ts *TestServer) loadSurface(ctx context.Context, req contracts.SurfaceRequ
 }
 
 // AuthCode returns the workspace-authorization code (data.code, one of the
-// workspace_authorization_* codes of authorization.md §10) of a -32030 error
+// workspace_authorization_* codes of the workspace-token rules) of a -32030 error
 // found in err's chain, or "" when there is none.
 func AuthCode(err error) string {
 	var e *supervaizer.Error

@@ -45,8 +45,7 @@ const (
 	TokenLifetime = 10 * time.Minute
 )
 
-// audiencePrefix prefixes the server id in the expected audience
-// (authorization.md §7).
+// audiencePrefix prefixes the server id in the expected audience.
 const audiencePrefix = "supervaizer-server:"
 
 // DefaultStudioAgentID returns the Studio agent id a [FakeStudio] gives an agent
@@ -55,7 +54,7 @@ func DefaultStudioAgentID(agentSlug string) string { return "studio-agent-" + ag
 
 // FakeStudio is a fake Supervaize Studio for tests: it holds Ed25519 signing
 // keys, serves them as a JWKS, and mints real workspace authorization tokens
-// (EdDSA JWTs, authorization.md §3–§4) that the SDK's verifier accepts. It is
+// (EdDSA JWTs) that the SDK's verifier accepts. It is
 // bound to one controller (its server id, [DefaultServerID] unless
 // [FakeStudio.Settings] names another) and remembers the Studio agent id of
 // each agent it linked. It is safe for concurrent use.
@@ -157,7 +156,7 @@ type jwk struct {
 	X   string `json:"x"`
 }
 
-// JWKS returns the JSON Web Key Set of the fake Studio (authorization.md §15):
+// JWKS returns the JSON Web Key Set of the fake Studio:
 // every key it has signed with and the next key, as OKP/Ed25519 entries with
 // their kid.
 func (s *FakeStudio) JWKS() []byte {
@@ -308,8 +307,8 @@ type Grant struct {
 	AgentWorkspaceRef string   // default: the ref recorded by FakeStudio.BindWorkspace, if any
 }
 
-// Claims are the claims of a workspace authorization token (authorization.md
-// §4). [FakeStudio.Mint] writes exactly these claims: a zero field is absent
+// Claims are the claims of a workspace authorization token (the workspace-token rules
+// the protocol). [FakeStudio.Mint] writes exactly these claims: a zero field is absent
 // from the token (nil Scopes is absent, an empty non-nil Scopes is []), Set
 // then writes raw values over them (wrong types, extra claims) and Omit
 // finally removes claims by name, so negative tests can produce any payload.

@@ -64,22 +64,22 @@ func WithAccountKey(key string) APIOption { return func(c *apiConfig) { c.accoun
 func WithWorkspaceID(id string) APIOption { return func(c *apiConfig) { c.workspaceID = id } }
 
 // FakeStudioAPI is a fake of Studio's HTTP side, the endpoints a controller
-// attached to Studio calls (studio.md, checkpoints.md §4), served by an
+// attached to Studio calls, served by an
 // httptest server:
 //
 //   - POST /w/{ws}/api/v1/ctrl-events/: controller events, all recorded;
 //     server.register is answered with a valid supervaizer_handshake
-//     (studio.md §5) binding every registered agent to
+//     binding every registered agent to
 //     [FakeStudio.StudioAgentID];
 //   - GET /w/{ws}/api/v1/agents/{id} and /agents/by-slug/{slug}: the agent
-//     lookup (studio.md §7), with parameters set by [FakeStudioAPI.SetAgent]
+//     lookup, with parameters set by [FakeStudioAPI.SetAgent]
 //     encrypted for the controller key received in server.register;
 //   - POST /api/v1/rule-checkpoints/: rule checkpoints, for snapshots made by
 //     [FakeStudioAPI.RuleSnapshot], answered per [FakeStudioAPI.SetDecision];
 //     a checkpoint of a case never announced (agent.case.start or
-//     agent.case.update) is answered 409 (checkpoints.md §6.1);
+//     agent.case.update) is answered 409;
 //   - POST /w/{ws}/api/v1/context/search/ and /context/open/: the context
-//     client (studio.md §9), over the items of [FakeStudioAPI.AddContext];
+//     client, over the items of [FakeStudioAPI.AddContext];
 //   - POST /w/{ws}/api/v1/billing/consumption/: billable consumption in the
 //     SDK's provisional wire format, with receipts and duplicate detection.
 //
@@ -342,8 +342,7 @@ func (f *FakeStudioAPI) serve(r *http.Request, body []byte, seq int) (int, any) 
 	return status, resp
 }
 
-// checkHeaders checks the headers every controller → Studio call carries
-// (studio.md §1).
+// checkHeaders checks the headers every controller → Studio call carries.
 func (f *FakeStudioAPI) checkHeaders(r *http.Request) *apiError {
 	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Api-Key "+f.key)) != 1 {
 		return &apiError{status: http.StatusUnauthorized, detail: "invalid or missing account key (Authorization: Api-Key <key>)"}

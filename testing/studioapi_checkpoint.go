@@ -25,7 +25,7 @@ const (
 
 type decisionKey struct{ occurrenceID, phase string }
 
-// CheckpointCall is one rule checkpoint the fake answered (checkpoints.md §4):
+// CheckpointCall is one rule checkpoint the fake answered:
 // the request and the answer.
 type CheckpointCall struct {
 	Seq          int // position among all the requests (see [RecordedRequest])
@@ -44,8 +44,8 @@ type CheckpointCall struct {
 }
 
 // ResumeInput returns the input of the rule.checkpoint.resume action that
-// delivers the decision status (allow or stop) for this checkpoint
-// (checkpoints.md §7). The request also needs the call's job_id, case_id and
+// delivers the decision status (allow or stop) for this checkpoint.
+// The request also needs the call's job_id, case_id and
 // agent_slug; see [TestServer.ResumeRequest].
 func (c CheckpointCall) ResumeInput(status, decisionID string) map[string]any {
 	return map[string]any{
@@ -61,8 +61,8 @@ type checkpointRec struct {
 	context json.RawMessage
 }
 
-// RuleSnapshot returns a valid rule_snapshot for a governed job.start input
-// (checkpoints.md §2): {"hash": hash, "version": 1, "checkpoint_token": a new
+// RuleSnapshot returns a valid rule_snapshot for a governed job.start input:
+// {"hash": hash, "version": 1, "checkpoint_token": a new
 // random token, "checkpoint_url": a decoy}. The fake accepts the token on
 // checkpoints of this snapshot hash only. The checkpoint_url points at a
 // decoy server that must never be called ([FakeStudioAPI.SnapshotURLCalls]).
@@ -155,7 +155,7 @@ type wireCheckpoint struct {
 	SecretRefs   *[]string       `json:"secret_refs"`
 }
 
-// handleCheckpoint answers a rule checkpoint (checkpoints.md §4).
+// handleCheckpoint answers a rule checkpoint.
 func (f *FakeStudioAPI) handleCheckpoint(r *http.Request, body []byte, seq int) (int, any, error) {
 	tokenHash, ok := f.tokenHash(r.Header.Get(studio.HeaderRuleCheckpointToken))
 	if !ok {

@@ -28,7 +28,7 @@ const (
 	// DefaultAgentStatus is the status of an agent without [AgentDetail.Status].
 	DefaultAgentStatus = "online"
 	// OnboardingConfigured is the onboarding status of an agent whose
-	// parameters Studio sends (studio.md §7), the default when
+	// parameters Studio sends, the default when
 	// [AgentDetail.Parameters] is set.
 	OnboardingConfigured = "configured"
 	// OnboardingPending is the default onboarding status of an agent without
@@ -40,7 +40,7 @@ const (
 // from the one Studio stored ([FakeStudioAPI.ExpectControllerAPIKey]).
 const KeyMismatchReason = "stored_controller_api_key_mismatch"
 
-// StudioEvent is a controller event the fake received (studio.md §2).
+// StudioEvent is a controller event the fake received.
 type StudioEvent struct {
 	Seq        int               // position among all the requests (see [RecordedRequest])
 	Type       string            // event_type, e.g. "agent.case.start"
@@ -50,7 +50,7 @@ type StudioEvent struct {
 	Details    json.RawMessage   // details, a JSON object as sent
 }
 
-// ServerRegistration is the details of a server.register event (studio.md §4).
+// ServerRegistration is the details of a server.register event.
 type ServerRegistration struct {
 	Seq               int
 	ServerID          string
@@ -65,7 +65,7 @@ type ServerRegistration struct {
 	Details           json.RawMessage   // the whole details object
 }
 
-// RegisteredAgent is one agent payload of server.register (studio.md §3).
+// RegisteredAgent is one agent payload of server.register.
 type RegisteredAgent struct {
 	Name          string
 	ID            string // the legacy deterministic id
@@ -76,7 +76,7 @@ type RegisteredAgent struct {
 	Raw           json.RawMessage
 }
 
-// AgentDetail configures what the agent lookup answers for an agent (studio.md §7).
+// AgentDetail configures what the agent lookup answers for an agent.
 type AgentDetail struct {
 	// Status is the agent's server status. Default: [DefaultAgentStatus].
 	Status string
@@ -114,7 +114,7 @@ func (f *FakeStudioAPI) ExpectControllerAPIKey(key string) {
 
 // EditHandshake makes fn edit every later server.register response (the whole
 // body, {"id", "supervaizer_handshake": {…}}) before it is sent, for negative
-// tests of the handshake checks (studio.md §5). fn runs on the server's
+// tests of the handshake checks. fn runs on the server's
 // goroutine, without the fake's lock; nil removes the edit.
 func (f *FakeStudioAPI) EditHandshake(fn func(response map[string]any)) {
 	f.mu.Lock()
@@ -236,7 +236,7 @@ func (f *FakeStudioAPI) handleEvent(body []byte, seq int) (int, any, error) {
 	return http.StatusOK, map[string]any{"id": fmt.Sprintf("evt-%d", seq)}, nil
 }
 
-// checkEvent checks the envelope of studio.md §2.
+// checkEvent checks the envelope of the protocol.
 func (f *FakeStudioAPI) checkEvent(ev *wireEvent) error {
 	switch {
 	case ev.EventType == nil || strings.TrimSpace(*ev.EventType) == "":
@@ -275,7 +275,7 @@ func isJSONObject(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &m) == nil && m != nil
 }
 
-// serverURIPattern is "server:" and a MAC address (studio.md §4).
+// serverURIPattern is "server:" and a MAC address.
 var serverURIPattern = regexp.MustCompile(`^server:[0-9A-F]{2}(-[0-9A-F]{2}){5}$`)
 
 // wireRegistration is the part of server.register details the fake checks.
@@ -302,7 +302,7 @@ type wireAgent struct {
 	} `json:"billing_catalog"`
 }
 
-// parseRegistration reads and checks server.register details (studio.md §3–§4).
+// parseRegistration reads and checks server.register details.
 func parseRegistration(details json.RawMessage) (ServerRegistration, *rsa.PublicKey, error) {
 	var w wireRegistration
 	if err := json.Unmarshal(details, &w); err != nil {
@@ -372,7 +372,7 @@ func parseControllerPublicKey(s string) (*rsa.PublicKey, error) {
 	return rk, nil
 }
 
-// handshake builds the server.register answer (studio.md §5).
+// handshake builds the server.register answer.
 func (f *FakeStudioAPI) handshake(reg ServerRegistration) map[string]any {
 	studioID := f.studio.ServerID()
 	f.mu.Lock()
@@ -470,7 +470,7 @@ func (f *FakeStudioAPI) handleLookup(id, slug string) (int, any, error) {
 }
 
 // EncryptParameters encrypts agent parameter values for the controller key
-// pub as Studio does in parameters_encrypted (studio.md §7): standard base64
+// pub as Studio does in parameters_encrypted: standard base64
 // of the RSA-OAEP (SHA-256, MGF1-SHA-256) encrypted random 32-byte AES key,
 // a random 16-byte IV and the AES-256-CBC ciphertext (PKCS#7 padding) of the
 // JSON array of {"name", "value"} objects, sorted by name.

@@ -22,7 +22,7 @@ const (
 )
 
 // ContextItem is a Studio-managed context item the fake serves to the
-// context client (studio.md §9).
+// context client.
 type ContextItem struct {
 	Ref          string   // required, unique; e.g. "supervaize.context.workspace.billing"
 	Title        string   // the item's title
@@ -138,7 +138,7 @@ func checkMission(p *string) error {
 	return nil
 }
 
-// handleSearch answers a context search (studio.md §9.1).
+// handleSearch answers a context search.
 func (f *FakeStudioAPI) handleSearch(body []byte, seq int) (int, any, error) {
 	var w wireSearch
 	if err := decodeBody(body, &w); err != nil {
@@ -237,7 +237,7 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// handleOpen answers a context open (studio.md §9.2).
+// handleOpen answers a context open.
 func (f *FakeStudioAPI) handleOpen(body []byte, seq int) (int, any, error) {
 	var w wireOpen
 	if err := decodeBody(body, &w); err != nil {

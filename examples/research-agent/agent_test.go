@@ -75,7 +75,7 @@ func TestRegistrationGolden(t *testing.T) {
 	svtest.Golden(t, filepath.Join("testdata", "registration.golden.json"), a.agent.RegistrationJSON(), *update)
 }
 
-// TestRegistrationDesignDocument checks the parts of registration.md §17 the
+// TestRegistrationDesignDocument checks the parts of the protocol the
 // example keeps from the design document.
 func TestRegistrationDesignDocument(t *testing.T) {
 	a, _ := newTestServer(t)

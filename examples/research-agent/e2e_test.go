@@ -224,7 +224,7 @@ func TestEndToEndStartIsIdempotent(t *testing.T) {
 	require.NotEmpty(t, res.Errors)
 	assert.Equal(t, contracts.ErrorIdempotencyConflict, res.Errors[0].Code)
 
-	// The conformance helper of model.md §10, on the same agent, handlers and
+	// The conformance helper of the protocol, on the same agent, handlers and
 	// store, through the SDK's test server.
 	ts := svtest.NewTestServerWithStudio(t, h.studio, []*supervaizer.Agent{h.app.agent}, supervaizer.WithStore(h.app.store))
 	conf := ts.Request(actionStart, map[string]any{"topic_id": "t-1"})

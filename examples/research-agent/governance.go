@@ -13,7 +13,7 @@ import (
 // Governed jobs. When a workspace governs the agent with rules, Studio adds an
 // opaque rule_snapshot to the job.start input. The agent then guards its one
 // external effect, sending the brief, with rule checkpoints: Studio decides
-// before the brief is sent and again after (checkpoints.md). The snapshot is a
+// before the brief is sent and again after. The snapshot is a
 // credential, which the agent never keeps itself: job.start saves the gate in
 // the SDK's store, the delivery (which may run after a restart) restores it
 // by job id, and the gate is forgotten once the job is over. It is never

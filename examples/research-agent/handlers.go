@@ -76,7 +76,7 @@ func scopeOf(ctx context.Context) (string, *supervaizer.ActionResult) {
 // startJob creates the job: a draft brief waiting for review in the setup
 // lane. Persistent state is created here, never on a surface load or preview.
 // Retries with the same idempotency_key never reach it: the SDK answers them
-// with the stored result (model.md §9).
+// with the stored result.
 func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in startInput) (*supervaizer.ActionResult, error) {
 	scope, fail := scopeOf(ctx)
 	if fail != nil {
@@ -219,7 +219,7 @@ func (a *app) submitReview(ctx context.Context, req *supervaizer.ActionRequest, 
 }
 
 // syncJob returns the job's current snapshot. It is convergent: repeated calls
-// for the same state give the same projection (model.md §7).
+// for the same state give the same projection.
 func (a *app) syncJob(ctx context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 	scope, fail := scopeOf(ctx)
 	if fail != nil {
@@ -307,7 +307,7 @@ func (a *app) suggestGoal(_ context.Context, _ *supervaizer.ActionRequest, in a2
 }
 
 // testJob is the dry-run action: it drafts the brief the job would produce and
-// returns it, saving nothing and sending nothing (fields.md §10).
+// returns it, saving nothing and sending nothing.
 func (a *app) testJob(_ context.Context, _ *supervaizer.ActionRequest, in startInput) (*supervaizer.ActionResult, error) {
 	topic := strings.TrimSpace(in.TopicID)
 	res := supervaizer.OK(supervaizer.Effect{Type: "job.tested", Message: "Dry run: nothing was saved or sent",

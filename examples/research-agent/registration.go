@@ -84,7 +84,7 @@ func contactFields() []a2ui.Field {
 	}
 }
 
-// registrationSpec is the registration of registration.md §17 (the research
+// registrationSpec is the registration of the protocol (the research
 // agent of the design document), plus a guided setup, a help action, a dry-run
 // action, a dataset with its dashboard, a workspace binding, rule checkpoints
 // around the one external effect (sending the brief) and context.assign.

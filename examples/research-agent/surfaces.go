@@ -13,7 +13,7 @@ import (
 )
 
 // Surface handlers return A2UI documents. They read state and never create
-// any (surfaces.md §5): job.start may be loaded for a draft that is never
+// any: job.start may be loaded for a draft that is never
 // started.
 
 // jobStartSurface is the form shown before job.start, with the preview action
@@ -72,8 +72,8 @@ func (a *app) reviewSurface(ctx context.Context, req *supervaizer.SurfaceRequest
 }
 
 // stepDetail is the document of case.step.detail. The SDK types the documents
-// the protocol names; any other valid document may be returned
-// (surfaces.md §3.6), here a plain description of the step and its outputs.
+// the protocol names; any other valid document may be returned,
+// here a plain description of the step and its outputs.
 type stepDetail struct {
 	Type      string                     `json:"type"`
 	ID        string                     `json:"id"`

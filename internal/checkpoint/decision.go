@@ -11,7 +11,7 @@ import (
 
 // RuleCheckpointDecision is a decision on a paused rule checkpoint that the
 // SDK's rule.checkpoint.resume handler accepted (RuleCheckpointResume,
-// checkpoints.md §7), as given to the functions registered with
+// the rule-checkpoint protocol), as given to the functions registered with
 // [Agent.OnRuleCheckpointDecision]. It holds no credential: never the rule
 // snapshot or its token.
 type RuleCheckpointDecision struct {

@@ -23,21 +23,21 @@ import (
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
-// Rule checkpoints (checkpoints.md) let an agent guard an external effect with
+// Rule checkpoints let an agent guard an external effect with
 // Studio decisions taken before and after it. The pieces:
 //
 //   - [RuleCheckpointGate], built from a governed job.start request, posts
 //     checkpoints for one job of one agent;
 //   - [RunGuardedStep] runs one guarded effect (an occurrence) in the
-//     normative order of checkpoints.md §6.1;
+//     normative order of the rule-checkpoint protocol;
 //   - [RecoverGuardedStep] finishes an occurrence whose after checkpoint was
-//     lost (§8);
-//   - the SDK handler of rule.checkpoint.resume delivers paused decisions (§7).
+//     lost;
+//   - the SDK handler of rule.checkpoint.resume delivers paused decisions.
 //
 // Progress is kept in the server's [store.Store], so that a restart never
 // replays an uncertain external effect.
 
-// Rule-checkpoint decision statuses (checkpoints.md §5).
+// Rule-checkpoint decision statuses.
 const (
 	CheckpointAllow = "allow" // proceed
 	CheckpointPause = "pause" // wait for rule.checkpoint.resume
@@ -47,7 +47,7 @@ const (
 // RuleSnapshotVersion is the only rule_snapshot version this SDK accepts.
 const RuleSnapshotVersion = 1
 
-// Errors of the rule-checkpoint helpers (checkpoints.md §9). Test them with
+// Errors of the rule-checkpoint helpers. Test them with
 // errors.Is; [BlockedError], [RecoveryRequiredError] and
 // [CheckpointRequestError] carry the details (errors.As).
 var (
@@ -71,7 +71,7 @@ func invalidState(format string, args ...any) error {
 }
 
 // RuleCheckpointResponse is Studio's answer to a checkpoint call
-// (RuleCheckpointResponse, checkpoints.md §4).
+// (RuleCheckpointResponse).
 type RuleCheckpointResponse struct {
 	CheckpointID string `json:"checkpoint_id"`
 	Status       string `json:"status"` // allow, pause or stop
@@ -206,7 +206,7 @@ func appearsIn(b []byte, secret string) bool {
 }
 
 // ruleSnapshot is what the SDK keeps of input.rule_snapshot: its hash and
-// token. checkpoint_url is validated and dropped (checkpoints.md §4). The
+// token. checkpoint_url is validated and dropped. The
 // token is held by a closure, which reflection-based printing (fmt of a
 // struct that embeds a gate, even with a bad verb) cannot reach.
 type ruleSnapshot struct {
@@ -274,8 +274,8 @@ func newRuleSnapshot(hash, token string) *ruleSnapshot {
 
 func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
 
-// RuleCheckpointGate posts rule checkpoints for one governed job of one agent
-// (checkpoints.md §3). Build it with [NewRuleCheckpointGate] from the job.start
+// RuleCheckpointGate posts rule checkpoints for one governed job of one agent.
+// Build it with [NewRuleCheckpointGate] from the job.start
 // request; use it with [RunGuardedStep] and [RecoverGuardedStep]. It holds the
 // job's rule snapshot, which it never logs or prints (fmt, slog), and is
 // immutable and safe for concurrent use. To use it after a restart, persist it
@@ -306,7 +306,7 @@ func WithSecretRefs(paths ...string) GateOption {
 	return func(c *gateConfig) { c.secretRefs, c.refsSet = slices.Clone(paths), true }
 }
 
-// secretRefPrefixes are the allowed beginnings of a secret path (registration.md §14).
+// secretRefPrefixes are the allowed beginnings of a secret path.
 var secretRefPrefixes = []string{"job.fields.", "case.metadata.", "step.payload.", "context."}
 
 // NewRuleCheckpointGate builds the gate of the governed job started by req
@@ -408,7 +408,7 @@ func (g RuleCheckpointGate) LogValue() slog.Value {
 
 // encodeContext marshals a checkpoint context (nil is {}) and returns it with
 // its canonical hash. A context that carries the snapshot token is refused:
-// the snapshot never enters business context (checkpoints.md §2).
+// the snapshot never enters business context.
 func (g RuleCheckpointGate) encodeContext(what string, c map[string]any) (json.RawMessage, string, error) {
 	if c == nil {
 		c = map[string]any{}
@@ -427,7 +427,7 @@ func (g RuleCheckpointGate) encodeContext(what string, c map[string]any) (json.R
 	return raw, hash, nil
 }
 
-// ruleCheckpointRequest is the body of a checkpoint call (checkpoints.md §4).
+// ruleCheckpointRequest is the body of a checkpoint call.
 type ruleCheckpointRequest struct {
 	OccurrenceID string          `json:"occurrence_id"`
 	Phase        string          `json:"phase"`
@@ -510,7 +510,7 @@ func postRuleCheckpoint(ctx context.Context, c *studio.Client, token checkpointT
 	return body, nil
 }
 
-// --- persisted state (checkpoints.md §6.4) ---
+// --- persisted state ---
 
 // checkpointKeyspace is the first part of every rule-checkpoint store key.
 const checkpointKeyspace = "rule-checkpoints"
@@ -521,8 +521,8 @@ const (
 	statusPending  = "pending"  // after: checkpoint not answered yet
 )
 
-// checkpointRecord is the persisted state of one phase of an occurrence
-// (checkpoints.md §6.4). The effect and advancement flags are used by the
+// checkpointRecord is the persisted state of one phase of an occurrence.
+// The effect and advancement flags are used by the
 // after record only.
 type checkpointRecord struct {
 	OccurrenceID         string    `json:"occurrence_id"`
@@ -606,7 +606,7 @@ type checkpointRuntime struct {
 }
 
 // maxRetainedDecisions bounds the decisions kept for a waiter that has not
-// registered yet (checkpoints.md §7); the oldest is evicted first.
+// registered yet; the oldest is evicted first.
 const maxRetainedDecisions = 1024
 
 func newCheckpointRuntime(slug string, st store.Store, logger *slog.Logger) *checkpointRuntime {

@@ -36,8 +36,8 @@ type GuardedRecovery[R any] struct {
 }
 
 // RecoverGuardedStep finishes an occurrence whose after checkpoint was not
-// answered (a crash, a transport failure) after its effect completed
-// (checkpoints.md §8). With the original gate it:
+// answered (a crash, a transport failure) after its effect completed.
+// With the original gate it:
 //
 //  1. requires the recorded effect to be completed (see ConfirmEffect);
 //  2. refuses an advancement that started but did not complete ("advancement

@@ -15,11 +15,11 @@ import (
 )
 
 // EffectRuleCheckpointResumed is the effect type of a successful
-// rule.checkpoint.resume (open-questions item 45).
+// rule.checkpoint.resume.
 const EffectRuleCheckpointResumed = "rule.checkpoint.resumed"
 
 // resumeDecision is a rule.checkpoint.resume decision (RuleCheckpointResume,
-// checkpoints.md §7), also the value of a retained decision.
+// the rule-checkpoint protocol), also the value of a retained decision.
 type resumeDecision struct {
 	AgentSlug    string    `json:"agent_slug"`
 	JobID        string    `json:"job_id"`
@@ -35,7 +35,7 @@ type resumeDecision struct {
 }
 
 // errResumeRejected marks every rejection of a decision; the dispatcher
-// answers it with -32603 (open-questions item 44).
+// answers it with -32603.
 var errResumeRejected = errors.New("rule.checkpoint.resume rejected")
 
 func rejectResume(format string, args ...any) error {
@@ -123,7 +123,7 @@ func (a *Agent) Resume(ctx context.Context, req *contracts.ActionRequest) (*cont
 	return nil, err
 }
 
-// resumedEffect is the effect of an accepted decision (open-questions item 45).
+// resumedEffect is the effect of an accepted decision.
 func resumedEffect(d *resumeDecision, retained bool) contracts.Effect {
 	cp, _ := json.Marshal(d.CheckpointID) // a string always encodes
 	e := contracts.Effect{Type: EffectRuleCheckpointResumed, Status: d.Status, JobID: d.JobID, CaseID: d.CaseID,
@@ -134,7 +134,7 @@ func resumedEffect(d *resumeDecision, retained bool) contracts.Effect {
 	return e
 }
 
-// resume applies a decision (checkpoints.md §7): to the matching paused
+// resume applies a decision: to the matching paused
 // record, persisted before the waiter is woken and before the answer; or, when
 // the checkpoint request has not returned yet or the case is unknown, retained
 // for a later waiter. It reports whether the decision was only retained. A

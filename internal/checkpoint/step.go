@@ -42,7 +42,7 @@ type GuardedStep[R any] struct {
 	Advance func(ctx context.Context, result R) error
 }
 
-// RunGuardedStep runs one guarded effect in the order of checkpoints.md §6.1:
+// RunGuardedStep runs one guarded effect in the order of the rule-checkpoint protocol:
 //
 //  1. announce the case to Studio (once per case) and bind it to the gate's agent;
 //  2. ask the before checkpoint, unless an allow is already persisted;
@@ -201,8 +201,8 @@ func (o *occurrence) log(ctx context.Context, level slog.Level, msg, phase strin
 	o.rt.logger.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// announce signals the case to Studio once and binds it to the gate's agent
-// (checkpoints.md §6.1 steps 1–2). A case bound to another agent is refused
+// announce signals the case to Studio once and binds it to the gate's agent.
+// A case bound to another agent is refused
 // before anything is sent.
 func (o *occurrence) announce(ctx context.Context, details map[string]any) error {
 	st, slug, key := o.rt.store, o.rt.slug, caseKey(o.gate.jobID, o.caseID)
@@ -254,7 +254,7 @@ func (o *occurrence) announce(ctx context.Context, details map[string]any) error
 	return nil
 }
 
-// guard applies the re-entry guards of checkpoints.md §6.2.
+// guard applies the re-entry guards of the rule-checkpoint protocol.
 func (o *occurrence) guard(before, after *checkpointRecord, beforeHash string) error {
 	for _, r := range []*checkpointRecord{before, after} {
 		if r != nil && (r.JobID != o.gate.jobID || r.CaseID != o.caseID) {
@@ -385,7 +385,7 @@ func (o *occurrence) await(ctx context.Context, phase, key string) (*checkpointR
 	}
 }
 
-// startEffect persists "effect started" (checkpoints.md §6.1 step 5).
+// startEffect persists "effect started".
 func (o *occurrence) startEffect(ctx context.Context) error {
 	rec := &checkpointRecord{OccurrenceID: o.id, Phase: contracts.PhaseAfter, AgentSlug: o.rt.slug, JobID: o.gate.jobID,
 		CaseID: o.caseID, SnapshotHash: o.gate.snapshot.hash, StepID: o.stepID, Status: statusPending, EffectStarted: true}

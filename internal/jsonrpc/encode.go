@@ -13,7 +13,7 @@ import (
 // to dst and returns the extended slice.
 //
 // id must be nil, the literal null, or a valid JSON id such as [Request.ID];
-// the "id" key is omitted when id is nil or null (controller.md §4.2, §8).
+// the "id" key is omitted when id is nil or null.
 // result must be valid JSON and is copied verbatim; a nil result is written
 // as null, since a JSON-RPC success response always has a "result" member.
 func AppendResult(dst []byte, id, result json.RawMessage) []byte {

@@ -10,7 +10,7 @@ const (
 	CodeInternalError  = -32603 // handler failure or invalid handler result
 )
 
-// Messages of the envelope errors produced by [DecodeRequest] (controller.md §9).
+// Messages of the envelope errors produced by [DecodeRequest].
 const (
 	MessageParseError     = "Parse error"
 	MessageInvalidRequest = "Invalid Request"
@@ -37,7 +37,7 @@ type Error struct {
 }
 
 // Detail is one validation problem listed in the "errors" array of an error's
-// data (controller.md §9, open-questions item 15), for example
+// data, for example
 // {"loc":["params"],"msg":"must be an object","type":"type_error","path":"/params"}.
 // Msg never quotes the rejected value.
 type Detail struct {

@@ -1,11 +1,11 @@
 // Package jsonrpc decodes and encodes the JSON-RPC 2.0 envelopes of the
-// controller's POST /a2a endpoint (spec controller.md §4, §8 and §9).
+// controller's POST /a2a endpoint.
 //
 // [DecodeRequest] validates the envelope only: params are handed on as raw
 // bytes for the method's request model. [AppendResult] and [AppendError]
 // write responses with a fixed key order and without HTML escaping.
 //
-// Decoding follows the SDK's decisions (open-questions items 13 and 14):
+// Decoding follows the SDK's decisions:
 // a body that is not valid JSON is -32700 "Parse error"; valid JSON that is
 // not a request object is -32600 "Invalid Request" with data.errors listing
 // every problem. Keys are matched exactly: a key that differs from an
@@ -44,7 +44,7 @@ type Request struct {
 // their digits. Integer ids written without exponent are kept as received.
 const MaxIDDigits = 1024
 
-// Envelope keys (controller.md §4.2).
+// Envelope keys.
 const (
 	keyJSONRPC = "jsonrpc"
 	keyID      = "id"
@@ -212,7 +212,7 @@ func keyDetail(key, msg, typ string) Detail {
 	return Detail{Loc: []any{key}, Msg: msg, Type: typ, Path: "/" + escapePointerToken(key)}
 }
 
-// pointerEscaper escapes a JSON Pointer reference token (RFC 6901 §3).
+// pointerEscaper escapes a JSON Pointer reference token (RFC 6901).
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // escapePointerToken escapes a JSON Pointer reference token.

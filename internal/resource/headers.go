@@ -14,7 +14,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/wsctx"
 )
 
-// DataResource context headers (model.md §14).
+// DataResource context headers.
 const (
 	HeaderWorkspaceID     = "X-Supervaize-Workspace-Id"
 	HeaderWorkspaceSlug   = "X-Supervaize-Workspace-Slug"
@@ -25,7 +25,7 @@ const (
 )
 
 // MaxMissionMetadataHeaderBytes bounds the encoded X-Supervaize-Mission-Metadata
-// value: 4096 bytes are accepted, 4097 rejected (open-questions item 36).
+// value: 4096 bytes are accepted, 4097 rejected.
 const MaxMissionMetadataHeaderBytes = 4096
 
 // ErrMissionMetadataTooLarge is returned by [ContextHeaders] when the encoded
@@ -45,7 +45,7 @@ type ContextHeaderValues struct {
 	MissionMetadata map[string]any
 }
 
-// ContextHeaders builds the DataResource context headers (model.md §14): each
+// ContextHeaders builds the DataResource context headers: each
 // header only when its value is non-empty; the mission metadata as compact
 // UTF-8 JSON, base64url-encoded without padding. It fails when the encoded
 // metadata exceeds [MaxMissionMetadataHeaderBytes] (errors.Is
@@ -81,7 +81,7 @@ func ContextHeaders(v ContextHeaderValues) (http.Header, error) {
 	return h, nil
 }
 
-// DataResourceContext is the context of a DataResource call (model.md §14).
+// DataResourceContext is the context of a DataResource call.
 // WorkspaceID and WorkspaceSlug come from the verified workspace context when
 // there is one; MissionID, AgentSlug and RequestID from the headers.
 type DataResourceContext struct {

@@ -135,7 +135,7 @@ type ImportBatch[T any] struct {
 }
 
 // ImportReport is what Resource.Import returns; it becomes the
-// resource.imported effect (model.md §15).
+// resource.imported effect.
 type ImportReport[T any] struct {
 	Items   []T              // the items created or updated, echoed to Studio
 	Count   int              // items imported; 0 means len(Items)

@@ -1,5 +1,4 @@
-// Package sse implements the Server-Sent Events stream served at GET /a2a/events
-// (controller spec §11, open questions item 22).
+// Package sse implements the Server-Sent Events stream served at GET /a2a/events.
 //
 // A [Broker] is both the publishing side and the [net/http.Handler] of the stream:
 //

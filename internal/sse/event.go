@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// Event names used on the stream (controller spec §11).
+// Event names used on the stream.
 const (
 	// EventConnected is the first event of every stream; its data is {"status":"connected"}.
 	EventConnected = "supervaizer.connected"

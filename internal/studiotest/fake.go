@@ -242,7 +242,7 @@ func (f *Fake) Count(method, path string) int {
 	return n
 }
 
-// EncryptParameters encrypts plaintext for pub like Studio does (studio.md §7).
+// EncryptParameters encrypts plaintext for pub like Studio does.
 func EncryptParameters(tb testing.TB, pub *rsa.PublicKey, plaintext []byte) string {
 	tb.Helper()
 	aesKey, iv := make([]byte, 32), make([]byte, aes.BlockSize)

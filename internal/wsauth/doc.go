@@ -1,10 +1,10 @@
 // Package wsauth verifies the workspace authorization tokens that Supervaize
-// Studio sends on every Studio-to-agent call (spec: authorization.md).
+// Studio sends on every Studio-to-agent call.
 //
 // Studio proves that a workspace admin accepted an agent with a short-lived
 // Ed25519-signed JWT carried in the X-Supervaize-Workspace-Authorization
-// header. A [Verifier] checks that token in the normative order of the spec
-// (§8), fails closed with one of the spec's error codes ([Code]) and, on
+// header. A [Verifier] checks that token in the normative order of the spec,
+// fails closed with one of the spec's error codes ([Code]) and, on
 // success, returns the verified [Context] that handlers must use instead of
 // any caller-supplied workspace data.
 //

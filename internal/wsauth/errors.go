@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// Code is a workspace authorization error code (authorization.md §10). It is
+// Code is a workspace authorization error code. It is
 // sent to Studio as data.code of JSON-RPC error -32030; programs match on the
 // code, never on the message.
 type Code string
 
-// The error codes of authorization.md §10, in the order of the table.
+// The error codes of the workspace-token rules, in the order of the table.
 const (
 	// CodeNotConfigured means verification is required but not configured
 	// (disabled, invalid settings, or no key source).
@@ -67,7 +67,7 @@ const (
 	CodeMissingScope Code = "workspace_authorization_missing_scope"
 )
 
-// Codes lists every error code of authorization.md §10, in table order.
+// Codes lists every error code of the workspace-token rules, in table order.
 func Codes() []Code {
 	return []Code{
 		CodeNotConfigured, CodeMissing, CodeMalformed, CodeUnsupportedAlg, CodeInvalidKey,

@@ -20,7 +20,7 @@ import (
 
 // JWKS fetch limits.
 const (
-	// JWKSFetchTimeout bounds one JWKS fetch (authorization.md §6); the
+	// JWKSFetchTimeout bounds one JWKS fetch; the
 	// request's context bounds how long a request waits for it.
 	JWKSFetchTimeout = 5 * time.Second
 	// MaxJWKSBytes caps a JWKS response body; a larger body is
@@ -237,7 +237,7 @@ func usableKeys(res *jwksResult) map[string]ed25519.PublicKey {
 	return keys
 }
 
-// lookup walks a fetched set in order (authorization.md §6 step 5).
+// lookup walks a fetched set in order.
 func lookup(res *jwksResult, kid string) (ed25519.PublicKey, uint64, *Error) {
 	if res.err != nil {
 		e := *res.err // a copy: the result is shared by every request
@@ -299,7 +299,7 @@ func (s *jwksSource) fetch(ctx context.Context) *jwksResult {
 	return res
 }
 
-// parseJWKS parses a JWKS body (authorization.md §6 steps 3–5). Body-level
+// parseJWKS parses a JWKS body. Body-level
 // problems become res.err; entries are parsed individually so that lookups
 // can apply the in-order walk of step 5.
 func parseJWKS(body []byte) *jwksResult {

@@ -78,7 +78,7 @@ func validHeader() map[string]any {
 	return map[string]any{"alg": "EdDSA", "typ": "JWT", "kid": testKID}
 }
 
-// validClaims returns the claims of authorization.md §15, valid at testNow for
+// validClaims returns the claims of the workspace-token rules, valid at testNow for
 // the request of testRequest.
 func validClaims() map[string]any {
 	return map[string]any{

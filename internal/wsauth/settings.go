@@ -14,7 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Environment variables read by [SettingsFromEnv] (authorization.md §5).
+// Environment variables read by [SettingsFromEnv].
 const (
 	EnvRequired      = "SUPERVAIZER_WORKSPACE_AUTH_REQUIRED"
 	EnvIssuer        = "SUPERVAIZER_WORKSPACE_AUTH_ISSUER"
@@ -27,12 +27,11 @@ const (
 // DefaultLeeway is the clock leeway applied to exp and iat when none is set.
 const DefaultLeeway = 30 * time.Second
 
-// AudiencePrefix prefixes the server id in the default expected audience
-// (authorization.md §7).
+// AudiencePrefix prefixes the server id in the default expected audience.
 const AudiencePrefix = "supervaizer-server:"
 
 // Settings configures workspace authorization (V2WorkspaceAuthorizationSettings,
-// authorization.md §5). The zero value is "disabled, nothing configured".
+// the workspace-token rules). The zero value is "disabled, nothing configured".
 type Settings struct {
 	// Enabled turns verification on. A disabled verifier answers every
 	// request with CodeNotConfigured; the local-mode bypass is the caller's.
@@ -104,13 +103,13 @@ func (s Settings) EffectiveLeeway() time.Duration {
 
 // AnyConfigured reports whether any workspace-authorization setting is
 // configured: Enabled, or any of Issuer, Audience, PublicKeyPEM and JWKSURL.
-// The local-mode bypass (authorization.md §13) applies only when it is false.
+// The local-mode bypass applies only when it is false.
 func (s Settings) AnyConfigured() bool {
 	return s.Enabled || s.Issuer != "" || s.Audience != "" || s.PublicKeyPEM != "" || s.JWKSURL != ""
 }
 
 // Validate reports configuration errors that must stop the controller at
-// startup (authorization.md §5). Disabled settings are always valid (they
+// startup. Disabled settings are always valid (they
 // make every verification fail with CodeNotConfigured). Enabled settings
 // need an issuer and a key source; an unparsable or non-Ed25519 PEM, a JWKS
 // URL that is not an absolute http(s) URL and a negative leeway are reported

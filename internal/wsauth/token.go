@@ -18,8 +18,8 @@ const HeaderName = "X-Supervaize-Workspace-Authorization"
 // rejected before any decoding.
 const MaxTokenBytes = 8 << 10
 
-// ExtractToken returns the token carried by a raw header value
-// (authorization.md §2): the value is trimmed, an optional leading "Bearer "
+// ExtractToken returns the token carried by a raw header value:
+// the value is trimmed, an optional leading "Bearer "
 // (any letter case, followed by a space) is removed, and the rest is trimmed
 // again. An empty result means "no token". A value of just "Bearer" has no
 // prefix (the space is part of it) and is returned as is.
@@ -74,7 +74,7 @@ type parsedToken struct {
 	hasKID bool // kid is a non-empty JSON string
 }
 
-// parseToken runs steps 4–6 of authorization.md §8 on a token no longer than
+// parseToken runs steps 4–6 of the workspace-token rules on a token no longer than
 // MaxTokenBytes: three segments, base64url, UTF-8 JSON objects, alg EdDSA.
 func parseToken(tok string) (parsedToken, *Error) {
 	h, rest, _ := strings.Cut(tok, ".")
@@ -101,7 +101,7 @@ func parseToken(tok string) (parsedToken, *Error) {
 		return parsedToken{}, fail(CodeUnsupportedAlg)
 	}
 	// crit lists header extensions the recipient must understand (RFC 7515
-	// §4.1.11); this verifier implements none, so any crit, even an empty or
+	// the protocol); this verifier implements none, so any crit, even an empty or
 	// ill-typed one, is refused rather than ignored.
 	if _, ok := header["crit"]; ok {
 		return parsedToken{}, failf(CodeMalformed, "critical header extensions are not supported")
@@ -152,7 +152,7 @@ type claims struct {
 	exp               int64
 }
 
-// parseClaims runs step 9 (authorization.md §4) on claims decoded with
+// parseClaims runs step 9 on claims decoded with
 // json.Number. Types are checked strictly: string claims must be JSON
 // strings, aud a string or an array of strings, scopes a non-empty array of
 // strings, exp (required), iat and nbf (optional) JSON numbers with an integral

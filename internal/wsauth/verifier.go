@@ -40,12 +40,12 @@ type Request struct {
 	// AgentSlug is the request's agent_slug.
 	AgentSlug string
 	// Scopes are the scopes the call requires, e.g.
-	// {"supervaizer/action.invoke", "job.start"} (authorization.md §1).
+	// {"supervaizer/action.invoke", "job.start"}.
 	Scopes []string
 }
 
 // Context is the verified workspace context (V2VerifiedWorkspaceContext,
-// authorization.md §12). Every value comes from the verified claims; the
+// the workspace-token rules). Every value comes from the verified claims; the
 // slices and pointers are not shared with the verifier.
 type Context struct {
 	GrantID           string
@@ -127,7 +127,7 @@ type Verifier struct {
 	logger  *slog.Logger
 }
 
-// expected is the audience and server id tokens must carry (§7).
+// expected is the audience and server id tokens must carry.
 type expected struct {
 	audience string
 	serverID string
@@ -208,7 +208,7 @@ func New(s Settings, serverID string, dir Directory, opts ...Option) (*Verifier,
 // SetAudience installs the audience Studio supplied in the registration
 // handshake. It replaces Settings.Audience: the expected audience becomes
 // aud, and the expected server id the part after "supervaizer-server:" when
-// aud has that prefix (authorization.md §7). An empty aud restores the
+// aud has that prefix. An empty aud restores the
 // default, "supervaizer-server:" + the server id. The verified-token cache is
 // cleared.
 func (v *Verifier) SetAudience(aud string) {
@@ -219,7 +219,7 @@ func (v *Verifier) SetAudience(aud string) {
 // ExpectedAudience returns the audience tokens must carry.
 func (v *Verifier) ExpectedAudience() string { return v.aud.Load().audience }
 
-// Verify runs the verification algorithm of authorization.md §8 for r and
+// Verify runs the verification algorithm of the workspace-token rules for r and
 // returns the verified context. The first failing step determines the error,
 // which is always an *Error. ctx bounds a JWKS fetch the call may need.
 //
@@ -314,7 +314,7 @@ func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, uint64
 	return cl, keyGen, e
 }
 
-// resolveKey is step 7 (authorization.md §6).
+// resolveKey is step 7.
 func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (ed25519.PublicKey, uint64, *Error) {
 	switch {
 	case v.pemKey != nil:
