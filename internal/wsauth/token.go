@@ -70,8 +70,11 @@ func decodeSegment(seg string) ([]byte, bool) {
 // parsedToken holds what steps 4–6 of the verification extract from a token
 // before any key or signature work.
 type parsedToken struct {
-	kid    string
-	hasKID bool // kid is a non-empty JSON string
+	kid          string
+	hasKID       bool   // kid is a non-empty JSON string
+	signingInput string // header.payload, the bytes the signature covers
+	payload      []byte // the decoded payload, a JSON object
+	sig          []byte // the decoded signature
 }
 
 // parseToken runs steps 4–6 of the workspace-token rules on a token no longer than
@@ -84,7 +87,7 @@ func parseToken(tok string) (parsedToken, *Error) {
 	}
 	hb, ok1 := decodeSegment(h)
 	pb, ok2 := decodeSegment(p)
-	_, ok3 := decodeSegment(s)
+	sig, ok3 := decodeSegment(s)
 	if !ok1 || !ok2 || !ok3 {
 		return parsedToken{}, failf(CodeMalformed, "invalid base64url segment")
 	}
@@ -106,7 +109,7 @@ func parseToken(tok string) (parsedToken, *Error) {
 	if _, ok := header["crit"]; ok {
 		return parsedToken{}, failf(CodeMalformed, "critical header extensions are not supported")
 	}
-	var pt parsedToken
+	pt := parsedToken{signingInput: tok[:len(h)+1+len(p)], payload: pb, sig: sig}
 	if kid, ok := jsonString(header["kid"]); ok && kid != "" {
 		pt.kid, pt.hasKID = kid, true
 	}
