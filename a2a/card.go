@@ -47,7 +47,7 @@ const (
 	MaxCardBytes = 1 << 20
 )
 
-// Informative values of the legacy card members.
+// Informative values of the legacy card members (docs/protocol.md, Agent Card).
 const (
 	developerURL    = "https://supervaize.com/"
 	developerEmail  = "info@supervaize.com"
