@@ -73,7 +73,7 @@ before(async () => {
   });
   agent.stderr.on('data', (chunk) => { stderr += chunk; });
   const exited = new Promise((resolve) => agent.once('exit', (code, signal) => resolve({ code, signal })));
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const done = await Promise.race([exited, sleep(100, null)]);
     if (done) {
@@ -85,7 +85,7 @@ before(async () => {
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) assert.fail(`the research agent did not serve its card within 30 s:\n${stderr}`);
+    if (Date.now() > deadline) assert.fail(`the research agent did not serve its card within 60 s:\n${stderr}`);
   }
 });
 
