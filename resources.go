@@ -1100,6 +1100,14 @@ func importFunc[T any](b *resourceBinding, f func(context.Context, ResourceConte
 		batch := ImportBatch[T]{Fields: file.fields, Items: make([]T, 0, len(parsed.Rows)), Rows: make([]int, 0, len(parsed.Rows))}
 		rowErrs := parsed.Errs
 		for i, row := range parsed.Rows {
+			// A row passes the resource's declared field rules exactly as a
+			// created item does: an import is no way around them.
+			if fes := a2ui.ValidateValues(b.fields, row); len(fes) > 0 {
+				for _, fe := range fes {
+					rowErrs = append(rowErrs, ImportRowError{Row: parsed.Nums[i], Column: fe.Field, Code: fe.Code, Message: fe.Message})
+				}
+				continue
+			}
 			item, err := decodeRow[T](row)
 			if err != nil {
 				rowErrs = append(rowErrs, ImportRowError{Row: parsed.Nums[i], Code: ImportCodeType, Message: "cannot be decoded into the item type"})

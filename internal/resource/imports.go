@@ -105,6 +105,13 @@ func (e ImportRowError) Error() string {
 // the document's contextual fields; on the REST route the body is the file
 // (Content-Type text/csv) and the fields are query parameters.
 //
+// Every row that passes the column checks is then checked against the
+// resource's declared fields exactly as create checks one item (required,
+// types, lengths, pattern, bounds, options); a failed rule is a row error
+// whose column is the field and whose code is the rule (for example
+// "max_length" or "pattern"). A rule no row may bypass is thus declared once,
+// on the resource.
+//
 // The file: UTF-8 text (a leading byte-order mark is ignored), CSV as
 // encoding/csv reads it, a header row first. A header cell names a column by
 // its id or, ignoring case, by its id or label; other header cells are
