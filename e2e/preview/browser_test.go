@@ -75,7 +75,7 @@ func newBrowser(t *testing.T) context.Context {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelTab()
@@ -114,7 +114,9 @@ func buildAgent(t *testing.T) string {
 	return agentBin
 }
 
-var listening = regexp.MustCompile(`research agent listening.* url=(http://\S+)`)
+// listening finds the preview's URL in the startup log, which prints it once
+// the controller listens.
+var listening = regexp.MustCompile(`msg="local preview: [^"]*" url=(http://\S+)/_preview/`)
 
 // startAgent runs the research agent in local mode on a free loopback port
 // with a fresh data folder and returns its base URL.
@@ -158,7 +160,7 @@ func startAgent(t *testing.T) string {
 	case base := <-found:
 		return base
 	case <-time.After(60 * time.Second):
-		t.Fatal("the research agent did not start listening within 60 s")
+		t.Fatal("the research agent did not log its preview URL within 60 s")
 		return ""
 	}
 }

@@ -2,6 +2,7 @@ package preview
 
 import (
 	"context"
+	"log/slog"
 	"net/http/httptest"
 	"testing"
 
@@ -139,7 +140,8 @@ func requireClean(t *testing.T, ctx context.Context, page string) {
 func TestBrowserNoAgentStringRunsAsScript(t *testing.T) {
 	ctx := newBrowser(t)
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{hostileAgent(t)},
-		supervaizer.WithLocalMode(true), supervaizer.WithEnv(func(string) string { return "" }))
+		supervaizer.WithLocalMode(true), supervaizer.WithEnv(func(string) string { return "" }),
+		supervaizer.WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(context.Background()))
 	ts := httptest.NewServer(srv)
