@@ -372,10 +372,20 @@ func TestWorkspaceBinding(t *testing.T) {
 	ref := res.Effects[0].Item["agent_workspace_ref"].(string)
 	assert.Regexp(t, `^acme-production-[0-9a-f]{8}$`, ref)
 
-	res, err = ts.InvokeWithToken(ctx, ts.Request(contracts.BootstrapOptionsAction, nil), "")
-	require.NoError(t, err)
-	require.Equal(t, contracts.StatusOK, res.Status)
-	assert.Equal(t, []map[string]any{{"value": ref, "label": "Acme Production", "agent_workspace_ref": ref, "display_name": "Acme Production"}}, res.Effects[0].Items)
+	// The options call proves nothing but the API key: it lists no stored
+	// workspace, neither to the workspace that created it nor to any other.
+	for _, ws := range []string{svtest.DefaultWorkspaceID, "ws-other-tenant"} {
+		req := ts.Request(contracts.BootstrapOptionsAction, nil)
+		req.Workspace = contracts.WorkspaceRef{ID: ws}
+		res, err = ts.InvokeWithToken(ctx, req, "")
+		require.NoError(t, err)
+		require.Equal(t, contracts.StatusOK, res.Status)
+		assert.Empty(t, res.Effects[0].Items, ws)
+		raw, err := json.Marshal(res)
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), ref, ws)
+		assert.NotContains(t, string(raw), "Acme Production", ws)
+	}
 
 	sr, err := ts.LoadSurfaceWithToken(ctx, ts.SurfaceRequest(contracts.BootstrapCreateSurface), "")
 	require.NoError(t, err)

@@ -55,22 +55,16 @@ func (a *app) registerWorkspaceBinding() {
 	})
 }
 
-// bindingOptions lists the agent-side workspaces a Studio workspace can be
-// bound to.
-func (a *app) bindingOptions(ctx context.Context, _ *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
-	var opts []supervaizer.WorkspaceBindingOption
-	err := a.store.Scan(ctx, store.Prefix(keyRoot, "workspaces"), func(_ string, v []byte) error {
-		var w workspaceRecord
-		if err := json.Unmarshal(v, &w); err != nil {
-			return err
-		}
-		opts = append(opts, supervaizer.WorkspaceBindingOption{Ref: w.Ref, Label: w.DisplayName})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return supervaizer.OK(supervaizer.WorkspaceBindingOptions(a.agent.Registration().WorkspaceBinding.Existing, opts...)), nil
+// bindingOptions answers the list of existing agent-side workspaces a Studio
+// workspace may bind to: always empty. The call is a bootstrap call: it
+// carries no workspace token, so the caller proves nothing but the
+// controller's API key, and its workspace.id is a claim anyone holding that
+// key can make. Listing the stored workspaces would hand every tenant's
+// workspace names and refs to any key holder. A binding is therefore only
+// ever created (workspace_binding.create) from the workspace that asks, and
+// nothing is listed before a grant proves which workspace is calling.
+func (a *app) bindingOptions(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+	return supervaizer.OK(supervaizer.WorkspaceBindingOptions(a.agent.Registration().WorkspaceBinding.Existing)), nil
 }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
