@@ -656,20 +656,21 @@ func (e *encoder) float(f float64, bits int) {
 
 // str appends s as a JSON string the way encoding/json does with HTML
 // escaping.
-func (e *encoder) str(s string) { e.b = AppendString(e.b, s) }
+func (e *encoder) str(s string) { e.b = AppendJSONString(e.b, s, true) }
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string, escaped as encoding/json escapes
-// it with HTML escaping on (its default): <, > and & as \u003c, \u003e and
-// \u0026, U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd. It is the one
-// string escaper of the SDK's encoders.
-func AppendString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string literal escaped as
+// encoding/json escapes it: quotes, backslashes and control characters,
+// U+2028 and U+2029, invalid UTF-8 as \ufffd, and with escapeHTML (the
+// default of json.Marshal) <, > and & as \u003c, \u003e and \u0026. It is
+// the one string escaper of the SDK's encoders.
+func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}

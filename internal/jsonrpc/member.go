@@ -1,9 +1,9 @@
 package jsonrpc
 
 import (
-	"bytes"
 	"encoding/json"
-	"strings"
+
+	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 // Member returns the value of the top-level key of obj, which must be valid
@@ -47,12 +47,5 @@ func Member(obj []byte, key string) (value json.RawMessage, ok bool) {
 // encoding/json.Marshal writes it: like [AppendError]'s strings, and in
 // addition <, > and & escaped as \u003c, \u003e and \u0026.
 func AppendHTMLString(dst []byte, s string) []byte {
-	if !strings.ContainsAny(s, "<>&") {
-		return appendString(dst, s)
-	}
-	start := len(dst)
-	dst = appendString(dst, s)
-	var out bytes.Buffer
-	json.HTMLEscape(&out, dst[start:])
-	return append(dst[:start], out.Bytes()...)
+	return contracts.AppendJSONString(dst, s, true)
 }
