@@ -7,16 +7,20 @@ FUZZTIME ?= 30s
 A2A_SCHEMAS ?= ../shared/schemas/a2a
 # Packages whose card tests (every test with Card in its name) also validate
 # against the published schemas in a build with the conformance tag.
-CONFORMANCE_A2A_PKGS = . ./a2a ./internal/cardcheck ./examples/research-agent
+CONFORMANCE_A2A_PKGS = . ./a2a ./internal/cardcheck
+# The example is a module of its own (it imports store/postgres): its card tests
+# run from its directory.
+EXAMPLE := examples/research-agent
 # The interpreter that runs python-slugify for make conformance-slug: the system
 # one, where the Debian packages python3-slugify and python3-text-unidecode go.
 SLUG_PYTHON ?= /usr/bin/python3
 # Every Go module of the repository: the SDK, then the nested modules, which
 # have a go.mod of their own so that the SDK's build never includes their
-# dependencies (store/postgres: the PostgreSQL driver; e2e/preview: chromedp,
+# dependencies (store/postgres: the PostgreSQL driver; examples/research-agent,
+# which uses it when SUPERVAIZER_DATABASE_URL is set; e2e/preview: chromedp,
 # whose browser tests make test lists as not run, make browser-test runs).
 # ./... stops at a nested module, so each is tested from its own directory.
-MODULES := . store/postgres e2e/preview
+MODULES := . store/postgres examples/research-agent e2e/preview
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 # The A2A JavaScript SDK check: its package.json pins @a2a-js/sdk, and
@@ -44,6 +48,7 @@ lint: ## go vet (every module), gofmt, and go.mod/go.sum tidy (every module)
 	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; \
 	done
 	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
+	cd $(EXAMPLE) && $(GO) vet -tags conformance .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 
 fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each
@@ -60,11 +65,12 @@ conformance-a2a: ## Agent Cards against the published A2A JSON Schemas in A2A_SC
 	  echo "conformance-a2a: the published A2A JSON Schemas are not in A2A_SCHEMAS=$(A2A_SCHEMAS)" >&2; \
 	  echo "  set A2A_SCHEMAS to the folder holding a2a-0.2.6.schema.json and a2a-0.3.0.schema.json" >&2; exit 1; }
 	SUPERVAIZER_A2A_SCHEMAS="$(abspath $(A2A_SCHEMAS))" $(GO) test -tags conformance -count=1 -run Card $(CONFORMANCE_A2A_PKGS)
+	cd $(EXAMPLE) && SUPERVAIZER_A2A_SCHEMAS="$(abspath $(A2A_SCHEMAS))" $(GO) test -tags conformance -count=1 -run Card .
 
 conformance-a2a-js: ## The example's Agent Card through the official A2A JavaScript SDK (node >= 20; npm ci in conformance/a2a-js first)
 	@test -d "$(A2A_JS_DIR)/node_modules/@a2a-js/sdk" || { \
 	  echo "conformance-a2a-js: @a2a-js/sdk is not installed: run (cd $(A2A_JS_DIR) && npm ci)" >&2; exit 1; }
-	@mkdir -p .bin && $(GO) build -o .bin/research-agent ./examples/research-agent
+	@mkdir -p .bin && $(GO) build -C $(EXAMPLE) -o $(CURDIR)/.bin/research-agent .
 	cd $(A2A_JS_DIR) && RESEARCH_AGENT_BIN="$(abspath .bin/research-agent)" node --test card.test.mjs
 
 conformance-slug: ## Slugs against the real python-slugify 4.0.0 (Debian python3-slugify, python3-text-unidecode; installed when missing)
@@ -88,7 +94,7 @@ cover: ## Test coverage per package, every module
 # interrupt even when the program stopped cleanly): Ctrl-C ends with the
 # agent's own exit status.
 run: ## Run examples/research-agent on 127.0.0.1:8080 in local mode (no Studio needed)
-	@mkdir -p .bin && $(GO) build -o .bin/research-agent ./examples/research-agent
+	@mkdir -p .bin && $(GO) build -C $(EXAMPLE) -o $(CURDIR)/.bin/research-agent .
 	SUPERVAIZER_LOCAL_MODE=$${SUPERVAIZER_LOCAL_MODE:-true} exec .bin/research-agent
 
 browser-test: ## Browser tests of the local preview in headless Chromium (module e2e/preview; fails without Chromium)

@@ -104,10 +104,11 @@ func buildAgent(t *testing.T) string {
 			return
 		}
 		agentBin = filepath.Join(dir, "research-agent")
-		cmd := exec.Command("go", "build", "-o", agentBin, "./examples/research-agent")
-		cmd.Dir = filepath.Join("..", "..")
+		// The example is a module of its own: build it from its directory.
+		cmd := exec.Command("go", "build", "-o", agentBin, ".")
+		cmd.Dir = filepath.Join("..", "..", "examples", "research-agent")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./examples/research-agent: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build examples/research-agent: %v\n%s", err, out)
 		}
 	})
 	require.NoError(t, buildErr)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/store/postgres"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
@@ -18,13 +19,15 @@ import (
 // the agent's own state. main runs it; tests build it in-process with newApp.
 type app struct {
 	logger *slog.Logger
-	store  *store.Bolt
+	store  store.Store
 	agent  *supervaizer.Agent
 	srv    *supervaizer.Server
 	jobs   *jobStore
 	sender sender
 	ctxs   *studio.ContextAssigner
 	now    func() time.Time
+
+	closeStore func() error // closes the store, or the database pool
 
 	// Background deliveries run on bg; Shutdown cancels it and waits for them.
 	bg     context.Context
@@ -52,21 +55,20 @@ func newApp(cfg config) (*app, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	st, err := store.Open(cfg.DBPath)
+	// Jobs, contacts and the SDK's idempotency records survive a restart: in
+	// one local file, or in PostgreSQL shared by every instance.
+	st, state, closeState, err := openState(cfg, logger)
 	if err != nil {
-		return nil, fmt.Errorf("open the store: %w", err)
+		return nil, err
 	}
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent},
-		supervaizer.WithEnv(getenv),
-		supervaizer.WithStore(st), // jobs, contacts and the SDK's idempotency records survive a restart
-		supervaizer.WithLogger(logger),
-	)
+		supervaizer.WithEnv(getenv), state, supervaizer.WithLogger(logger))
 	if err != nil {
-		return nil, errors.Join(err, st.Close())
+		return nil, errors.Join(err, closeState())
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &app{
-		logger: logger, store: st, agent: agent, srv: srv,
+		logger: logger, store: st, closeStore: closeState, agent: agent, srv: srv,
 		jobs: &jobStore{st: st, now: time.Now}, sender: &outboxSender{st: st, now: time.Now},
 		now: time.Now, bg: bg, stopBG: stop,
 	}
@@ -122,4 +124,32 @@ func (a *app) Shutdown(ctx context.Context) error {
 }
 
 // Close releases the store. Call it after Shutdown.
-func (a *app) Close() error { return a.store.Close() }
+func (a *app) Close() error { return a.closeStore() }
+
+// openState opens where the agent keeps its state and returns it with the
+// server option that hands it to the SDK: PostgreSQL, shared by every
+// instance, when SUPERVAIZER_DATABASE_URL is set (store and event stream
+// together), else the local bbolt file.
+func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option, func() error, error) {
+	if cfg.DatabaseURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), databaseOpenTimeout)
+		defer cancel()
+		opts := []postgres.Option{postgres.WithLogger(logger)}
+		if cfg.DatabaseSchema != "" {
+			opts = append(opts, postgres.WithSchema(cfg.DatabaseSchema))
+		}
+		db, err := postgres.Open(ctx, cfg.DatabaseURL, opts...)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("open the database (%s): %w", supervaizer.EnvDatabaseURL, err)
+		}
+		return db.Store(), supervaizer.WithBackend(db), func() error { db.Close(); return nil }, nil
+	}
+	st, err := store.Open(cfg.DBPath)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open the store: %w", err)
+	}
+	return st, supervaizer.WithStore(st), st.Close, nil
+}
+
+// databaseOpenTimeout bounds connecting to the database and migrating it.
+const databaseOpenTimeout = 30 * time.Second

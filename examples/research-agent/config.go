@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -21,6 +22,8 @@ const (
 	envAddr      = "SUPERVAIZER_ADDR"
 	envDataDir   = store.EnvDataDir // SUPERVAIZER_DATA_DIR
 	envLocalMode = "SUPERVAIZER_LOCAL_MODE"
+	envDatabase  = supervaizer.EnvDatabaseURL // SUPERVAIZER_DATABASE_URL
+	envSchema    = "SUPERVAIZER_DATABASE_SCHEMA"
 )
 
 // defaultAddr is where the agent listens when SUPERVAIZER_ADDR is not set:
@@ -34,6 +37,14 @@ type config struct {
 	// DBPath is the embedded store file: SUPERVAIZER_DATA_DIR/supervaizer.db,
 	// else the folder store.DefaultPath uses in the OS temp dir.
 	DBPath string
+	// DatabaseURL is SUPERVAIZER_DATABASE_URL: when set, the state (store
+	// and event stream) is kept in that PostgreSQL database, shared by every
+	// instance, and DBPath is not used.
+	DatabaseURL string
+	// DatabaseSchema is SUPERVAIZER_DATABASE_SCHEMA, the PostgreSQL schema
+	// of the tables ("" for the default, supervaizer): deployments sharing
+	// a database each use their own.
+	DatabaseSchema string
 	// LocalMode reports SUPERVAIZER_LOCAL_MODE; the SDK reads it too.
 	LocalMode bool
 	// Getenv is handed to the SDK (supervaizer.WithEnv) for every other
@@ -59,6 +70,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	} else {
 		cfg.DBPath = defaultDBPath()
 	}
+	cfg.DatabaseURL = strings.TrimSpace(getenv(envDatabase))
+	cfg.DatabaseSchema = strings.TrimSpace(getenv(envSchema))
 	switch v := strings.ToLower(strings.TrimSpace(getenv(envLocalMode))); v {
 	case "1", "true", "yes", "on":
 		cfg.LocalMode = true

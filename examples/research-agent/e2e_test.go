@@ -24,12 +24,18 @@ type sseEvent struct {
 }
 
 // subscribe opens the event stream and returns its events as they come.
-func subscribe(t *testing.T, base string) <-chan sseEvent {
+func subscribe(t *testing.T, base string) <-chan sseEvent { return subscribeWith(t, base, nil) }
+
+// subscribeWith opens the event stream with extra request headers.
+func subscribeWith(t *testing.T, base string, header http.Header) <-chan sseEvent {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/a2a/events", nil)
 	require.NoError(t, err)
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	req.Header.Set(supervaizer.HeaderAPIKey, testAPIKey)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -236,8 +242,11 @@ func TestEndToEndStartIsIdempotent(t *testing.T) {
 // are partitioned by the verified workspace: by agent_workspace_ref when
 // Studio bound the workspace to an agent-side record, else by workspace id,
 // never by a slug or id the request body claims.
-func TestEndToEndWorkspaceIsolation(t *testing.T) {
-	h := newHarness(t)
+func TestEndToEndWorkspaceIsolation(t *testing.T) { testWorkspaceIsolation(t, newHarness(t)) }
+
+// testWorkspaceIsolation is TestEndToEndWorkspaceIsolation on the agent h,
+// whatever its store.
+func testWorkspaceIsolation(t *testing.T, h *harness) {
 	c := h.client
 	create := func(ws workspace, name, email string) {
 		t.Helper()

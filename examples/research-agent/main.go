@@ -5,14 +5,20 @@
 //
 // Run it in local mode, with no Studio and no configuration:
 //
-//	make run    # SUPERVAIZER_LOCAL_MODE=true go run ./examples/research-agent
+//	make run    # SUPERVAIZER_LOCAL_MODE=true go run -C examples/research-agent .
 //
 // It is configured from the environment only: SUPERVAIZER_ADDR (default
 // 127.0.0.1:8080), SUPERVAIZER_DATA_DIR (default: a folder in the OS temp
-// dir), SUPERVAIZER_LOCAL_MODE, and the variables the SDK reads
+// dir), SUPERVAIZER_DATABASE_URL (a PostgreSQL URL: the state and the event
+// stream are then shared by every instance started with it, instead of the
+// local file), SUPERVAIZER_LOCAL_MODE, and the variables the SDK reads
 // (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID, SUPERVAIZER_PUBLIC_URL, the
 // SUPERVAIZER_WORKSPACE_AUTH_* settings, and SUPERVAIZE_API_URL,
 // SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID to attach it to Studio).
+//
+// It is a Go module of its own, so that its PostgreSQL support
+// (github.com/supervaize/supervaizer-go/store/postgres) stays out of the SDK's
+// build.
 package main
 
 import (

@@ -132,8 +132,9 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 	if goTool == "" {
 		goTool = "go"
 	}
-	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./examples/research-agent")
-	build.Dir = root
+	// The example is a module of its own: build it from its directory.
+	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
+	build.Dir = filepath.Join(root, "examples", "research-agent")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build examples/research-agent: %w\n%s", err, out)
 	}

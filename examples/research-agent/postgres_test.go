@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go"
+	svtest "github.com/supervaize/supervaizer-go/testing"
+)
+
+// envTestDatabase names the variable that holds the URL of the PostgreSQL
+// server the tests may use.
+const envTestDatabase = "SUPERVAIZER_TEST_DATABASE_URL"
+
+// pgEnv returns the environment of an agent that keeps its state in a new
+// PostgreSQL schema, dropped when the test ends; it skips the test when
+// SUPERVAIZER_TEST_DATABASE_URL is unset.
+func pgEnv(t *testing.T, studio *svtest.FakeStudio) map[string]string {
+	t.Helper()
+	url := os.Getenv(envTestDatabase)
+	if url == "" {
+		t.Skipf("%s is not set: this test needs a PostgreSQL server (for example %s=postgres://postgres@127.0.0.1:5432/test)",
+			envTestDatabase, envTestDatabase)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "svexample_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if !assert.NoError(t, err) {
+			return
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		assert.NoError(t, err)
+	})
+	env := studioEnv(studio, t.TempDir())
+	env[envDatabase] = url
+	env[envSchema] = schema
+	return env
+}
+
+// waitReady waits until the agent at base answers its readiness probe.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	poll(t, func() bool {
+		resp, err := http.Get(base + supervaizer.ReadinessPath)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, "%s not ready", base)
+}
+
+// TestPostgresWorkspaceIsolation runs the workspace isolation test on the
+// PostgreSQL store.
+func TestPostgresWorkspaceIsolation(t *testing.T) {
+	studio := svtest.NewFakeStudio(t)
+	h := startHarness(t, studio, pgEnv(t, studio))
+	testWorkspaceIsolation(t, h)
+}
+
+// TestPostgresInstances runs two instances of the agent on one database:
+// duplicate job.start calls spread over both run the handler once, a
+// subscriber of one instance receives every instance's effects, ids
+// increasing, each once, and a client resumes on the other instance with
+// Last-Event-ID.
+func TestPostgresInstances(t *testing.T) {
+	studio := svtest.NewFakeStudio(t)
+	env := pgEnv(t, studio)
+	hs := []*harness{startHarness(t, studio, env), startHarness(t, studio, env)}
+	for _, h := range hs {
+		waitReady(t, h.srv.URL)
+	}
+	events := subscribe(t, hs[0].srv.URL)
+
+	const keys, copies = 8, 2
+	results := make([][]json.RawMessage, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		results[k] = make([]json.RawMessage, copies)
+		for c := range copies {
+			wg.Go(func() {
+				req := actionRequest(t, wsA, actionStart, map[string]any{"topic_id": "eu-battery-market"})
+				req.JobID, req.IdempotencyKey = "job-"+strconv.Itoa(k), "key-"+strconv.Itoa(k)
+				raw, rerr := hs[c%len(hs)].client.invokeRaw(req)
+				if assert.Nil(t, rerr) {
+					results[k][c] = raw
+				}
+			})
+		}
+	}
+	wg.Wait()
+	// Each key ran its handler once: every answer is that run's bytes, or
+	// idempotency_in_progress for a duplicate that arrived on the other
+	// instance while it ran (waiting for it there is not done yet). A retry
+	// after it finished gets its bytes on either instance.
+	calls := keys * copies
+	for k := range keys {
+		var okBytes string
+		for c := range copies {
+			var res struct {
+				Status string `json:"status"`
+				Errors []struct {
+					Code string `json:"code"`
+				} `json:"errors"`
+			}
+			require.NoError(t, json.Unmarshal(results[k][c], &res))
+			if res.Status == "ok" {
+				if okBytes != "" {
+					assert.Equal(t, okBytes, string(results[k][c]), "key %d: the instances answered differently", k)
+				}
+				okBytes = string(results[k][c])
+				continue
+			}
+			require.Len(t, res.Errors, 1, "key %d: %s", k, results[k][c])
+			assert.Equal(t, "idempotency_in_progress", res.Errors[0].Code, "key %d", k)
+		}
+		require.NotEmpty(t, okBytes, "key %d: no call ran the handler", k)
+		for _, h := range hs {
+			req := actionRequest(t, wsA, actionStart, map[string]any{"topic_id": "eu-battery-market"})
+			req.JobID, req.IdempotencyKey = "job-"+strconv.Itoa(k), "key-"+strconv.Itoa(k)
+			raw, rerr := h.client.invokeRaw(req)
+			require.Nil(t, rerr)
+			assert.Equal(t, okBytes, string(raw), "key %d: a retry got other bytes", k)
+			calls++
+		}
+	}
+
+	// Every call published one event, whichever instance served it: the
+	// subscriber of instance 0 receives them all, ids increasing.
+	started := map[string]bool{}
+	var last uint64
+	for range calls {
+		ev := nextEffectWithID(t, events)
+		id, err := strconv.ParseUint(ev.id, 10, 64)
+		require.NoError(t, err)
+		assert.Greater(t, id, last, "ids increase")
+		last = id
+		var e effectEvent
+		require.NoError(t, json.Unmarshal(ev.data, &e))
+		for _, eff := range e.Effects {
+			started[eff.JobID] = true
+		}
+	}
+	for k := range keys {
+		assert.True(t, started["job-"+strconv.Itoa(k)], "no effect for job-%d", k)
+	}
+
+	// A client of instance 0 resumes on instance 1 from the middle.
+	resumed := subscribeFrom(t, hs[1].srv.URL, strconv.FormatUint(last-3, 10))
+	for i := range 3 {
+		ev := nextEffectWithID(t, resumed)
+		assert.Equal(t, strconv.FormatUint(last-2+uint64(i), 10), ev.id)
+	}
+}
+
+// nextEffectWithID returns the next supervaizer.effect event, with its id.
+func nextEffectWithID(t *testing.T, events <-chan sseEvent) sseEvent {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			require.True(t, ok, "the event stream ended")
+			if ev.name == supervaizer.EventEffect {
+				return ev
+			}
+		case <-timeout:
+			require.FailNow(t, "no effect event within 10s")
+		}
+	}
+}
+
+// subscribeFrom opens the event stream with Last-Event-ID.
+func subscribeFrom(t *testing.T, base, lastEventID string) <-chan sseEvent {
+	t.Helper()
+	return subscribeWith(t, base, http.Header{"Last-Event-Id": {lastEventID}})
+}
