@@ -20,7 +20,10 @@ const PreviewPath = preview.Prefix
 // WithPreview turns the local preview at [PreviewPath] on or off. Default: on
 // in local mode, answering only loopback connections addressed as localhost
 // or a loopback IP; off otherwise. WithPreview(true) also serves it outside
-// local mode and on any connection: put it behind your own access control.
+// local mode and on any connection: anyone who reaches it can then call the
+// agent's actions with the controller's key, so put it behind your own access
+// control (outside local mode workspace tokens are still verified, so most
+// calls are refused without one).
 // It is never served when the controller is attached to Studio. The preview
 // calls POST /a2a in-process with the controller's key; the page never sees
 // a key or a token.

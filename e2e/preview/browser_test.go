@@ -253,13 +253,25 @@ func TestBrowserJobStartFlow(t *testing.T) {
 		require.Contains(t, rendered, id, "the job.start form renders the setup field %s", id)
 	}
 
+	// The document's preview action shows the setup plan for the input.
+	var plan string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.SendKeys(`#f-topic_id`, "eu-battery-market"),
+		chromedp.SetValue(`#f-depth`, "deep"),
+		chromedp.Click(`#preview-action`),
+		chromedp.WaitVisible(`#result-plan`),
+		chromedp.Text(`#result-plan-json`, &plan),
+	))
+	require.Contains(t, plan, "deep dive")
+	var resubmitHidden bool
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector('#resubmit').hidden`, &resubmitHidden)))
+	require.True(t, resubmitHidden, "a preview is not a submit to repeat")
+
 	// Fill it and submit: a job starts, its effects and job_state show, and
 	// the live event panel shows job.started.
 	var key, effects string
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.SendKeys(`#f-topic_id`, "eu-battery-market"),
 		chromedp.SendKeys(`#f-goal`, "What moves EU battery prices in 2027?"),
-		chromedp.SetValue(`#f-depth`, "deep"),
 		chromedp.Click(`#submit`),
 		chromedp.WaitVisible(`#result[data-outcome="ok"]`),
 		chromedp.WaitVisible(`#result-job`),

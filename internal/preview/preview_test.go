@@ -71,7 +71,7 @@ const testRegistration = `{
 }`
 
 // everyField is a form with one field of each type of the field schema.
-const everyField = `{"type": "Form", "id": "f", "title": "Every field", "submit": {"action": "job.start", "label": "Go"}, "fields": [
+const everyField = `{"type": "Form", "id": "f", "title": "Every field", "submit": {"action": "job.start", "label": "Go"}, "preview": {"action": "job.start.preview"}, "fields": [
   {"id": "s", "label": "String", "type": "string", "required": true, "placeholder": "ph", "description": "help text", "default": "dflt",
    "validation": {"min_length": 2, "max_length": 9, "pattern": "^[a-z]+$", "message": "lower case only"}},
   {"id": "t", "label": "Text", "type": "text", "multiline": true, "min_rows": 5},
@@ -163,6 +163,7 @@ func TestFormRendersEveryFieldType(t *testing.T) {
 		assert.Contains(t, body, tt.want, "field %s", tt.field)
 	}
 	assert.Contains(t, body, `data-action="job.start"`)
+	assert.Contains(t, body, `<button type="button" id="preview-action" data-action="job.start.preview">Preview</button>`)
 	assert.NotContains(t, body, `required>`, "no native validation: the SDK's errors are shown")
 	require.Len(t, f.calls, 1)
 	assert.Equal(t, "job.start", f.calls[0]["surface"])

@@ -155,6 +155,7 @@
     for (const id of ['result-errors', 'result-effects']) $('#' + id).replaceChildren();
     $('#result-replay').hidden = true;
     $('#result-job').hidden = true;
+    $('#result-plan').hidden = true;
   }
 
   // fieldForLoc finds the field an error location names: ["input", "a"],
@@ -234,6 +235,10 @@
       effects.appendChild(li);
     }
     if (!effects.children.length) effects.appendChild(el('li', 'none', 'meta'));
+    if (r.setup_plan) {
+      $('#result-plan').hidden = false;
+      $('#result-plan-json').textContent = JSON.stringify(r.setup_plan, null, 2);
+    }
     if (r.job_state) {
       $('#result-job').hidden = false;
       $('#result-job-state').textContent = JSON.stringify(r.job_state, null, 2);
@@ -258,16 +263,18 @@
     updateDepends(form);
 
     let last = null;
-    const send = async (body) => {
+    const send = async (body, keep) => {
       const buttons = $$('button', form);
       buttons.forEach((b) => { b.disabled = true; });
       try {
         const ans = await postJSON('/_preview/api/invoke', body);
         body.idempotency_key = ans.idempotency_key;
         body.job_id = ans.job_id || body.job_id;
-        last = body;
         showResult(form, ans);
-        $('#resubmit').hidden = false;
+        if (keep) {
+          last = body;
+          $('#resubmit').hidden = false;
+        }
       } catch (e) {
         $('#result').hidden = false;
         $('#result-status').textContent = 'The preview could not call the controller: ' + e.message;
@@ -276,8 +283,9 @@
         form.dataset.submits = String(Number(form.dataset.submits || '0') + 1);
       }
     };
-    form.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
+    // submit sends the form to action: the submit action (kept for a
+    // resubmission with the same key) or the document's preview action.
+    const submit = async (action, keep) => {
       const d = form.dataset;
       let input;
       try {
@@ -287,10 +295,16 @@
         $('#result-status').textContent = 'Could not read the form: ' + e.message;
         return;
       }
-      await send({ agent: d.agent, surface: d.surface, action: d.action, job_id: d.jobId,
-        case_id: d.caseId, step_id: d.stepId, input: input });
+      await send({ agent: d.agent, surface: d.surface, action: action, job_id: d.jobId,
+        case_id: d.caseId, step_id: d.stepId, input: input }, keep);
+    };
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      submit(form.dataset.action, true);
     });
-    $('#resubmit').addEventListener('click', () => { if (last) send(Object.assign({}, last)); });
+    const preview = $('#preview-action', form);
+    if (preview) preview.addEventListener('click', () => submit(preview.dataset.action, false));
+    $('#resubmit').addEventListener('click', () => { if (last) send(Object.assign({}, last), true); });
   }
 
   // --- jobs ---
