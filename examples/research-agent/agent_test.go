@@ -31,6 +31,7 @@ func newTestServer(t testing.TB) (*app, *svtest.TestServer) {
 	cfg.DBPath = dbPath(t)
 	a, err := newApp(cfg)
 	require.NoError(t, err)
+	require.NoError(t, a.resumeDeliveries(a.bg))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

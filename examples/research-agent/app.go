@@ -74,10 +74,22 @@ func newApp(cfg config) (*app, error) {
 	}
 	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}
 	a.register()
-	if err := a.resumeDeliveries(bg); err != nil {
-		return nil, errors.Join(fmt.Errorf("resume deliveries: %w", err), a.Shutdown(context.Background()), a.Close())
-	}
 	return a, nil
+}
+
+// Start registers with Studio when attached (and checks the handshake), then
+// resumes the work a previous run left unfinished. Resuming comes second on
+// purpose: recovering a governed delivery may ask Studio's rule checkpoints,
+// which must never happen before the handshake succeeded (startup can still
+// fail until then).
+func (a *app) Start(ctx context.Context) error {
+	if err := a.srv.Start(ctx); err != nil {
+		return err
+	}
+	if err := a.resumeDeliveries(a.bg); err != nil {
+		return fmt.Errorf("resume deliveries: %w", err)
+	}
+	return nil
 }
 
 // register wires every action and surface of the registration to its handler.

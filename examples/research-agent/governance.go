@@ -162,8 +162,12 @@ func (a *app) blocked(ctx context.Context, rec *jobRecord, phase, status string,
 // recoverDelivery handles a delivery that RunGuardedStep cannot run as is:
 // one running elsewhere in this process, one a previous run left on a paused
 // checkpoint (parked until onDecision), one Studio stopped in the meantime,
-// and one left between its checkpoints, which it finishes. The outbox tells
-// whether the brief went out: the effect is never run twice.
+// one left between its checkpoints, which it finishes, and one whose
+// advancement is ambiguous (the process died after Studio allowed the sent
+// brief and the SDK recorded "advancement started", before the job recorded
+// the delivery), which it finishes by repeating the idempotent advance. The
+// outbox tells whether the brief went out: the effect is never run twice, and
+// no job is left active.
 func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpointGate, rec *jobRecord, step supervaizer.GuardedStep[sendResult], rr *supervaizer.RecoveryRequiredError) error {
 	switch {
 	case rr.Reason == supervaizer.RecoveryOccurrenceActive:
@@ -173,7 +177,8 @@ func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpo
 	case !rr.EffectStarted && rr.Decision == supervaizer.CheckpointStop:
 		return a.blocked(ctx, rec, contracts.PhaseBefore, rr.Decision, sendResult{})
 	case !rr.EffectStarted:
-		return fmt.Errorf("the delivery of job %s cannot be recovered: %w", rec.ID, rr)
+		return errors.Join(fmt.Errorf("the delivery of job %s cannot be recovered: %w", rec.ID, rr),
+			a.markFailed(ctx, rec, "the delivery could not be recovered; start a new job"))
 	}
 	var m message
 	sent, err := get(ctx, a.store, outboxKey(rec.Scope, rec.ID), &m)
@@ -203,6 +208,23 @@ func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpo
 		return errAwaitingDecision
 	case errors.As(err, &again) && again.Reason == supervaizer.RecoveryOccurrenceActive:
 		return errDeliveryActive
+	case errors.As(err, &again) && again.Reason == supervaizer.RecoveryAmbiguousAdvancement:
+		return a.finishAmbiguous(ctx, rec, r)
 	}
 	return err
+}
+
+// finishAmbiguous finishes a delivery whose advancement may or may not have
+// happened: Studio allowed the sent brief, so advancing is right, and the
+// advance (recordDelivery) is idempotent — it records the delivery once and
+// completes the job, or changes nothing when the first attempt got that far.
+// Should the record still fail, the job is failed visibly for review rather
+// than left active.
+func (a *app) finishAmbiguous(ctx context.Context, rec *jobRecord, r sendResult) error {
+	a.logger.LogAttrs(ctx, slog.LevelWarn, "rule checkpoint advancement was interrupted; repeating the idempotent advance",
+		slog.String("job_id", rec.ID))
+	if _, err := a.recordDelivery(ctx, rec, r); err != nil {
+		return errors.Join(err, a.markFailed(ctx, rec, "the delivery was sent but could not be recorded; review the job"))
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -88,8 +90,9 @@ func startGoverned(t *testing.T, studio *svtest.FakeStudio, env map[string]strin
 	h.client = &client{t: t, base: h.srv.URL, studio: studio}
 	t.Cleanup(h.stop)
 	require.NotNil(t, a.srv.Studio(), "attached to Studio")
-	// As main does: register with Studio, which links the agent to its id.
-	require.NoError(t, a.srv.Start(t.Context()))
+	// As main does: register with Studio, which links the agent to its id,
+	// then resume the unfinished deliveries.
+	require.NoError(t, a.Start(t.Context()))
 	id, linked := a.agent.StudioAgentID()
 	require.True(t, linked)
 	require.Equal(t, studio.StudioAgentID(agentSlug), id)
@@ -295,4 +298,107 @@ func TestGovernedRecoveryAfterInterruptedEffect(t *testing.T) {
 	checkpoints := api.Checkpoints()
 	require.Len(t, checkpoints, 2)
 	assert.Equal(t, contracts.PhaseAfter, checkpoints[1].Phase)
+}
+
+// crashingJobStore fails, once armed, the job write that records a delivery:
+// the write waits until the test "kills" the process, then fails, leaving
+// the state a crash between the SDK's "advancement started" and the job's
+// own record leaves.
+type crashingJobStore struct {
+	store.Store
+	entered, kill chan struct{}
+	once          sync.Once
+}
+
+func (s *crashingJobStore) CompareAndSwap(ctx context.Context, key string, old, new []byte) (bool, error) {
+	if strings.Contains(key, "jobs") && bytes.Contains(new, []byte(`"delivery":`)) {
+		s.once.Do(func() { close(s.entered) })
+		<-s.kill
+		return false, errors.New("process killed")
+	}
+	return s.Store.CompareAndSwap(ctx, key, old, new)
+}
+
+// TestGovernedRecoveryAfterAmbiguousAdvancement: the process dies after
+// Studio allowed the sent brief and the SDK recorded "advancement started",
+// before the job recorded the delivery. After the restart the job is not left
+// active: the agent repeats its idempotent advance, the job completes, the
+// brief is billed once and the gate of the finished step is forgotten. The
+// brief is not sent again and no checkpoint is asked again.
+func TestGovernedRecoveryAfterAmbiguousAdvancement(t *testing.T) {
+	studio := svtest.NewFakeStudio(t)
+	api := newGovernedAPI(t, studio, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	env := governedEnv(t, studio, api)
+	h, _ := startGoverned(t, studio, env, nil)
+	crash := &crashingJobStore{Store: h.app.jobs.st, entered: make(chan struct{}), kill: make(chan struct{})}
+	h.app.jobs.st = crash
+	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
+	waitClosed(t, crash.entered, "the delivery record is being written")
+	close(crash.kill)
+	h.stop()
+
+	h2, logs := startGoverned(t, studio, env, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	res := h2.client.waitStatus(wsA, "job-g", jobCompleted)
+	require.NotNil(t, res.JobState)
+	assert.Len(t, api.Checkpoints(), 2, "before and after, each asked once")
+	require.Eventually(t, func() bool { return len(billedKeys(api)) == 1 }, 5*time.Second, 5*time.Millisecond, "billed once")
+	rec, err := h2.app.jobs.get(t.Context(), mustScope(t, wsA.id), "job-g")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := h2.app.gate(t.Context(), rec)
+		return errors.Is(err, supervaizer.ErrGateNotFound)
+	}, 5*time.Second, 5*time.Millisecond, "the gate of the finished step is forgotten")
+	sent := 0
+	require.NoError(t, h2.app.store.Scan(t.Context(), store.Prefix(keyRoot, "outbox"), func(string, []byte) error {
+		sent++
+		return nil
+	}))
+	assert.Equal(t, 1, sent, "the brief is sent once")
+}
+
+// TestGovernedRecoveryAfterHandshake: a restarted agent recovers its
+// interrupted governed delivery only once the registration handshake
+// succeeded: building the app asks Studio nothing, and the recovery's first
+// rule-checkpoint call comes after the new registration.
+func TestGovernedRecoveryAfterHandshake(t *testing.T) {
+	studio := svtest.NewFakeStudio(t)
+	api := newGovernedAPI(t, studio, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	env := governedEnv(t, studio, api)
+	h, _ := startGoverned(t, studio, env, nil)
+	snd := &interruptedSender{outbox: &outboxSender{st: h.app.store, now: time.Now}, sent: make(chan struct{})}
+	h.app.sender = snd
+	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
+	waitClosed(t, snd.sent, "the brief sent")
+	h.stop()
+	seen := len(api.Requests())
+
+	cfg, err := loadConfig(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	a, err := newApp(cfg)
+	require.NoError(t, err)
+	h2 := &harness{t: t, app: a, studio: studio, srv: httptest.NewServer(a.Handler()), dbPath: cfg.DBPath}
+	h2.client = &client{t: t, base: h2.srv.URL, studio: studio}
+	t.Cleanup(h2.stop)
+	time.Sleep(200 * time.Millisecond) // what newApp might have started
+	assert.Len(t, api.Requests(), seen, "the app talked to Studio before Start")
+
+	require.NoError(t, a.Start(t.Context()))
+	h2.client.waitStatus(wsA, "job-g", jobCompleted)
+	register, checkpoint := -1, -1
+	for i, r := range api.Requests()[seen:] {
+		switch {
+		case register < 0 && strings.HasSuffix(r.Path, svtest.EventsPath): // server.register comes first
+			register = i
+		case checkpoint < 0 && strings.Contains(r.Path, "rule-checkpoints"):
+			checkpoint = i
+		}
+	}
+	require.GreaterOrEqual(t, register, 0, "registered")
+	require.GreaterOrEqual(t, checkpoint, 0, "the after checkpoint was asked")
+	assert.Less(t, register, checkpoint, "the recovery asked Studio before the handshake")
 }

@@ -66,6 +66,7 @@ func startHarness(t *testing.T, studio *svtest.FakeStudio, env map[string]string
 	// Studio's registration handshake links the agent to its Studio id; the
 	// fake Studio does the same.
 	studio.Link(a.agent, "")
+	require.NoError(t, a.resumeDeliveries(a.bg)) // after the (fake) handshake, as Start does
 	h := &harness{t: t, app: a, studio: studio, srv: httptest.NewServer(a.Handler()), dbPath: cfg.DBPath}
 	h.client = &client{t: t, base: h.srv.URL, studio: studio}
 	t.Cleanup(func() { h.stop() })

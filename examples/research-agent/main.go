@@ -70,7 +70,8 @@ func run(logger *slog.Logger, getenv func(string) string, out io.Writer) error {
 	// Registers with Studio when attached (and checks the handshake), refuses a
 	// configuration that could never authorize a call, and logs the mode, the
 	// API key to send and what is not configured.
-	if err := a.srv.Start(ctx); err != nil {
+	// Then resumes the deliveries a previous run left unfinished.
+	if err := a.Start(ctx); err != nil {
 		return errors.Join(err, ln.Close(), a.Shutdown(context.Background()))
 	}
 	if a.srv.Mode() == supervaizer.ModeLocal {
