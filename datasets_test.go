@@ -99,7 +99,7 @@ func TestResolveContext(t *testing.T) {
 				require.NotNil(t, oe)
 				assert.Equal(t, 400, oe.Status)
 				require.Len(t, oe.Errs, 1)
-				assert.Equal(t, ErrorMissingContext, oe.Errs[0].Code)
+				assert.Equal(t, contracts.ErrorMissingContext, oe.Errs[0].Code)
 				assert.Equal(t, tt.missing, oe.Errs[0].Field)
 				assert.Contains(t, oe.Detail, tt.missing)
 				return

@@ -102,6 +102,8 @@ var rpcGoldenCases = map[string]goldenCase{
 	"unauthorized_surface_missing_token":             {tokenNone, supervaizer.CodeUnauthorized, false},
 	"unauthorized_surface_binding_options":           {tokenNone, supervaizer.CodeUnauthorized, false},
 	"handler_failed_error":                           {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_invalid_params":            {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_coded":                     {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_panic":                           {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_invalid_result":                  {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_nil_result":                      {tokenValid, supervaizer.CodeInternalError, true},

@@ -1,9 +1,6 @@
 package supervaizer
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // Code is a JSON-RPC error code. The Supervaizer codes match the Python
 // reference SDK.
@@ -21,7 +18,13 @@ const (
 	CodeUnauthorized         Code = -32030 // workspace authorization failed
 )
 
-// Error is sent to Studio as a JSON-RPC error object. Err is logged, never sent.
+// Error is a JSON-RPC error object: one the server sends for its own protocol
+// checks (the codes above), or one a client receives (svtest returns the
+// errors it reads as *Error). A handler does not choose a code: any error it
+// returns, an *Error included, is sent as [CodeInternalError] with the message
+// "Action handler failed" (or "Surface handler failed") and logged; report a
+// business failure as a result with status "error" ([Fail]). Err is logged,
+// never sent.
 type Error struct {
 	Code    Code
 	Message string
@@ -50,13 +53,11 @@ var (
 	ErrInternal             = &Error{Code: CodeInternalError, Message: "internal error"}
 )
 
-// Errorf returns an *Error with the code and a formatted message.
-func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// CodeOf returns the code that is sent for err: 0 for nil, the code of an
-// *Error found in the chain, CodeInternalError for any other error.
+// CodeOf returns the code of the JSON-RPC error err stands for: 0 for nil,
+// the code of an *Error found in the chain (an error the server sent or a
+// client received), CodeInternalError for any other error. It is the code on
+// the wire for every error the SDK produces or reads; an error returned by a
+// handler is always sent as CodeInternalError.
 func CodeOf(err error) Code {
 	if err == nil {
 		return 0

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -384,7 +385,17 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 			return nil, ctx.Err()
 		}
 	})
-	act("fail.error", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+	act("fail.error", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		// Whatever the handler returns, -32603 goes on the wire: input.kind
+		// picks the kind of error.
+		var in struct{ Kind string }
+		_ = json.Unmarshal(req.Input, &in)
+		switch in.Kind {
+		case "invalid_params": // an SDK sentinel, wrapped
+			return nil, fmt.Errorf("lookup: %w", supervaizer.ErrInvalidParams)
+		case "coded": // an *Error the handler built with a protocol code
+			return nil, &supervaizer.Error{Code: supervaizer.CodeUnauthorized, Message: "secret-coded-message"}
+		}
 		return nil, errors.New("database password=hunter2 rejected") // must never reach the client
 	})
 	act("fail.panic", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {

@@ -37,25 +37,6 @@ const (
 	MaxPageLimit     = 1000 // the largest limit a request may ask for
 )
 
-// Business error codes of the resource and dataset actions, sent in the
-// errors of a status "error" result (and mapped to HTTP statuses on the
-// DataResource routes).
-const (
-	// ErrorMissingContext: the call lacks context the resource requires
-	// (its scope or requires_context); HTTP 400.
-	ErrorMissingContext = "missing_context"
-	// ErrorNotFound: no item with this id in the caller's scope; HTTP 404.
-	ErrorNotFound = "not_found"
-	// ErrorImportRejected: rows of an import failed their checks and nothing
-	// was applied; the row errors follow; HTTP 422.
-	ErrorImportRejected = resource.ErrorImportRejected
-	// ErrorImportTooLarge: the import file exceeds the byte or row limit; HTTP 413.
-	ErrorImportTooLarge = resource.ErrorImportTooLarge
-	// ErrorUnsupportedImportFormat: the file is not CSV (XLSX is not read by
-	// this SDK); HTTP 415.
-	ErrorUnsupportedImportFormat = resource.ErrorUnsupportedImportFormat
-)
-
 // The conventional effect types of resource operations.
 const (
 	effectResourceListed   = "resource.listed"
@@ -78,7 +59,7 @@ const (
 
 // ErrNotFound is what a resource handler returns (or wraps) when no item has
 // the requested id in rc.Scope. It is answered with a status "error" result
-// carrying [ErrorNotFound] on POST /a2a and with HTTP 404 on the DataResource
+// carrying [contracts.ErrorNotFound] on POST /a2a and with HTTP 404 on the DataResource
 // routes. Never distinguish "exists in another workspace" from "does not
 // exist".
 var ErrNotFound = errors.New("supervaizer: item not found")
@@ -229,8 +210,8 @@ type Resource[T any] struct {
 //
 // Malformed input is answered with -32602; missing context, a refused item, a
 // refused import and the handler's [ErrNotFound] and [ResourceError] with a
-// status "error" result (codes [ErrorMissingContext], [ErrorNotFound], the
-// field codes of [a2ui.ValidateValues], [ErrorImportRejected], …). Imports
+// status "error" result (codes [contracts.ErrorMissingContext], [contracts.ErrorNotFound], the
+// field codes of [a2ui.ValidateValues], [contracts.ErrorImportRejected], …). Imports
 // are described at [ImportBatch].
 //
 // The DataResource REST routes (mounted in local mode and when attached to
@@ -810,7 +791,7 @@ type opError = resource.OpError
 func missingContext(key, why string) *opError {
 	msg := "missing context: " + key + " (" + why + ")"
 	return &opError{Status: http.StatusBadRequest, Detail: msg,
-		Errs: []contracts.ResultError{{Code: ErrorMissingContext, Message: msg, Field: key}}}
+		Errs: []contracts.ResultError{{Code: contracts.ErrorMissingContext, Message: msg, Field: key}}}
 }
 
 // asOpError maps a handler error to a refusal: an *opError as is,
@@ -823,7 +804,7 @@ func asOpError(err error) (*opError, bool) {
 	}
 	if errors.Is(err, ErrNotFound) {
 		return &opError{Status: http.StatusNotFound, Detail: "Item not found",
-			Errs: []contracts.ResultError{{Code: ErrorNotFound, Message: "item not found"}}}, true
+			Errs: []contracts.ResultError{{Code: contracts.ErrorNotFound, Message: "item not found"}}}, true
 	}
 	var re *ResourceError
 	if errors.As(err, &re) {

@@ -425,7 +425,7 @@ func TestResourceIsolationAcrossTransportsAndWorkspaces(t *testing.T) {
 		} {
 			res := f.invoke(t, resBeta, call.action, call.input)
 			assert.Equal(t, contracts.StatusError, res.Status, call.action)
-			assert.Equal(t, []string{supervaizer.ErrorNotFound}, errorCodes(res), call.action)
+			assert.Equal(t, []string{contracts.ErrorNotFound}, errorCodes(res), call.action)
 		}
 		assert.Equal(t, http.StatusNotFound, f.rest(t, resBeta, http.MethodGet, "contacts", "get", id, "").Code)
 		assert.Equal(t, http.StatusNotFound, f.rest(t, resBeta, http.MethodPut, "contacts", "update", id, `{"email":"evil@b.test"}`).Code)
@@ -579,7 +579,7 @@ func TestResourceScopeAndRequiredContext(t *testing.T) {
 	// Mission scope: mission_id is required, and partitions the items.
 	res := f.invoke(t, resAlpha, "resource.notes.list", nil, noMission)
 	assert.Equal(t, contracts.StatusError, res.Status)
-	require.Equal(t, []string{supervaizer.ErrorMissingContext}, errorCodes(res))
+	require.Equal(t, []string{contracts.ErrorMissingContext}, errorCodes(res))
 	assert.Equal(t, "mission_id", res.Errors[0].Field)
 	assert.Contains(t, res.Errors[0].Message, "mission_id")
 	require.Equal(t, contracts.StatusOK, f.invoke(t, resAlpha, "resource.notes.create",
@@ -602,7 +602,7 @@ func TestResourceScopeAndRequiredContext(t *testing.T) {
 
 	// Job scope: job_id is required; REST calls carry none.
 	res = f.invoke(t, resAlpha, "resource.tasks.list", nil)
-	assert.Equal(t, []string{supervaizer.ErrorMissingContext}, errorCodes(res))
+	assert.Equal(t, []string{contracts.ErrorMissingContext}, errorCodes(res))
 	assert.Equal(t, "job_id", res.Errors[0].Field)
 	res = f.invoke(t, resAlpha, "resource.tasks.list", nil, withJob)
 	require.Equal(t, contracts.StatusOK, res.Status, res.Errors)
@@ -796,7 +796,7 @@ func TestDatasetQuery(t *testing.T) {
 	fromAnalytics := func(r *contracts.ActionRequest) { r.Surface = "job.analytics" }
 	res = f.invoke(t, resAlpha, "dataset.contact_stats.query", nil, fromAnalytics)
 	assert.Equal(t, contracts.StatusError, res.Status)
-	assert.Equal(t, []string{supervaizer.ErrorMissingContext}, errorCodes(res))
+	assert.Equal(t, []string{contracts.ErrorMissingContext}, errorCodes(res))
 	assert.Equal(t, "job_id", res.Errors[0].Field)
 	assert.Equal(t, before, f.statsCalls.Load(), "the query did not run")
 	res = f.invoke(t, resAlpha, "dataset.contact_stats.query", nil, fromAnalytics, func(r *contracts.ActionRequest) { r.JobID = "job-9" })

@@ -131,6 +131,14 @@ const (
 	ErrorUnsupportedFileEncoding    = "unsupported_file_encoding"
 	ErrorRuleCheckpointStopped      = "rule_checkpoint_stopped"
 	ErrorRuleCheckpointNotAvailable = "rule_checkpoint_unavailable"
+
+	// Codes of the resource and dataset actions (mapped to HTTP statuses on
+	// the DataResource routes).
+	ErrorMissingContext          = "missing_context"           // the call lacks context the resource requires; HTTP 400
+	ErrorNotFound                = "not_found"                 // no item with this id in the caller's scope; HTTP 404
+	ErrorImportRejected          = "import_rejected"           // import rows failed their checks, nothing applied; HTTP 422
+	ErrorImportTooLarge          = "import_too_large"          // the import file exceeds the byte or row limit; HTTP 413
+	ErrorUnsupportedImportFormat = "unsupported_import_format" // the import file is not CSV; HTTP 415
 )
 
 // ResultError is one business error of a status "error" result.

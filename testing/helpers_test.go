@@ -3,6 +3,7 @@ package testing_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -158,7 +159,7 @@ func (s *starter) start(_ context.Context, req *supervaizer.ActionRequest, in st
 			return prev.result, nil
 		}
 		if s.behaviour == startConflictAsRPC {
-			return nil, supervaizer.Errorf(supervaizer.CodeInvalidParams, "conflict")
+			return nil, errors.New("conflict") // sent as -32603, like any handler error
 		}
 		res := supervaizer.Fail(contracts.ErrorIdempotencyConflict,
 			"idempotency_key %s was already used with a different input or job", req.IdempotencyKey)

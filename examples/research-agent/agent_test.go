@@ -458,7 +458,7 @@ func TestContactsImport(t *testing.T) {
 	assert.Equal(t, map[string]any{"created": float64(1), "updated": float64(1)}, res.Effects[0].Summary)
 
 	res = imp("name,email\nDee,\n")
-	assert.Equal(t, supervaizer.ErrorImportRejected, errorCode(res), "a row without e-mail rejects the file")
+	assert.Equal(t, contracts.ErrorImportRejected, errorCode(res), "a row without e-mail rejects the file")
 
 	emails, err := a.contactEmails(t.Context(), mustScope(t, svtest.DefaultWorkspaceID))
 	require.NoError(t, err)
@@ -476,7 +476,7 @@ func TestContactsImport(t *testing.T) {
 	created := invoke(t, ts, ts.Request("resource.contacts.create", map[string]any{"item": map[string]any{"name": "Other Ada", "email": "ada@example.com"}}))
 	assert.Equal(t, contracts.StatusOK, created.Status, "the old address is free again: %+v", created.Errors)
 	missing := invoke(t, ts, ts.Request("resource.contacts.update", map[string]any{"id": "nope", "item": map[string]any{"name": "X", "email": "x@example.com"}}))
-	assert.Equal(t, supervaizer.ErrorNotFound, errorCode(missing))
+	assert.Equal(t, contracts.ErrorNotFound, errorCode(missing))
 	bad := invoke(t, ts, ts.Request("resource.contacts.create", map[string]any{"item": map[string]any{"name": "X", "email": "not-an-address"}}))
 	assert.Equal(t, a2ui.CodePattern, errorCode(bad))
 }

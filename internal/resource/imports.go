@@ -95,7 +95,7 @@ func (e ImportRowError) Error() string {
 // An import reads a CSV file and checks it against the columns of the
 // resource's ResourceImport document before any author code sees a row. Only
 // CSV is read: no well-kept pure-Go XLSX reader is a dependency of this
-// module, so an XLSX upload is answered with [ErrorUnsupportedImportFormat]
+// module, so an XLSX upload is answered with [contracts.ErrorUnsupportedImportFormat]
 // (HTTP 415) asking for CSV. On POST /a2a the input is
 //
 //	{"format"?: "csv", "content": string, "encoding"?: "text"|"base64", "fields"?: object}
@@ -128,7 +128,7 @@ func (e ImportRowError) Error() string {
 // a whole (header, encoding, size).
 //
 // By default an import is all or nothing: any row error answers a status
-// "error" result (HTTP 422) with [ErrorImportRejected] then one entry per row
+// "error" result (HTTP 422) with [contracts.ErrorImportRejected] then one entry per row
 // error (code, "row N, column C: message", field = column, row), and Import
 // is not called. With Resource.PartialImport, Import receives the rows that
 // passed and the others' errors in Errors. File errors (encoding, header,
@@ -171,13 +171,13 @@ func CheckFormat(format string) *OpError {
 // UnsupportedFormat refuses a file that is not CSV (HTTP 415).
 func UnsupportedFormat(msg string) *OpError {
 	return &OpError{Status: http.StatusUnsupportedMediaType, Detail: msg,
-		Errs: []contracts.ResultError{{Code: ErrorUnsupportedImportFormat, Message: msg}}}
+		Errs: []contracts.ResultError{{Code: contracts.ErrorUnsupportedImportFormat, Message: msg}}}
 }
 
 // TooLarge refuses a file over the size limit (HTTP 413).
 func TooLarge(msg string) *OpError {
 	return &OpError{Status: http.StatusRequestEntityTooLarge, Detail: "Import file too large: " + msg,
-		Errs: []contracts.ResultError{{Code: ErrorImportTooLarge, Message: msg}}}
+		Errs: []contracts.ResultError{{Code: contracts.ErrorImportTooLarge, Message: msg}}}
 }
 
 // Rejected is the all-or-nothing refusal: one import_rejected entry,
@@ -185,7 +185,7 @@ func TooLarge(msg string) *OpError {
 func Rejected(rowErrs []ImportRowError, more int) *OpError {
 	n := len(rowErrs) + more
 	detail := fmt.Sprintf("Import rejected: %d row error(s), nothing was applied", n)
-	errs := []contracts.ResultError{{Code: ErrorImportRejected, Message: detail}}
+	errs := []contracts.ResultError{{Code: contracts.ErrorImportRejected, Message: detail}}
 	for _, e := range rowErrs {
 		errs = append(errs, rowResultError(e))
 	}
@@ -443,17 +443,6 @@ func decimalNumber(s string) bool {
 	}
 	return i == n
 }
-
-// Result codes of the refusals of an import.
-const (
-	// ErrorImportRejected: rows of an import failed their checks and nothing
-	// was applied; HTTP 422.
-	ErrorImportRejected = "import_rejected"
-	// ErrorImportTooLarge: the import file exceeds the byte or row limit; HTTP 413.
-	ErrorImportTooLarge = "import_too_large"
-	// ErrorUnsupportedImportFormat: the file is not CSV; HTTP 415.
-	ErrorUnsupportedImportFormat = "unsupported_import_format"
-)
 
 // OpError is a refusal of a resource or dataset call, with its HTTP status
 // on the DataResource routes and the errors of its status "error" result.

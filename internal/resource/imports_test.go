@@ -83,7 +83,7 @@ func TestParseImportCSV(t *testing.T) {
 					for _, e := range oe.Errs[1:] {
 						codes = append(codes, e.Code)
 					}
-					assert.Equal(t, ErrorImportRejected, oe.Errs[0].Code)
+					assert.Equal(t, contracts.ErrorImportRejected, oe.Errs[0].Code)
 					assert.Equal(t, tt.wantFile, codes)
 				}
 				return
