@@ -43,7 +43,10 @@ import (
 //
 // A record in progress carries its owner's instance and boot: after a crash,
 // the same instance restarted on the same store takes its records over at
-// once; another instance waits for the lease. Records are removed once older
+// once; another instance waits for the lease. A duplicate that finds an
+// attempt in progress in another process (another instance sharing the store)
+// waits for its outcome, up to 30 s, before it is answered
+// idempotency_in_progress. Records are removed once older
 // than the retention period; a record in progress never is.
 //
 // Records written by releases before workspace scoping (keyed without the
@@ -97,11 +100,13 @@ type idemRecord struct {
 }
 
 type idempotency struct {
-	store     store.Store
-	lease     time.Duration
-	retention time.Duration
-	now       func() time.Time
-	logger    *slog.Logger
+	store store.Store
+	lease time.Duration
+	// awaitOther bounds the wait for an attempt in progress elsewhere.
+	awaitOther time.Duration
+	retention  time.Duration
+	now        func() time.Time
+	logger     *slog.Logger
 	// instance names this process's instance across restarts ("" when
 	// unknown: its records are then only taken over after their lease);
 	// boot is new for every process.
@@ -130,6 +135,9 @@ type flight struct {
 type idemConfig struct {
 	lease, retention time.Duration
 	instance         string // "" : derived from the store when it is exclusive
+	// awaitOther is how long a duplicate waits for an attempt in progress
+	// in another process; 0 answers idempotency_in_progress at once.
+	awaitOther time.Duration
 }
 
 func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempotency {
@@ -147,7 +155,7 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 		}
 	}
 	return &idempotency{
-		store: s, lease: cfg.lease, retention: cfg.retention, now: time.Now, logger: logger,
+		store: s, lease: cfg.lease, retention: cfg.retention, awaitOther: cfg.awaitOther, now: time.Now, logger: logger,
 		instance: cfg.instance, boot: newBootID(), flights: map[string]*flight{},
 	}
 }
@@ -254,6 +262,23 @@ func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(con
 // attempt settles one request against the record under key: replay,
 // conflict, in progress, or a run of exec whose result is recorded.
 func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash string, exec func(context.Context) ([]byte, *Error)) ([]byte, *Error) {
+	return l.attemptWaiting(ctx, req, key, hash, exec, time.Now().Add(l.awaitOther))
+}
+
+// idemAwaitOther is how long, by default, a duplicate waits for an attempt
+// that another process (another instance sharing the store) is running,
+// before it is answered idempotency_in_progress.
+const idemAwaitOther = 30 * time.Second
+
+// Polling of a record that another process holds.
+const (
+	idemPollFirst = 5 * time.Millisecond
+	idemPollMax   = 200 * time.Millisecond
+)
+
+// attemptWaiting is attempt; a record that another process holds is waited
+// for until waitUntil (wall-clock time, whatever l.now says).
+func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, key, hash string, exec func(context.Context) ([]byte, *Error), waitUntil time.Time) ([]byte, *Error) {
 	now := l.now()
 	pending := idemRecord{
 		State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash,
@@ -277,8 +302,23 @@ func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash
 		case rec.State == recordDone:
 			return rec.Result, nil // the stored result, byte for byte
 		case !abandoned && now.Before(rec.LeaseUntil):
-			// Another process is running this start right now.
-			return inProgressResult(req)
+			// Another process is running this start right now: wait for the
+			// record to change (its result, its release, a takeover) or its
+			// lease to end, then settle again.
+			until := waitUntil
+			if leaseEnd := time.Now().Add(rec.LeaseUntil.Sub(now)); leaseEnd.Before(until) {
+				until = leaseEnd
+			}
+			if !l.awaitChange(ctx, key, existing, until) {
+				if err := ctx.Err(); err != nil {
+					return nil, failedWith(req, err)
+				}
+				if !time.Now().Before(waitUntil) {
+					return inProgressResult(req) // waited long enough
+				}
+				// The lease ended: settle again, taking the record over.
+			}
+			return l.attemptWaiting(ctx, req, key, hash, exec, waitUntil)
 		}
 		// The original attempt's process is gone (an earlier boot of this
 		// instance) or its lease expired: take the record over.
@@ -321,6 +361,30 @@ func (l *idempotency) attempt(ctx context.Context, req *ActionRequest, key, hash
 		return nil, l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
 	}
 	return raw, nil
+}
+
+// awaitChange polls the record under key until it differs from seen (or is
+// gone), and reports whether it did before until or ctx ended.
+func (l *idempotency) awaitChange(ctx context.Context, key string, seen []byte, until time.Time) bool {
+	delay := idemPollFirst
+	for {
+		wait := min(delay, time.Until(until))
+		if wait <= 0 {
+			return false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		delay = min(2*delay, idemPollMax)
+		raw, found, err := l.store.Get(ctx, key)
+		if err != nil || !found || !bytes.Equal(raw, seen) {
+			return true // an error is met again, and reported, when settling
+		}
+	}
 }
 
 // abandoned reports whether a pending record was left by an earlier boot of

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +25,7 @@ type idemFixture struct {
 	srv   *sv.Server
 	calls atomic.Int64
 	fail  atomic.Bool
+	delay atomic.Int64 // nanoseconds job.start takes
 }
 
 func newIdemFixture(t testing.TB, st store.Store) *idemFixture {
@@ -46,6 +48,7 @@ func newIdemFixture(t testing.TB, st store.Store) *idemFixture {
 	}
 	sv.HandleActionFor(srv, "job.start", func(_ context.Context, req *sv.ActionRequest, in start) (*sv.ActionResult, error) {
 		n := f.calls.Add(1)
+		time.Sleep(time.Duration(f.delay.Load()))
 		if f.fail.Load() {
 			return nil, errors.New("backend down")
 		}
@@ -158,6 +161,45 @@ func TestIdempotencyConcurrentDuplicatesRunOnce(t *testing.T) {
 	assert.EqualValues(t, 1, f.calls.Load())
 	for _, r := range results {
 		assert.Equal(t, results[0], r)
+	}
+}
+
+// databaseStore hides the exclusivity of the store it wraps, as a database
+// shared by several instances would.
+type databaseStore struct{ store.Store }
+
+// TestIdempotencyDuplicatesAcrossInstances spreads concurrent duplicates of
+// job.start over three instances sharing a store: each key's handler runs
+// once, and every call gets its bytes, also those that arrived on another
+// instance while it ran.
+func TestIdempotencyDuplicatesAcrossInstances(t *testing.T) {
+	st := databaseStore{store.NewMemory()}
+	fs := []*idemFixture{newIdemFixture(t, st), newIdemFixture(t, st), newIdemFixture(t, st)}
+	for _, f := range fs {
+		f.delay.Store(int64(50 * time.Millisecond))
+	}
+	const keys, copies = 5, 6
+	results := make([][]string, keys)
+	var wg sync.WaitGroup
+	for k := range keys {
+		results[k] = make([]string, copies)
+		for c := range copies {
+			wg.Go(func() {
+				results[k][c] = fs[c%len(fs)].invoke(t, "job.start", "key-"+strconv.Itoa(k), "job-"+strconv.Itoa(k), `{"topic_id":"x"}`)
+			})
+		}
+	}
+	wg.Wait()
+	var runs int64
+	for _, f := range fs {
+		runs += f.calls.Load()
+	}
+	assert.EqualValues(t, keys, runs, "one handler run per key")
+	for k := range keys {
+		assert.Contains(t, results[k][0], `"status":"ok"`, "key %d", k)
+		for c := 1; c < copies; c++ {
+			assert.Equal(t, results[k][0], results[k][c], "key %d, call %d", k, c)
+		}
 	}
 }
 

@@ -166,7 +166,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 	})
 	st := s.attachBackend() // the store and the event stream (backend.go)
-	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID})
+	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})
 	s.idem.track = s.inflight.Add
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	p, err := s.newPreview()    // the local preview (preview.go)
