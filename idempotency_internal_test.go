@@ -280,3 +280,22 @@ func TestParseRetention(t *testing.T) {
 		assert.Error(t, err, in)
 	}
 }
+
+// FuzzIdempotencyRecordKey: two requests share a record only when their
+// workspace and idempotency key are both equal (cross-workspace keys and
+// long-key aliases never collide), and every record key fits the store.
+func FuzzIdempotencyRecordKey(f *testing.F) {
+	long := strings.Repeat("k", maxLiteralKeyPart+1)
+	d := sha256.Sum256([]byte(long))
+	f.Add("ws-a", "setup-1", "ws-b", "setup-1")
+	f.Add("ws-a", long, "ws-a", "sha256:"+hex.EncodeToString(d[:]))
+	f.Add("ws-a", long, "ws-a", "#"+hex.EncodeToString(d[:]))
+	f.Add("ws/a", "k", "ws", "a/k")
+	f.Add(long, "k", "#"+hex.EncodeToString(d[:]), "k")
+	f.Fuzz(func(t *testing.T, ws1, key1, ws2, key2 string) {
+		k1, k2 := recordKey(ws1, "research-agent", "job.start", key1), recordKey(ws2, "research-agent", "job.start", key2)
+		assert.LessOrEqual(t, len(k1), store.MaxKeyLen)
+		same := ws1 == ws2 && key1 == key2
+		assert.Equal(t, same, k1 == k2, "(%q, %q) and (%q, %q)", ws1, key1, ws2, key2)
+	})
+}
