@@ -20,6 +20,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/fold"
 	"github.com/supervaize/supervaizer-go/internal/resource"
 )
 
@@ -246,7 +247,7 @@ func RegisterResource[T any](r HandlerRegistry, id string, impl Resource[T]) {
 		fail("%v", err)
 	}
 	for _, f := range def.Fields {
-		if k := contracts.FoldKey(f.ID); names[k] == "" {
+		if k := fold.Key(f.ID); names[k] == "" {
 			names[k] = f.ID
 		}
 	}
@@ -511,7 +512,7 @@ func decodeItem[T any](b *resourceBinding, raw []byte) (T, error) {
 	}
 	var errs []contracts.ResultError
 	for _, k := range slices.Sorted(maps.Keys(values)) {
-		if exact, ok := b.names[contracts.FoldKey(k)]; ok && exact != k {
+		if exact, ok := b.names[fold.Key(k)]; ok && exact != k {
 			errs = append(errs, contracts.ResultError{Code: codeAmbiguousKey, Field: k,
 				Message: "differs from the key " + strconv.Quote(exact) + " only in letter case"})
 		}
@@ -643,8 +644,8 @@ func collectJSONNames(t reflect.Type, names map[string]string, depth int) {
 		if name == "" {
 			name = f.Name
 		}
-		if _, dup := names[contracts.FoldKey(name)]; !dup {
-			names[contracts.FoldKey(name)] = name
+		if _, dup := names[fold.Key(name)]; !dup {
+			names[fold.Key(name)] = name
 		}
 	}
 }

@@ -3,6 +3,8 @@ package contracts
 import (
 	"encoding/json"
 	"reflect"
+
+	"github.com/supervaize/supervaizer-go/internal/fold"
 )
 
 // This file fills the request models (ActionRequest, SurfaceRequest) straight
@@ -67,7 +69,7 @@ func (d *requestDecoder) key(m int32) string {
 // declared one only in letter case (unmarshalOpen refuses it).
 func (d *requestDecoder) extra(ti *typeInfo, m int32, dst *Extra) bool {
 	k := d.key(m)
-	if _, folded := ti.folded[FoldKey(k)]; folded {
+	if _, folded := ti.folded[fold.Key(k)]; folded {
 		return false
 	}
 	if *dst == nil {
