@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -157,63 +155,4 @@ func BenchmarkFanout(b *testing.B) {
 			b.ReportMetric(float64(percentile(lat, 0.99))/1e6, "p99-ms")
 		})
 	}
-}
-
-// TestFanoutLatency measures how long one event takes to reach 1,000 idle subscribers.
-// The target is a p99 well under 50 ms on a quiet 2-core machine; BenchmarkFanout reports
-// it. The test asserts the median, which the scheduling noise of a shared machine does not
-// move, and logs the p99.
-func TestFanoutLatency(t *testing.T) {
-	const n, rounds = 1000, 50
-	br := NewBroker(Options{Heartbeat: time.Hour})
-	var cur atomic.Pointer[round]
-	attachInProcess(t, br, n, &cur, nil)
-	i := 0
-	lat := measureFanout(func() bool { i++; return i <= rounds }, br, n, &cur)
-	p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
-	t.Logf("fan-out to %d subscribers: p50 %v, p99 %v (race detector: %t)", n, p50, p99, raceEnabled)
-	bound := 50 * time.Millisecond
-	if raceEnabled {
-		bound *= 10
-	}
-	assert.Less(t, p50, bound)
-}
-
-// TestIdleSubscriberMemory checks the memory target: an idle stream (its goroutine, queue,
-// timer and bookkeeping) costs less than 16 KiB.
-func TestIdleSubscriberMemory(t *testing.T) {
-	const n = 1000
-	br := NewBroker(Options{Heartbeat: time.Hour})
-	var before runtime.MemStats
-	attachInProcess(t, br, n, nil, func() {
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-	})
-	idle := memPerSubscriber(&before, n)
-	br.Publish(EventEffect, effectPayload) // every queue now holds storage
-	require.Eventually(t, func() bool {
-		br.mu.Lock()
-		defer br.mu.Unlock()
-		for _, s := range br.subs {
-			s.mu.Lock()
-			empty := s.q.len() == 0
-			s.mu.Unlock()
-			if !empty {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, time.Millisecond)
-	afterEvent := memPerSubscriber(&before, n)
-	t.Logf("memory per subscriber: idle %d B, after one event %d B", idle, afterEvent)
-	assert.Less(t, idle, int64(16<<10))
-	assert.Less(t, afterEvent, int64(16<<10))
-}
-
-func memPerSubscriber(before *runtime.MemStats, n int) int64 {
-	runtime.GC()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	used := func(m *runtime.MemStats) int64 { return int64(m.HeapAlloc) + int64(m.StackInuse) }
-	return (used(&after) - used(before)) / int64(n)
 }

@@ -337,7 +337,11 @@ func TestStuckClientDoesNotDelayPublish(t *testing.T) {
 	}
 	p99, worst := percentile(lat, 0.99), slices.Max(lat)
 	t.Logf("%d publishes with a stuck subscriber: p99 %v, max %v", len(lat), p99, worst)
-	assert.Less(t, worst, 100*time.Millisecond, "Publish waited for a client")
+	// Streams have no write deadline, so a Publish that waited for the stuck
+	// client would never return: the bound only separates "returns" from
+	// "waits", with room for a loaded machine's scheduling (and -race). The
+	// latency itself is measured by BenchmarkPublish.
+	assert.Less(t, worst, 2*time.Second, "Publish waited for a client")
 }
 
 func TestShutdownEndsStreamBlockedInWrite(t *testing.T) {

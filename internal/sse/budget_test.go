@@ -29,8 +29,10 @@ func replayAll(t *testing.T, b *Broker, after string) []sseEvent {
 	}()
 	waitSubscribers(t, b, 1)
 	marker := strconv.FormatUint(b.Publish("marker", []byte(`{}`)), 10)
+	// output copies the whole buffer (up to the 16 MiB budget here), so poll
+	// gently: a tight loop of copies would starve the replay it waits for.
 	require.Eventually(t, func() bool { return strings.Contains(w.output(), "id: "+marker+"\n") },
-		10*time.Second, time.Millisecond)
+		time.Minute, 20*time.Millisecond)
 	require.NoError(t, b.Shutdown(context.Background()))
 	<-served
 	r := bufio.NewReader(strings.NewReader(w.output()))
