@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,20 +304,43 @@ func TestGovernedRecoveryAfterInterruptedEffect(t *testing.T) {
 // crashingJobStore fails, once armed, the job write that records a delivery:
 // the write waits until the test "kills" the process, then fails, leaving
 // the state a crash between the SDK's "advancement started" and the job's
-// own record leaves.
+// own record leaves. A killed process writes nothing more: every later write
+// through this store fails too, so the dying app cannot record anything (such
+// as a failed job) that a real kill -9 would never have let it write.
 type crashingJobStore struct {
 	store.Store
 	entered, kill chan struct{}
 	once          sync.Once
+	dead          atomic.Bool
 }
 
+var errProcessKilled = errors.New("process killed")
+
 func (s *crashingJobStore) CompareAndSwap(ctx context.Context, key string, old, new []byte) (bool, error) {
+	if s.dead.Load() {
+		return false, errProcessKilled
+	}
 	if strings.Contains(key, "jobs") && bytes.Contains(new, []byte(`"delivery":`)) {
 		s.once.Do(func() { close(s.entered) })
 		<-s.kill
-		return false, errors.New("process killed")
+		s.dead.Store(true)
+		return false, errProcessKilled
 	}
 	return s.Store.CompareAndSwap(ctx, key, old, new)
+}
+
+func (s *crashingJobStore) PutIfAbsent(ctx context.Context, key string, value []byte) ([]byte, bool, error) {
+	if s.dead.Load() {
+		return nil, false, errProcessKilled
+	}
+	return s.Store.PutIfAbsent(ctx, key, value)
+}
+
+func (s *crashingJobStore) Delete(ctx context.Context, key string) error {
+	if s.dead.Load() {
+		return errProcessKilled
+	}
+	return s.Store.Delete(ctx, key)
 }
 
 // TestGovernedRecoveryAfterAmbiguousAdvancement: the process dies after
