@@ -80,9 +80,25 @@ func (a *app) onDecision(ctx context.Context, d supervaizer.RuleCheckpointDecisi
 	if d.Active || d.Retained {
 		return
 	}
-	ws, _ := supervaizer.WorkspaceFrom(ctx)
-	if scope, ok := workspaceScope(ws); ok {
-		a.startDelivery(scope, d.JobID)
+	if ws, ok := supervaizer.WorkspaceFrom(ctx); ok {
+		if scope, ok := workspaceScope(ws); ok {
+			a.startDelivery(scope, d.JobID)
+		}
+		return
+	}
+	// A decision handed over again by this process's own guarded step (it
+	// was refusing the occurrence when the decision arrived) comes with the
+	// step's context, which carries no workspace. The decision was verified
+	// and persisted when it arrived: resume the governed jobs of that id (a
+	// job without a decision on its gate just keeps waiting).
+	err := a.jobs.each(ctx, "", func(j *jobRecord) error {
+		if j.ID == d.JobID && j.Governed {
+			a.startDelivery(j.Scope, j.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		a.logger.LogAttrs(ctx, slog.LevelError, "resuming a delivery after a decision failed", slog.String("job_id", d.JobID), slog.Any("error", err))
 	}
 }
 

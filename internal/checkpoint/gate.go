@@ -600,6 +600,12 @@ type checkpointRuntime struct {
 	retain int            // bound of retained decisions
 	hooks  *decisionHooks // shared with the runtime it replaces
 
+	// handoff orders a decision's arrival (is a step active? persist) against
+	// a refusing step's hand-over (release, read the persisted decisions), so
+	// that a decision is never left both to a step that is letting go and to
+	// hooks told the step would take it.
+	handoff sync.Mutex
+
 	mu      sync.Mutex
 	active  map[string]struct{}                   // occurrence ids running in this process
 	waiters map[string]map[chan struct{}]struct{} // by occurrence record key

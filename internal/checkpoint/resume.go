@@ -106,9 +106,12 @@ func (a *Agent) Resume(ctx context.Context, req *contracts.ActionRequest) (*cont
 	if err == nil {
 		// Whether a step of this process holds the occurrence is read before
 		// the decision can wake it: a woken step may finish before the hooks run.
+		rt.handoff.Lock()
 		active := rt.isActive(d.OccurrenceID)
 		var retained bool
-		if retained, err = rt.resume(ctx, d); err == nil {
+		retained, err = rt.resume(ctx, d)
+		rt.handoff.Unlock()
+		if err == nil {
 			rt.decided(ctx, d, retained, active)
 			return &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{resumedEffect(d, retained)}}, nil
 		}

@@ -116,8 +116,13 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 			// "active" and was left to this step, which is refusing: release the
 			// occurrence, then hand any such decision to the hooks.
 			released = true
+			o.rt.handoff.Lock()
 			release()
-			o.redeliverDecisions(ctx)
+			pending := o.persistedDecisions(ctx)
+			o.rt.handoff.Unlock()
+			for _, d := range pending {
+				o.rt.decided(ctx, d, false, false)
+			}
 		}
 		return zero, err
 	}
@@ -438,18 +443,20 @@ func (o *occurrence) advance(ctx context.Context, fn func(context.Context) error
 	return err
 }
 
-// redeliverDecisions calls the decision hooks with every decision persisted on
-// the occurrence's records since they were read as paused (an allow or stop
-// delivered while this process held the occurrence). Hooks are idempotent, so
-// a decision they already saw costs nothing.
-func (o *occurrence) redeliverDecisions(ctx context.Context) {
+// persistedDecisions returns every decision persisted on the occurrence's
+// records (an allow or stop delivered while this process held the
+// occurrence), for the decision hooks. Hooks are idempotent, so a decision
+// they already saw costs nothing.
+func (o *occurrence) persistedDecisions(ctx context.Context) []*resumeDecision {
+	var out []*resumeDecision
 	for _, key := range []string{o.beforeKey, o.afterKey} {
 		rec, err := o.rt.loadRecord(ctx, key)
 		if err != nil || rec == nil || (rec.Status != CheckpointAllow && rec.Status != CheckpointStop) || rec.DecisionID == "" {
 			continue
 		}
-		o.rt.decided(ctx, &resumeDecision{AgentSlug: o.gate.agent.slug, JobID: rec.JobID, CaseID: rec.CaseID,
+		out = append(out, &resumeDecision{AgentSlug: o.gate.agent.slug, JobID: rec.JobID, CaseID: rec.CaseID,
 			CheckpointID: rec.CheckpointID, OccurrenceID: rec.OccurrenceID, Phase: rec.Phase, Status: rec.Status,
-			SnapshotHash: rec.SnapshotHash, InputHash: rec.InputHash, DecisionID: rec.DecisionID}, false, false)
+			SnapshotHash: rec.SnapshotHash, InputHash: rec.InputHash, DecisionID: rec.DecisionID})
 	}
+	return out
 }
