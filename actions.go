@@ -76,7 +76,7 @@ func HandleActionFor[In any](r HandlerRegistry, id string, h func(ctx context.Co
 
 // invalidParams is the -32602 error of a request that breaks its model.
 func invalidParams(msg string, ps []contracts.Problem) *Error {
-	return &Error{Code: CodeInvalidParams, Message: msg, Data: map[string]any{"errors": ps}}
+	return newError(CodeInvalidParams, msg, map[string]any{"errors": ps})
 }
 
 // inputError is a -32602 raised by the SDK's own input validation inside a
@@ -85,7 +85,7 @@ func invalidParams(msg string, ps []contracts.Problem) *Error {
 // becomes -32603.
 type inputError struct{ e *Error }
 
-func (i *inputError) Error() string { return i.e.Message }
+func (i *inputError) Error() string { return i.e.message }
 
 // Unwrap exposes the *Error, so CodeOf reports -32602.
 func (i *inputError) Unwrap() error { return i.e }

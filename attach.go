@@ -245,9 +245,9 @@ func (s *Server) syncStudio(ctx context.Context) error {
 		}
 		return err
 	}
-	s.SetWorkspaceAudience(hs.Audience)
+	s.setWorkspaceAudience(hs.Audience)
 	for _, b := range hs.Links {
-		if err := s.bySlug[b.Slug].LinkStudioAgent(b.ID); err != nil {
+		if err := s.bySlug[b.Slug].linkStudioAgent(b.ID); err != nil {
 			return fmt.Errorf("%w: %w", studio.ErrHandshake, err)
 		}
 	}
@@ -288,7 +288,7 @@ func (s *Server) lookupAgent(ctx context.Context, a *Agent) error {
 		return nil
 	}
 	if known == "" && sa.ID != "" {
-		if err := a.LinkStudioAgent(sa.ID); err != nil {
+		if err := a.linkStudioAgent(sa.ID); err != nil {
 			return err
 		}
 	}

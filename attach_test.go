@@ -220,7 +220,7 @@ func TestHandshakeFailures(t *testing.T) {
 				agents = append(agents, stAgent(t, n))
 			}
 			if tt.prelink != "" {
-				require.NoError(t, agents[0].LinkStudioAgent(tt.prelink))
+				require.NoError(t, agents[0].linkStudioAgent(tt.prelink))
 			}
 			srv, sink := studioServer(t, f, agents, tt.opts...)
 			err := srv.Start(context.Background())

@@ -136,10 +136,10 @@ func (s *Server) resolveAuthorization() error {
 	return nil
 }
 
-// SetWorkspaceAudience installs the audience Studio announced in the
+// setWorkspaceAudience installs the audience Studio announced in the
 // registration handshake; it determines the expected audience and server id of
 // workspace tokens.
-func (s *Server) SetWorkspaceAudience(aud string) {
+func (s *Server) setWorkspaceAudience(aud string) {
 	if s.tokens != nil {
 		s.tokens.SetAudience(aud)
 	}
@@ -194,5 +194,5 @@ func (s *Server) verifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contra
 }
 
 func authFailure(code, msg string) *Error {
-	return &Error{Code: CodeUnauthorized, Message: msg, Data: map[string]any{"code": code}}
+	return newError(CodeUnauthorized, msg, map[string]any{"code": code})
 }

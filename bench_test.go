@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 )
 
 // newBenchServer serves the research agent with a typed job.start action and
@@ -25,7 +26,7 @@ func newBenchServer(b *testing.B, local bool) *supervaizer.Server {
 		opts = append(opts, supervaizer.WithWorkspaceAuth(testWorkspaceAuth()))
 	}
 	a := newTestAgent(b, testAgentName)
-	if err := a.LinkStudioAgent(testStudioAgentID); err != nil {
+	if err := sdkhook.LinkStudioAgent(a, testStudioAgentID); err != nil {
 		b.Fatal(err)
 	}
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{a}, opts...)

@@ -58,7 +58,7 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	}
 	req, rpcErr := jsonrpc.DecodeRequest(body)
 	if rpcErr != nil {
-		s.writeRPCError(w, req.ID, &Error{Code: Code(rpcErr.Code), Message: rpcErr.Message, Data: rpcErr.Data})
+		s.writeRPCError(w, req.ID, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data))
 		return
 	}
 	// The result is encoded (once) straight after the response's prefix.
@@ -72,7 +72,7 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	case MethodSurfaceLoad:
 		*buf, err = s.loadSurface(r, req.Params, *buf)
 	default:
-		err = &Error{Code: CodeMethodNotFound, Message: "Method not found: " + req.Method}
+		err = newError(CodeMethodNotFound, "Method not found: "+req.Method, nil)
 	}
 	if err != nil {
 		s.writeRPCError(w, req.ID, err)
@@ -180,8 +180,8 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage, dst []byt
 		h = a.action(req.Action)
 	}
 	if h == nil {
-		return dst, &Error{Code: CodeActionNotRegistered, Message: "Action handler not registered: " + req.Action,
-			Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
+		return dst, newError(CodeActionNotRegistered, "Action handler not registered: "+req.Action,
+			map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 	}
 	ctx = withCall(ctx, a, ws)
 	start := time.Now()
@@ -207,12 +207,12 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage, dst []byt
 
 // actionFailed is the -32603 error of a failed action handler.
 func actionFailed(req *ActionRequest) *Error {
-	return &Error{Code: CodeInternalError, Message: "Action handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "action": req.Action}}
+	return newError(CodeInternalError, "Action handler failed", map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 }
 
 // surfaceFailed is the -32603 error of a failed surface handler.
 func surfaceFailed(req *SurfaceRequest) *Error {
-	return &Error{Code: CodeInternalError, Message: "Surface handler failed", Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
+	return newError(CodeInternalError, "Surface handler failed", map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface})
 }
 
 // runAction calls the handler, validates its result and appends it to dst.
@@ -301,8 +301,8 @@ func (s *Server) loadSurface(r *http.Request, params json.RawMessage, dst []byte
 		h = a.surface(req.Surface)
 	}
 	if h == nil {
-		return dst, &Error{Code: CodeSurfaceNotRegistered, Message: "Surface handler not registered: " + req.Surface,
-			Data: map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface}}
+		return dst, newError(CodeSurfaceNotRegistered, "Surface handler not registered: "+req.Surface,
+			map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface})
 	}
 	ctx = withCall(ctx, a, ws)
 	res, err := callSurface(ctx, h, &req)
@@ -362,9 +362,9 @@ func callSurface(ctx context.Context, h SurfaceHandler, req *SurfaceRequest) (re
 }
 
 func (s *Server) writeRPCError(w http.ResponseWriter, id json.RawMessage, e *Error) {
-	out, err := jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: int(e.Code), Message: e.Message, Data: e.Data})
+	out, err := jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: int(e.code), Message: e.message, Data: e.data})
 	if err != nil {
-		s.logger.Error("encode JSON-RPC error", slog.Int("code", int(e.Code)), slog.Any("error", err))
+		s.logger.Error("encode JSON-RPC error", slog.Int("code", int(e.code)), slog.Any("error", err))
 		out, _ = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: int(CodeInternalError), Message: "Internal error"})
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -104,6 +104,18 @@ var rpcGoldenCases = map[string]goldenCase{
 	"handler_failed_error":                           {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_error_invalid_params":            {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_error_coded":                     {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_parse_error":               {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_invalid_request":           {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_method_not_found":          {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_internal_error":            {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_action_not_registered":     {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_surface_not_registered":    {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_blocked":                   {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_recovery_required":         {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_checkpoint_request":        {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_resource_error":            {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_not_found":                 {tokenValid, supervaizer.CodeInternalError, true},
+	"handler_failed_error_context_canceled":          {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_panic":                           {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_invalid_result":                  {tokenValid, supervaizer.CodeInternalError, true},
 	"handler_failed_nil_result":                      {tokenValid, supervaizer.CodeInternalError, true},
@@ -809,4 +821,15 @@ func TestSurfaceResultVersions(t *testing.T) {
 
 	_, err = supervaizer.NewSurfaceResult(context.Background(), "job.start", func() {})
 	assert.Error(t, err)
+}
+
+// TestHandlerErrorKindsHaveGoldens: each kind of error a handler can return
+// has its golden pair, which pins -32603 on the wire.
+func TestHandlerErrorKindsHaveGoldens(t *testing.T) {
+	for kind := range handlerErrorKinds {
+		tc, ok := rpcGoldenCases["handler_failed_error_"+kind]
+		if assert.True(t, ok, "no golden pair for the handler error kind %q", kind) {
+			assert.Equal(t, supervaizer.CodeInternalError, tc.code, kind)
+		}
+	}
 }

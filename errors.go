@@ -1,6 +1,10 @@
 package supervaizer
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/supervaize/supervaizer-go/internal/sdkhook"
+)
 
 // Code is a JSON-RPC error code. The Supervaizer codes match the Python
 // reference SDK.
@@ -20,51 +24,50 @@ const (
 
 // Error is a JSON-RPC error object: one the server sends for its own protocol
 // checks (the codes above), or one a client receives (svtest returns the
-// errors it reads as *Error). A handler does not choose a code: any error it
-// returns, an *Error included, is sent as [CodeInternalError] with the message
-// "Action handler failed" (or "Surface handler failed") and logged; report a
-// business failure as a result with status "error" ([Fail]). Err is logged,
-// never sent.
+// errors it reads as *Error). Only the SDK builds one, so the code it carries
+// is always the code on the wire. A handler does not choose a code: any error
+// it returns, whatever its type, is sent as [CodeInternalError] with the
+// message "Action handler failed" (or "Surface handler failed") and logged;
+// report a business failure as a result with status "error" ([Fail]).
 type Error struct {
-	Code    Code
-	Message string
-	Data    any
-	Err     error
+	code    Code
+	message string
+	data    any
+	err     error // logged, never sent
 }
 
-// Error returns the message sent to Studio.
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap returns the logged cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is matches on the code, so errors.Is(err, ErrInvalidParams) works through wrapping.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Code == e.Code
+// newError returns the error object the server sends.
+func newError(code Code, message string, data any) *Error {
+	return &Error{code: code, message: message, data: data}
 }
 
-// Sentinel errors for errors.Is.
-var (
-	ErrInvalidParams        = &Error{Code: CodeInvalidParams, Message: "invalid params"}
-	ErrActionNotRegistered  = &Error{Code: CodeActionNotRegistered, Message: "action handler not registered"}
-	ErrSurfaceNotRegistered = &Error{Code: CodeSurfaceNotRegistered, Message: "surface handler not registered"}
-	ErrUnauthorized         = &Error{Code: CodeUnauthorized, Message: "workspace authorization failed"}
-	ErrInternal             = &Error{Code: CodeInternalError, Message: "internal error"}
-)
+func init() {
+	sdkhook.NewError = func(code int, message string, data any) error {
+		return newError(Code(code), message, data)
+	}
+}
 
-// CodeOf returns the code of the JSON-RPC error err stands for: 0 for nil,
-// the code of an *Error found in the chain (an error the server sent or a
-// client received), CodeInternalError for any other error. It is the code on
-// the wire for every error the SDK produces or reads; an error returned by a
-// handler is always sent as CodeInternalError.
+// Error returns the message sent on the wire.
+func (e *Error) Error() string { return e.message }
+
+// Unwrap returns the logged cause, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+// Data returns the error object's data member: for -32602 the validation
+// problems ({"errors":[...]}), for -32030 {"code": ...}, nil when absent.
+func (e *Error) Data() any { return e.data }
+
+// CodeOf returns the code of the JSON-RPC error err stands for, exactly the
+// code sent on the wire: 0 for nil, the code of an *Error found in the chain
+// (one the server sent or a client received), and [CodeInternalError] for
+// any other error, which is what a handler's error becomes.
 func CodeOf(err error) Code {
 	if err == nil {
 		return 0
 	}
 	var e *Error
 	if errors.As(err, &e) {
-		return e.Code
+		return e.code
 	}
 	return CodeInternalError
 }

@@ -27,6 +27,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 )
 
 // The -update flag rewrites golden files. Other test files of this binary may
@@ -97,6 +98,28 @@ var testActionIDs = []string{
 	"fail.nil",                 // returns nil, nil
 	"job.unhandled",            // declared, never handled
 	"workspace_binding.delete", // a custom workspace_binding id: not exempt
+}
+
+// handlerErrorKinds are the errors fail.error returns, by input.kind (the
+// golden pairs handler_failed_error_<kind>): whatever its type or code, each
+// goes on the wire as -32603 "Action handler failed" (open question 61). An
+// *Error carrying a protocol code (one a handler received as a client, made
+// here with sdkhook.NewError as svtest does) is no exception.
+var handlerErrorKinds = map[string]error{
+	"invalid_params":         fmt.Errorf("lookup: %w", sdkhook.NewError(int(supervaizer.CodeInvalidParams), "invalid params", nil)),
+	"coded":                  sdkhook.NewError(int(supervaizer.CodeUnauthorized), "secret-coded-message", nil),
+	"parse_error":            sdkhook.NewError(int(supervaizer.CodeParseError), "secret-parse", nil),
+	"invalid_request":        sdkhook.NewError(int(supervaizer.CodeInvalidRequest), "secret-request", nil),
+	"method_not_found":       sdkhook.NewError(int(supervaizer.CodeMethodNotFound), "secret-method", nil),
+	"internal_error":         sdkhook.NewError(int(supervaizer.CodeInternalError), "secret-internal", map[string]any{"secret": "x"}),
+	"action_not_registered":  sdkhook.NewError(int(supervaizer.CodeActionNotRegistered), "secret-action", nil),
+	"surface_not_registered": sdkhook.NewError(int(supervaizer.CodeSurfaceNotRegistered), "secret-surface", nil),
+	"blocked":                &supervaizer.BlockedError{OccurrenceID: "secret-occ", Phase: "before", Status: supervaizer.CheckpointStop},
+	"recovery_required":      &supervaizer.RecoveryRequiredError{OccurrenceID: "secret-occ", Reason: supervaizer.RecoveryOccurrenceActive},
+	"checkpoint_request":     &supervaizer.CheckpointRequestError{StatusCode: 502, Body: "secret-body"},
+	"resource_error":         &supervaizer.ResourceError{Code: "duplicate_email", Message: "secret-resource"},
+	"not_found":              fmt.Errorf("contact: %w", supervaizer.ErrNotFound),
+	"context_canceled":       context.Canceled,
 }
 
 // testSurfaceIDs are the surfaces the test agent declares (besides the derived
@@ -273,7 +296,7 @@ func newHarness(tb testing.TB, hopts ...harnessOption) *harness {
 		close(h.release)
 	}
 	if !cfg.unlinked {
-		require.NoError(tb, h.agent.LinkStudioAgent(testStudioAgentID))
+		require.NoError(tb, sdkhook.LinkStudioAgent(h.agent, testStudioAgentID))
 	}
 	opts := []supervaizer.Option{
 		supervaizer.WithEnv(emptyEnv),
@@ -390,11 +413,8 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 		// picks the kind of error.
 		var in struct{ Kind string }
 		_ = json.Unmarshal(req.Input, &in)
-		switch in.Kind {
-		case "invalid_params": // an SDK sentinel, wrapped
-			return nil, fmt.Errorf("lookup: %w", supervaizer.ErrInvalidParams)
-		case "coded": // an *Error the handler built with a protocol code
-			return nil, &supervaizer.Error{Code: supervaizer.CodeUnauthorized, Message: "secret-coded-message"}
+		if err, ok := handlerErrorKinds[in.Kind]; ok {
+			return nil, err
 		}
 		return nil, errors.New("database password=hunter2 rejected") // must never reach the client
 	})

@@ -487,7 +487,7 @@ func (l *idempotency) storeFailure(ctx context.Context, req *ActionRequest, err 
 // step 6) carrying the logged cause.
 func failedWith(req *ActionRequest, err error) *Error {
 	e := actionFailed(req)
-	e.Err = err
+	e.err = err
 	return e
 }
 

@@ -90,10 +90,10 @@ func TestIdempotencyFailuresCarryActionData(t *testing.T) {
 	req := &ActionRequest{AgentSlug: "a", Action: "job.start", IdempotencyKey: "k", MissionID: "m", JobID: "j", Input: json.RawMessage(`{`)}
 	_, rpcErr := l.run(t.Context(), req, func(context.Context) ([]byte, *Error) { return nil, nil })
 	require.NotNil(t, rpcErr)
-	assert.Equal(t, CodeInternalError, rpcErr.Code)
-	assert.Equal(t, "Action handler failed", rpcErr.Message)
-	assert.Equal(t, map[string]any{"agent_slug": "a", "action": "job.start"}, rpcErr.Data)
-	assert.Error(t, rpcErr.Err)
+	assert.Equal(t, CodeInternalError, CodeOf(rpcErr))
+	assert.Equal(t, "Action handler failed", rpcErr.Error())
+	assert.Equal(t, map[string]any{"agent_slug": "a", "action": "job.start"}, rpcErr.Data())
+	assert.Error(t, rpcErr.Unwrap())
 }
 
 // idemClock is a settable clock safe to read from the background sweep.

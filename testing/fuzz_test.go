@@ -44,7 +44,7 @@ func TestDecodeResponse(t *testing.T) {
 				var e *supervaizer.Error
 				require.ErrorAs(t, err, &e)
 				assert.Equal(t, tt.wantCode, supervaizer.CodeOf(err))
-				assert.Equal(t, tt.wantData, e.Data)
+				assert.Equal(t, tt.wantData, e.Data())
 			default:
 				assert.ErrorContains(t, err, tt.wantErr)
 				assert.False(t, errors.As(err, new(*supervaizer.Error)))

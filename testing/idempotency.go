@@ -141,10 +141,10 @@ func AssertConfirmIdempotent(t testing.TB, ts *TestServer, req contracts.ActionR
 // check (for example the workspace_authorization_* code).
 func errorData(err error) string {
 	var e *supervaizer.Error
-	if !errors.As(err, &e) || e.Data == nil {
+	if !errors.As(err, &e) || e.Data() == nil {
 		return ""
 	}
-	b, mErr := json.Marshal(e.Data)
+	b, mErr := json.Marshal(e.Data())
 	if mErr != nil {
 		return ""
 	}

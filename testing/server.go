@@ -16,6 +16,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -275,10 +276,10 @@ func (ts *TestServer) loadSurface(ctx context.Context, req contracts.SurfaceRequ
 // found in err's chain, or "" when there is none.
 func AuthCode(err error) string {
 	var e *supervaizer.Error
-	if !errors.As(err, &e) || e.Code != supervaizer.CodeUnauthorized {
+	if !errors.As(err, &e) || supervaizer.CodeOf(e) != supervaizer.CodeUnauthorized {
 		return ""
 	}
-	data, _ := e.Data.(map[string]any)
+	data, _ := e.Data().(map[string]any)
 	code, _ := data["code"].(string)
 	return code
 }
@@ -356,13 +357,13 @@ func decodeResponse(body []byte) (json.RawMessage, error) {
 		if e.Code == nil {
 			return nil, errors.New("svtest: JSON-RPC error without a code")
 		}
-		out := &supervaizer.Error{Code: supervaizer.Code(*e.Code), Message: e.Message}
+		var data any
 		if len(e.Data) > 0 {
-			if err := json.Unmarshal(e.Data, &out.Data); err != nil {
+			if err := json.Unmarshal(e.Data, &data); err != nil {
 				return nil, fmt.Errorf("svtest: decode the JSON-RPC error data: %w", err)
 			}
 		}
-		return nil, out
+		return nil, sdkhook.NewError(*e.Code, e.Message, data)
 	}
 	if len(resp.Result) == 0 || bytes.Equal(resp.Result, []byte("null")) {
 		return nil, errNoOutcome

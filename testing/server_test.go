@@ -16,6 +16,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -49,12 +50,11 @@ func TestTestServerInvoke(t *testing.T) {
 				return
 			}
 			assert.Nil(t, res)
-			assert.ErrorIs(t, err, &supervaizer.Error{Code: tt.wantCode})
 			var e *supervaizer.Error
 			require.ErrorAs(t, err, &e)
-			assert.NotEmpty(t, e.Message)
+			assert.NotEmpty(t, e.Error())
 			if tt.wantData != nil {
-				assert.Equal(t, tt.wantData, e.Data)
+				assert.Equal(t, tt.wantData, e.Data())
 			}
 		})
 	}
@@ -64,10 +64,10 @@ func TestTestServerInvalidParamsData(t *testing.T) {
 	t.Parallel()
 	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newServedAgent(t, startIdempotent)})
 	_, err := ts.Invoke(t.Context(), ts.Request(contracts.DefaultStartAction, map[string]any{}))
-	require.ErrorIs(t, err, supervaizer.ErrInvalidParams)
+	require.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err))
 	var e *supervaizer.Error
 	require.ErrorAs(t, err, &e)
-	data, ok := e.Data.(map[string]any)
+	data, ok := e.Data().(map[string]any)
 	require.True(t, ok)
 	assert.Contains(t, data, "errors")
 }
@@ -96,8 +96,8 @@ func TestTestServerLoadSurface(t *testing.T) {
 	_, err = ts.LoadSurface(t.Context(), req)
 	var e *supervaizer.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, supervaizer.CodeUnauthorized, e.Code)
-	assert.Equal(t, map[string]any{"code": "workspace_authorization_invalid_claims"}, e.Data)
+	assert.Equal(t, supervaizer.CodeUnauthorized, supervaizer.CodeOf(e))
+	assert.Equal(t, map[string]any{"code": "workspace_authorization_invalid_claims"}, e.Data())
 }
 
 func TestTestServerCall(t *testing.T) {
@@ -191,7 +191,7 @@ func TestTestServerMultiAgent(t *testing.T) {
 	t.Parallel()
 	first := newServedAgent(t, startIdempotent)
 	second := newAgent(t, "Writer Agent")
-	require.NoError(t, second.LinkStudioAgent("studio-writer"))
+	require.NoError(t, sdkhook.LinkStudioAgent(second, "studio-writer"))
 	second.HandleAction(echoAction, echo)
 	ts := svtest.NewTestServer(t, []*supervaizer.Agent{first, second})
 
@@ -306,7 +306,7 @@ func TestTestServerInvokeRawGolden(t *testing.T) {
 	svtest.Golden(t, filepath.Join("testdata", "dashboard.result.golden.json"), sraw, *update)
 
 	_, err = ts.LoadSurfaceRaw(t.Context(), ts.SurfaceRequest("nope"))
-	assert.True(t, errors.Is(err, supervaizer.ErrSurfaceNotRegistered))
+	assert.Equal(t, supervaizer.CodeSurfaceNotRegistered, supervaizer.CodeOf(err))
 }
 
 func TestTestServerWithToken(t *testing.T) {
@@ -335,11 +335,11 @@ func TestAuthCode(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 		{"plain error", errors.New("x"), ""},
-		{"other code", &supervaizer.Error{Code: supervaizer.CodeInvalidParams, Data: map[string]any{"code": "x"}}, ""},
-		{"no data", &supervaizer.Error{Code: supervaizer.CodeUnauthorized}, ""},
-		{"code not a string", &supervaizer.Error{Code: supervaizer.CodeUnauthorized, Data: map[string]any{"code": 1}}, ""},
-		{"unauthorized", &supervaizer.Error{Code: supervaizer.CodeUnauthorized, Data: map[string]any{"code": "workspace_authorization_expired"}}, "workspace_authorization_expired"},
-		{"wrapped", fmt.Errorf("w: %w", &supervaizer.Error{Code: supervaizer.CodeUnauthorized, Data: map[string]any{"code": "c"}}), "c"},
+		{"other code", sdkhook.NewError(int(supervaizer.CodeInvalidParams), "m", map[string]any{"code": "x"}), ""},
+		{"no data", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", nil), ""},
+		{"code not a string", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", map[string]any{"code": 1}), ""},
+		{"unauthorized", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", map[string]any{"code": "workspace_authorization_expired"}), "workspace_authorization_expired"},
+		{"wrapped", fmt.Errorf("w: %w", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", map[string]any{"code": "c"})), "c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 )
 
 // Defaults of the fake Studio and of the requests a [TestServer] builds.
@@ -241,7 +242,7 @@ func (s *FakeStudio) bind(serverID string) supervaizer.WorkspaceAuthSettings {
 }
 
 // Link links agent to the Studio agent id studioAgentID, as Studio's
-// registration handshake does: it calls [supervaizer.Agent.LinkStudioAgent]
+// registration handshake does: it links the agent as the handshake does
 // and makes the id the agent_id of the tokens minted for the agent. An empty
 // studioAgentID keeps the id the agent is already linked to, else uses
 // [DefaultStudioAgentID]. A link that the agent refuses (it is linked to
@@ -259,7 +260,7 @@ func (s *FakeStudio) Link(agent *supervaizer.Agent, studioAgentID string) {
 			studioAgentID = DefaultStudioAgentID(agent.Slug())
 		}
 	}
-	if err := agent.LinkStudioAgent(studioAgentID); err != nil {
+	if err := sdkhook.LinkStudioAgent(agent, studioAgentID); err != nil {
 		s.t.Fatalf("svtest: FakeStudio.Link: %v", err)
 		return
 	}

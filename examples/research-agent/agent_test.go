@@ -143,7 +143,7 @@ func TestStartInput(t *testing.T) {
 			if tt.wantCode != 0 {
 				var e *supervaizer.Error
 				require.ErrorAs(t, err, &e)
-				b, _ := json.Marshal(e.Data)
+				b, _ := json.Marshal(e.Data())
 				assert.Contains(t, string(b), tt.wantText, "the error names the key")
 				assert.ErrorIs(t, getErr, errJobNotFound, "the handler did not run")
 				return
