@@ -3,11 +3,8 @@ package supervaizer
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,35 +17,6 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/studiotest"
 	"github.com/supervaize/supervaizer-go/studio"
 )
-
-// The -update flag rewrites golden files. The external test package of this
-// directory may declare it too (both are linked into one binary), so it is
-// declared only when nobody did, and read through flag.Lookup.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func studioUpdating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// studioGolden compares got with testdata/studio/<name>, or rewrites it under -update.
-func studioGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "studio", name)
-	if studioUpdating() {
-		var buf bytes.Buffer
-		require.NoError(t, json.Indent(&buf, got, "", "  "))
-		buf.WriteByte('\n')
-		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.JSONEq(t, string(want), string(got))
-}
 
 // testClient is a Studio client on f with the test account key; retries are fast.
 func testClient(tb testing.TB, f *studiotest.Fake, mod ...func(*studio.Config)) *studio.Client {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/studiotest"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -110,14 +112,14 @@ func TestServerRegisterGolden(t *testing.T) {
 
 	payloads, err := json.Marshal([]studio.AgentRegistration{srv.agentRegistration(full), srv.agentRegistration(minimal)})
 	require.NoError(t, err)
-	studioGolden(t, "agent_registration.golden.json", payloads)
+	golden.JSON(t, filepath.Join("testdata", "studio", "agent_registration.golden.json"), payloads)
 
 	require.NoError(t, srv.Start(context.Background()))
 	body := f.Recorded()[0].Body
 	require.Regexp(t, macURI, srv.studio.uri)
 	require.Equal(t, 2, bytes.Count(body, []byte(`"`+srv.studio.uri+`"`)), "source.server and details.uri")
 	// The host's MAC varies: the golden file has the spec's example address.
-	studioGolden(t, "server_register.golden.json", bytes.ReplaceAll(body, []byte(srv.studio.uri), []byte("server:00-1A-2B-3C-4D-5E")))
+	golden.JSON(t, filepath.Join("testdata", "studio", "server_register.golden.json"), bytes.ReplaceAll(body, []byte(srv.studio.uri), []byte("server:00-1A-2B-3C-4D-5E")))
 	var event map[string]any
 	require.NoError(t, json.Unmarshal(body, &event))
 	details := event["details"].(map[string]any)

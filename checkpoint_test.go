@@ -127,13 +127,12 @@ func TestGuardedStepWire(t *testing.T) {
 		assert.Equal(t, "application/json", c.Header.Get("Content-Type"))
 		assert.Equal(t, cpToken, c.Header.Get(studio.HeaderRuleCheckpointToken))
 	}
-	update := updatingGoldens()
-	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "before_request.golden.json"), calls[0].Raw, update)
-	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "after_request.golden.json"), calls[1].Raw, update)
+	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "before_request.golden.json"), calls[0].Raw)
+	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "after_request.golden.json"), calls[1].Raw)
 
 	events := f.studio.caseEvents()
 	require.Len(t, events, 1, "the case is announced before its first checkpoint")
-	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "case_start_event.golden.json"), events[0].Raw, update)
+	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "case_start_event.golden.json"), events[0].Raw)
 	assert.Empty(t, f.studio.unexpected)
 }
 
@@ -234,7 +233,7 @@ func TestResumeEarlyDecision(t *testing.T) {
 
 	rpc := early.Load().(cpRPC)
 	require.Nil(t, rpc.Error)
-	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "resume_retained.golden.json"), rpc.Result, updatingGoldens())
+	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "resume_retained.golden.json"), rpc.Result)
 	assert.NotContains(t, f.logs.String(), cpMsgWaiting, "the retained decision was taken without waiting")
 }
 
@@ -245,7 +244,7 @@ func TestResumeLiveResultGolden(t *testing.T) {
 	f.logs.awaitWaiting(t)
 	rpc := f.resume(t, cpDecision(contracts.PhaseAfter, sv.CheckpointAllow))
 	require.Nil(t, rpc.Error)
-	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "resume_result.golden.json"), rpc.Result, updatingGoldens())
+	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "resume_result.golden.json"), rpc.Result)
 	require.NoError(t, awaitOutcome(t, done).err)
 }
 

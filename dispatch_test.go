@@ -21,6 +21,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // tokenMode selects the X-Supervaize-Workspace-Authorization header of a golden case.
@@ -200,17 +201,7 @@ func TestRPCGolden(t *testing.T) {
 			got := w.Body.Bytes()
 			require.True(t, json.Valid(got), "response is not JSON: %s", got)
 
-			golden := filepath.Join("testdata", "rpc", name+".response.json")
-			if updatingGoldens() {
-				var pretty bytes.Buffer
-				require.NoError(t, json.Indent(&pretty, got, "", "  "))
-				pretty.WriteByte('\n')
-				require.NoError(t, os.WriteFile(golden, pretty.Bytes(), 0o644))
-			} else {
-				want, err := os.ReadFile(golden)
-				require.NoError(t, err, "missing golden file; run go test -run TestRPCGolden -update")
-				assert.JSONEq(t, string(want), string(got))
-			}
+			svtest.Golden(t, filepath.Join("testdata", "rpc", name+".response.json"), got)
 
 			resp := decodeRPC(t, w)
 			if tc.code == 0 {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,21 +28,6 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 )
-
-// The -update flag rewrites golden files. Other test files of this binary may
-// declare the same flag (the style guide's `var update = flag.Bool(...)`), so
-// it is declared here only when nobody did, and read through flag.Lookup.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-// updatingGoldens reports whether -update was given.
-func updatingGoldens() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // Identities shared by every test server and token. The values are those of
 // the spec examples, so goldens read like the spec.

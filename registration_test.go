@@ -3,7 +3,6 @@ package supervaizer_test
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +13,8 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
-
-var updateRegistration = flag.Bool("update-registration", false, "rewrite the registration golden files (review the diff!)")
 
 // researchAgentSpec is the design document's research-agent.
 func researchAgentSpec() sv.RegistrationSpec {
@@ -131,13 +129,7 @@ func TestRegistrationGolden(t *testing.T) {
 			got, err := json.MarshalIndent(reg, "", "  ")
 			require.NoError(t, err)
 			got = append(got, '\n')
-			path := filepath.Join("testdata", tt.file)
-			if *updateRegistration {
-				require.NoError(t, os.WriteFile(path, got, 0o644))
-			}
-			want, err := os.ReadFile(path)
-			require.NoError(t, err)
-			assert.Equal(t, string(want), string(got))
+			golden.Bytes(t, filepath.Join("testdata", tt.file), got)
 		})
 	}
 }

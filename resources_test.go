@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -647,7 +645,7 @@ func TestResourceImportValidFile(t *testing.T) {
 	raw, err := f.ts.InvokeRaw(context.Background(), withWorkspace(f.ts.Request("resource.contacts.import",
 		map[string]any{"format": "csv", "content": resImportCSV, "fields": map[string]any{"source": "fair"}}), resAlpha))
 	require.NoError(t, err)
-	resGolden(t, "import_result.golden.json", raw)
+	svtest.Golden(t, filepath.Join("testdata", "resources", "import_result.golden.json"), raw)
 	f.contacts.mu.Lock()
 	batch := f.contacts.batches[0]
 	f.contacts.mu.Unlock()
@@ -735,11 +733,11 @@ func TestResourceImportRejectedGolden(t *testing.T) {
 	raw, err := f.ts.InvokeRaw(context.Background(), withWorkspace(f.ts.Request("resource.contacts.import",
 		map[string]any{"content": csv}), resAlpha))
 	require.NoError(t, err)
-	resGolden(t, "import_rejected.golden.json", raw)
+	svtest.Golden(t, filepath.Join("testdata", "resources", "import_rejected.golden.json"), raw)
 	w := f.do(t, resCall{method: http.MethodPost, path: resPath("contacts", "import/"), body: csv,
 		contentType: "text/csv", ws: resAlpha, scopes: []string{"resource.contacts.import"}})
 	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
-	resGolden(t, "rest_import_rejected.golden.json", w.Body.Bytes())
+	svtest.Golden(t, filepath.Join("testdata", "resources", "rest_import_rejected.golden.json"), w.Body.Bytes())
 }
 
 func TestResourcePartialImport(t *testing.T) {
@@ -786,7 +784,7 @@ func TestDatasetQuery(t *testing.T) {
 	}
 	raw, err := f.ts.InvokeRaw(context.Background(), withWorkspace(f.ts.Request("dataset.contact_stats.query", nil), resAlpha))
 	require.NoError(t, err)
-	resGolden(t, "dataset_query.golden.json", raw)
+	svtest.Golden(t, filepath.Join("testdata", "resources", "dataset_query.golden.json"), raw)
 	res := f.invoke(t, resBeta, "dataset.contact_stats.query", nil)
 	require.Equal(t, contracts.StatusOK, res.Status)
 	assert.EqualValues(t, 0, res.Effects[0].Rows[0]["value"], "beta has no contacts")
@@ -919,24 +917,6 @@ func TestResourceDeclaredOperationWithoutImplementation(t *testing.T) {
 	w := f.rest(t, resAlpha, http.MethodPost, "tasks", "create", "", `{"email":"x@y"}`)
 	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
 	assert.Zero(t, f.tasks.calls.Load())
-}
-
-// resGolden compares got with testdata/resources/<name>, rewritten under -update.
-func resGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "resources", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		var v any
-		require.NoError(t, json.Unmarshal(got, &v))
-		pretty, err := json.MarshalIndent(v, "", "  ")
-		require.NoError(t, err)
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, append(pretty, '\n'), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -run %s -update to create it", t.Name())
-	assert.JSONEq(t, string(want), string(got))
 }
 
 // resBenchFixture is a fixture with 100 contacts in alpha.

@@ -13,11 +13,12 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/internal/cardcheck"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
 
 func TestAgentCardGolden(t *testing.T) {
 	_, got := mustCard(t, researchInput(t))
-	golden(t, filepath.Join("testdata", "agent_card.golden.json"), got)
+	golden.JSON(t, filepath.Join("testdata", "agent_card.golden.json"), got)
 }
 
 func TestAgentCardValidatesAgainstA2A(t *testing.T) {

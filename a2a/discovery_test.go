@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
 
 func TestAgentsListGolden(t *testing.T) {
@@ -22,7 +23,7 @@ func TestAgentsListGolden(t *testing.T) {
 	require.NoError(t, err)
 	got, err := json.Marshal(a2a.NewAgentsList(research, hello))
 	require.NoError(t, err)
-	golden(t, filepath.Join("testdata", "agents.golden.json"), got)
+	golden.JSON(t, filepath.Join("testdata", "agents.golden.json"), got)
 }
 
 func TestNewAgentSummary(t *testing.T) {
@@ -91,7 +92,7 @@ func TestHealthGolden(t *testing.T) {
 	assert.Equal(t, "2026-10-11T08:00:00.123456+00:00", h.Timestamp)
 	got, err := json.Marshal(h)
 	require.NoError(t, err)
-	golden(t, filepath.Join("testdata", "health.golden.json"), got)
+	golden.JSON(t, filepath.Join("testdata", "health.golden.json"), got)
 }
 
 func TestNewHealthLaterAgentWins(t *testing.T) {

@@ -1,21 +1,16 @@
 package a2a_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/internal/cardcheck"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // cardValidators returns every validator of cardcheck: the A2A 0.2.6 and
 // 0.3.0 structure, and the published A2A JSON Schemas in a build with the
@@ -25,20 +20,6 @@ func cardValidators(tb testing.TB) []cardcheck.Validator {
 	validators, err := cardcheck.Validators()
 	require.NoError(tb, err)
 	return validators
-}
-
-// golden compares got with the golden file at path, or rewrites it under -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		var out bytes.Buffer
-		require.NoError(t, json.Indent(&out, got, "", "  "))
-		out.WriteByte('\n')
-		require.NoError(t, os.WriteFile(path, out.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing; run go test -update")
-	assert.JSONEq(t, string(want), string(got))
 }
 
 // researchInput is the card input of the research-agent example: a small

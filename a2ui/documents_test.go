@@ -1,11 +1,8 @@
 package a2ui_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,25 +12,8 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/<name>.golden.json, or rewrites the file
-// under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden.json")
-	if *update {
-		var buf bytes.Buffer
-		require.NoError(t, json.Indent(&buf, got, "", "  "))
-		buf.WriteByte('\n')
-		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update to create %s", path)
-	assert.JSONEq(t, string(want), string(got))
-}
 
 func marshal(t testing.TB, v any) []byte {
 	t.Helper()
@@ -102,14 +82,14 @@ func TestFormGolden(t *testing.T) {
 	form := jobStartForm()
 	require.NoError(t, form.Validate())
 	doc := marshal(t, form)
-	golden(t, "form", doc)
+	golden.JSON(t, filepath.Join("testdata", "form.golden.json"), doc)
 
 	res := contracts.SurfaceResult{Surface: "job.start", A2UIVersion: ptr(contracts.A2UIVersion),
 		A2UICatalogVersion: ptr("research-agent.2026-05-16"), Document: doc}
 	got, err := contracts.DefaultValidator().ValidateValue(contracts.ModelSurfaceResult, &res)
 	require.NoError(t, err)
 	assert.JSONEq(t, specJobStartResult, string(got))
-	golden(t, "surface_result_job_start", got)
+	golden.JSON(t, filepath.Join("testdata", "surface_result_job_start.golden.json"), got)
 
 	var back a2ui.Form
 	require.NoError(t, json.Unmarshal(doc, &back))
@@ -151,7 +131,7 @@ func TestDocumentReviewGolden(t *testing.T) {
 	require.NoError(t, review.Validate())
 	got := marshal(t, review)
 	assert.JSONEq(t, specDocumentReview, string(got))
-	golden(t, "document_review", got)
+	golden.JSON(t, filepath.Join("testdata", "document_review.golden.json"), got)
 
 	var back a2ui.DocumentReview
 	require.NoError(t, json.Unmarshal([]byte(specDocumentReview), &back))
@@ -197,7 +177,7 @@ func TestResourceImportGolden(t *testing.T) {
 	doc := contactsImport()
 	require.NoError(t, doc.Validate())
 	got := marshal(t, doc)
-	golden(t, "resource_import", got)
+	golden.JSON(t, filepath.Join("testdata", "resource_import.golden.json"), got)
 
 	// The spec example decodes to the same document, defaults included.
 	var spec a2ui.ResourceImport
@@ -220,7 +200,7 @@ func TestDashboardGolden(t *testing.T) {
 	}
 	require.NoError(t, dash.Validate())
 	got := marshal(t, dash)
-	golden(t, "dashboard", got)
+	golden.JSON(t, filepath.Join("testdata", "dashboard.golden.json"), got)
 
 	var back a2ui.Dashboard
 	require.NoError(t, json.Unmarshal(got, &back))
@@ -232,7 +212,7 @@ func TestConfiguratorGolden(t *testing.T) {
 		"bindings": map[string]any{"submit": "job.configure"}}}, "revision": 3}
 	require.NoError(t, cfg.Validate())
 	got := marshal(t, cfg)
-	golden(t, "configurator", got)
+	golden.JSON(t, filepath.Join("testdata", "configurator.golden.json"), got)
 	assert.NotContains(t, cfg, "type", "marshalling must not change the map")
 
 	res := contracts.SurfaceResult{Surface: "job.configurator", Document: got}

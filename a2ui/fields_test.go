@@ -3,6 +3,7 @@ package a2ui_test
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
 
 // researchPlan is the setup plan of the protocol, built with the helpers.
@@ -69,7 +71,7 @@ func TestSetupPlanGolden(t *testing.T) {
 	got, err := contracts.DefaultValidator().ValidateValue(contracts.ModelSetupPlan, &plan)
 	require.NoError(t, err)
 	assert.JSONEq(t, specPlan, string(got))
-	golden(t, "setup_plan", got)
+	golden.JSON(t, filepath.Join("testdata", "setup_plan.golden.json"), got)
 
 	var back contracts.SetupPlan
 	require.NoError(t, contracts.DefaultValidator().Decode(contracts.ModelSetupPlan, []byte(specPlan), &back))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -158,15 +159,9 @@ func TestGolden(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, v.Validate(m, got), "the encoding of a golden value is valid")
 			file := filepath.Join("testdata", "golden", string(m)+".json")
-			if *update {
-				indented, err := json.MarshalIndent(json.RawMessage(got), "", "  ")
-				require.NoError(t, err)
-				require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
-				require.NoError(t, os.WriteFile(file, append(indented, '\n'), 0o644))
-			}
+			golden.JSON(t, file, got)
 			want, err := os.ReadFile(file)
-			require.NoError(t, err, "run the test with -update to write the golden file")
-			assert.JSONEq(t, string(want), string(got))
+			require.NoError(t, err)
 
 			// The golden document decodes back to a value that encodes the same.
 			back := newValue(t, m)

@@ -1,21 +1,15 @@
 package contracts_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite schema/supervaizer-v2.schema.json and testdata/golden from the code")
 
 // publishedSchema is the committed copy of contracts.Schema().
 const publishedSchema = "schema/supervaizer-v2.schema.json"
@@ -23,27 +17,7 @@ const publishedSchema = "schema/supervaizer-v2.schema.json"
 // TestPublishedSchema fails while the committed schema differs from Schema().
 // `go generate ./contracts` runs it with -update to rewrite the file.
 func TestPublishedSchema(t *testing.T) {
-	want := contracts.Schema()
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(publishedSchema), 0o755))
-		require.NoError(t, os.WriteFile(publishedSchema, want, 0o644))
-	}
-	got, err := os.ReadFile(publishedSchema)
-	require.NoError(t, err, "run `go generate ./contracts` to write the published schema")
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from contracts.Schema() from line %d on: run `go generate ./contracts` and commit the file",
-			publishedSchema, firstDifferentLine(got, want))
-	}
-}
-
-func firstDifferentLine(a, b []byte) int {
-	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := range min(len(la), len(lb)) {
-		if la[i] != lb[i] {
-			return i + 1
-		}
-	}
-	return min(len(la), len(lb)) + 1
+	golden.Bytes(t, publishedSchema, contracts.Schema())
 }
 
 func TestSchemaDocument(t *testing.T) {

@@ -99,5 +99,6 @@
 // # Golden files
 //
 // [Golden] compares wire JSON with a file under testdata/ and rewrites it
-// under -update; [TestServer.InvokeRaw] gives the result exactly as sent.
+// under -update, a test flag that importing svtest registers;
+// [TestServer.InvokeRaw] gives the result exactly as sent.
 package testing

@@ -117,7 +117,7 @@ func ExampleGolden() {
 			t.Fatalf("invoke: %v", err)
 		}
 		fmt.Println(string(raw))
-		// In a test: svtest.Golden(t, filepath.Join("testdata", "start.golden.json"), raw, *update)
+		// In a test: svtest.Golden(t, filepath.Join("testdata", "start.golden.json"), raw)
 	})
 	// Output: {"status":"ok","effects":[{"type":"job.started","job_id":"job-77","data":{"topic_id":"battery-market"}}],"replay_safety":{"dedupe_keys":["setup-7f3c"],"stable_external_ids_required":true,"strictly_idempotent_response":true,"convergent":true}}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,8 +15,6 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // Test agents: "Research Agent" (slug research-agent) declares job.start,
 // launch, echo, boom and the surface dashboard.

@@ -274,12 +274,12 @@ func TestTestServerRequests(t *testing.T) {
 	req.IdempotencyKey, req.JobID = "setup-7f3c", "job-77"
 	raw, err := json.Marshal(req)
 	require.NoError(t, err)
-	svtest.Golden(t, filepath.Join("testdata", "action_request.golden.json"), raw, *update)
+	svtest.Golden(t, filepath.Join("testdata", "action_request.golden.json"), raw)
 
 	sreq := ts.SurfaceRequest(surfaceID)
 	raw, err = json.Marshal(sreq)
 	require.NoError(t, err)
-	svtest.Golden(t, filepath.Join("testdata", "surface_request.golden.json"), raw, *update)
+	svtest.Golden(t, filepath.Join("testdata", "surface_request.golden.json"), raw)
 
 	assert.NotEqual(t, ts.Request(echoAction, nil).RequestID, ts.Request(echoAction, nil).RequestID)
 }
@@ -299,11 +299,11 @@ func TestTestServerInvokeRawGolden(t *testing.T) {
 	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newServedAgent(t, startIdempotent)})
 	raw, err := ts.InvokeRaw(t.Context(), startRequest(ts, contracts.DefaultStartAction, "battery-market"))
 	require.NoError(t, err)
-	svtest.Golden(t, filepath.Join("testdata", "job_start.result.golden.json"), raw, *update)
+	svtest.Golden(t, filepath.Join("testdata", "job_start.result.golden.json"), raw)
 
 	sraw, err := ts.LoadSurfaceRaw(t.Context(), ts.SurfaceRequest(surfaceID))
 	require.NoError(t, err)
-	svtest.Golden(t, filepath.Join("testdata", "dashboard.result.golden.json"), sraw, *update)
+	svtest.Golden(t, filepath.Join("testdata", "dashboard.result.golden.json"), sraw)
 
 	_, err = ts.LoadSurfaceRaw(t.Context(), ts.SurfaceRequest("nope"))
 	assert.Equal(t, supervaizer.CodeSurfaceNotRegistered, supervaizer.CodeOf(err))

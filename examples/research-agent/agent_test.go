@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -19,8 +18,6 @@ import (
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // newTestServer builds the agent with newApp and serves its handlers through
 // the SDK's TestServer (the real pipeline, in memory), with the agent's store.
@@ -73,7 +70,7 @@ func errorCode(res *contracts.ActionResult) string {
 
 func TestRegistrationGolden(t *testing.T) {
 	a, _ := newTestServer(t)
-	svtest.Golden(t, filepath.Join("testdata", "registration.golden.json"), a.agent.RegistrationJSON(), *update)
+	svtest.Golden(t, filepath.Join("testdata", "registration.golden.json"), a.agent.RegistrationJSON())
 }
 
 // TestRegistrationDesignDocument checks the parts of the protocol the

@@ -3,12 +3,10 @@ package sse
 import (
 	"bufio"
 	"context"
-	"flag"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,9 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/supervaize/supervaizer-go/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestNewBrokerDefaults(t *testing.T) {
 	t.Parallel()
@@ -515,14 +512,7 @@ func TestWireGolden(t *testing.T) {
 	<-served
 
 	assert.Equal(t, http.StatusOK, w.status())
-	golden := filepath.Join("testdata", "stream.golden.txt")
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(golden, []byte(w.output()), 0o644))
-	}
-	want, err := os.ReadFile(golden)
-	require.NoError(t, err)
-	assert.Equal(t, string(want), w.output())
+	golden.Bytes(t, filepath.Join("testdata", "stream.golden.txt"), []byte(w.output()))
 }
 
 func TestRingAfter(t *testing.T) {
