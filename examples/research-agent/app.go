@@ -56,13 +56,20 @@ func newApp(cfg config) (*app, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	// Jobs, contacts and the SDK's idempotency records survive a restart: in
-	// one local file, or in PostgreSQL shared by every instance.
+	// one local file, or in PostgreSQL shared by every instance (unless
+	// SUPERVAIZER_STORE=memory asks for none of that).
 	st, state, closeState, err := openState(cfg, logger)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent},
-		supervaizer.WithEnv(getenv), state, supervaizer.WithLogger(logger))
+	opts := []supervaizer.Option{supervaizer.WithEnv(getenv), state, supervaizer.WithLogger(logger)}
+	if cfg.InstanceID != "" {
+		opts = append(opts, supervaizer.WithInstanceID(cfg.InstanceID))
+	}
+	if cfg.Lease > 0 {
+		opts = append(opts, supervaizer.WithIdempotencyLease(cfg.Lease))
+	}
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent}, opts...)
 	if err != nil {
 		return nil, errors.Join(err, closeState())
 	}
@@ -141,7 +148,7 @@ func (a *app) Close() error { return a.closeStore() }
 // openState opens where the agent keeps its state and returns it with the
 // server option that hands it to the SDK: PostgreSQL, shared by every
 // instance, when SUPERVAIZER_DATABASE_URL is set (store and event stream
-// together), else the local bbolt file.
+// together), memory with SUPERVAIZER_STORE=memory, else the local bbolt file.
 func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option, func() error, error) {
 	if cfg.DatabaseURL != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), databaseOpenTimeout)
@@ -155,6 +162,10 @@ func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option
 			return nil, nil, nil, fmt.Errorf("open the database (%s): %w", supervaizer.EnvDatabaseURL, err)
 		}
 		return db.Store(), supervaizer.WithBackend(db), func() error { db.Close(); return nil }, nil
+	}
+	if cfg.Memory {
+		st := store.NewMemory()
+		return st, supervaizer.WithStore(st), st.Close, nil
 	}
 	st, err := store.Open(cfg.DBPath)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/store"
@@ -24,6 +25,16 @@ const (
 	envLocalMode = "SUPERVAIZER_LOCAL_MODE"
 	envDatabase  = supervaizer.EnvDatabaseURL // SUPERVAIZER_DATABASE_URL
 	envSchema    = "SUPERVAIZER_DATABASE_SCHEMA"
+	envInstance  = "SUPERVAIZER_INSTANCE_ID"
+	envLease     = "SUPERVAIZER_IDEMPOTENCY_LEASE"
+	envStore     = "SUPERVAIZER_STORE"
+)
+
+// Values of SUPERVAIZER_STORE, where the state lives when
+// SUPERVAIZER_DATABASE_URL is not set.
+const (
+	storeFile   = "file"   // the bbolt file in SUPERVAIZER_DATA_DIR (default)
+	storeMemory = "memory" // in memory: lost at exit (development, measurements)
 )
 
 // defaultAddr is where the agent listens when SUPERVAIZER_ADDR is not set:
@@ -45,6 +56,19 @@ type config struct {
 	// of the tables ("" for the default, supervaizer): deployments sharing
 	// a database each use their own.
 	DatabaseSchema string
+	// Memory keeps the state in memory (SUPERVAIZER_STORE=memory): nothing
+	// survives the process; for development and measurements only.
+	Memory bool
+	// InstanceID is SUPERVAIZER_INSTANCE_ID, this instance's stable name
+	// among those sharing the database (supervaizer.WithInstanceID): after
+	// a crash, the restarted instance takes over the job starts it left in
+	// progress at once instead of after the lease.
+	InstanceID string
+	// Lease is SUPERVAIZER_IDEMPOTENCY_LEASE (a Go duration; 0: the SDK's
+	// default, 10 min): how long another instance waits before taking over
+	// a job start left in progress by a dead one
+	// (supervaizer.WithIdempotencyLease).
+	Lease time.Duration
 	// LocalMode reports SUPERVAIZER_LOCAL_MODE; the SDK reads it too.
 	LocalMode bool
 	// Getenv is handed to the SDK (supervaizer.WithEnv) for every other
@@ -72,6 +96,24 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	cfg.DatabaseURL = strings.TrimSpace(getenv(envDatabase))
 	cfg.DatabaseSchema = strings.TrimSpace(getenv(envSchema))
+	cfg.InstanceID = strings.TrimSpace(getenv(envInstance))
+	if v := strings.TrimSpace(getenv(envLease)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return config{}, fmt.Errorf("%s=%q: want a positive Go duration such as 30s or 10m", envLease, v)
+		}
+		cfg.Lease = d
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv(envStore))); v {
+	case "", storeFile:
+	case storeMemory:
+		if cfg.DatabaseURL != "" {
+			return config{}, fmt.Errorf("%s=%s and %s are exclusive", envStore, v, envDatabase)
+		}
+		cfg.Memory = true
+	default:
+		return config{}, fmt.Errorf("%s=%q: use %s or %s (PostgreSQL: set %s)", envStore, v, storeFile, storeMemory, envDatabase)
+	}
 	switch v := strings.ToLower(strings.TrimSpace(getenv(envLocalMode))); v {
 	case "1", "true", "yes", "on":
 		cfg.LocalMode = true

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,30 +46,40 @@ func subscribeWith(t *testing.T, base string, header http.Header) <-chan sseEven
 	go func() {
 		defer close(events)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		var ev sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if ev.name != "" {
-					select {
-					case events <- ev:
-					case <-ctx.Done():
-						return
-					}
-				}
-				ev = sseEvent{}
-			case strings.HasPrefix(line, "id: "):
-				ev.id = strings.TrimPrefix(line, "id: ")
-			case strings.HasPrefix(line, "event: "):
-				ev.name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				ev.data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+		scanEvents(resp.Body, func(ev sseEvent) bool {
+			select {
+			case events <- ev:
+				return true
+			case <-ctx.Done():
+				return false
 			}
-		}
+		})
 	}()
 	return events
+}
+
+// scanEvents reads an event stream and hands each named event to emit until
+// the stream ends or emit returns false.
+func scanEvents(body io.Reader, emit func(sseEvent) bool) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.name != "" && !emit(ev) {
+				return
+			}
+			ev = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			ev.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			ev.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev.data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+		}
+	}
 }
 
 // effectEvent is the data of a supervaizer.effect event.

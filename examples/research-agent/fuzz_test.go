@@ -4,6 +4,7 @@ import (
 	"net"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,6 +34,14 @@ func TestLoadConfig(t *testing.T) {
 		{"bad port", map[string]string{envAddr: "localhost:http"}, config{}, "SUPERVAIZER_ADDR"},
 		{"port too large", map[string]string{envAddr: ":65536"}, config{}, "SUPERVAIZER_ADDR"},
 		{"bad local mode", map[string]string{envLocalMode: "maybe"}, config{}, "SUPERVAIZER_LOCAL_MODE"},
+		{"instance and lease", map[string]string{envInstance: " eu-1 ", envLease: "45s"},
+			config{Addr: defaultAddr, DBPath: def, InstanceID: "eu-1", Lease: 45 * time.Second}, ""},
+		{"memory store", map[string]string{envStore: "Memory"}, config{Addr: defaultAddr, DBPath: def, Memory: true}, ""},
+		{"file store", map[string]string{envStore: "file"}, config{Addr: defaultAddr, DBPath: def}, ""},
+		{"bad lease", map[string]string{envLease: "10"}, config{}, "SUPERVAIZER_IDEMPOTENCY_LEASE"},
+		{"negative lease", map[string]string{envLease: "-1s"}, config{}, "SUPERVAIZER_IDEMPOTENCY_LEASE"},
+		{"bad store", map[string]string{envStore: "bolt"}, config{}, "SUPERVAIZER_STORE"},
+		{"memory and database", map[string]string{envStore: "memory", envDatabase: "postgres://db"}, config{}, "exclusive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -105,11 +106,13 @@ func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in s
 	if !created {
 		// The same job started again without an idempotency key: converge on
 		// the existing job and create nothing; a different input is refused.
+		a.logger.LogAttrs(ctx, slog.LevelInfo, "job.start: the job exists, nothing created", slog.String("job_id", stored.ID))
 		if stored.MissionID != rec.MissionID || stored.TopicID != rec.TopicID || stored.Goal != rec.Goal || stored.Depth != rec.Depth {
 			return supervaizer.Fail(codeJobExists, "job %s was already started with another input", req.JobID), nil
 		}
 		return withState(supervaizer.OK(), stored), nil
 	}
+	a.logger.LogAttrs(ctx, slog.LevelInfo, "job created", slog.String("job_id", stored.ID), slog.String("topic_id", topic))
 	st := stored.state()
 	return withState(supervaizer.OK(
 		supervaizer.JobStarted(stored.ID, map[string]any{"topic_id": topic, "status": stored.Status}),

@@ -11,7 +11,9 @@
 // 127.0.0.1:8080), SUPERVAIZER_DATA_DIR (default: a folder in the OS temp
 // dir), SUPERVAIZER_DATABASE_URL (a PostgreSQL URL: the state and the event
 // stream are then shared by every instance started with it, instead of the
-// local file), SUPERVAIZER_LOCAL_MODE, and the variables the SDK reads
+// local file; SUPERVAIZER_DATABASE_SCHEMA, SUPERVAIZER_INSTANCE_ID and
+// SUPERVAIZER_IDEMPOTENCY_LEASE go with it), SUPERVAIZER_STORE (memory keeps
+// nothing across restarts), SUPERVAIZER_LOCAL_MODE, and the variables the SDK reads
 // (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID, SUPERVAIZER_PUBLIC_URL, the
 // SUPERVAIZER_WORKSPACE_AUTH_* settings, and SUPERVAIZE_API_URL,
 // SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID to attach it to Studio).
