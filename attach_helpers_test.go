@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/internal/studiotest"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -49,7 +50,7 @@ func stAgent(tb testing.TB, name string, mod ...func(*AgentSpec)) *Agent {
 
 // studioServer builds a controller attached to f with workspace
 // authorization on, isolated from the process environment.
-func studioServer(t *testing.T, f *studiotest.Fake, agents []*Agent, opts ...Option) (*Server, *studiotest.LogSink) {
+func studioServer(t *testing.T, f *studiotest.Fake, agents []*Agent, opts ...Option) (*Server, *proctest.Buffer) {
 	t.Helper()
 	key, _ := studiotest.ControllerRSA(t)
 	logger, sink := studiotest.NewLogSink()

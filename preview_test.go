@@ -19,6 +19,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -288,7 +289,7 @@ func TestPreviewURLInTheStartupLog(t *testing.T) {
 		{"turned off", []sv.Option{sv.WithLocalMode(true), sv.WithPreview(false)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs proctest.Buffer
 			opts := append([]sv.Option{sv.WithEnv(emptyEnv), sv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, tc.opts...)
 			srv, err := sv.NewServer([]*sv.Agent{previewAgent(t, &calls, nil)}, opts...)
 			require.NoError(t, err)

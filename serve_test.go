@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 )
 
 // serveAgent is a one-agent local-mode controller: job.start answers at once,
@@ -333,7 +334,7 @@ func TestListenAndServeAddress(t *testing.T) {
 		})
 	}
 
-	var logs syncBuffer
+	var logs proctest.Buffer
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent}, supervaizer.WithLocalMode(true),
 		supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_ADDR": "127.0.0.1:0"})),
 		supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -350,22 +351,4 @@ func TestListenAndServeAddress(t *testing.T) {
 	_, err = supervaizer.NewServer([]*supervaizer.Agent{agent}, supervaizer.WithEnv(emptyEnv), supervaizer.WithLocalMode(true),
 		supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{IdleTimeout: -time.Second}))
 	require.ErrorContains(t, err, "must not be negative")
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

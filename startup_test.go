@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -18,7 +19,7 @@ import (
 // returns its error and everything it logged.
 func startupLogs(t *testing.T, opts ...supervaizer.Option) (*supervaizer.Server, error, string) {
 	t.Helper()
-	var logs syncBuffer
+	var logs proctest.Buffer
 	all := append([]supervaizer.Option{supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, opts...)
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{newTestAgent(t, "Research Agent")}, all...)
 	require.NoError(t, err)
@@ -105,7 +106,7 @@ func TestStartupExplainsItself(t *testing.T) {
 }
 
 func TestStartupAttachedMode(t *testing.T) {
-	var logs syncBuffer
+	var logs proctest.Buffer
 	agent := newTestAgent(t, "Research Agent")
 	ts := svtest.NewAttachedTestServer(t, []*supervaizer.Agent{agent},
 		supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -137,7 +138,7 @@ func TestStartupWarnsMissingHandlers(t *testing.T) {
 // TestStartupLogsToDefaultLogger: without WithLogger the SDK logs to
 // slog.Default (not run in parallel: it swaps the process default).
 func TestStartupLogsToDefaultLogger(t *testing.T) {
-	var logs syncBuffer
+	var logs proctest.Buffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })

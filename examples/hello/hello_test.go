@@ -1,23 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 )
 
 // readmeSection returns the README's text from heading to the next "## ".
@@ -79,90 +74,43 @@ func readmeCurl(t *testing.T) (headers map[string]string, body string) {
 	return headers, m[1]
 }
 
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestHelloAnswersTheReadmeCurl builds hello, runs it with no configuration
 // (only SUPERVAIZER_ADDR, so the test does not depend on port 8080 being
 // free), sends the README's own curl for job.start and expects status "ok",
 // then stops it with SIGINT and expects exit status 0.
 func TestHelloAnswersTheReadmeCurl(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the go tool is needed to build the binary")
-	bin := filepath.Join(t.TempDir(), "hello")
-	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"SUPERVAIZER_ADDR=" + addr}
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	addr := proctest.FreeAddr(t)
+	proc := proctest.Start(t, proctest.Build(t, "hello"), []string{"SUPERVAIZER_ADDR=" + addr})
 
 	headers, body := readmeCurl(t)
-	deadline := time.Now().Add(30 * time.Second)
 	var status string
-	for {
+	proc.AwaitServing(t, "an answer to the README's curl", func() bool {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/a2a", strings.NewReader(body))
 		require.NoError(t, err)
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
 		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			var out struct {
-				Result struct {
-					Status string `json:"status"`
-				} `json:"result"`
-				Error json.RawMessage `json:"error"`
-			}
-			require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-			_ = resp.Body.Close()
-			require.Empty(t, out.Error, "logs:\n%s", logs.String())
-			status = out.Result.Status
-			break
+		if err != nil {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "hello does not answer within 30 s:\n%s", logs.String())
-		time.Sleep(50 * time.Millisecond)
-	}
+		var out struct {
+			Result struct {
+				Status string `json:"status"`
+			} `json:"result"`
+			Error json.RawMessage `json:"error"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		_ = resp.Body.Close()
+		require.Empty(t, out.Error, "output:\n%s", proc.Output())
+		status = out.Result.Status
+		return true
+	})
 	assert.Equal(t, "ok", status)
-	text := logs.String()
+	text := proc.Output()
 	assert.Contains(t, text, "try: curl", "hello announces how to call it")
 	assert.Contains(t, text, "api_key=local-dev")
 	assert.Contains(t, text, "mode=local")
 
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	select {
-	case err := <-exited:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("exit status %d after SIGINT\n%s", ee.ExitCode(), logs.String())
-		}
-		require.NoError(t, err)
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no exit within 20 s of SIGINT\n%s", logs.String())
-	}
+	proc.Stop(t, syscall.SIGINT)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/supervaize/supervaizer-go/internal/golden"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 )
 
 func TestNewBrokerDefaults(t *testing.T) {
@@ -549,7 +550,7 @@ func TestStreamEndsWhenWriteFails(t *testing.T) {
 
 func TestLogsSlowClientAndClose(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf proctest.Buffer
 	b := NewBroker(Options{QueueSize: 1, Heartbeat: time.Hour, Logger: newTextLogger(&buf)})
 	w := newFakeWriter()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -96,27 +97,9 @@ func Fingerprint(key string) string {
 	return hex.EncodeToString(d[:6])
 }
 
-// LogSink collects log output for assertions.
-type LogSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *LogSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *LogSink) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// NewLogSink returns a debug-level text logger writing to a new sink.
-func NewLogSink() (*slog.Logger, *LogSink) {
-	s := &LogSink{}
+// NewLogSink returns a debug-level text logger writing to a new buffer.
+func NewLogSink() (*slog.Logger, *proctest.Buffer) {
+	s := &proctest.Buffer{}
 	return slog.New(slog.NewTextHandler(s, &slog.HandlerOptions{Level: slog.LevelDebug})), s
 }
 

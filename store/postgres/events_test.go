@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 )
 
 type logged struct {
@@ -166,7 +167,7 @@ func TestEventLogInstances(t *testing.T) {
 // TestEventLogFollowerReconnects kills the follower's connection in the
 // middle of a burst: it reconnects and delivers what it missed, once.
 func TestEventLogFollowerReconnects(t *testing.T) {
-	var logs syncBuffer
+	var logs proctest.Buffer
 	db := openTest(t, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	l := db.events
 	c := follow(t, l, 0)
@@ -209,7 +210,7 @@ func TestEventLogRetention(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs proctest.Buffer
 			db := openTest(t, WithEventRetention(tt.events, tt.bytes), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			l := db.events
 			payload := bytes.Repeat([]byte("x"), tt.payload)
@@ -229,22 +230,4 @@ func TestEventLogRetention(t *testing.T) {
 			assert.Contains(t, logs.String(), "deleted by the retention")
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use, for log output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
