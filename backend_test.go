@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -164,7 +165,7 @@ func TestBackendEventsAcrossServers(t *testing.T) {
 // log fails, and logs the lost event.
 func TestBackendAppendFailureIsLogged(t *testing.T) {
 	b := newMemBackend()
-	var logs lockedBuffer
+	var logs proctest.Buffer
 	h := newHarness(t, withServerOptions(supervaizer.WithBackend(b),
 		supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
 	shutdownOnCleanup(t, h.srv)
@@ -188,7 +189,7 @@ func TestReadiness(t *testing.T) {
 	})
 	t.Run("backend unreachable", func(t *testing.T) {
 		b := newMemBackend()
-		var logs lockedBuffer
+		var logs proctest.Buffer
 		h := newHarness(t, withServerOptions(supervaizer.WithBackend(b),
 			supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
 		shutdownOnCleanup(t, h.srv)
@@ -243,7 +244,7 @@ func TestStartupLogNamesStoreAndEvents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs proctest.Buffer
 			opts := []supervaizer.Option{supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
 			if tt.opt != nil {
 				opts = append(opts, tt.opt)
@@ -293,23 +294,4 @@ func getBody(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
 	code, _, body := httpGet(t, c, url)
 	return code, string(body)
-}
-
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

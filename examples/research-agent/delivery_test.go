@@ -10,6 +10,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -86,7 +87,7 @@ func TestGovernedStartAnotherSnapshot(t *testing.T) {
 // the agent while the delivery waits, and restarts it on the same store. It
 // returns the restarted agent, the paused checkpoint, the fake Studio API, the
 // snapshot's token and the logs of the restarted agent.
-func restartPaused(t *testing.T, phase string) (*harness, svtest.CheckpointCall, *svtest.FakeStudioAPI, string, *lockedBuffer) {
+func restartPaused(t *testing.T, phase string) (*harness, svtest.CheckpointCall, *svtest.FakeStudioAPI, string, *proctest.Buffer) {
 	t.Helper()
 	studio := svtest.NewFakeStudio(t)
 	before, after := pauseOn(phase)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -26,24 +27,6 @@ import (
 
 // snapshotHash is the hash of the rule snapshot of the governed jobs.
 const snapshotHash = "rs_9a41c0"
-
-// lockedBuffer collects the agent's logs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // governedEnv is the environment of an agent attached to the fake Studio API.
 func governedEnv(t *testing.T, studio *svtest.FakeStudio, api *svtest.FakeStudioAPI) map[string]string {
@@ -67,7 +50,7 @@ func newGovernedAPI(t *testing.T, studio *svtest.FakeStudio, before, after strin
 
 // governedHarness starts the agent attached to a fake Studio API deciding
 // before and after, with its logs captured.
-func governedHarness(t *testing.T, before, after string) (*harness, *svtest.FakeStudioAPI, *lockedBuffer) {
+func governedHarness(t *testing.T, before, after string) (*harness, *svtest.FakeStudioAPI, *proctest.Buffer) {
 	t.Helper()
 	studio := svtest.NewFakeStudio(t)
 	api := newGovernedAPI(t, studio, before, after)
@@ -79,9 +62,9 @@ func governedHarness(t *testing.T, before, after string) (*harness, *svtest.Fake
 // API and returns it with its logs. A non-nil sender replaces the outbox
 // sender before any delivery can run... except those newApp resumes: use it
 // only on a fresh store.
-func startGoverned(t *testing.T, studio *svtest.FakeStudio, env map[string]string, snd sender) (*harness, *lockedBuffer) {
+func startGoverned(t *testing.T, studio *svtest.FakeStudio, env map[string]string, snd sender) (*harness, *proctest.Buffer) {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &proctest.Buffer{}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	require.NoError(t, err)
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
