@@ -27,6 +27,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -52,7 +53,7 @@ type agentProc struct {
 	id     string // its SUPERVAIZER_INSTANCE_ID
 	url    string // http://127.0.0.1:<port>
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *proctest.Buffer
 	done   chan struct{} // closed when the process has exited
 }
 
@@ -137,7 +138,7 @@ func (c *cluster) startProc(id string) *agentProc {
 	}
 	env[envDatabase] = c.dbURL + sep + "application_name=" + url.QueryEscape(id)
 
-	p := &agentProc{id: id, cmd: exec.Command(c.bin), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &agentProc{id: id, cmd: exec.Command(c.bin), stderr: &proctest.Buffer{}, done: make(chan struct{})}
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
