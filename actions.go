@@ -15,7 +15,7 @@ import (
 type ActionRequest = contracts.ActionRequest
 
 // ActionResult is what an action handler returns; build it with [OK], [Fail]
-// and the effect constructors, or from a plain map with [ResultFromMap].
+// and the effect constructors.
 type ActionResult = contracts.ActionResult
 
 // Effect records what an action did; it is also streamed over SSE.

@@ -17,12 +17,9 @@ import (
 
 // AgentSpec describes an agent served by the controller.
 type AgentSpec struct {
-	// Name is the agent's name; its slug and legacy id are derived from it.
-	// Required.
+	// Name is the agent's name; its slug, the agent's identity everywhere
+	// (agent_slug), is derived from it. Required.
 	Name string
-	// ID is the legacy agent id. Optional: when set it must equal the id derived
-	// from Name.
-	ID string
 	// Version is the agent's version, e.g. "1.0.0" (it appears in the versioned
 	// Agent Card route). Required.
 	Version     string
@@ -92,9 +89,6 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 			"the name's letters and digits transliterated to ASCII, and a character without a "+
 			"transliteration (emoji, private use, some rare scripts) is dropped", spec.Name)
 	}
-	if spec.ID != "" && spec.ID != a.legacyID {
-		return nil, fmt.Errorf("supervaizer: AgentSpec.ID must match the id derived from the name: %q != %q", spec.ID, a.legacyID)
-	}
 	v := contracts.DefaultValidator()
 	if spec.Introduction != nil {
 		if _, err := v.ValidateValue(contracts.ModelIntroduction, spec.Introduction); err != nil {
@@ -158,20 +152,8 @@ func cloneRegistration(r *contracts.Registration) (*contracts.Registration, erro
 	return &out, nil
 }
 
-// Name returns the agent's name.
-func (a *Agent) Name() string { return a.spec.Name }
-
 // Slug returns the agent slug derived from its name.
 func (a *Agent) Slug() string { return a.slug }
-
-// ID returns the legacy agent id derived from its name.
-func (a *Agent) ID() string { return a.legacyID }
-
-// Version returns the agent's version.
-func (a *Agent) Version() string { return a.spec.Version }
-
-// Description returns the agent's one-line description.
-func (a *Agent) Description() string { return a.spec.Description }
 
 // Spec returns a copy of the agent's spec.
 func (a *Agent) Spec() AgentSpec { return a.spec }

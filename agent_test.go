@@ -25,9 +25,8 @@ func TestNewAgentIdentity(t *testing.T) {
 	a, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: mustRegistration(t, researchAgentSpec())})
 	require.NoError(t, err)
 	assert.Equal(t, "research-agent", a.Slug())
-	assert.Equal(t, "imussvG8U97vC93sU6egrt", a.ID())
 
-	b, err := sv.NewAgent(sv.AgentSpec{Name: "agentName", Version: "1", ID: "LMKyPAS2Q8sKWBY34DS37a"})
+	b, err := sv.NewAgent(sv.AgentSpec{Name: "agentName", Version: "1"})
 	require.NoError(t, err)
 	assert.Equal(t, "agentname", b.Slug())
 }
@@ -59,8 +58,6 @@ func TestNewAgentErrors(t *testing.T) {
 				`and a character without a transliteration (emoji, private use, some rare scripts) is dropped`},
 		{"slug mismatch", sv.AgentSpec{Name: "Research Bot", Version: "1", Registration: reg},
 			`v2 registration agent.slug must match Agent.slug: "research-agent" != "research-bot"`},
-		{"id mismatch", sv.AgentSpec{Name: "Research Agent", Version: "1", ID: "nope"},
-			`AgentSpec.ID must match the id derived from the name: "nope" != "imussvG8U97vC93sU6egrt"`},
 		{"method without handler", sv.AgentSpec{Name: "X", Version: "1", Methods: &sv.AgentMethods{Refresh: &sv.AgentMethod{}}},
 			`method "agent.refresh" has no Handler`},
 	}
@@ -142,7 +139,7 @@ func TestAgentMethodsAppendedAndHandled(t *testing.T) {
 	var gotParams map[string]any
 	a, err := sv.NewAgent(sv.AgentSpec{Name: "Hello", Version: "1", Registration: reg, Methods: &sv.AgentMethods{
 		Refresh: &sv.AgentMethod{Handler: func(context.Context, *sv.ActionRequest, map[string]any) (*sv.ActionResult, error) {
-			return sv.OK(sv.AgentRefreshed()), nil
+			return sv.OK(sv.Effect{Type: "agent.refreshed"}), nil
 		}},
 		Custom: []sv.CustomMethod{{Key: "export", AgentMethod: sv.AgentMethod{Params: map[string]any{"format": "csv"},
 			Handler: func(_ context.Context, _ *sv.ActionRequest, p map[string]any) (*sv.ActionResult, error) {

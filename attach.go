@@ -186,7 +186,7 @@ func (s *Server) agentRegistration(a *Agent) studio.AgentRegistration {
 // registerDetails builds the server.register details.
 func (s *Server) registerDetails() studio.RegisterDetails {
 	public := s.cfg.publicURL
-	contract := ControllerContract()
+	contract := controllerContract()
 	d := studio.RegisterDetails{
 		ServerID: s.serverID, URL: public, URI: s.studio.uri,
 		APIVersion: "v1", ControllerVersion: Version,

@@ -124,7 +124,7 @@ func TestServerRegisterGolden(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &event))
 	details := event["details"].(map[string]any)
 
-	contract, err := json.Marshal(ControllerContract())
+	contract, err := json.Marshal(controllerContract())
 	require.NoError(t, err)
 	sent, err := json.Marshal(map[string]any{"controller_contract_version": details["controller_contract_version"],
 		"api_base_path": details["api_base_path"], "endpoints": details["endpoints"]})

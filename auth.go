@@ -63,8 +63,8 @@ func (e *AuthError) Error() string { return e.Code + ": " + e.Message }
 
 // The workspace-authorization codes the SDK itself produces outside the verifier.
 const (
-	AuthNotConfigured = string(wsauth.CodeNotConfigured)
-	AuthUnknownAgent  = string(wsauth.CodeUnknownAgent)
+	authNotConfigured = string(wsauth.CodeNotConfigured)
+	authUnknownAgent  = string(wsauth.CodeUnknownAgent)
 )
 
 // isBootstrapAction and isBootstrapSurface report whether a call runs without a
@@ -127,7 +127,7 @@ func (s *Server) resolveAuthorization() error {
 	if s.cfg.jwksMaxAge != nil {
 		opts = append(opts, wsauth.WithJWKSKeyMaxAge(*s.cfg.jwksMaxAge))
 	}
-	v, err := wsauth.New(settings, s.serverID, s, opts...)
+	v, err := wsauth.New(settings, s.serverID, agentDirectory{s}, opts...)
 	if err != nil {
 		return fmt.Errorf("supervaizer: workspace authorization: %w", err)
 	}
@@ -151,7 +151,7 @@ func (s *Server) authorize(ctx context.Context, r *http.Request, ws contracts.Wo
 	if s.localAuth {
 		a, ok := s.bySlug[agentSlug]
 		if !ok {
-			return nil, authFailure(AuthUnknownAgent, fmt.Sprintf("Agent %q is not served by this controller", agentSlug))
+			return nil, authFailure(authUnknownAgent, fmt.Sprintf("Agent %q is not served by this controller", agentSlug))
 		}
 		var slug *string
 		if ws.Slug != "" {
@@ -186,7 +186,7 @@ func (s *Server) verifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contra
 	var ae *AuthError
 	if !errors.As(err, &ae) {
 		s.logger.LogAttrs(ctx, slog.LevelError, "workspace verifier failed", slog.String("agent_slug", c.AgentSlug), slog.Any("error", err))
-		ae = &AuthError{Code: AuthNotConfigured, Message: "Workspace authorization could not be verified"}
+		ae = &AuthError{Code: authNotConfigured, Message: "Workspace authorization could not be verified"}
 	}
 	s.logger.LogAttrs(ctx, slog.LevelWarn, "workspace authorization failed",
 		slog.String("agent_slug", c.AgentSlug), slog.Any("scopes", c.Scopes), slog.String("code", ae.Code))

@@ -32,12 +32,6 @@ const (
 	CheckpointStop  = checkpoint.CheckpointStop  // do not proceed
 )
 
-// RuleSnapshotVersion is the only rule_snapshot version this SDK accepts.
-const RuleSnapshotVersion = checkpoint.RuleSnapshotVersion
-
-// EffectRuleCheckpointResumed is the effect type of an accepted decision.
-const EffectRuleCheckpointResumed = checkpoint.EffectRuleCheckpointResumed
-
 // Reasons of a [RecoveryRequiredError].
 const (
 	// RecoveryOccurrenceClaimed: the occurrence already ran (or was decided

@@ -101,7 +101,7 @@ func TestDecisionHookPanics(t *testing.T) {
 	require.Nil(t, rpc.Error, "the decision stays accepted")
 	var res sv.ActionResult
 	require.NoError(t, json.Unmarshal(rpc.Result, &res))
-	assert.Equal(t, sv.EffectRuleCheckpointResumed, res.Effects[0].Type)
+	assert.Equal(t, "rule.checkpoint.resumed", res.Effects[0].Type)
 	got, _ := log.all()
 	assert.Len(t, got, 1, "the next hook is still called")
 	assert.Contains(t, f.logs.String(), "rule checkpoint decision hook panicked")

@@ -92,7 +92,7 @@ func TestGuardedStepPauseResume(t *testing.T) {
 			var res sv.ActionResult
 			require.NoError(t, json.Unmarshal(rpc.Result, &res))
 			require.Len(t, res.Effects, 1)
-			assert.Equal(t, sv.EffectRuleCheckpointResumed, res.Effects[0].Type)
+			assert.Equal(t, "rule.checkpoint.resumed", res.Effects[0].Type)
 			assert.Equal(t, tt.decision, res.Effects[0].Status)
 			assert.Nil(t, res.Effects[0].Data, "delivered to a live waiter, not retained")
 

@@ -21,7 +21,7 @@ const jobAnalyticsSurface = "job.analytics"
 // Limit rows of rc.Scope from Offset, restricted to JobID when it is set, and
 // narrowed by Filters.
 type DatasetQuery struct {
-	Limit  int // 1..MaxPageLimit; DefaultPageLimit when the request names none
+	Limit  int // 1..1000; 100 when the request names none
 	Offset int // rows to skip, >= 0
 	// JobID is the request's job. It is always set on job.analytics (a query
 	// from that surface without job_id is refused) and for job-scoped
@@ -89,7 +89,7 @@ func RegisterDataset[Row any](r HandlerRegistry, id string, query func(ctx conte
 		if err != nil {
 			return nil, err
 		}
-		return OK(DatasetQueried(id, objs)), nil
+		return OK(datasetQueried(id, objs)), nil
 	})
 }
 

@@ -168,9 +168,9 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, a2a.NewHealth(time.Now(), agents...))
 }
 
-// ControllerContract is the v1 controller contract sent in server.register and
+// controllerContract is the v1 controller contract sent in server.register and
 // served at GET /api/supervaizer/contract.
-func ControllerContract() map[string]any {
+func controllerContract() map[string]any {
 	return map[string]any{
 		"controller_contract_version": "1.0",
 		"api_base_path":               "/api",
@@ -204,5 +204,5 @@ func controllerEndpoints() map[string]string {
 }
 
 func (s *Server) serveContract(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, ControllerContract())
+	writeJSON(w, http.StatusOK, controllerContract())
 }

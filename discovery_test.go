@@ -200,8 +200,8 @@ func TestHealthDocument(t *testing.T) {
 			"agent_id": testLegacyAgentID, "agent_server_id": testStudioAgentID, "name": testAgentName,
 			"status": "available", "version": testAgentVersion, "statistics": stats,
 		},
-		unlinked.ID(): map[string]any{
-			"agent_id": unlinked.ID(), "agent_server_id": nil, "name": "Billing Agent",
+		"JTCQ8XfwuAaDCpy9CmHxxv": map[string]any{ // slug.LegacyAgentID("Billing Agent")
+			"agent_id": "JTCQ8XfwuAaDCpy9CmHxxv", "agent_server_id": nil, "name": "Billing Agent",
 			"status": "available", "version": testAgentVersion, "statistics": stats,
 		},
 	}, doc["agents"])

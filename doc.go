@@ -69,7 +69,7 @@
 // [Agent.HandleAction] and [Agent.HandleSurface] register plain handlers;
 // [HandleActionFor] validates the action input against the JSON Schema derived
 // from a Go type and decodes it first. Results are built with [OK], [Fail], the
-// effect constructors ([JobStarted], [DatasetQueried], …) and
+// effect constructors ([JobStarted], [JobSynced], …) and
 // [NewSurfaceResult] with an a2ui document. [RegisterResource] and
 // [RegisterDataset] serve typed resources (also over the DataResource REST
 // routes) and datasets.

@@ -1,7 +1,6 @@
 package supervaizer
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/supervaize/supervaizer-go/contracts"
@@ -24,30 +23,6 @@ func Fail(code, format string, args ...any) *ActionResult {
 		Effects: []Effect{},
 		Errors:  []contracts.ResultError{{Code: code, Message: fmt.Sprintf(format, args...)}},
 	}
-}
-
-// ResultFromMap decodes a result given as a plain map, validating it exactly
-// like a typed result. Keys the contract does not type are kept.
-func ResultFromMap(m map[string]any) (*ActionResult, error) {
-	return fromMap[ActionResult](contracts.ModelActionResult, "result", m)
-}
-
-// SurfaceResultFromMap decodes a surface result given as a plain map,
-// validating it exactly like a typed result.
-func SurfaceResultFromMap(m map[string]any) (*SurfaceResult, error) {
-	return fromMap[SurfaceResult](contracts.ModelSurfaceResult, "surface result", m)
-}
-
-func fromMap[T any](model contracts.Model, what string, m map[string]any) (*T, error) {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("supervaizer: encode %s map: %w", what, err)
-	}
-	var res T
-	if err := contracts.DefaultValidator().Decode(model, raw, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
 }
 
 // The conventional effect constructors. Effect types are the
@@ -86,16 +61,16 @@ func StepAwaitingSubmitted(jobID, caseID, stepID, status string) Effect {
 	return Effect{Type: "step.awaiting.submitted", JobID: jobID, CaseID: caseID, StepID: stepID, Status: status}
 }
 
-// ResourceListed is the resource.listed effect of resource.<id>.list.
-func ResourceListed(resource string, items []map[string]any) Effect {
+// resourceListed is the resource.listed effect of resource.<id>.list.
+func resourceListed(resource string, items []map[string]any) Effect {
 	if items == nil {
 		items = []map[string]any{}
 	}
 	return Effect{Type: "resource.listed", Resource: resource, Items: items}
 }
 
-// DatasetQueried is the dataset.queried effect of dataset.<id>.query.
-func DatasetQueried(dataset string, rows []map[string]any) Effect {
+// datasetQueried is the dataset.queried effect of dataset.<id>.query.
+func datasetQueried(dataset string, rows []map[string]any) Effect {
 	if rows == nil {
 		rows = []map[string]any{}
 	}
@@ -103,8 +78,8 @@ func DatasetQueried(dataset string, rows []map[string]any) Effect {
 	return Effect{Type: "dataset.queried", Dataset: dataset, Count: &n, Rows: rows}
 }
 
-// AgentRefreshed is the agent.refreshed effect of agent.refresh.
-func AgentRefreshed() Effect { return Effect{Type: "agent.refreshed"} }
+// agentRefreshed is the agent.refreshed effect of agent.refresh.
+func agentRefreshed() Effect { return Effect{Type: "agent.refreshed"} }
 
 // WorkspaceBindingOption is one bindable agent-side record.
 type WorkspaceBindingOption struct {

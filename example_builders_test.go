@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
@@ -50,28 +51,34 @@ func ExampleNewAgent() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(agent.Slug(), agent.ID())
+	fmt.Println(agent.Slug())
 	_, err = sv.NewAgent(sv.AgentSpec{Name: "Research Bot", Version: "1.0.0", Registration: reg})
 	fmt.Println(err)
 	// Output:
-	// research-agent imussvG8U97vC93sU6egrt
+	// research-agent
 	// supervaizer: v2 registration agent.slug must match Agent.slug: "research-agent" != "research-bot"
 }
 
-func ExampleNewJobState() {
+func ExampleJobState() {
 	req := &sv.ActionRequest{JobID: "job-77", AgentSlug: "research-agent", MissionID: "mis-3"}
-	b := sv.NewJobState(req, "awaiting")
-	review := b.Case("case-1", "setup", "Review sources")
-	review.Step("step-1", "pending", "Review").Awaiting(sv.AwaitingStep{Reopenable: true})
-	js, err := b.Build()
-	if err != nil {
+	res := sv.OK(sv.JobStarted(req.JobID, nil))
+	res.JobState = &sv.JobState{
+		Job: sv.Job{ID: req.JobID, AgentSlug: req.AgentSlug, MissionID: req.MissionID, Status: "awaiting",
+			Source: contracts.JobSource{Type: contracts.SourceFreshStart}},
+		Cases: []sv.Case{{ID: "case-1", Lane: "setup", Title: "Review sources", Steps: []sv.Step{{
+			ID: "step-1", Activity: contracts.ActivityOperation, Status: "awaiting", Title: "Review",
+			Awaiting: &sv.Awaiting{Reason: "human_input", Surface: "case.step.awaiting",
+				Action: contracts.DefaultSubmitAction, Fields: a2ui.AwaitingFields(a2ui.BooleanField("approve", "Approve")), Reopenable: true},
+		}}}},
+	}
+	if _, err := contracts.DefaultValidator().ValidateValue(contracts.ModelActionResult, res); err != nil {
 		fmt.Println(err)
 		return
 	}
-	out, _ := json.Marshal(js.Cases[0].Steps[0].Awaiting)
-	fmt.Println(js.Cases[0].Lane, js.Cases[0].Steps[0].Status, string(out))
+	out, _ := json.Marshal(res.JobState.Cases[0].Steps[0].Awaiting)
+	fmt.Println(string(out))
 	// Output:
-	// setup awaiting {"reason":"human_input","surface":"case.step.awaiting","action":"step.awaiting.submit","fields":[],"reopenable":true}
+	// {"reason":"human_input","surface":"case.step.awaiting","action":"step.awaiting.submit","fields":[{"id":"approve","label":"Approve","type":"boolean","required":false}],"reopenable":true}
 }
 
 func ExampleWorkspaceFrom() {

@@ -370,10 +370,10 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 		return &supervaizer.ActionResult{Status: contracts.StatusOK}, nil
 	})
 	act("job.nulls", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
-		return supervaizer.ResultFromMap(map[string]any{
-			"status": "ok", "job_state": nil, "custom": nil,
-			"effects": []any{map[string]any{"type": "job.nulls", "job_id": nil, "external_ref": nil, "data": map[string]any{"kept": nil}}},
-		})
+		var res supervaizer.ActionResult // decoded from JSON: the explicit nulls are kept
+		err := json.Unmarshal([]byte(`{"status":"ok","job_state":null,"custom":null,`+
+			`"effects":[{"type":"job.nulls","job_id":null,"external_ref":null,"data":{"kept":null}}]}`), &res)
+		return &res, err
 	})
 	act("job.bulk", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 		var in bulkInput

@@ -56,12 +56,12 @@ import (
 // Idempotency defaults; see [WithIdempotencyLease] and
 // [WithIdempotencyRetention].
 const (
-	// DefaultIdempotencyLease is how long an in-flight record blocks other
+	// defaultIdempotencyLease is how long an in-flight record blocks other
 	// instances before they may take it over (the original attempt is presumed
 	// dead).
-	DefaultIdempotencyLease = 10 * time.Minute
-	// DefaultIdempotencyRetention is how long a record is kept.
-	DefaultIdempotencyRetention = 7 * 24 * time.Hour
+	defaultIdempotencyLease = 10 * time.Minute
+	// defaultIdempotencyRetention is how long a record is kept.
+	defaultIdempotencyRetention = 7 * 24 * time.Hour
 )
 
 // idempotencySweepEvery is how often, at most, the retention sweep runs.
@@ -142,10 +142,10 @@ type idemConfig struct {
 
 func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempotency {
 	if cfg.lease <= 0 {
-		cfg.lease = DefaultIdempotencyLease
+		cfg.lease = defaultIdempotencyLease
 	}
 	if cfg.retention <= 0 {
-		cfg.retention = DefaultIdempotencyRetention
+		cfg.retention = defaultIdempotencyRetention
 	}
 	if cfg.instance == "" {
 		if ex, ok := s.(store.Exclusive); ok && ex.Exclusive() {
@@ -502,12 +502,12 @@ func conflictResult(req *ActionRequest) ([]byte, *Error) {
 	return layerResult(req, Fail(contracts.ErrorIdempotencyConflict, "idempotency_key %s was already used with a different input or job", req.IdempotencyKey))
 }
 
-// ErrorIdempotencyInProgress is the business error of a retry that arrives
+// errorIdempotencyInProgress is the business error of a retry that arrives
 // while another instance holds the record's lease.
-const ErrorIdempotencyInProgress = "idempotency_in_progress"
+const errorIdempotencyInProgress = "idempotency_in_progress"
 
 func inProgressResult(req *ActionRequest) ([]byte, *Error) {
-	return layerResult(req, Fail(ErrorIdempotencyInProgress, "an attempt with idempotency_key %s is still in progress; retry later with the same key", req.IdempotencyKey))
+	return layerResult(req, Fail(errorIdempotencyInProgress, "an attempt with idempotency_key %s is still in progress; retry later with the same key", req.IdempotencyKey))
 }
 
 // layerResult serializes a business result the layer answers itself.

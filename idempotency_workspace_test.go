@@ -129,7 +129,7 @@ func TestIdempotencySettings(t *testing.T) {
 	}
 	env := func(v string) sv.Option {
 		return sv.WithEnv(func(k string) string {
-			if k == sv.EnvIdempotencyRetention {
+			if k == "SUPERVAIZER_IDEMPOTENCY_RETENTION" {
 				return v
 			}
 			return ""
@@ -143,7 +143,7 @@ func TestIdempotencySettings(t *testing.T) {
 		{name: "defaults", opts: []sv.Option{env("")}},
 		{name: "environment in days", opts: []sv.Option{env("30d")}},
 		{name: "environment as a duration", opts: []sv.Option{env("720h")}},
-		{name: "invalid environment", opts: []sv.Option{env("forever")}, err: sv.EnvIdempotencyRetention},
+		{name: "invalid environment", opts: []sv.Option{env("forever")}, err: "SUPERVAIZER_IDEMPOTENCY_RETENTION"},
 		{name: "option wins over an invalid environment", opts: []sv.Option{env("forever"), sv.WithIdempotencyRetention(time.Hour)}},
 		{name: "zero retention", opts: []sv.Option{env(""), sv.WithIdempotencyRetention(0)}, err: "WithIdempotencyRetention"},
 		{name: "negative lease", opts: []sv.Option{env(""), sv.WithIdempotencyLease(-time.Second)}, err: "WithIdempotencyLease"},

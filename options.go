@@ -55,11 +55,11 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		maxBody:         DefaultMaxBodyBytes,
-		sseHeartbeat:    DefaultSSEHeartbeat,
-		sseQueue:        DefaultSSEQueueSize,
-		sseReplay:       DefaultSSEReplay,
-		sseReplayBytes:  DefaultSSEReplayMiB << 20,
+		maxBody:         defaultMaxBodyBytes,
+		sseHeartbeat:    defaultSSEHeartbeat,
+		sseQueue:        defaultSSEQueueSize,
+		sseReplay:       defaultSSEReplay,
+		sseReplayBytes:  defaultSSEReplayMiB << 20,
 		securityHeaders: true,
 		getenv:          os.Getenv,
 	}
@@ -71,7 +71,7 @@ func defaultConfig() config {
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithMaxBodyBytes limits the POST /a2a body; a larger body is answered 413
-// before it is read in full. Default: [DefaultMaxBodyBytes] (4 MiB).
+// before it is read in full. Default: 4 MiB.
 func WithMaxBodyBytes(n int64) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -82,7 +82,7 @@ func WithMaxBodyBytes(n int64) Option {
 }
 
 // WithSSEHeartbeat sets how long the event stream may stay silent before a
-// heartbeat event. Default: [DefaultSSEHeartbeat] (15 s).
+// heartbeat event. Default: 15 s.
 func WithSSEHeartbeat(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -93,7 +93,7 @@ func WithSSEHeartbeat(d time.Duration) Option {
 }
 
 // WithSSEQueueSize sets how many events wait for one slow SSE subscriber before
-// the oldest is dropped. Default: [DefaultSSEQueueSize] (100).
+// the oldest is dropped. Default: 100.
 func WithSSEQueueSize(n int) Option {
 	return func(c *config) {
 		if n <= 0 {
@@ -106,7 +106,7 @@ func WithSSEQueueSize(n int) Option {
 // WithSSEReplay bounds the events kept for Last-Event-ID replay: at most
 // events events and bytes bytes of event memory, the oldest evicted first. An
 // event larger than bytes on its own reaches the open streams but is not kept.
-// Defaults: [DefaultSSEReplay] (1,024) events and [DefaultSSEReplayMiB] (16 MiB).
+// Defaults: 1,024 events and 16 MiB.
 // Event ids increase across restarts (a boot epoch in their high bits), so a
 // client resuming with an id from before a restart receives everything kept
 // since.
@@ -119,17 +119,17 @@ func WithSSEReplay(events, bytes int) Option {
 	}
 }
 
-// EnvIdempotencyRetention is the environment variable read for the
+// envIdempotencyRetention is the environment variable read for the
 // idempotency retention when [WithIdempotencyRetention] is not given: a Go
 // duration ("168h", "90m") or a number of days ("7d").
-const EnvIdempotencyRetention = "SUPERVAIZER_IDEMPOTENCY_RETENTION"
+const envIdempotencyRetention = "SUPERVAIZER_IDEMPOTENCY_RETENTION"
 
 // WithIdempotencyRetention sets how long idempotency records are kept: a
 // sweep (at most hourly, in the background) removes those created longer ago.
 // A retry with the same key after that runs the handler as a first attempt, so
 // keep it longer than Studio may retry. A record whose attempt is in progress
 // is never removed. Default: SUPERVAIZER_IDEMPOTENCY_RETENTION, else
-// [DefaultIdempotencyRetention] (7 days).
+// 7 days.
 func WithIdempotencyRetention(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -144,7 +144,7 @@ func WithIdempotencyRetention(d time.Duration) Option {
 // idempotency_in_progress) before one of them may take the record over,
 // presuming the attempt dead. The instance that owns the record takes it over
 // at once after a restart (see [WithInstanceID]). Default:
-// [DefaultIdempotencyLease] (10 min).
+// 10 min.
 func WithIdempotencyLease(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -303,10 +303,10 @@ func (c *config) resolve() error {
 		c.publicURL = strings.TrimSpace(c.getenv("SUPERVAIZER_PUBLIC_URL"))
 	}
 	if c.idemRetention == 0 {
-		if v := strings.TrimSpace(c.getenv(EnvIdempotencyRetention)); v != "" {
+		if v := strings.TrimSpace(c.getenv(envIdempotencyRetention)); v != "" {
 			d, err := parseRetention(v)
 			if err != nil {
-				return fmt.Errorf("supervaizer: %s=%q: %w", EnvIdempotencyRetention, v, err)
+				return fmt.Errorf("supervaizer: %s=%q: %w", envIdempotencyRetention, v, err)
 			}
 			c.idemRetention = d
 		}

@@ -12,12 +12,12 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/preview"
 )
 
-// PreviewPath is where the local preview is served: the agents' registration
+// previewPath is where the local preview is served: the agents' registration
 // summary, every declared surface rendered from its surface.load result, the
 // jobs started from it and a live event panel (see docs/getting-started.md).
-const PreviewPath = preview.Prefix
+const previewPath = preview.Prefix
 
-// WithPreview turns the local preview at [PreviewPath] on or off. Default: on
+// WithPreview turns the local preview at /_preview/ on or off. Default: on
 // in local mode, answering only loopback connections addressed as localhost
 // or a loopback IP; off otherwise. WithPreview(true) also serves it outside
 // local mode and on any connection: anyone who reaches it can then call the
@@ -28,10 +28,6 @@ const PreviewPath = preview.Prefix
 // calls POST /a2a in-process with the controller's key; the page never sees
 // a key or a token.
 func WithPreview(on bool) Option { return func(c *config) { c.preview = &on } }
-
-// PreviewEnabled reports whether the controller serves the local preview at
-// [PreviewPath].
-func (s *Server) PreviewEnabled() bool { return s.preview != nil }
 
 // newPreview builds the preview handler when it is enabled.
 func (s *Server) newPreview() (*preview.Handler, error) {
@@ -56,14 +52,14 @@ func (s *Server) newPreview() (*preview.Handler, error) {
 	return h, nil
 }
 
-// mountPreview serves the preview under PreviewPath when it is enabled.
+// mountPreview serves the preview under previewPath when it is enabled.
 func (s *Server) mountPreview(r chi.Router) {
 	if s.preview == nil {
 		return
 	}
-	r.Handle(PreviewPath+"*", s.preview)
-	r.Get(PreviewPath[:len(PreviewPath)-1], func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, PreviewPath, http.StatusFound)
+	r.Handle(previewPath+"*", s.preview)
+	r.Get(previewPath[:len(previewPath)-1], func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, previewPath, http.StatusFound)
 	})
 }
 

@@ -110,7 +110,7 @@ func postPreview(t *testing.T, url string, body any, header http.Header) (int, m
 func TestPreviewServedInLocalMode(t *testing.T) {
 	var calls atomic.Int64
 	ts := previewServer(t, previewAgent(t, &calls, nil), sv.WithLocalMode(true))
-	for _, path := range []string{sv.PreviewPath, sv.PreviewPath + "surface?agent=preview-agent&surface=job.start", sv.PreviewPath + "jobs"} {
+	for _, path := range []string{"/_preview/", "/_preview/" + "surface?agent=preview-agent&surface=job.start", "/_preview/" + "jobs"} {
 		status, h, body := get(t, ts.URL+path, nil)
 		require.Equal(t, http.StatusOK, status, path)
 		assert.Equal(t, "text/html; charset=utf-8", h.Get("Content-Type"), path)
@@ -122,12 +122,12 @@ func TestPreviewServedInLocalMode(t *testing.T) {
 		assert.NotContains(t, body, "<script>", "%s has no inline script", path)
 		assert.NotContains(t, body, "Preview <Agent>", "%s escapes the display name", path)
 	}
-	_, _, form := get(t, ts.URL+sv.PreviewPath+"surface?agent=preview-agent&surface=job.start", nil)
+	_, _, form := get(t, ts.URL+"/_preview/"+"surface?agent=preview-agent&surface=job.start", nil)
 	assert.Contains(t, form, `data-field="topic"`, "the form is rendered from surface.load")
 	status, h, _ := get(t, ts.URL+"/_preview", nil)
 	assert.Equal(t, http.StatusOK, status, "/_preview redirects to the page")
 	assert.NotEmpty(t, h.Get("Content-Security-Policy"))
-	status, _, js := get(t, ts.URL+sv.PreviewPath+"static/preview.js", nil)
+	status, _, js := get(t, ts.URL+"/_preview/"+"static/preview.js", nil)
 	require.Equal(t, http.StatusOK, status)
 	assert.NotContains(t, js, "innerHTML", "the script never writes HTML")
 	assert.Zero(t, calls.Load(), "loading pages runs no action")
@@ -145,12 +145,12 @@ func TestPreviewNotServed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := previewServer(t, previewAgent(t, &calls, nil), tt.opts...)
-			for _, path := range []string{sv.PreviewPath, sv.PreviewPath + "jobs", sv.PreviewPath + "static/preview.js", sv.PreviewPath + "events", "/_preview"} {
+			for _, path := range []string{"/_preview/", "/_preview/" + "jobs", "/_preview/" + "static/preview.js", "/_preview/" + "events", "/_preview"} {
 				status, _, _ := get(t, ts.URL+path, nil)
 				assert.Equal(t, http.StatusNotFound, status, path)
 			}
 			b, _ := json.Marshal(map[string]any{"agent": "preview-agent", "surface": "job.start", "action": "job.start", "input": map[string]any{"topic": "x"}})
-			resp, err := http.Post(ts.URL+sv.PreviewPath+"api/invoke", "application/json", strings.NewReader(string(b)))
+			resp, err := http.Post(ts.URL+"/_preview/"+"api/invoke", "application/json", strings.NewReader(string(b)))
 			require.NoError(t, err)
 			resp.Body.Close()
 			assert.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed}, resp.StatusCode)
@@ -163,8 +163,7 @@ func TestPreviewNeverServedWhenAttachedToStudio(t *testing.T) {
 	var calls atomic.Int64
 	for _, opts := range [][]sv.Option{nil, {sv.WithPreview(true)}} {
 		ts := svtest.NewAttachedTestServer(t, []*sv.Agent{previewAgent(t, &calls, nil)}, opts...)
-		assert.False(t, ts.Server.PreviewEnabled())
-		status, _, _ := get(t, ts.URL()+sv.PreviewPath, nil)
+		status, _, _ := get(t, ts.URL()+"/_preview/", nil)
 		assert.Equal(t, http.StatusNotFound, status)
 	}
 }
@@ -172,10 +171,10 @@ func TestPreviewNeverServedWhenAttachedToStudio(t *testing.T) {
 func TestPreviewAnswersOnlyLoopbackHosts(t *testing.T) {
 	var calls atomic.Int64
 	local := previewServer(t, previewAgent(t, &calls, nil), sv.WithLocalMode(true))
-	status, _, _ := get(t, local.URL+sv.PreviewPath, http.Header{"Host": {"attacker.example"}})
+	status, _, _ := get(t, local.URL+"/_preview/", http.Header{"Host": {"attacker.example"}})
 	require.Equal(t, http.StatusOK, status, "Go's client sets Host from the request, not the header map")
 
-	req, err := http.NewRequest(http.MethodGet, local.URL+sv.PreviewPath, nil)
+	req, err := http.NewRequest(http.MethodGet, local.URL+"/_preview/", nil)
 	require.NoError(t, err)
 	req.Host = "attacker.example:80" // a DNS-rebinding page
 	resp, err := http.DefaultClient.Do(req)
@@ -184,7 +183,7 @@ func TestPreviewAnswersOnlyLoopbackHosts(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a non-loopback Host is refused")
 
 	explicit := previewServer(t, previewAgent(t, &calls, nil), sv.WithPreview(true), sv.WithWorkspaceAuth(testWorkspaceAuth()))
-	req, err = http.NewRequest(http.MethodGet, explicit.URL+sv.PreviewPath, nil)
+	req, err = http.NewRequest(http.MethodGet, explicit.URL+"/_preview/", nil)
 	require.NoError(t, err)
 	req.Host = "controller.internal"
 	resp, err = http.DefaultClient.Do(req)
@@ -197,7 +196,7 @@ func TestPreviewInvokeGoesThroughTheA2APipeline(t *testing.T) {
 	var calls atomic.Int64
 	seen := make(chan previewCall, 4)
 	ts := previewServer(t, previewAgent(t, &calls, seen), sv.WithLocalMode(true))
-	url := ts.URL + sv.PreviewPath + "api/invoke"
+	url := ts.URL + "/_preview/" + "api/invoke"
 
 	// Invalid input: the SDK's field errors, and the handler never runs.
 	status, ans := postPreview(t, url, map[string]any{"agent": "preview-agent", "surface": "job.start", "action": "job.start",
@@ -238,14 +237,14 @@ func TestPreviewInvokeGoesThroughTheA2APipeline(t *testing.T) {
 	assert.Equal(t, false, third["replayed"])
 
 	// The job started from the preview is in the jobs view.
-	_, _, jobs := get(t, ts.URL+sv.PreviewPath+"jobs", nil)
+	_, _, jobs := get(t, ts.URL+"/_preview/"+"jobs", nil)
 	assert.Contains(t, jobs, jobID)
 }
 
 func TestPreviewRefusesCrossSiteCalls(t *testing.T) {
 	var calls atomic.Int64
 	ts := previewServer(t, previewAgent(t, &calls, nil), sv.WithLocalMode(true))
-	url := ts.URL + sv.PreviewPath + "api/invoke"
+	url := ts.URL + "/_preview/" + "api/invoke"
 	body := map[string]any{"agent": "preview-agent", "surface": "job.start", "action": "job.start", "input": map[string]any{"topic": "x"}}
 	for name, h := range map[string]http.Header{
 		"foreign origin":    {"Origin": {"http://attacker.example"}},
@@ -267,7 +266,7 @@ func TestPreviewRelaysTheEventStream(t *testing.T) {
 	ts := previewServer(t, previewAgent(t, &calls, nil), sv.WithLocalMode(true))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+sv.PreviewPath+"events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/_preview/"+"events", nil)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

@@ -34,8 +34,8 @@ import (
 
 // Paging defaults of resource lists and dataset queries.
 const (
-	DefaultPageLimit = 100  // rows or items returned when the request names no limit
-	MaxPageLimit     = 1000 // the largest limit a request may ask for
+	defaultPageLimit = 100  // rows or items returned when the request names no limit
+	maxPageLimit     = 1000 // the largest limit a request may ask for
 )
 
 // The conventional effect types of resource operations.
@@ -145,7 +145,7 @@ type ResourceContext struct {
 // items of rc.Scope; Search and Filters narrow them. The handler applies
 // them: the SDK only checks their range and truncates a longer answer to Limit.
 type ListQuery struct {
-	Limit   int            // 1..MaxPageLimit; DefaultPageLimit when the request names none
+	Limit   int            // 1..1000; 100 when the request names none
 	Offset  int            // items to skip, >= 0
 	Search  string         // free text, "" for none
 	Filters map[string]any // caller-supplied narrowing (POST /a2a input.filters); never authorization
@@ -183,7 +183,7 @@ type Resource[T any] struct {
 	// with Import; it must accept CSV.
 	ImportDocument *a2ui.ResourceImport
 	// ImportLimits bounds an uploaded file; zero fields take the defaults
-	// (DefaultImportMaxBytes, DefaultImportMaxRows).
+	// (5 MiB, 10,000 rows).
 	ImportLimits ImportLimits
 	// PartialImport lets Import run with the rows that passed the checks when
 	// others failed (their errors are in ImportBatch.Errors). Default false:
@@ -444,7 +444,7 @@ func (b *resourceBinding) invoke(ctx context.Context, op string, rc ResourceCont
 		if err != nil {
 			return nil, err
 		}
-		return OK(ResourceListed(id, items)), nil
+		return OK(resourceListed(id, items)), nil
 	case opGet:
 		itemID := in.str("id", true)
 		if err := in.err(); err != nil {
@@ -748,7 +748,7 @@ func resolveContext(id, op, level string, requires []string, c resourceCall) (Re
 // author meets; the checks of the file are described at [ImportBatch].
 type (
 	// ImportLimits bounds an uploaded import file; a zero field takes its
-	// default ([DefaultImportMaxBytes], [DefaultImportMaxRows]).
+	// default (5 MiB, 10,000 rows).
 	ImportLimits = resource.ImportLimits
 	// ImportRowError is one problem of an imported file: Row is the 1-based
 	// data row (0 for the file), Column the column id when one is concerned.
@@ -766,25 +766,6 @@ type ImportBatch[T any] = resource.ImportBatch[T]
 // ImportReport is what Resource.Import returns; it becomes the
 // resource.imported effect.
 type ImportReport[T any] = resource.ImportReport[T]
-
-// Defaults of [ImportLimits].
-const (
-	DefaultImportMaxBytes = resource.DefaultImportMaxBytes
-	DefaultImportMaxRows  = resource.DefaultImportMaxRows
-)
-
-// Codes of an [ImportRowError].
-const (
-	ImportCodeRequired      = resource.ImportCodeRequired      // an empty cell in a required column
-	ImportCodeType          = resource.ImportCodeType          // a cell that is not of the column type
-	ImportCodeFieldCount    = resource.ImportCodeFieldCount    // a row with more or fewer cells than the header
-	ImportCodeMissingColumn = resource.ImportCodeMissingColumn // a required column absent from the header (row 0)
-	ImportCodeDuplicate     = resource.ImportCodeDuplicate     // a column named twice in the header (row 0)
-	ImportCodeMalformed     = resource.ImportCodeMalformed     // the CSV cannot be parsed from this row on
-	ImportCodeEncoding      = resource.ImportCodeEncoding      // the file is not UTF-8 (row 0)
-	ImportCodeEmpty         = resource.ImportCodeEmpty         // no header row (row 0)
-	ImportCodeTooManyErrors = resource.ImportCodeTooManyErrors // more row errors than are listed (row 0)
-)
 
 // opError is a refusal of a resource or dataset call (see resource.OpError).
 type opError = resource.OpError
@@ -942,7 +923,7 @@ func (in *inputReader) integer(key string, def, minimum, maximum int) int {
 
 // page reads limit and offset.
 func (in *inputReader) page() (limit, offset int) {
-	return in.integer("limit", DefaultPageLimit, 1, MaxPageLimit), in.integer("offset", 0, 0, maxOffset)
+	return in.integer("limit", defaultPageLimit, 1, maxPageLimit), in.integer("offset", 0, 0, maxOffset)
 }
 
 // maxOffset bounds offsets so that offset+limit never overflows.
@@ -1092,7 +1073,7 @@ func importFunc[T any](b *resourceBinding, f func(context.Context, ResourceConte
 			}
 			item, err := decodeRow[T](row)
 			if err != nil {
-				rowErrs = append(rowErrs, ImportRowError{Row: parsed.Nums[i], Code: ImportCodeType, Message: "cannot be decoded into the item type"})
+				rowErrs = append(rowErrs, ImportRowError{Row: parsed.Nums[i], Code: resource.ImportCodeType, Message: "cannot be decoded into the item type"})
 				continue
 			}
 			batch.Items = append(batch.Items, item)

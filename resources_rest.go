@@ -228,11 +228,11 @@ func badRequest(msg string) *opError {
 
 // listQueryFromURL reads ?limit=&offset=&search=.
 func listQueryFromURL(v url.Values) (ListQuery, *opError) {
-	q := ListQuery{Limit: DefaultPageLimit, Search: v.Get("search")}
+	q := ListQuery{Limit: defaultPageLimit, Search: v.Get("search")}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxPageLimit {
-			return q, badRequest(fmt.Sprintf("limit must be an integer between 1 and %d", MaxPageLimit))
+		if err != nil || n < 1 || n > maxPageLimit {
+			return q, badRequest(fmt.Sprintf("limit must be an integer between 1 and %d", maxPageLimit))
 		}
 		q.Limit = n
 	}
@@ -289,7 +289,7 @@ func readImportBody(w http.ResponseWriter, r *http.Request, b *resourceBinding) 
 		v, msg := resource.ConvertCell(fd.Type, s)
 		if msg != "" {
 			return importFile{}, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid import fields",
-				Errs: []contracts.ResultError{{Code: ImportCodeType, Message: msg, Field: "fields." + fd.ID}}}
+				Errs: []contracts.ResultError{{Code: resource.ImportCodeType, Message: msg, Field: "fields." + fd.ID}}}
 		}
 		if f.fields == nil {
 			f.fields = map[string]any{}

@@ -11,21 +11,21 @@ import (
 	"time"
 )
 
-// EnvAddr is the environment variable [Server.ListenAndServe] reads for the
+// envAddr is the environment variable [Server.ListenAndServe] reads for the
 // TCP address to listen on.
-const EnvAddr = "SUPERVAIZER_ADDR"
+const envAddr = "SUPERVAIZER_ADDR"
 
 // Defaults of [HTTPSettings], used by [Server.ListenAndServe], [Server.Serve]
 // and [Server.NewHTTPServer].
 const (
-	// DefaultAddr is loopback only: a development run is never reachable from
+	// defaultAddr is loopback only: a development run is never reachable from
 	// the network. Deployments set SUPERVAIZER_ADDR (e.g. ":8080").
-	DefaultAddr              = "127.0.0.1:8080"
-	DefaultReadHeaderTimeout = 10 * time.Second  // a client has this long to send its request headers
-	DefaultReadTimeout       = 60 * time.Second  // and this long for the whole request, body included
-	DefaultIdleTimeout       = 120 * time.Second // an idle keep-alive connection is closed after this
-	DefaultMaxHeaderBytes    = 64 << 10          // request headers larger than this are answered 431
-	DefaultShutdownTimeout   = 15 * time.Second  // how long a stop waits for calls in progress
+	defaultAddr              = "127.0.0.1:8080"
+	defaultReadHeaderTimeout = 10 * time.Second  // a client has this long to send its request headers
+	defaultReadTimeout       = 60 * time.Second  // and this long for the whole request, body included
+	defaultIdleTimeout       = 120 * time.Second // an idle keep-alive connection is closed after this
+	defaultMaxHeaderBytes    = 64 << 10          // request headers larger than this are answered 431
+	defaultShutdownTimeout   = 15 * time.Second  // how long a stop waits for calls in progress
 )
 
 // HTTPSettings are the limits of the HTTP server the SDK runs. A zero field
@@ -34,11 +34,11 @@ const (
 // so ReadTimeout does not cut a stream; a stream whose client stops reading is
 // dropped by the event broker).
 type HTTPSettings struct {
-	ReadHeaderTimeout time.Duration // default DefaultReadHeaderTimeout (10 s)
-	ReadTimeout       time.Duration // default DefaultReadTimeout (60 s)
-	IdleTimeout       time.Duration // default DefaultIdleTimeout (120 s)
-	MaxHeaderBytes    int           // default DefaultMaxHeaderBytes (64 KiB)
-	ShutdownTimeout   time.Duration // default DefaultShutdownTimeout (15 s)
+	ReadHeaderTimeout time.Duration // default 10 s
+	ReadTimeout       time.Duration // default 60 s
+	IdleTimeout       time.Duration // default 120 s
+	MaxHeaderBytes    int           // default 64 KiB
+	ShutdownTimeout   time.Duration // default 15 s
 }
 
 // withDefaults fills the zero fields.
@@ -48,18 +48,18 @@ func (h HTTPSettings) withDefaults() HTTPSettings {
 			*d = v
 		}
 	}
-	def(&h.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	def(&h.ReadTimeout, DefaultReadTimeout)
-	def(&h.IdleTimeout, DefaultIdleTimeout)
-	def(&h.ShutdownTimeout, DefaultShutdownTimeout)
+	def(&h.ReadHeaderTimeout, defaultReadHeaderTimeout)
+	def(&h.ReadTimeout, defaultReadTimeout)
+	def(&h.IdleTimeout, defaultIdleTimeout)
+	def(&h.ShutdownTimeout, defaultShutdownTimeout)
 	if h.MaxHeaderBytes == 0 {
-		h.MaxHeaderBytes = DefaultMaxHeaderBytes
+		h.MaxHeaderBytes = defaultMaxHeaderBytes
 	}
 	return h
 }
 
 // WithAddr sets the TCP address [Server.ListenAndServe] listens on. Default:
-// SUPERVAIZER_ADDR, else [DefaultAddr] (127.0.0.1:8080, loopback only).
+// SUPERVAIZER_ADDR, else 127.0.0.1:8080, loopback only.
 func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 
 // WithHTTPSettings sets the HTTP server's timeouts and header limit; zero
@@ -73,22 +73,22 @@ func WithHTTPSettings(h HTTPSettings) Option {
 	}
 }
 
-// Addr returns the address [Server.ListenAndServe] listens on: [WithAddr],
-// else SUPERVAIZER_ADDR, else [DefaultAddr].
-func (s *Server) Addr() string {
+// listenAddr returns the address [Server.ListenAndServe] listens on: [WithAddr],
+// else SUPERVAIZER_ADDR, else 127.0.0.1:8080.
+func (s *Server) listenAddr() string {
 	if a := strings.TrimSpace(s.cfg.addr); a != "" {
 		return a
 	}
-	if a := strings.TrimSpace(s.cfg.getenv(EnvAddr)); a != "" {
+	if a := strings.TrimSpace(s.cfg.getenv(envAddr)); a != "" {
 		return a
 	}
-	return DefaultAddr
+	return defaultAddr
 }
 
 // NewHTTPServer returns an http.Server for the controller with the SDK's
 // limits ([HTTPSettings]): read-header, read and idle timeouts and a header
 // size limit, so that a client trickling its headers or holding idle
-// connections cannot exhaust the process. Its Addr is [Server.Addr] and its
+// connections cannot exhaust the process. Its Addr is [WithAddr], else SUPERVAIZER_ADDR, else 127.0.0.1:8080; its
 // errors go to the server's logger.
 //
 // Use it to serve in a way [Server.ListenAndServe] does not (TLS, your own
@@ -97,7 +97,7 @@ func (s *Server) Addr() string {
 func (s *Server) NewHTTPServer() *http.Server {
 	h := s.cfg.http.withDefaults()
 	return &http.Server{
-		Addr:              s.Addr(),
+		Addr:              s.listenAddr(),
 		Handler:           s,
 		ReadHeaderTimeout: h.ReadHeaderTimeout,
 		ReadTimeout:       h.ReadTimeout,
@@ -108,7 +108,7 @@ func (s *Server) NewHTTPServer() *http.Server {
 }
 
 // ListenAndServe is the one call that runs the controller: it listens on
-// [Server.Addr] (SUPERVAIZER_ADDR, default 127.0.0.1:8080), then runs
+// [WithAddr], else SUPERVAIZER_ADDR, else 127.0.0.1:8080, then runs
 // [Server.Serve] until ctx is cancelled. Stop it with a context cancelled on
 // SIGINT and SIGTERM:
 //
@@ -118,10 +118,10 @@ func (s *Server) NewHTTPServer() *http.Server {
 //		log.Fatal(err)
 //	}
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	addr := s.Addr()
+	addr := s.listenAddr()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("supervaizer: listen on %s (set %s or use WithAddr): %w", addr, EnvAddr, err)
+		return fmt.Errorf("supervaizer: listen on %s (set %s or use WithAddr): %w", addr, envAddr, err)
 	}
 	return s.Serve(ctx, ln)
 }

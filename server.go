@@ -45,11 +45,11 @@ const (
 
 // Defaults of the server options.
 const (
-	DefaultMaxBodyBytes = 4 << 20          // POST /a2a body limit
-	DefaultSSEHeartbeat = 15 * time.Second // heartbeat after this much silence
-	DefaultSSEQueueSize = 100              // events queued per SSE subscriber
-	DefaultSSEReplay    = 1024             // events kept for Last-Event-ID replay
-	DefaultSSEReplayMiB = 16               // memory of the events kept for replay, in MiB
+	defaultMaxBodyBytes = 4 << 20          // POST /a2a body limit
+	defaultSSEHeartbeat = 15 * time.Second // heartbeat after this much silence
+	defaultSSEQueueSize = 100              // events queued per SSE subscriber
+	defaultSSEReplay    = 1024             // events kept for Last-Event-ID replay
+	defaultSSEReplayMiB = 16               // memory of the events kept for replay, in MiB
 	LocalModeAPIKey     = "local-dev"      // the API key in local mode when none is set
 )
 
@@ -242,21 +242,20 @@ func (s *Server) ServerID() string { return s.serverID }
 // Never log it; log [KeyFingerprint] instead.
 func (s *Server) APIKey() string { return s.keys.primary.Value() }
 
-// Agents returns the agents served, in order.
-func (s *Server) Agents() []*Agent { return append([]*Agent(nil), s.agents...) }
-
 // Agent returns the agent with the slug.
 func (s *Server) Agent(slug string) (*Agent, bool) {
 	a, ok := s.bySlug[slug]
 	return a, ok
 }
 
-// Serves reports whether the controller serves the agent slug.
-func (s *Server) Serves(slug string) bool { _, ok := s.bySlug[slug]; return ok }
+// agentDirectory answers the workspace-token verifier: which agents the
+// server serves and their Studio agent ids.
+type agentDirectory struct{ s *Server }
 
-// StudioAgentID returns the Studio agent id of the agent slug.
-func (s *Server) StudioAgentID(slug string) (string, bool) {
-	a, ok := s.bySlug[slug]
+func (d agentDirectory) Serves(slug string) bool { _, ok := d.s.bySlug[slug]; return ok }
+
+func (d agentDirectory) StudioAgentID(slug string) (string, bool) {
+	a, ok := d.s.bySlug[slug]
 	if !ok {
 		return "", false
 	}

@@ -163,7 +163,7 @@ func (s *Server) logStartup(ctx context.Context) {
 func (s *Server) logPreview(ctx context.Context, url string) {
 	if s.preview != nil {
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "local preview: open it in a browser to see and use the surfaces",
-			slog.String("url", url+PreviewPath))
+			slog.String("url", url+previewPath))
 	}
 }
 

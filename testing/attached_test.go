@@ -304,7 +304,7 @@ func TestAttachedCheckpointsPauseResume(t *testing.T) {
 	res, err := ts.Invoke(t.Context(), ts.ResumeRequest(before, supervaizer.CheckpointAllow, "dec-1"))
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
-	assert.Equal(t, supervaizer.EffectRuleCheckpointResumed, res.Effects[0].Type)
+	assert.Equal(t, "rule.checkpoint.resumed", res.Effects[0].Type)
 
 	select {
 	case o := <-done:

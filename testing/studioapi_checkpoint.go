@@ -14,6 +14,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
@@ -85,7 +86,7 @@ func (f *FakeStudioAPI) RuleSnapshot(hash string) map[string]any {
 	f.mu.Unlock()
 	return map[string]any{
 		"hash":             hash,
-		"version":          supervaizer.RuleSnapshotVersion,
+		"version":          checkpoint.RuleSnapshotVersion,
 		"checkpoint_token": token,
 		"checkpoint_url":   f.decoy.URL + studio.RuleCheckpointsPath,
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -133,7 +134,7 @@ func TestFakeStudioAPICheckpointAnswers(t *testing.T) {
 	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
 	snap := api.RuleSnapshot(snapshotHash)
 	assert.Equal(t, snapshotHash, snap["hash"])
-	assert.Equal(t, supervaizer.RuleSnapshotVersion, snap["version"])
+	assert.Equal(t, checkpoint.RuleSnapshotVersion, snap["version"])
 	assert.NotContains(t, snap["checkpoint_url"], api.URL(), "the checkpoint_url is a decoy on another server")
 	withToken := header(studio.HeaderRuleCheckpointToken, snap["checkpoint_token"].(string))
 

@@ -98,15 +98,14 @@ func hostileAgent(t *testing.T) *supervaizer.Agent {
 		})
 	}
 	a.HandleAction("job.start", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
-		js := supervaizer.NewJobState(req, "awaiting")
-		c := js.Case(req.JobID+"-c", "work", hostile("case"))
-		c.Step("s1", "awaiting", hostile("step"))
-		state, err := js.Build()
-		if err != nil {
-			return nil, err
-		}
 		res := supervaizer.OK(supervaizer.Effect{Type: "job.started", JobID: req.JobID, Status: pAttr})
-		res.JobState = state
+		res.JobState = &supervaizer.JobState{
+			Job: supervaizer.Job{ID: req.JobID, AgentSlug: req.AgentSlug, MissionID: req.MissionID, Status: "awaiting",
+				Source: contracts.JobSource{Type: contracts.SourceFreshStart}},
+			Cases: []supervaizer.Case{{ID: req.JobID + "-c", Lane: "work", Title: hostile("case"), Metadata: map[string]any{},
+				Steps: []supervaizer.Step{{ID: "s1", Activity: contracts.ActivityOperation, Status: "awaiting", Title: hostile("step"),
+					Outputs: []supervaizer.ArtifactRef{}}}}},
+		}
 		return res, nil
 	})
 	a.HandleAction("review.submit", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {

@@ -188,7 +188,7 @@ func TestGovernedDeliveryPausedThenResumed(t *testing.T) {
 	resume.CaseID = before.CaseID
 	res = h.client.invoke(resume)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
-	assert.Equal(t, supervaizer.EffectRuleCheckpointResumed, res.Effects[0].Type)
+	assert.Equal(t, "rule.checkpoint.resumed", res.Effects[0].Type)
 
 	h.client.waitStatus(wsA, "job-g", jobCompleted)
 	assert.True(t, outboxHas(t, h, "job-g"))
