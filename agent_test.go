@@ -60,6 +60,11 @@ func TestNewAgentErrors(t *testing.T) {
 			`v2 registration agent.slug must match Agent.slug: "research-agent" != "research-bot"`},
 		{"method without handler", sv.AgentSpec{Name: "X", Version: "1", Methods: &sv.AgentMethods{Refresh: &sv.AgentMethod{}}},
 			`method "agent.refresh" has no Handler`},
+		{"custom method key", sv.AgentSpec{Name: "X", Version: "1", Methods: &sv.AgentMethods{Custom: []sv.CustomMethod{{Key: "bad key",
+			AgentMethod: sv.AgentMethod{Handler: func(context.Context, *sv.ActionRequest, map[string]any) (*sv.ActionResult, error) {
+				return sv.OK(), nil
+			}}}}}},
+			`custom method key "bad key" must match ^[A-Za-z0-9_-]+$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

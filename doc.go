@@ -66,13 +66,27 @@
 //
 // # Handlers and results
 //
-// [Agent.HandleAction] and [Agent.HandleSurface] register plain handlers;
+// [Server.HandleAction] and [Server.HandleSurface] register plain handlers;
 // [HandleActionFor] validates the action input against the JSON Schema derived
 // from a Go type and decodes it first. Results are built with [OK], [Fail], the
 // effect constructors ([JobStarted], [JobSynced], …) and
 // [NewSurfaceResult] with an a2ui document. [RegisterResource] and
 // [RegisterDataset] serve typed resources (also over the DataResource REST
 // routes) and datasets.
+//
+// # Several agents on one server
+//
+// A server usually carries one agent, and handlers are registered on the
+// [Server]. A server carrying several agents is the one case for the explicit
+// per-agent form: register on each [Agent] ([Agent.HandleAction],
+// [Agent.HandleSurface], and HandleActionFor, RegisterResource and
+// RegisterDataset with the *Agent), since [Server.HandleAction] cannot tell
+// which agent is meant and panics. [Server.Agent] looks an agent up by slug.
+//
+// An agent has one identity in calls, its slug (agent_slug), derived from
+// [AgentSpec].Name. The registration's agent.id is [RegistrationSpec].AgentID
+// (default: the slug); the id Studio assigns at the handshake is
+// [Agent.StudioAgentID].
 //
 // # State, Studio and governance
 //

@@ -502,12 +502,8 @@ func conflictResult(req *ActionRequest) ([]byte, *Error) {
 	return layerResult(req, Fail(contracts.ErrorIdempotencyConflict, "idempotency_key %s was already used with a different input or job", req.IdempotencyKey))
 }
 
-// errorIdempotencyInProgress is the business error of a retry that arrives
-// while another instance holds the record's lease.
-const errorIdempotencyInProgress = "idempotency_in_progress"
-
 func inProgressResult(req *ActionRequest) ([]byte, *Error) {
-	return layerResult(req, Fail(errorIdempotencyInProgress, "an attempt with idempotency_key %s is still in progress; retry later with the same key", req.IdempotencyKey))
+	return layerResult(req, Fail(contracts.ErrorIdempotencyInProgress, "an attempt with idempotency_key %s is still in progress; retry later with the same key", req.IdempotencyKey))
 }
 
 // layerResult serializes a business result the layer answers itself.

@@ -166,7 +166,7 @@ func TestIdempotencyCrash(t *testing.T) {
 		}
 		res := g.invoke(t, "job.start", key, "job-"+key, `{"topic_id":"x"}`)
 		assert.Contains(t, res, `"status":"ok"`, "%s is blocked after the restart: %s", key, res)
-		assert.NotContains(t, res, "idempotency_in_progress", key)
+		assert.NotContains(t, res, contracts.ErrorIdempotencyInProgress, key)
 	}
 	effects := 0
 	require.NoError(t, st.Scan(context.Background(), store.Prefix("effects"), func(string, []byte) error {

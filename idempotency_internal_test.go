@@ -178,12 +178,12 @@ func TestIdempotencyTakeover(t *testing.T) {
 				assert.EqualValues(t, 1, runs.Load())
 				return
 			}
-			assert.Contains(t, string(raw), errorIdempotencyInProgress)
+			assert.Contains(t, string(raw), contracts.ErrorIdempotencyInProgress)
 			assert.Zero(t, runs.Load())
 			lease := cmp.Or(tt.lease, defaultIdempotencyLease)
 			clock.advance(lease - time.Second)
 			raw, _ = restarted.run(t.Context(), req, okExec(&runs))
-			assert.Contains(t, string(raw), errorIdempotencyInProgress, "within the lease")
+			assert.Contains(t, string(raw), contracts.ErrorIdempotencyInProgress, "within the lease")
 			clock.advance(time.Second)
 			raw, _ = restarted.run(t.Context(), req, okExec(&runs))
 			assert.Contains(t, string(raw), `"status":"ok"`, "after the lease")

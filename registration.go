@@ -38,7 +38,6 @@ type RegistrationSpec struct {
 	Datasets         []contracts.DatasetDefinition   // read-oriented tables
 	Dashboards       []contracts.DashboardDefinition // Studio-rendered dashboards
 	WorkspaceBinding *contracts.WorkspaceBinding     // agent-side workspace record, default none
-	AgentMethods     *AgentMethods                   // contributes derived actions; not serialized
 	RuleCheckpoints  *contracts.RuleCheckpoints      // opt-in rule-checkpoint capability
 	ScheduledStart   bool                            // Studio may start jobs on a schedule (needs job.start)
 }
@@ -104,7 +103,9 @@ func ReadOnlyAction(id, scope string) ActionSpec {
 }
 
 // AgentMethods are controller-level methods exposed as actions: agent.refresh
-// and agent.custom.<key>. The SDK registers their handlers.
+// and agent.custom.<key>. Set them in [AgentSpec].Methods (their one place):
+// [NewAgent] appends their action ids to the registration when missing and
+// registers their handlers.
 type AgentMethods struct {
 	Refresh *AgentMethod
 	Custom  []CustomMethod // in declaration order; keys match ^[A-Za-z0-9_-]+$
@@ -473,16 +474,6 @@ func (b *regBuilder) actions(spec RegistrationSpec, reg *contracts.Registration)
 		}
 		if wb.Create != nil {
 			derive(wb.Create.Action, true, contracts.ScopeWorkspace)
-		}
-	}
-	if m := spec.AgentMethods; m != nil {
-		for i, c := range m.Custom {
-			if !customKeyRE.MatchString(c.Key) {
-				b.fail("pattern", "custom method key must match ^[A-Za-z0-9_-]+$", nil, "agent_methods", "custom", i, "key")
-			}
-		}
-		for _, id := range m.actionIDs() {
-			derive(id, true, contracts.ScopeJob)
 		}
 	}
 	if reg.Capabilities.RuleCheckpoints != nil {

@@ -213,10 +213,6 @@ func TestDerivedSurfacesAndActions(t *testing.T) {
 		JobPolicy:  &contracts.JobPolicy{Setup: &contracts.JobSetupPolicy{}},
 		WorkspaceBinding: &contracts.WorkspaceBinding{Modes: []string{contracts.CreateAndBind},
 			Existing: &contracts.BindingExisting{Action: "binding.list"}},
-		AgentMethods: &sv.AgentMethods{
-			Refresh: &sv.AgentMethod{},
-			Custom:  []sv.CustomMethod{{Key: "export_csv"}},
-		},
 		RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{"before"}},
 	}
 	// A blank surface id is an error; build without it.
@@ -235,7 +231,6 @@ func TestDerivedSurfacesAndActions(t *testing.T) {
 		"resource.r.get", "dataset.d.query", "dataset.e.query",
 		"job.start.preview", "job.start", "step.awaiting.submit",
 		"binding.list", "workspace_binding.create",
-		"agent.refresh", "agent.custom.export_csv",
 		"rule.checkpoint.resume",
 	}, ids)
 	r := reg.Capabilities.Action("resource.r.get")
@@ -375,9 +370,6 @@ func TestBuildRegistrationRules(t *testing.T) {
 		{"unknown binding mode", func(s *sv.RegistrationSpec) {
 			s.WorkspaceBinding = &contracts.WorkspaceBinding{Modes: []string{"link"}}
 		}, "/workspace_binding/modes/0", "enum"},
-		{"custom method key", func(s *sv.RegistrationSpec) {
-			s.AgentMethods = &sv.AgentMethods{Custom: []sv.CustomMethod{{Key: "bad key"}}}
-		}, "/agent_methods/custom/0/key", "pattern"},
 		{"rule checkpoint phases empty", func(s *sv.RegistrationSpec) {
 			s.RuleCheckpoints = &contracts.RuleCheckpoints{}
 		}, "/capabilities/rule_checkpoints/phases", "minItems"},

@@ -131,6 +131,7 @@ const (
 	ErrorUnsupportedFileEncoding    = "unsupported_file_encoding"
 	ErrorRuleCheckpointStopped      = "rule_checkpoint_stopped"
 	ErrorRuleCheckpointNotAvailable = "rule_checkpoint_unavailable"
+	ErrorIdempotencyInProgress      = "idempotency_in_progress" // a retry arrived while its first attempt runs
 
 	// Codes of the resource and dataset actions (mapped to HTTP statuses on
 	// the DataResource routes).

@@ -103,24 +103,24 @@ func (a *app) Start(ctx context.Context) error {
 func (a *app) register() {
 	// job.start: the typed form validates {"topic_id": …} before the handler
 	// runs. The SDK's idempotency layer applies to it automatically.
-	supervaizer.HandleActionFor(a.agent, actionStart, a.startJob)
-	supervaizer.HandleActionFor(a.agent, actionPreview, a.previewJob)
-	supervaizer.HandleActionFor(a.agent, actionSubmit, a.submitReview)
+	supervaizer.HandleActionFor(a.srv, actionStart, a.startJob)
+	supervaizer.HandleActionFor(a.srv, actionPreview, a.previewJob)
+	supervaizer.HandleActionFor(a.srv, actionSubmit, a.submitReview)
 	a.agent.Idempotent(actionSubmit) // a retried approval returns the original result
-	a.agent.HandleAction(actionSync, a.syncJob)
-	a.agent.HandleAction(actionStop, a.stopJob)
-	supervaizer.HandleActionFor(a.agent, actionGoalSuggest, a.suggestGoal)
-	supervaizer.HandleActionFor(a.agent, actionTest, a.testJob)
-	a.agent.HandleAction(studio.ContextAssignAction, a.assignContext)
+	a.srv.HandleAction(actionSync, a.syncJob)
+	a.srv.HandleAction(actionStop, a.stopJob)
+	supervaizer.HandleActionFor(a.srv, actionGoalSuggest, a.suggestGoal)
+	supervaizer.HandleActionFor(a.srv, actionTest, a.testJob)
+	a.srv.HandleAction(studio.ContextAssignAction, a.assignContext)
 
 	a.registerWorkspaceBinding()
 	a.registerContacts()
 	a.registerProgress()
 
-	a.agent.HandleSurface(surfaceJobStart, a.jobStartSurface)
-	a.agent.HandleSurface(surfaceStepAwaiting, a.reviewSurface)
-	a.agent.HandleSurface(surfaceStepDetail, a.stepDetailSurface)
-	a.agent.HandleSurface(surfaceAnalytics, a.analyticsSurface)
+	a.srv.HandleSurface(surfaceJobStart, a.jobStartSurface)
+	a.srv.HandleSurface(surfaceStepAwaiting, a.reviewSurface)
+	a.srv.HandleSurface(surfaceStepDetail, a.stepDetailSurface)
+	a.srv.HandleSurface(surfaceAnalytics, a.analyticsSurface)
 }
 
 // Handler is the agent's HTTP handler: Agent Cards, POST /a2a, GET /a2a/events.

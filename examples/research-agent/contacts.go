@@ -101,14 +101,14 @@ func contactImportDocument() *a2ui.ResourceImport {
 // verified scope (rc.Scope) and reads and writes inside it only: the SDK
 // builds it from the workspace token, never from a slug of the request.
 func (a *app) registerContacts() {
-	supervaizer.RegisterResource(a.agent, resourceContacts, supervaizer.Resource[contact]{
+	supervaizer.RegisterResource(a.srv, resourceContacts, supervaizer.Resource[contact]{
 		List:           a.listContacts,
 		Create:         a.createContact,
 		Update:         a.updateContact,
 		Import:         a.importContacts,
 		ImportDocument: contactImportDocument(),
 	})
-	a.agent.HandleSurface(surfaceContactImport, func(ctx context.Context, _ *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
+	a.srv.HandleSurface(surfaceContactImport, func(ctx context.Context, _ *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
 		return supervaizer.NewSurfaceResult(ctx, surfaceContactImport, contactImportDocument())
 	})
 }

@@ -807,7 +807,7 @@ func (c *cluster) startUntilAcknowledged(ctx context.Context, key int) (json.Raw
 			if res.Status == contracts.StatusOK {
 				return raw, backend, attempt, nil
 			}
-			if len(res.Errors) == 0 || res.Errors[0].Code != supervaizer.ErrorIdempotencyInProgress {
+			if len(res.Errors) == 0 || res.Errors[0].Code != contracts.ErrorIdempotencyInProgress {
 				return nil, backend, attempt, fmt.Errorf("job.start of key %d: %s", key, raw)
 			}
 			err = fmt.Errorf("job.start of key %d: %s", key, raw)

@@ -22,7 +22,7 @@ var stages = []string{jobAwaiting, jobActive, jobCompleted, jobStopped, jobFaile
 // mission-scoped: the SDK refuses a query without mission_id, and rc.Scope is
 // the verified workspace plus that mission.
 func (a *app) registerProgress() {
-	supervaizer.RegisterDataset(a.agent, datasetProgress, a.queryProgress)
+	supervaizer.RegisterDataset(a.srv, datasetProgress, a.queryProgress)
 }
 
 // queryProgress counts the mission's jobs by stage, inside the verified

@@ -43,10 +43,10 @@ func workspaceKey(ref string) string { return store.Key(keyRoot, "workspaces", r
 // (req.WorkspaceAuthorization is nil) and must not reveal workspace data: they
 // only list and create agent-side workspace records.
 func (a *app) registerWorkspaceBinding() {
-	a.agent.HandleAction(contracts.BootstrapOptionsAction, a.bindingOptions)
-	supervaizer.HandleActionFor(a.agent, contracts.BootstrapCreateAction, a.createBinding)
+	a.srv.HandleAction(contracts.BootstrapOptionsAction, a.bindingOptions)
+	supervaizer.HandleActionFor(a.srv, contracts.BootstrapCreateAction, a.createBinding)
 	a.agent.Idempotent(contracts.BootstrapCreateAction) // a retried create returns the same record
-	a.agent.HandleSurface(contracts.BootstrapCreateSurface, func(ctx context.Context, _ *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
+	a.srv.HandleSurface(contracts.BootstrapCreateSurface, func(ctx context.Context, _ *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
 		return supervaizer.NewSurfaceResult(ctx, contracts.BootstrapCreateSurface, a2ui.Form{
 			ID: "research-agent.workspace_binding.create", Title: "Create a research workspace",
 			Fields: bindingFields(),
