@@ -37,8 +37,10 @@ test: lint ## Vet, gofmt, unit and end-to-end tests of every module with the rac
 	  echo "== go test -race ./... in $$m"; \
 	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/testreport || exit 1; \
 	done
-	@echo "== go test ./internal/sse (memory and latency limits, built only without -race)"
-	$(GO) test -count=1 ./internal/sse/
+	@for m in $(MODULES); do \
+	  echo "== go test -run '^TestLimit' ./... in $$m (timing and memory limits: limits_test.go files, built only without -race)"; \
+	  (cd $$m && $(GO) test -count=1 -run '^TestLimit' ./...) | { grep -v -e 'no test files' -e 'no tests to run' || true; } || exit 1; \
+	done
 	@for m in $(MODULES); do \
 	  out=$$(cd $$m && $(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { printf '%s\n' "$$out"; exit 1; }; \
 	done

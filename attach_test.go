@@ -660,11 +660,11 @@ func TestShutdownCancelsRegistrationRefresh(t *testing.T) {
 		}
 		require.Equal(t, http.StatusAccepted, refresh(), "queued behind the blocked run, dropped by Shutdown")
 
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// The blocked server.register never ends on its own: a Shutdown
+		// that waited for it would end with the deadline's error.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		began := time.Now()
-		require.NoError(t, srv.Shutdown(ctx))
-		assert.Less(t, time.Since(began), 2*time.Second, "Shutdown returns promptly")
+		require.NoError(t, srv.Shutdown(ctx), "Shutdown does not wait for the blocked server.register")
 		select {
 		case <-cancelled:
 		case <-time.After(5 * time.Second):

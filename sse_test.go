@@ -190,20 +190,17 @@ func TestSSEBlockedSubscriberDoesNotDelayActions(t *testing.T) {
 	// socket buffers (at most 4 MiB for sending here) hold.
 	const n, size = 120, 64 << 10
 	tok := "Bearer " + validToken(t)
-	var slowest time.Duration
+	// An action whose publish waited for the blocked client would never be
+	// answered: the test would not get past this loop (how long a Publish
+	// takes with a stuck stream is internal/sse's TestLimitStuckClientPublishLatency).
 	for i := range n {
 		body := rpcBody(t, i, supervaizer.MethodActionInvoke, actionParams("job.bulk", func(p map[string]any) {
 			p["request_id"] = fmt.Sprintf("bulk-%d", i)
 			p["input"] = map[string]any{"size": size}
 		}))
-		start := time.Now()
 		w := h.serve(rpcCall{body: body, key: testWriteKey, token: tok})
-		slowest = max(slowest, time.Since(start))
 		require.Equal(t, http.StatusOK, w.Code)
 	}
-	// A publisher that waited for the blocked client would never get here;
-	// the bound is loose because the test machine is shared.
-	assert.Less(t, slowest, 5*time.Second, "an action waited for a blocked subscriber")
 
 	// readUntilLast reads effects up to the last one published and returns how
 	// many arrived; ids increase and the newest event is never dropped.

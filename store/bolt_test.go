@@ -214,6 +214,20 @@ func TestReopenKeepsData(t *testing.T) {
 	assert.Equal(t, []string{"a=2", "b="}, got)
 }
 
+// holdInChild opens path in a helper process and returns once it holds the
+// lock; release makes the helper close the database and waits for its exit.
+func holdInChild(t *testing.T, path string) (release func()) {
+	t.Helper()
+	stdin, closeStdin := io.Pipe()
+	cmd, lines := startChild(t, "hold:"+path, stdin)
+	require.True(t, lines.Scan(), "helper did not start: %v", lines.Err())
+	require.Equal(t, "ready", lines.Text())
+	return func() {
+		require.NoError(t, closeStdin.Close())
+		require.NoError(t, cmd.Wait())
+	}
+}
+
 func TestOpenLockedInProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "locked.db")
 	first, err := store.Open(path)
@@ -226,7 +240,7 @@ func TestOpenLockedInProcess(t *testing.T) {
 	assert.Nil(t, second)
 	assert.EqualError(t, err, "store: "+path+" is locked by another process")
 	assert.GreaterOrEqual(t, elapsed, 50*time.Millisecond, "bbolt gives up one 50 ms retry early")
-	assert.Less(t, elapsed, 2*time.Second)
+	// That it gives up in time is TestLimitLockTimeout's (limits_test.go).
 
 	require.NoError(t, first.Close())
 	second, err = store.Open(path, store.WithLockTimeout(100*time.Millisecond))
@@ -237,10 +251,7 @@ func TestOpenLockedInProcess(t *testing.T) {
 func TestOpenLockedByAnotherProcess(t *testing.T) {
 	t.Parallel() // mostly waiting
 	path := filepath.Join(t.TempDir(), "held.db")
-	stdin, release := io.Pipe()
-	cmd, lines := startChild(t, "hold:"+path, stdin)
-	require.True(t, lines.Scan(), "helper did not start: %v", lines.Err())
-	require.Equal(t, "ready", lines.Text())
+	release := holdInChild(t, path)
 
 	start := time.Now()
 	_, err := store.Open(path) // the default lock timeout
@@ -248,10 +259,8 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrLocked)
 	assert.Contains(t, err.Error(), path)
 	assert.GreaterOrEqual(t, elapsed, store.DefaultLockTimeout/2, "Open must wait for the lock")
-	assert.Less(t, elapsed, store.DefaultLockTimeout+2*time.Second)
 
-	require.NoError(t, release.Close())
-	require.NoError(t, cmd.Wait())
+	release()
 	s, err := store.Open(path)
 	require.NoError(t, err, "the lock is released when the holder exits")
 	require.NoError(t, s.Close())

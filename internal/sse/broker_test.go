@@ -99,26 +99,6 @@ func TestHeartbeat(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), hb)
 }
 
-func TestHeartbeatTimerResetsAfterEvents(t *testing.T) {
-	t.Parallel()
-	// Events every 10 ms for 1.5 heartbeat periods: a timer that did not restart after
-	// each event would fire in between. Pauses of up to one period are tolerated.
-	const hb = 500 * time.Millisecond
-	b, ts := newTestServer(t, Options{Heartbeat: hb})
-	r := connect(t, testContext(t), ts.URL, "")
-	waitSubscribers(t, b, 1)
-	for start := time.Now(); time.Since(start) < hb+hb/2; {
-		b.Publish(EventEffect, []byte(`{}`))
-		time.Sleep(10 * time.Millisecond)
-	}
-	last := b.Publish(EventEffect, []byte(`{}`))
-	for id := uint64(1); id <= last; id++ {
-		ev, err := readEvent(r)
-		require.NoError(t, err)
-		require.Equal(t, strconv.FormatUint(id, 10), ev.ID, "no heartbeat between events")
-	}
-}
-
 func TestTwoSubscribersBothReceive(t *testing.T) {
 	t.Parallel()
 	b, ts := newTestServer(t, Options{Heartbeat: time.Hour})
@@ -321,7 +301,19 @@ func stuckFixture(t *testing.T) (*Broker, *subscriber, *bufio.Reader) {
 	return b, stuck, healthy
 }
 
+// TestStuckClientDoesNotDelayPublish: while one stream is blocked in a write,
+// every Publish returns and the healthy client gets every event (how long a
+// Publish takes is TestLimitStuckClientPublishLatency's, in limits_test.go).
 func TestStuckClientDoesNotDelayPublish(t *testing.T) {
+	lat := publishPastStuckClient(t)
+	assert.Greater(t, len(lat), 200)
+}
+
+// publishPastStuckClient floods a broker until one of its streams is blocked
+// in a write, then publishes 200 more events, checking that a healthy client
+// gets each; it returns how long each Publish took.
+func publishPastStuckClient(t *testing.T) []time.Duration {
+	t.Helper()
 	b, stuck, healthy := stuckFixture(t)
 	lat := floodUntilStuck(t, b, stuck, healthy)
 	// The stuck stream is now blocked in a write; keep publishing.
@@ -333,24 +325,18 @@ func TestStuckClientDoesNotDelayPublish(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, strconv.FormatUint(id, 10), ev.ID)
 	}
-	p99, worst := percentile(lat, 0.99), slices.Max(lat)
-	t.Logf("%d publishes with a stuck subscriber: p99 %v, max %v", len(lat), p99, worst)
-	// Streams have no write deadline, so a Publish that waited for the stuck
-	// client would never return: the bound only separates "returns" from
-	// "waits", with room for a loaded machine's scheduling (and -race). The
-	// latency itself is measured by BenchmarkPublish.
-	assert.Less(t, worst, 2*time.Second, "Publish waited for a client")
+	return lat
 }
 
 func TestShutdownEndsStreamBlockedInWrite(t *testing.T) {
 	b, stuck, healthy := stuckFixture(t)
 	floodUntilStuck(t, b, stuck, healthy)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A Shutdown that waited for the blocked write would end with the
+	// deadline's error.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := time.Now()
 	require.NoError(t, b.Shutdown(ctx))
-	assert.Less(t, time.Since(start), 2*time.Second)
 	assert.Zero(t, b.Subscribers())
 	_, err := readEvent(healthy)
 	assert.Error(t, err, "the healthy stream ended too")
