@@ -111,4 +111,7 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
 	$(GO) run ./internal/loadcheck
 
-.PHONY: help test lint fuzz bench cover run loadcheck conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug
+loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min)
+	$(GO) run ./internal/loadcheck -backends
+
+.PHONY: help test lint fuzz bench cover run loadcheck loadcheck-backends conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug

@@ -27,7 +27,7 @@ const testAPIKey = "research-agent-test-key"
 // from an environment of its own (workspace authorization ON, trusting a fake
 // Studio that mints real Ed25519 tokens), served over HTTP by httptest.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	app    *app
 	studio *svtest.FakeStudio
 	srv    *httptest.Server
@@ -57,7 +57,7 @@ func newHarness(t *testing.T) *harness {
 
 // startHarness starts the agent with env; every cleanup runs in the order
 // main uses: the SDK server, the HTTP server, then the store.
-func startHarness(t *testing.T, studio *svtest.FakeStudio, env map[string]string) *harness {
+func startHarness(t testing.TB, studio *svtest.FakeStudio, env map[string]string) *harness {
 	t.Helper()
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	require.NoError(t, err)
@@ -126,7 +126,7 @@ func surfaceRequest(ws workspace, surface string) contracts.SurfaceRequest {
 // client calls the agent over HTTP as Studio does: X-API-Key plus a freshly
 // minted workspace token per call.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	studio *svtest.FakeStudio
 	seq    atomic.Uint64

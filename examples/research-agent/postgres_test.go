@@ -27,7 +27,7 @@ const envTestDatabase = "SUPERVAIZER_TEST_DATABASE_URL"
 // pgEnv returns the environment of an agent that keeps its state in a new
 // PostgreSQL schema, dropped when the test ends; it skips the test when
 // SUPERVAIZER_TEST_DATABASE_URL is unset.
-func pgEnv(t *testing.T, studio *svtest.FakeStudio) map[string]string {
+func pgEnv(t testing.TB, studio *svtest.FakeStudio) map[string]string {
 	t.Helper()
 	url := os.Getenv(envTestDatabase)
 	if url == "" {

@@ -123,20 +123,9 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := moduleRoot()
+	bin, err := buildResearchAgent(ctx, ra.dir)
 	if err != nil {
 		return nil, err
-	}
-	bin := filepath.Join(ra.dir, "research-agent")
-	goTool := os.Getenv("GO")
-	if goTool == "" {
-		goTool = "go"
-	}
-	// The example is a module of its own: build it from its directory.
-	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
-	build.Dir = filepath.Join(root, "examples", "research-agent")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build examples/research-agent: %w\n%s", err, out)
 	}
 
 	var env []string

@@ -29,6 +29,11 @@
 // Usage:
 //
 //	go run ./internal/loadcheck [-concurrency 32] [-duration 3s] [-rounds 3] [-cases job.sync,fixture]
+//
+// With -backends it measures the research agent on each store instead (see
+// backends.go; make loadcheck-backends):
+//
+//	go run ./internal/loadcheck -backends [-database-url postgres://…] [-concurrency 32] [-duration 3s] [-rounds 3]
 package main
 
 import (
@@ -85,6 +90,8 @@ func main() {
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds per server, case and token mode")
 	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per server, case and token mode")
 	fs.StringVar(&cases, "cases", "job.sync,fixture", "comma-separated cases to run: job.sync, fixture")
+	backends := fs.Bool("backends", false, "measure job.start and job.sync of the research agent on each store (memory, bbolt, PostgreSQL with 1 and 3 instances) instead")
+	databaseURL := fs.String("database-url", os.Getenv("SUPERVAIZER_TEST_DATABASE_URL"), "PostgreSQL URL of the -backends PostgreSQL rows")
 	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
 	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -112,6 +119,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	run := run
+	if *backends {
+		run = func(ctx context.Context, cfg config, out io.Writer) (bool, error) {
+			return runBackends(ctx, cfg, *databaseURL, out)
+		}
+	}
 	failed, err := run(ctx, cfg, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadcheck:", err)

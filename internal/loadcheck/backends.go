@@ -1,0 +1,541 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+	svtest "github.com/supervaize/supervaizer-go/testing"
+)
+
+// The backends mode (-backends, make loadcheck-backends) measures the
+// research agent where its state can live, side by side: in memory
+// (SUPERVAIZER_STORE=memory), in the bbolt file (fsync on every write), in
+// PostgreSQL with one instance, and in PostgreSQL with three instances
+// sharing one schema (SUPERVAIZER_DATABASE_URL; the client spreads the calls
+// over them in turn, as a round-robin load balancer would, without a proxy's
+// own cost). Two calls:
+//
+//   - job.start with a new idempotency key and job id on every call: the
+//     idempotency record (put-if-absent, then compare-and-swap to done), the
+//     job record, the effect event appended to the shared event log;
+//   - job.sync of one started job: a read of the job record, and its event.
+//
+// Every agent runs in a process of its own, attached to the fake Studio
+// (real Ed25519 workspace tokens; one token per call kind, reused: a
+// verifier cache hit). Rounds are interleaved over the setups. For each row
+// it prints the requests per second, the CPU time per request of the agent
+// processes and of the PostgreSQL server processes serving their
+// connections (found by application_name in pg_stat_activity; the WAL
+// writer and checkpointer are not counted), p50 and p99, each as the median
+// and the range over the rounds, then a "loadcheck-backends-json: " line.
+//
+// The PostgreSQL rows need a server (-database-url, default
+// SUPERVAIZER_TEST_DATABASE_URL) and psql on PATH, which lists the server
+// processes and drops the schemas the run created.
+
+// backendSetup is one place the state lives, with how many instances.
+type backendSetup struct {
+	name      string // memory, bbolt, postgres
+	instances int
+	env       map[string]string
+	schema    string // PostgreSQL schema, "" for the others
+	appPrefix string // application_name prefix of its database connections
+
+	children []*child
+	urls     []string // each instance's /a2a
+}
+
+// backendCall is one measured call.
+type backendCall struct {
+	name  string // job.start, job.sync
+	token string
+	body  func() []byte // the body of the next call
+}
+
+// backendResult is one round of one setup and call.
+type backendResult struct {
+	result
+	dbCPU      time.Duration
+	dbCPUKnown bool
+}
+
+// backendsPrefix names the job ids and idempotency keys of job.start calls.
+const backendsPrefix = "lc-"
+
+// runBackends runs the backends mode.
+func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (failed bool, err error) {
+	tmp, err := os.MkdirTemp("", "loadcheck-backends-")
+	if err != nil {
+		return false, err
+	}
+	tb := &harnessTB{}
+	var setups []*backendSetup
+	defer func() {
+		for _, s := range setups {
+			for _, c := range s.children {
+				if cerr := c.stop(); cerr != nil && err == nil {
+					err = cerr
+				}
+			}
+			if s.schema != "" {
+				if _, derr := psql(context.WithoutCancel(ctx), dbURL, "DROP SCHEMA IF EXISTS "+quoteIdent(s.schema)+" CASCADE"); derr != nil && err == nil {
+					err = derr
+				}
+			}
+		}
+		tb.close()
+		if rerr := os.RemoveAll(tmp); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+
+	bin, err := buildResearchAgent(ctx, tmp)
+	if err != nil {
+		return false, err
+	}
+	var (
+		studio *svtest.FakeStudio
+		base   map[string]string
+	)
+	if err := guard(func() error {
+		studio = svtest.NewFakeStudio(tb)
+		api := svtest.NewFakeStudioAPI(tb, studio)
+		base = map[string]string{
+			"SUPERVAIZER_API_KEY":                   researchKey,
+			"SUPERVAIZER_SERVER_ID":                 studio.ServerID(),
+			"SUPERVAIZER_PUBLIC_URL":                "http://127.0.0.1:8080",
+			"SUPERVAIZER_PRIVATE_KEY":               svtest.ControllerKeyPEM(tb),
+			"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED":   "true",
+			"SUPERVAIZER_WORKSPACE_AUTH_ISSUER":     studio.Issuer(),
+			"SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY": studio.PublicKeyPEM(),
+		}
+		for k, v := range api.Env() {
+			base[k] = v
+		}
+		return nil
+	}); err != nil {
+		return false, err
+	}
+
+	setups = []*backendSetup{
+		{name: "memory", instances: 1, env: map[string]string{"SUPERVAIZER_STORE": "memory"}},
+		{name: "bbolt", instances: 1, env: map[string]string{"SUPERVAIZER_DATA_DIR": filepath.Join(tmp, "bbolt")}},
+	}
+	pgNote := ""
+	switch {
+	case dbURL == "":
+		pgNote = "the PostgreSQL rows did not run: set SUPERVAIZER_TEST_DATABASE_URL or -database-url"
+	default:
+		if _, err := exec.LookPath("psql"); err != nil {
+			return false, errors.New("the PostgreSQL rows need psql on PATH (it lists the server processes and drops the schemas)")
+		}
+		run := randomHex()
+		for _, n := range []int{1, 3} {
+			schema := fmt.Sprintf("loadcheck_%s_%d", run, n)
+			setups = append(setups, &backendSetup{name: "postgres", instances: n, schema: schema, appPrefix: schema + "-",
+				env: map[string]string{"SUPERVAIZER_DATABASE_SCHEMA": schema}})
+		}
+	}
+	for _, s := range setups {
+		if err := s.start(ctx, bin, base, dbURL); err != nil {
+			return false, err
+		}
+	}
+
+	// One job for job.sync, started on each setup's first instance; the
+	// tokens of both calls (the workspace, the agent and the action are
+	// what a token binds: one per call kind serves every call).
+	syncReq := backendRequest("job.sync", "lc-sync", "")
+	startReq := backendRequest("job.start", "{ID}", "{ID}")
+	startReq.Input = json.RawMessage(`{"topic_id":"eu-battery-market","depth":"deep"}`)
+	var syncToken, startToken string
+	if err := guard(func() error {
+		syncToken, startToken = studio.TokenForAction(syncReq), studio.TokenForAction(startReq)
+		return nil
+	}); err != nil {
+		return false, err
+	}
+	first := backendRequest("job.start", "lc-sync", "lc-sync")
+	first.Input = startReq.Input
+	for _, s := range setups {
+		if _, err := probe(ctx, target{name: s.label(), url: s.urls[0], apiKey: researchKey}, actionBody(first), startToken); err != nil {
+			return false, err
+		}
+	}
+	startBody, err := newStartBodies(startReq)
+	if err != nil {
+		return false, err
+	}
+	syncBody := actionBody(syncReq)
+	calls := []backendCall{
+		{name: "job.start", token: startToken, body: startBody},
+		{name: "job.sync", token: syncToken, body: func() []byte { return syncBody }},
+	}
+
+	fmt.Fprintf(out, "loadcheck -backends: %d concurrent requests, %d rounds of %v per setup and call, interleaved\n",
+		cfg.concurrency, cfg.rounds, cfg.duration)
+	fmt.Fprintf(out, "%s, %d CPUs; %s\n", runtime.Version(), runtime.NumCPU(), loadAverage())
+	fmt.Fprintln(out, "every agent in a process of its own; the client and PostgreSQL share the machine")
+	if pgNote != "" {
+		fmt.Fprintln(out, pgNote)
+	}
+	fmt.Fprintln(out)
+
+	rounds := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(rounds, "call\tstore\tinstances\tround\trequests\treq/s\tagent CPU µs/req\tPostgreSQL CPU µs/req\tp50\tp99\t")
+	results := map[string][]backendResult{}
+	client := &http.Client{Transport: &http.Transport{
+		Proxy: nil, MaxIdleConns: 4 * cfg.concurrency, MaxIdleConnsPerHost: cfg.concurrency,
+		MaxConnsPerHost: cfg.concurrency, DisableCompression: true,
+	}, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	for _, call := range calls {
+		for _, s := range setups { // warm-up: connections, caches, the runtime
+			s.round(ctx, client, cfg.concurrency, cfg.warmup, call)
+		}
+		for round := 1; round <= cfg.rounds; round++ {
+			for _, s := range setups {
+				r := s.measure(ctx, client, cfg.concurrency, cfg.duration, call, dbURL)
+				key := call.name + "\x00" + s.label()
+				results[key] = append(results[key], r)
+				fmt.Fprintf(rounds, "%s\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", call.name, s.name, s.instances, round,
+					r.requests, r.rate(), perReq(r.cpu, r.cpuKnown, r.requests), perReq(r.dbCPU, r.dbCPUKnown, r.requests),
+					ms(percentile(r.latencies, 0.50)), ms(percentile(r.latencies, 0.99)))
+				if r.failure != nil {
+					rounds.Flush()
+					fmt.Fprintf(out, "\nFAILED: %s %s: %v\n", call.name, s.label(), r.failure)
+					return true, nil
+				}
+			}
+		}
+	}
+	rounds.Flush()
+
+	fmt.Fprintln(out)
+	sum := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(sum, "call\tstore\tinstances\treq/s\tagent CPU µs/req\tPostgreSQL CPU µs/req\tp50 ms\tp99 ms\t")
+	var rows []backendSummary
+	for _, call := range calls {
+		for _, s := range setups {
+			row := summarizeBackend(call.name, s, results[call.name+"\x00"+s.label()])
+			rows = append(rows, row)
+			fmt.Fprintf(sum, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", row.Call, row.Store, row.Instances, row.Rate.format("%.0f"),
+				row.AgentCPU.format("%.0f"), row.DBCPU.format("%.0f"), row.P50.format("%.2f"), row.P99.format("%.2f"))
+		}
+	}
+	sum.Flush()
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(out, "\nloadcheck-backends-json: %s\n", b)
+	return false, ctx.Err()
+}
+
+// newStartBodies returns a source of job.start bodies for req, whose job id
+// and idempotency key are both "{ID}": each body has a new job id and key,
+// lc-1, lc-2, … (safe for concurrent use).
+func newStartBodies(req contracts.ActionRequest) (func() []byte, error) {
+	parts := bytes.Split(actionBody(req), []byte("{ID}"))
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("job.start body template: want 2 placeholders, got %d", len(parts)-1)
+	}
+	var seq atomic.Int64
+	return func() []byte {
+		id := backendsPrefix + strconv.FormatInt(seq.Add(1), 10)
+		return slices.Concat(parts[0], []byte(id), parts[1], []byte(id), parts[2])
+	}, nil
+}
+
+// label names the setup in messages.
+func (s *backendSetup) label() string { return fmt.Sprintf("%s x%d", s.name, s.instances) }
+
+// start starts the setup's instances.
+func (s *backendSetup) start(ctx context.Context, bin string, base map[string]string, dbURL string) error {
+	for i := range s.instances {
+		vars := map[string]string{"SUPERVAIZER_ADDR": "127.0.0.1:0"}
+		for k, v := range base {
+			vars[k] = v
+		}
+		for k, v := range s.env {
+			vars[k] = v
+		}
+		if s.schema != "" {
+			id := fmt.Sprintf("instance-%d", i+1)
+			vars["SUPERVAIZER_INSTANCE_ID"] = id
+			u, err := withApplicationName(dbURL, s.appPrefix+id)
+			if err != nil {
+				return err
+			}
+			vars["SUPERVAIZER_DATABASE_URL"] = u
+		}
+		cmd := exec.Command(bin)
+		cmd.Env = childEnv(vars)
+		c, err := startChild(ctx, "research agent ("+s.label()+")", cmd)
+		if err != nil {
+			return err
+		}
+		s.children = append(s.children, c)
+		s.urls = append(s.urls, c.url+"/a2a")
+	}
+	return nil
+}
+
+// measure runs one round and adds the CPU time of the agent processes and
+// of the PostgreSQL processes serving them.
+func (s *backendSetup) measure(ctx context.Context, client *http.Client, concurrency int, dur time.Duration, call backendCall, dbURL string) backendResult {
+	var dbBefore map[int]time.Duration
+	if s.schema != "" {
+		dbBefore = s.serverCPU(ctx, dbURL)
+	}
+	before, ok1 := s.agentCPU()
+	r := backendResult{result: s.round(ctx, client, concurrency, dur, call)}
+	after, ok2 := s.agentCPU()
+	if ok1 && ok2 {
+		r.cpu, r.cpuKnown = after-before, true
+	}
+	if dbBefore != nil {
+		for pid, cpu := range s.serverCPU(ctx, dbURL) {
+			r.dbCPU += cpu - dbBefore[pid] // a connection opened during the round counts whole
+		}
+		r.dbCPUKnown = true
+	}
+	return r
+}
+
+// agentCPU is the CPU time the setup's processes have used so far.
+func (s *backendSetup) agentCPU() (time.Duration, bool) {
+	var sum time.Duration
+	for _, c := range s.children {
+		d, ok := c.cpuTime()
+		if !ok {
+			return 0, false
+		}
+		sum += d
+	}
+	return sum, true
+}
+
+// serverCPU returns the CPU time used so far by each PostgreSQL server
+// process serving one of the setup's connections, by pid; nil when unknown.
+func (s *backendSetup) serverCPU(ctx context.Context, dbURL string) map[int]time.Duration {
+	// The pooled connections carry the setup's application_name; the event
+	// log followers' own connections have the store's, and their last
+	// statement names the schema.
+	out, err := psql(ctx, dbURL, "SELECT pid FROM pg_stat_activity WHERE starts_with(application_name, '"+s.appPrefix+
+		"') OR (application_name = 'supervaizer event log follower' AND position('"+s.schema+"' in query) > 0)")
+	if err != nil {
+		return nil
+	}
+	cpu := map[int]time.Duration{}
+	for _, f := range strings.Fields(out) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", f, "stat"))
+		if err != nil {
+			continue // gone, or another machine's
+		}
+		if d, ok := parseStatCPU(string(b)); ok {
+			cpu[pid] = d
+		}
+	}
+	return cpu
+}
+
+// round drives the setup for dur with concurrency workers, sending the
+// calls to its instances in turn.
+func (s *backendSetup) round(ctx context.Context, client *http.Client, concurrency int, dur time.Duration, call backendCall) result {
+	ctx, cancel := context.WithTimeout(ctx, dur)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		failure  error
+		failOnce sync.Once
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range concurrency {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, 4096)
+			buf := make([]byte, 0, 4096)
+			for ctx.Err() == nil {
+				n := next.Add(1)
+				u := s.urls[int(n)%len(s.urls)]
+				t0 := time.Now()
+				var err error
+				buf, err = backendCallOnce(ctx, client, u, call.token, call.body(), buf[:0])
+				if err != nil {
+					if ctx.Err() != nil {
+						break
+					}
+					failOnce.Do(func() { failure = fmt.Errorf("%s: %w", call.name, err); cancel() })
+					break
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.Sort(all)
+	return result{requests: len(all), elapsed: time.Since(start), latencies: all, failure: failure}
+}
+
+// okResult is what every successful answer holds.
+var okResult = []byte(`"result":{"status":"ok"`)
+
+// backendCallOnce sends one call; the answer must be a successful result.
+func backendCallOnce(ctx context.Context, client *http.Client, u, token string, body, buf []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return buf, err
+	}
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["X-Api-Key"] = []string{researchKey}
+	req.Header["X-Supervaize-Workspace-Authorization"] = []string{"Bearer " + token}
+	resp, err := client.Do(req)
+	if err != nil {
+		return buf, err
+	}
+	buf, err = readAll(resp.Body, buf)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return buf, err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(buf, okResult) {
+		return buf, fmt.Errorf("HTTP %d: %.300s", resp.StatusCode, buf)
+	}
+	return buf, nil
+}
+
+// backendSummary is one row of the summary, also written as JSON.
+type backendSummary struct {
+	Call      string  `json:"call"`
+	Store     string  `json:"store"`
+	Instances int     `json:"instances"`
+	Rounds    int     `json:"rounds"`
+	Rate      *spread `json:"rps,omitempty"`
+	AgentCPU  *spread `json:"agent_cpu_us_per_req,omitempty"`
+	DBCPU     *spread `json:"postgres_cpu_us_per_req,omitempty"`
+	P50       *spread `json:"p50_ms,omitempty"`
+	P99       *spread `json:"p99_ms,omitempty"`
+}
+
+// summarizeBackend sums up the rounds of one call on one setup.
+func summarizeBackend(call string, s *backendSetup, rs []backendResult) backendSummary {
+	var rate, agent, db, p50, p99 []float64
+	for _, r := range rs {
+		rate = append(rate, r.rate())
+		if v, ok := r.cpuPerRequest(); ok {
+			agent = append(agent, v)
+		}
+		if r.dbCPUKnown && r.requests > 0 {
+			db = append(db, float64(r.dbCPU.Microseconds())/float64(r.requests))
+		}
+		p50 = append(p50, msf(percentile(r.latencies, 0.50)))
+		p99 = append(p99, msf(percentile(r.latencies, 0.99)))
+	}
+	return backendSummary{Call: call, Store: s.name, Instances: s.instances, Rounds: len(rs),
+		Rate: spreadOf(rate), AgentCPU: spreadOf(agent), DBCPU: spreadOf(db), P50: spreadOf(p50), P99: spreadOf(p99)}
+}
+
+// perReq formats a CPU time per request in microseconds.
+func perReq(cpu time.Duration, known bool, requests int) string {
+	if !known || requests == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", float64(cpu.Microseconds())/float64(requests))
+}
+
+// backendRequest is an action request of the measured job.
+func backendRequest(action, jobID, key string) contracts.ActionRequest {
+	return contracts.ActionRequest{
+		RequestID: "req-loadcheck-" + action, Actor: contracts.Actor{UserID: svtest.DefaultUserID},
+		Workspace: contracts.WorkspaceRef{ID: svtest.DefaultWorkspaceID, Slug: svtest.DefaultWorkspaceSlug},
+		MissionID: svtest.DefaultMissionID, AgentSlug: researchSlug, Surface: action, Action: action,
+		JobID: jobID, IdempotencyKey: key,
+	}
+}
+
+// buildResearchAgent builds examples/research-agent into dir and returns the
+// binary's path.
+func buildResearchAgent(ctx context.Context, dir string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "research-agent")
+	goTool := os.Getenv("GO")
+	if goTool == "" {
+		goTool = "go"
+	}
+	// The example is a module of its own: build it from its directory.
+	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
+	build.Dir = filepath.Join(root, "examples", "research-agent")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build examples/research-agent: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// withApplicationName adds application_name to a PostgreSQL URL.
+func withApplicationName(dbURL, name string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", errors.New("the database URL must be a postgres:// URL")
+	}
+	// Appended as is: re-encoding the query would turn its %20 into +,
+	// which the driver does not read as a space.
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += "application_name=" + url.PathEscape(name)
+	return u.String(), nil
+}
+
+// psql runs one SQL command with psql and returns its unaligned output.
+func psql(ctx context.Context, dbURL, sql string) (string, error) {
+	out, err := exec.CommandContext(ctx, "psql", "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-d", dbURL, "-c", sql).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("psql: %w: %s", err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+// quoteIdent quotes a PostgreSQL identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// randomHex returns 8 random hex digits.
+func randomHex() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

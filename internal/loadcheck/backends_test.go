@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+)
+
+func TestStartBodiesHaveANewJobAndKeyEach(t *testing.T) {
+	req := backendRequest("job.start", "{ID}", "{ID}")
+	req.Input = json.RawMessage(`{"topic_id":"t"}`)
+	next, err := newStartBodies(req)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				b := next()
+				var body struct {
+					Params struct {
+						Req contracts.ActionRequest `json:"action_request"`
+					} `json:"params"`
+				}
+				if !assert.NoError(t, json.Unmarshal(b, &body)) {
+					return
+				}
+				r := body.Params.Req
+				assert.Equal(t, r.JobID, r.IdempotencyKey)
+				assert.True(t, strings.HasPrefix(r.JobID, backendsPrefix), r.JobID)
+				assert.Equal(t, "job.start", r.Action)
+				mu.Lock()
+				assert.False(t, seen[r.JobID], "job %s twice", r.JobID)
+				seen[r.JobID] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, seen, 200)
+
+	_, err = newStartBodies(backendRequest("job.start", "job-1", "{ID}"))
+	assert.Error(t, err, "one placeholder only")
+}
+
+func TestWithApplicationName(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"postgres://u@h:5432/db", "postgres://u@h:5432/db?application_name=lc-1", ""},
+		{"postgres://u@h/db?sslmode=disable&options=-c%20synchronous_commit%3Doff",
+			"postgres://u@h/db?sslmode=disable&options=-c%20synchronous_commit%3Doff&application_name=lc-1", ""},
+		{"postgresql://h/db", "postgresql://h/db?application_name=lc-1", ""},
+		{"mysql://h/db", "", "postgres://"},
+		{"host=h dbname=db", "", "postgres://"},
+	} {
+		got, err := withApplicationName(tc.in, "lc-1")
+		if tc.err != "" {
+			require.Error(t, err, tc.in)
+			assert.Contains(t, err.Error(), tc.err)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, got)
+	}
+}
+
+// TestRunBackendsPrintsTheRows runs the backends mode briefly: the memory
+// and bbolt rows, and the PostgreSQL ones when SUPERVAIZER_TEST_DATABASE_URL
+// is set (they are then listed as not run).
+func TestRunBackendsPrintsTheRows(t *testing.T) {
+	dbURL := os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
+	var out bytes.Buffer
+	cfg := config{concurrency: 2, duration: 150 * time.Millisecond, rounds: 2, warmup: 10 * time.Millisecond}
+	failed, err := runBackends(context.Background(), cfg, dbURL, &out)
+	require.NoError(t, err)
+	require.False(t, failed, out.String())
+	_, line, ok := strings.Cut(out.String(), "loadcheck-backends-json: ")
+	require.True(t, ok, out.String())
+	var rows []backendSummary
+	require.NoError(t, json.Unmarshal([]byte(line), &rows))
+	want := []string{"job.start memory 1", "job.start bbolt 1", "job.sync memory 1", "job.sync bbolt 1"}
+	if dbURL != "" {
+		want = []string{"job.start memory 1", "job.start bbolt 1", "job.start postgres 1", "job.start postgres 3",
+			"job.sync memory 1", "job.sync bbolt 1", "job.sync postgres 1", "job.sync postgres 3"}
+	} else {
+		assert.Contains(t, out.String(), "the PostgreSQL rows did not run")
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, strings.Join([]string{r.Call, r.Store, string(rune('0' + r.Instances))}, " "))
+		assert.Equal(t, 2, r.Rounds)
+		require.NotNil(t, r.Rate)
+		assert.Positive(t, r.Rate.Median, "%s %s", r.Call, r.Store)
+		require.NotNil(t, r.AgentCPU)
+		if r.Store == "postgres" {
+			assert.NotNil(t, r.DBCPU, "the PostgreSQL processes' CPU")
+		} else {
+			assert.Nil(t, r.DBCPU)
+		}
+	}
+	assert.Equal(t, want, got)
+}
