@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/resource"
 )
 
 func TestDashboardRefProblems(t *testing.T) {
@@ -125,9 +126,9 @@ func TestListQueryInput(t *testing.T) {
 	assert.Equal(t, ListQuery{Limit: 5, Offset: 10, Search: "ann", Filters: map[string]any{"n": json.Number("12345678901234567890")}}, q)
 
 	in = readInput(nil)
-	assert.Equal(t, ListQuery{Limit: defaultPageLimit}, in.listQuery())
+	assert.Equal(t, ListQuery{Limit: resource.DefaultPageLimit}, in.listQuery())
 	in = readInput(json.RawMessage(`{"limit":null}`))
-	assert.Equal(t, defaultPageLimit, in.listQuery().Limit, "null is absent")
+	assert.Equal(t, resource.DefaultPageLimit, in.listQuery().Limit, "null is absent")
 
 	in = readInput(json.RawMessage(`[1]`))
 	in.listQuery()
@@ -154,9 +155,9 @@ func FuzzResourceInput(f *testing.F) {
 		in.str("id", true)
 		in.object("item", true)
 		in.importInput()
-		if len(in.probs) == 0 || q.Limit != defaultPageLimit {
+		if len(in.probs) == 0 || q.Limit != resource.DefaultPageLimit {
 			require.GreaterOrEqual(t, q.Limit, 1)
-			require.LessOrEqual(t, q.Limit, maxPageLimit)
+			require.LessOrEqual(t, q.Limit, resource.MaxPageLimit)
 			require.GreaterOrEqual(t, q.Offset, 0)
 		}
 		if err := in.err(); err != nil {

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/fold"
@@ -27,16 +29,10 @@ import (
 // This file holds the typed resource API: an author implements the
 // operations of a declared resource once ([Resource]) and [RegisterResource]
 // serves them both as the resource.<id>.<op> actions of POST /a2a and as the
-// DataResource REST routes (resources_rest.go). Both transports share one
+// DataResource REST routes (internal/resource). Both transports share one
 // core: the verified scope (ResourceContext), the item checks against the
-// declared fields and the error mapping. Imports are in imports.go and
-// datasets in datasets.go.
-
-// Paging defaults of resource lists and dataset queries.
-const (
-	defaultPageLimit = 100  // rows or items returned when the request names no limit
-	maxPageLimit     = 1000 // the largest limit a request may ask for
-)
+// declared fields and the error mapping. The CSV checks of imports are in
+// internal/resource; datasets are in datasets.go.
 
 // The conventional effect types of resource operations.
 const (
@@ -923,11 +919,8 @@ func (in *inputReader) integer(key string, def, minimum, maximum int) int {
 
 // page reads limit and offset.
 func (in *inputReader) page() (limit, offset int) {
-	return in.integer("limit", defaultPageLimit, 1, maxPageLimit), in.integer("offset", 0, 0, maxOffset)
+	return in.integer("limit", resource.DefaultPageLimit, 1, resource.MaxPageLimit), in.integer("offset", 0, 0, resource.MaxOffset)
 }
-
-// maxOffset bounds offsets so that offset+limit never overflows.
-const maxOffset = 1 << 30
 
 // listQuery reads the input of a list operation:
 // {"limit"?: int, "offset"?: int, "search"?: string, "filters"?: object}.
@@ -1115,4 +1108,120 @@ func decodeRow[T any](row map[string]any) (T, error) {
 	}
 	err = json.Unmarshal(raw, &item)
 	return item, err
+}
+
+// mountDataResources mounts the DataResource REST routes (internal/resource)
+// on r, with the read and write API-key scopes.
+func (s *Server) mountDataResources(r chi.Router) {
+	resource.Mount(r, restServer{s}, s.requireKey(ScopeRead), s.requireKey(ScopeWrite))
+}
+
+// restServer is the server side of the DataResource REST routes: admission,
+// the workspace token, the registered resources and their handlers.
+type restServer struct{ s *Server }
+
+func (rs restServer) Begin() (func(), *resource.Refusal) {
+	s := rs.s
+	s.inflight.Add(1)
+	switch {
+	case s.closing.Load():
+		s.inflight.Done()
+		return nil, &resource.Refusal{Status: http.StatusServiceUnavailable, Detail: "server is shutting down"}
+	case s.studio != nil && !s.started.Load(): // as on /a2a: no token could verify yet
+		s.inflight.Done()
+		return nil, &resource.Refusal{Status: http.StatusServiceUnavailable,
+			Detail: "controller not started: Server.Start has not registered it with Studio"}
+	}
+	return s.inflight.Done, nil
+}
+
+// Verify verifies the workspace token of a REST call with the single scope of
+// the operation. It never applies the local-mode bypass.
+func (rs restServer) Verify(ctx context.Context, r *http.Request, agentSlug, scope string) (*contracts.VerifiedWorkspaceContext, string, bool) {
+	vc, ae := rs.s.verifyWorkspace(ctx, WorkspaceCheck{
+		Header:      r.Header.Get(HeaderWorkspaceAuthorization),
+		WorkspaceID: r.Header.Get(resource.HeaderWorkspaceID), WorkspaceSlug: r.Header.Get(resource.HeaderWorkspaceSlug),
+		AgentSlug: agentSlug, Scopes: []string{scope},
+	})
+	if ae != nil {
+		return nil, ae.Message, false
+	}
+	return vc, "", true
+}
+
+func (rs restServer) Open(ctx context.Context, c resource.Call) (context.Context, resource.Target, error) {
+	a := rs.s.bySlug[c.AgentSlug]
+	b := registeredResource(a, c.Resource)
+	if b == nil {
+		return ctx, nil, &resource.Refusal{Status: http.StatusNotFound, Detail: "Resource not found"}
+	}
+	if !b.serves(c.Op) {
+		return ctx, nil, &resource.Refusal{Status: http.StatusMethodNotAllowed, Detail: "Operation not supported: " + resourceAction(c.Resource, c.Op)}
+	}
+	rc, oe := resolveContext(b.def.ID, c.Op, b.def.Scope, b.def.RequiresContext, resourceCall{
+		ws: c.Workspace, agentSlug: c.AgentSlug, requestID: c.Context.RequestID, missionID: c.Context.MissionID, mission: c.Context.Mission,
+	})
+	if oe != nil {
+		return ctx, nil, oe
+	}
+	return withAgent(withWorkspace(ctx, c.Workspace), a), restTarget{b: b, rc: rc}, nil
+}
+
+func (rs restServer) ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
+		oe := &opError{Status: http.StatusUnsupportedMediaType, Detail: "Content-Type must be application/json"}
+		writeJSON(w, oe.Status, oe.Body())
+		return nil, false
+	}
+	return rs.s.readBody(w, r)
+}
+
+func (restServer) Refusal(err error) (*opError, bool) { return asOpError(err) }
+
+func (rs restServer) Failed(ctx context.Context, c resource.Call, err error) {
+	rs.s.handlerFailed(ctx, "resource", c.AgentSlug, resourceAction(c.Resource, c.Op), c.Context.RequestID, err)
+}
+
+func (restServer) WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
+// restTarget is a registered resource bound to the verified scope of a REST
+// call.
+type restTarget struct {
+	b  *resourceBinding
+	rc ResourceContext
+}
+
+func (t restTarget) List(ctx context.Context, p resource.Page) ([]map[string]any, error) {
+	return t.b.list(ctx, t.rc, ListQuery{Limit: p.Limit, Offset: p.Offset, Search: p.Search})
+}
+
+func (t restTarget) Get(ctx context.Context, id string) (map[string]any, error) {
+	return t.b.get(ctx, t.rc, id)
+}
+
+func (t restTarget) Create(ctx context.Context, item []byte) (map[string]any, error) {
+	return t.b.create(ctx, t.rc, item)
+}
+
+func (t restTarget) Update(ctx context.Context, id string, item []byte) (map[string]any, error) {
+	return t.b.update(ctx, t.rc, id, item)
+}
+
+func (t restTarget) Delete(ctx context.Context, id string) error { return t.b.delete(ctx, t.rc, id) }
+
+func (t restTarget) Import(ctx context.Context, data []byte, fields map[string]any) (map[string]any, error) {
+	out, err := t.b.imp(ctx, t.rc, importFile{format: contracts.ImportFormatCSV, data: data, fields: fields})
+	if err != nil {
+		return nil, err
+	}
+	return resource.ImportBody(out.effect, out.jobState), nil
+}
+
+func (t restTarget) ImportMaxBytes() int64 { return t.b.limits.MaxBytes }
+
+func (t restTarget) ImportFields() []contracts.ResourceField {
+	if t.b.importDoc == nil {
+		return nil
+	}
+	return t.b.importDoc.Fields
 }
