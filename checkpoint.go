@@ -120,12 +120,17 @@ func RestoreRuleCheckpointGate(ctx context.Context, agent *Agent, account *studi
 // persist "effect started", run step.Effect, persist "effect completed", ask
 // the after checkpoint, then advance. Every state change is persisted before
 // the next external call, so a restart never replays an uncertain effect.
+// It calls Studio only once the server started ([Server.Start] succeeded,
+// which for a server attached to Studio means its registration handshake):
+// a step started before waits, and fails if the server shuts down first.
 func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step GuardedStep[R]) (R, error) {
 	return checkpoint.RunGuardedStep(ctx, gate, step)
 }
 
 // RecoverGuardedStep finishes an occurrence whose effect ran but whose after
-// checkpoint or advancement was lost.
+// checkpoint or advancement was lost. Like [RunGuardedStep] it calls Studio
+// only once the server started, so a restarted controller may launch its
+// recoveries before [Server.Start]: they wait for the registration handshake.
 func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, rec GuardedRecovery[R]) (R, error) {
 	return checkpoint.RecoverGuardedStep(ctx, gate, rec)
 }
@@ -173,7 +178,7 @@ func (s *Server) attachRuleCheckpoints(st store.Store) {
 			s.logger.Warn("rule checkpoints are declared but no store is configured (WithStore): their progress is kept in memory, "+
 				"so after a restart a started effect is no longer known and could be run again", slog.String("agent_slug", a.slug))
 		}
-		a.checkpoints.Attach(st, s.logger)
+		a.checkpoints.Attach(checkpoint.Runtime{Store: st, Logger: s.logger, Started: s.startedCh, Stopped: s.lifetime.Done()})
 		if !a.declaresAction(RuleCheckpointResumeAction) {
 			s.logger.Warn("rule checkpoints are declared but the registration lacks the rule.checkpoint.resume action",
 				slog.String("agent_slug", a.slug))

@@ -59,8 +59,9 @@ func openCrashEnv(t testing.TB, dir, studioURL string) *crashEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	a := cpRegistration(t, cpAgentSlug, cpAgentName)
-	_, err = sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true), sv.WithStore(st))
+	srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true), sv.WithStore(st))
 	require.NoError(t, err)
+	require.NoError(t, srv.Start(context.Background())) // guarded steps call Studio only once the server started
 	account, err := studio.NewClient(studio.Config{APIURL: studioURL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey, MaxRetries: studio.NoRetries})
 	require.NoError(t, err)
 	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))

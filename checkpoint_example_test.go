@@ -70,6 +70,11 @@ func exampleGoverned(studioURL string) (*governedExample, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Guarded steps call Studio only once the server started (ListenAndServe
+	// and Serve call Start).
+	if err := srv.Start(context.Background()); err != nil {
+		return nil, err
+	}
 	account, err := studio.NewClient(studio.Config{APIURL: studioURL, WorkspaceID: "ws-1", APIKey: "studio-key"})
 	if err != nil {
 		return nil, err

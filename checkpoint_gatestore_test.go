@@ -208,9 +208,10 @@ func TestGateRestoreAcrossRestart(t *testing.T) {
 		st, err := store.Open(path, store.WithLockTimeout(5*time.Second))
 		require.NoError(t, err)
 		a := cpRegistration(t, cpAgentSlug, cpAgentName)
-		_, err = sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true),
+		srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true),
 			sv.WithStore(st), sv.WithLogger(logs.logger()))
 		require.NoError(t, err)
+		require.NoError(t, srv.Start(t.Context()))
 		account, err := studio.NewClient(studio.Config{APIURL: fake.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
 			MaxRetries: studio.NoRetries, Logger: logs.logger()})
 		require.NoError(t, err)

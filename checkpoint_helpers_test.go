@@ -263,6 +263,7 @@ func newCPFixture(t testing.TB, opt cpOptions) *cpFixture {
 	f.srv, err = sv.NewServer([]*sv.Agent{f.agent, f.other}, sv.WithEnv(func(string) string { return "" }),
 		sv.WithLocalMode(true), sv.WithStore(f.store), sv.WithLogger(f.logs.logger()))
 	require.NoError(t, err)
+	require.NoError(t, f.srv.Start(context.Background())) // guarded steps call Studio only once the server started
 	f.account, err = studio.NewClient(studio.Config{APIURL: f.studio.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
 		MaxRetries: studio.NoRetries, Logger: f.logs.logger()})
 	require.NoError(t, err)

@@ -94,9 +94,12 @@ type Server struct {
 	lifetime context.Context
 	stop     context.CancelFunc
 
-	inflight  callTracker // calls in progress; Shutdown waits for them
-	closing   atomic.Bool
-	started   atomic.Bool // Start completed (required before /a2a when attached to Studio)
+	inflight callTracker // calls in progress; Shutdown waits for them
+	closing  atomic.Bool
+	started  atomic.Bool // Start completed (required before /a2a when attached to Studio)
+	// startedCh is closed when Start first succeeds: guarded steps wait for
+	// it before calling Studio (checkpoint.go).
+	startedCh chan struct{}
 	startOnce sync.Once
 	warnOnce  sync.Once
 	startup   startupInfo // what the startup log reports (startup.go)
@@ -130,6 +133,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		validator: contracts.DefaultValidator(),
 		lifetime:  lifetime,
 		stop:      stop,
+		startedCh: make(chan struct{}),
 	}
 	for i, a := range agents {
 		if a == nil {
@@ -310,7 +314,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.started.Store(true)
-	s.startOnce.Do(func() { s.logStartup(ctx) }) // startup.go
+	s.startOnce.Do(func() {
+		close(s.startedCh)
+		s.logStartup(ctx) // startup.go
+	})
 	return nil
 }
 

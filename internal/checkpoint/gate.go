@@ -606,6 +606,15 @@ type checkpointRuntime struct {
 	// hooks told the step would take it.
 	handoff sync.Mutex
 
+	// started is closed once the server started (nil: started); stopped
+	// when it shuts down. See Runtime.
+	started, stopped <-chan struct{}
+
+	// seam, set by tests only, is called at the seam… points where a
+	// decision's arrival and a refusing step's hand-over interleave; nil in
+	// production.
+	seam func(point string)
+
 	mu      sync.Mutex
 	active  map[string]struct{}                   // occurrence ids running in this process
 	waiters map[string]map[chan struct{}]struct{} // by occurrence record key
@@ -643,10 +652,24 @@ func (a *Agent) Slug() string { return a.slug }
 // Declared reports whether the agent declares capabilities.rule_checkpoints.
 func (a *Agent) Declared() bool { return a.capability != nil }
 
-// Attach gives the agent its runtime over st, keeping the decision hooks
-// registered before.
-func (a *Agent) Attach(st store.Store, logger *slog.Logger) {
-	rt := newCheckpointRuntime(a.slug, st, logger)
+// Runtime is what a server gives an agent's rule-checkpoint runtime.
+type Runtime struct {
+	Store  store.Store
+	Logger *slog.Logger
+	// Started is closed once the server's startup succeeded (when attached
+	// to Studio, its registration handshake): guarded steps call Studio only
+	// after it. Nil: the server is started.
+	Started <-chan struct{}
+	// Stopped is closed when the server shuts down; a step still waiting for
+	// Started then fails.
+	Stopped <-chan struct{}
+}
+
+// Attach gives the agent its runtime over cfg.Store, keeping the decision
+// hooks registered before.
+func (a *Agent) Attach(cfg Runtime) {
+	rt := newCheckpointRuntime(a.slug, cfg.Store, cfg.Logger)
+	rt.started, rt.stopped = cfg.Started, cfg.Stopped
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.checkpoints != nil { // hooks registered before the server
@@ -776,6 +799,57 @@ func putJSON(ctx context.Context, st store.Store, key string, v any) error {
 		}
 	}
 	return fmt.Errorf("supervaizer: rule-checkpoint record %s: too many concurrent updates", key)
+}
+
+// Points where a test may stop the runtime (checkpointRuntime.seam).
+const (
+	seamResumeChecked    = "resume: the step's activity read, the decision not persisted yet"
+	seamHandoffBegin     = "handoff: a refusing step is about to let go of its occurrence"
+	seamHandoffContended = "handoff: a decision's arrival holds the hand-over lock"
+	seamHandoffRead      = "handoff: occurrence released, persisted decisions read"
+)
+
+// at calls the test seam, if any, at point.
+func (rt *checkpointRuntime) at(point string) {
+	if rt.seam != nil {
+		rt.seam(point)
+	}
+}
+
+// lockHandoff takes the hand-over lock, telling the test seam when a
+// decision's arrival holds it.
+func (rt *checkpointRuntime) lockHandoff() {
+	if rt.handoff.TryLock() {
+		return
+	}
+	rt.at(seamHandoffContended)
+	rt.handoff.Lock()
+}
+
+// awaitStarted returns once the server started (when attached to Studio,
+// its registration handshake succeeded): a guarded step, and in particular the
+// recovery of one a previous run left unfinished, never calls Studio before
+// startup can no longer fail. A step that comes earlier waits; it fails when
+// ctx ends or the server shuts down first.
+func (rt *checkpointRuntime) awaitStarted(ctx context.Context, occurrenceID string) error {
+	if rt.started == nil {
+		return nil
+	}
+	select {
+	case <-rt.started:
+		return nil
+	default:
+	}
+	rt.logger.LogAttrs(ctx, slog.LevelInfo, "guarded step waits for the server to start (Studio registration handshake) before calling Studio",
+		slog.String("agent_slug", rt.slug), slog.String("occurrence_id", occurrenceID))
+	select {
+	case <-rt.started:
+		return nil
+	case <-rt.stopped:
+		return invalidState("the server shut down before it started: occurrence %q was not run", occurrenceID)
+	case <-ctx.Done():
+		return fmt.Errorf("supervaizer: guarded step %q waiting for the server to start: %w", occurrenceID, ctx.Err())
+	}
 }
 
 // claim marks the occurrence active in this process; release ends it.

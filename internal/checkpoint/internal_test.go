@@ -177,7 +177,7 @@ func FuzzRestoreSavedGate(f *testing.F) {
 	account, err := studio.NewClient(studio.Config{APIURL: "http://127.0.0.1:1", WorkspaceID: "ws", APIKey: "key"})
 	require.NoError(f, err)
 	st := store.NewMemory()
-	agent.Attach(st, slog.New(slog.DiscardHandler))
+	agent.Attach(Runtime{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	key := gateKey(agent.Slug(), "job-1")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		require.NoError(t, st.Delete(context.Background(), key))

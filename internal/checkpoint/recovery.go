@@ -60,6 +60,9 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 	if err != nil {
 		return result, err
 	}
+	if err := rt.awaitStarted(ctx, rec.OccurrenceID); err != nil {
+		return result, err
+	}
 	release, err := rt.claim(rec.OccurrenceID)
 	if err != nil {
 		return result, err

@@ -108,6 +108,7 @@ func (a *Agent) Resume(ctx context.Context, req *contracts.ActionRequest) (*cont
 		// the decision can wake it: a woken step may finish before the hooks run.
 		rt.handoff.Lock()
 		active := rt.isActive(d.OccurrenceID)
+		rt.at(seamResumeChecked)
 		var retained bool
 		retained, err = rt.resume(ctx, d)
 		rt.handoff.Unlock()

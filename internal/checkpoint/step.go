@@ -82,6 +82,9 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 	if err != nil {
 		return zero, err
 	}
+	if err := rt.awaitStarted(ctx, step.OccurrenceID); err != nil {
+		return zero, err
+	}
 	beforeCtx, beforeHash, err := gate.encodeContext("the before context", step.BeforeContext)
 	if err != nil {
 		return zero, err
@@ -116,9 +119,11 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 			// "active" and was left to this step, which is refusing: release the
 			// occurrence, then hand any such decision to the hooks.
 			released = true
-			o.rt.handoff.Lock()
+			o.rt.at(seamHandoffBegin)
+			o.rt.lockHandoff()
 			release()
 			pending := o.persistedDecisions(ctx)
+			o.rt.at(seamHandoffRead)
 			o.rt.handoff.Unlock()
 			for _, d := range pending {
 				o.rt.decided(ctx, d, false, false)

@@ -1,0 +1,215 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/studio"
+)
+
+const (
+	hoSlug       = "research-agent"
+	hoJob        = "job-1"
+	hoCase       = "case-1"
+	hoOccurrence = "send-brief-job-1"
+	hoStep       = "step-send"
+	hoSnapshot   = "rs_1"
+	hoCheckpoint = "cp-before-1"
+	hoInputHash  = "ih-before"
+	hoDecision   = "dec-1"
+	hoWait       = 10 * time.Second
+)
+
+// handoffFixture is an agent whose previous run left occurrence hoOccurrence
+// paused on its before checkpoint (the case announced), as a restart finds
+// it, and a gate to run the occurrence again. It asks Studio nothing.
+type handoffFixture struct {
+	agent *Agent
+	rt    *checkpointRuntime
+	gate  *RuleCheckpointGate
+	step  GuardedStep[string]
+
+	mu      sync.Mutex
+	decided []RuleCheckpointDecision // what the decision hooks received
+}
+
+func newHandoffFixture(t *testing.T) *handoffFixture {
+	t.Helper()
+	studioAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected Studio call %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(studioAPI.Close)
+	account, err := studio.NewClient(studio.Config{APIURL: studioAPI.URL, WorkspaceID: "ws", APIKey: "key", MaxRetries: studio.NoRetries})
+	require.NoError(t, err)
+
+	f := &handoffFixture{agent: NewAgent(hoSlug, &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter}})}
+	st := store.NewMemory()
+	f.agent.Attach(Runtime{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	f.agent.OnDecision(func(_ context.Context, d RuleCheckpointDecision) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.decided = append(f.decided, d)
+	})
+	f.rt, err = f.agent.checkpointRuntime()
+	require.NoError(t, err)
+	f.gate, err = newGate(f.agent, account, hoJob, "", newRuleSnapshot(hoSnapshot, "tok-1"), nil)
+	require.NoError(t, err)
+	f.step = GuardedStep[string]{CaseID: hoCase, OccurrenceID: hoOccurrence, StepID: hoStep,
+		BeforeContext: map[string]any{"operation": "send_brief"},
+		Effect: func(context.Context) (string, error) {
+			t.Error("the effect ran on a paused occurrence")
+			return "", nil
+		},
+		AfterContext: func(string) map[string]any { return map[string]any{} }}
+
+	ctx := context.Background()
+	_, hash, err := f.gate.encodeContext("the before context", f.step.BeforeContext)
+	require.NoError(t, err)
+	require.NoError(t, putJSON(ctx, st, caseKey(hoJob, hoCase), checkpointCase{AgentSlug: hoSlug, JobID: hoJob, CaseID: hoCase, Announced: true}))
+	require.NoError(t, putJSON(ctx, st, occurrenceKey(hoSlug, hoOccurrence, contracts.PhaseBefore), checkpointRecord{
+		OccurrenceID: hoOccurrence, Phase: contracts.PhaseBefore, AgentSlug: hoSlug, JobID: hoJob, CaseID: hoCase,
+		SnapshotHash: hoSnapshot, StepID: hoStep, ContextHash: hash, Status: CheckpointPause,
+		CheckpointID: hoCheckpoint, InputHash: hoInputHash}))
+	return f
+}
+
+// resumeRequest is Studio's allow for the paused before checkpoint.
+func (f *handoffFixture) resumeRequest(t *testing.T) *contracts.ActionRequest {
+	t.Helper()
+	input, err := json.Marshal(map[string]any{"checkpoint_id": hoCheckpoint, "occurrence_id": hoOccurrence,
+		"phase": contracts.PhaseBefore, "status": CheckpointAllow, "snapshot_hash": hoSnapshot, "input_hash": hoInputHash,
+		"decision_id": hoDecision})
+	require.NoError(t, err)
+	return &contracts.ActionRequest{RequestID: "req-resume", AgentSlug: hoSlug, Action: "rule.checkpoint.resume",
+		JobID: hoJob, CaseID: hoCase, Input: input}
+}
+
+func (f *handoffFixture) decisions() []RuleCheckpointDecision {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]RuleCheckpointDecision(nil), f.decided...)
+}
+
+// waitFor waits for ch to close or receive; after hoWait it ends the test.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hoWait):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
+	}
+}
+
+// TestDecisionDuringHandoffIsNeverLost forces, through the runtime's test
+// seams (no sleeps), each interleaving of Studio's decision on a paused
+// checkpoint with a restarted guarded step that finds the occurrence paused
+// and lets go of it. Whatever the order, the decision is persisted once and
+// reaches the decision hooks at least once with Active false: nobody is left
+// believing that a step of this process will take it. In "arrives while the
+// step holds the occurrence", the decision sees the step active and is
+// persisted only after the step read the records: without the hand-over lock
+// (its arrival and the step's hand-over ordered by one lock) the step finds
+// no decision to hand over and the hooks are told the step takes it, so the
+// decision is lost.
+func TestDecisionDuringHandoffIsNeverLost(t *testing.T) {
+	tests := []struct {
+		name string
+		// decisionFirst: the decision reads the step's activity while the
+		// step still holds the occurrence.
+		decisionFirst bool
+	}{
+		{name: "arrives while the step holds the occurrence", decisionFirst: true},
+		{name: "arrives after the step let go"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newHandoffFixture(t)
+			stepAtBegin, releaseStep := make(chan struct{}), make(chan struct{})
+			resumeChecked, releaseResume := make(chan struct{}), make(chan struct{})
+			contended, read := make(chan struct{}), make(chan struct{})
+			f.rt.seam = func(point string) {
+				switch point {
+				case seamHandoffBegin:
+					close(stepAtBegin)
+					<-releaseStep
+				case seamResumeChecked:
+					close(resumeChecked)
+					<-releaseResume
+				case seamHandoffContended:
+					close(contended)
+				case seamHandoffRead:
+					close(read)
+				}
+			}
+			ctx := context.Background()
+			stepDone := make(chan error, 1)
+			go func() {
+				_, err := RunGuardedStep(ctx, f.gate, f.step)
+				stepDone <- err
+			}()
+			resumeDone := make(chan error, 1)
+			resume := func() {
+				go func() {
+					_, err := f.agent.Resume(ctx, f.resumeRequest(t))
+					resumeDone <- err
+				}()
+			}
+
+			waitFor(t, stepAtBegin, "the step to find the occurrence paused")
+			if tt.decisionFirst {
+				resume()
+				waitFor(t, resumeChecked, "the decision to see the step active")
+				close(releaseStep)
+				// The step either waits for the decision's arrival to end
+				// (the hand-over lock is held) or, without the lock, has
+				// already let go and read the records.
+				select {
+				case <-contended:
+				case <-read:
+				case <-time.After(hoWait):
+					t.Fatal("the step neither waited for the decision nor let go")
+				}
+				close(releaseResume)
+			} else {
+				close(releaseStep)
+				waitFor(t, read, "the step to let go")
+				close(releaseResume)
+				resume()
+			}
+			require.NoError(t, waitFor(t, resumeDone, "the decision to be answered"))
+			err := waitFor(t, stepDone, "the step to return")
+			var rr *RecoveryRequiredError
+			require.ErrorAs(t, err, &rr)
+			assert.Equal(t, CheckpointPause, rr.Decision, "the step refused the occurrence it found paused")
+
+			rec, err := f.rt.loadRecord(ctx, occurrenceKey(hoSlug, hoOccurrence, contracts.PhaseBefore))
+			require.NoError(t, err)
+			assert.Equal(t, CheckpointAllow, rec.Status)
+			assert.Equal(t, hoDecision, rec.DecisionID)
+
+			var handedOver int
+			for _, d := range f.decisions() {
+				assert.Equal(t, hoDecision, d.DecisionID)
+				if !d.Active {
+					handedOver++
+				}
+			}
+			assert.Positive(t, handedOver, "the decision reached no hook as one that no step of this process takes: it is lost (%+v)", f.decisions())
+		})
+	}
+}
