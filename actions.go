@@ -63,7 +63,13 @@ func HandleActionFor[In any](r HandlerRegistry, id string, h func(ctx context.Co
 		panic(fmt.Sprintf("supervaizer: HandleActionFor(%q) on agent %q: %v", id, a.slug, err))
 	}
 	a.HandleAction(id, func(ctx context.Context, req *ActionRequest) (*ActionResult, error) {
-		if ps := iv.Validate(req.Input); len(ps) > 0 {
+		var ps []contracts.Problem
+		if t, node, ok := inputOnTape(ctx, req.Input); ok {
+			ps = iv.ValidateAt(t, node) // the body's one parse
+		} else {
+			ps = iv.Validate(req.Input)
+		}
+		if len(ps) > 0 {
 			return nil, invalidInput(ps)
 		}
 		var in In

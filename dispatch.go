@@ -1,7 +1,6 @@
 package supervaizer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // The one way through POST /a2a (ARCHITECTURE.md):
@@ -56,7 +56,11 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, rpcErr := jsonrpc.DecodeRequest(body)
+	// The body is parsed once, into t: the envelope, the request model and
+	// the typed input are all read from it.
+	t := wire.Get()
+	defer wire.Put(t)
+	req, rpcErr := jsonrpc.Decode(t, body)
 	if rpcErr != nil {
 		s.writeRPCError(w, req.ID, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data))
 		return
@@ -68,9 +72,9 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	var err *Error
 	switch req.Method {
 	case MethodActionInvoke:
-		*buf, err = s.invokeAction(r, req.Params, *buf)
+		*buf, err = s.invokeAction(r, t, req.ParamsNode, *buf)
 	case MethodSurfaceLoad:
-		*buf, err = s.loadSurface(r, req.Params, *buf)
+		*buf, err = s.loadSurface(r, t, req.ParamsNode, *buf)
 	default:
 		err = newError(CodeMethodNotFound, "Method not found: "+req.Method, nil)
 	}
@@ -150,23 +154,25 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	}
 }
 
-// innerParams returns params[key] when that key is present, else params itself
-// (both the wrapped and the flat form are valid).
-func innerParams(params json.RawMessage, key string) json.RawMessage {
-	if !bytes.Contains(params, []byte(`"`+key+`"`)) {
-		return params
+// decodeParams decodes the request model m from the params at node of t
+// (-1: absent, read as {}): params[key] when that key is present, else params
+// itself (both the wrapped and the flat form are valid). It returns the node
+// of the request, -1 when it is not on t.
+func (s *Server) decodeParams(m contracts.Model, t *wire.Tape, node int32, key string, dst any) (int32, error) {
+	if node < 0 {
+		return -1, s.validator.Decode(m, []byte("{}"), dst)
 	}
-	// params is a valid JSON object: the envelope decoder checked it.
-	if inner, ok := jsonrpc.Member(params, key); ok {
-		return inner
+	if inner, ok := t.Member(node, []byte(key)); ok {
+		node = inner
 	}
-	return params
+	return node, s.validator.DecodeAt(m, t, node, dst)
 }
 
 // invokeAction serves supervaizer/action.invoke: it appends the result to dst.
-func (s *Server) invokeAction(r *http.Request, params json.RawMessage, dst []byte) ([]byte, *Error) {
+func (s *Server) invokeAction(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
 	var req contracts.ActionRequest
-	if err := s.validator.Decode(contracts.ModelActionRequest, innerParams(params, "action_request"), &req); err != nil {
+	node, err := s.decodeParams(contracts.ModelActionRequest, t, params, "action_request", &req)
+	if err != nil {
 		return dst, requestError("Invalid Supervaizer v2 action request", err)
 	}
 	ctx, ws, rpcErr := s.admit(r, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, MethodActionInvoke, req.Action)
@@ -183,7 +189,15 @@ func (s *Server) invokeAction(r *http.Request, params json.RawMessage, dst []byt
 		return dst, newError(CodeActionNotRegistered, "Action handler not registered: "+req.Action,
 			map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 	}
-	ctx = withCall(ctx, a, ws)
+	call := withCall(ctx, a, ws)
+	if node >= 0 {
+		call.tape = t
+		if in, ok := t.Member(node, []byte("input")); ok {
+			call.inputNode = in
+		}
+	}
+	defer func() { call.tape = nil }() // t goes back to its pool after this call
+	ctx = call
 	start := time.Now()
 	n := len(dst)
 	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
@@ -285,9 +299,9 @@ func (s *Server) admit(r *http.Request, bootstrap bool, ws contracts.WorkspaceRe
 }
 
 // loadSurface serves supervaizer/surface.load: it appends the result to dst.
-func (s *Server) loadSurface(r *http.Request, params json.RawMessage, dst []byte) ([]byte, *Error) {
+func (s *Server) loadSurface(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
 	var req contracts.SurfaceRequest
-	if err := s.validator.Decode(contracts.ModelSurfaceRequest, innerParams(params, "surface_request"), &req); err != nil {
+	if _, err := s.decodeParams(contracts.ModelSurfaceRequest, t, params, "surface_request", &req); err != nil {
 		return dst, requestError("Invalid Supervaizer v2 surface request", err)
 	}
 	ctx, ws, rpcErr := s.admit(r, isBootstrapSurface(req.Surface), req.Workspace, req.AgentSlug, MethodSurfaceLoad, req.Surface)

@@ -11,11 +11,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // This file holds the compiled validator: the subset of JSON Schema (draft
 // 2020-12) that the generated contracts schema and the derived input schemas
-// use, compiled into a tree that validates a tape (tape.go) without
+// use, compiled into a tree that validates a tape (internal/wire) without
 // decoding it. It only answers "valid or not"; the problems of an invalid
 // document always come from the reference validator
 // (santhosh-tekuri/jsonschema), which stays the authority: a document the
@@ -386,16 +388,19 @@ const maxCheckDepth = 2048
 // tapeCheck validates one tape. unsure records that some step could not be
 // decided here; the verdict is then left to the reference validator.
 type tapeCheck struct {
-	t      *tape
+	t      *wire.Tape
 	unsure bool
 	depth  int
 }
 
 // check validates the document on t against s. sure is false when the
 // compiled validator cannot decide.
-func (s *cschema) check(t *tape) (valid, sure bool) {
+func (s *cschema) check(t *wire.Tape) (valid, sure bool) { return s.checkAt(t, 0) }
+
+// checkAt validates the value at node i of t against s.
+func (s *cschema) checkAt(t *wire.Tape, i int32) (valid, sure bool) {
 	c := tapeCheck{t: t}
-	valid = c.valid(s, 0)
+	valid = c.valid(s, i)
 	return valid, !c.unsure
 }
 
@@ -419,7 +424,7 @@ func (c *tapeCheck) valid(s *cschema, i int32) bool {
 
 // validObject applies the keywords of a schema object.
 func (c *tapeCheck) validObject(s *cschema, i int32) bool {
-	kind := c.t.nodes[i].kind
+	kind := c.t.Nodes[i].Kind
 	if s.types != 0 && !c.typeOK(s.types, i) {
 		return false
 	}
@@ -455,19 +460,19 @@ func (c *tapeCheck) validObject(s *cschema, i int32) bool {
 		return false
 	}
 	switch kind {
-	case kindObject:
+	case wire.Object:
 		if !c.object(s, i) {
 			return false
 		}
-	case kindArray:
+	case wire.Array:
 		if !c.array(s, i) {
 			return false
 		}
-	case kindString:
+	case wire.String:
 		if !c.string(s, i) {
 			return false
 		}
-	case kindNumber:
+	case wire.Number:
 		if !c.number(s, i) {
 			return false
 		}
@@ -518,16 +523,16 @@ func (c *tapeCheck) validObject(s *cschema, i int32) bool {
 }
 
 func (c *tapeCheck) typeOK(types uint8, i int32) bool {
-	switch c.t.nodes[i].kind {
-	case kindNull:
+	switch c.t.Nodes[i].Kind {
+	case wire.Null:
 		return types&typeNull != 0
-	case kindFalse, kindTrue:
+	case wire.False, wire.True:
 		return types&typeBoolean != 0
-	case kindString:
+	case wire.String:
 		return types&typeString != 0
-	case kindArray:
+	case wire.Array:
 		return types&typeArray != 0
-	case kindObject:
+	case wire.Object:
 		return types&typeObject != 0
 	default: // number
 		if types&typeNumber != 0 {
@@ -536,7 +541,7 @@ func (c *tapeCheck) typeOK(types uint8, i int32) bool {
 		if types&typeInteger == 0 {
 			return false
 		}
-		integer, ok := c.t.isInteger(i)
+		integer, ok := c.t.IsInteger(i)
 		if !ok {
 			return c.giveUp()
 		}
@@ -545,13 +550,13 @@ func (c *tapeCheck) typeOK(types uint8, i int32) bool {
 }
 
 func (c *tapeCheck) formatOK(f *formatCheck, i int32) bool {
-	nd := c.t.nodes[i]
+	nd := c.t.Nodes[i]
 	if f.ref == nil { // nonblank: strings only
-		return nd.kind != kindString || len(bytes.TrimSpace(c.t.str(i))) > 0
+		return nd.Kind != wire.String || len(bytes.TrimSpace(c.t.Str(i))) > 0
 	}
 	var v any
-	if nd.kind == kindString {
-		v = string(c.t.str(i))
+	if nd.Kind == wire.String {
+		v = string(c.t.Str(i))
 		// The schema {"format": name} is its format check: call it directly
 		// rather than through a whole schema validation.
 		if fm := f.ref.Format; fm != nil && fm.Name != "regex" {
@@ -559,7 +564,7 @@ func (c *tapeCheck) formatOK(f *formatCheck, i int32) bool {
 		}
 	} else {
 		var err error
-		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(c.t.raw(i))); err != nil {
+		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(c.t.Raw(i))); err != nil {
 			return c.giveUp()
 		}
 	}
@@ -571,10 +576,10 @@ func (c *tapeCheck) object(s *cschema, i int32) bool {
 		return true
 	}
 	t := c.t
-	nd := t.nodes[i]
+	nd := t.Nodes[i]
 	var seen uint64
-	for m := i + 1; m < nd.next; m = t.nodes[m+1].next {
-		f := s.fields[string(t.key(m))]
+	for m := i + 1; m < nd.Next; m = t.Nodes[m+1].Next {
+		f := s.fields[string(t.Key(m))]
 		seen |= f.bit
 		switch {
 		case f.prop != nil:
@@ -596,8 +601,8 @@ const maxUniqueScan = 64
 
 func (c *tapeCheck) array(s *cschema, i int32) bool {
 	t := c.t
-	nd := t.nodes[i]
-	n := int(nd.n)
+	nd := t.Nodes[i]
+	n := int(nd.N)
 	if s.minItems >= 0 && n < s.minItems || s.maxItems >= 0 && n > s.maxItems {
 		return false
 	}
@@ -607,9 +612,9 @@ func (c *tapeCheck) array(s *cschema, i int32) bool {
 		}
 		var idx [maxUniqueScan]int32
 		k := 0
-		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+		for e := i + 1; e < nd.Next; e = t.Nodes[e].Next {
 			for _, prev := range idx[:k] {
-				eq, ok := t.equal(prev, e)
+				eq, ok := t.Equal(prev, e)
 				if !ok {
 					return c.giveUp()
 				}
@@ -622,7 +627,7 @@ func (c *tapeCheck) array(s *cschema, i int32) bool {
 		}
 	}
 	if s.items != nil {
-		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+		for e := i + 1; e < nd.Next; e = t.Nodes[e].Next {
 			if !c.valid(s.items, e) {
 				return false
 			}
@@ -630,7 +635,7 @@ func (c *tapeCheck) array(s *cschema, i int32) bool {
 	}
 	if s.contains != nil {
 		found := false
-		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+		for e := i + 1; e < nd.Next; e = t.Nodes[e].Next {
 			if c.valid(s.contains, e) {
 				found = true
 				break
@@ -647,7 +652,7 @@ func (c *tapeCheck) string(s *cschema, i int32) bool {
 	if s.minLen < 0 && s.maxLen < 0 && s.pattern == nil {
 		return true
 	}
-	str := c.t.str(i)
+	str := c.t.Str(i)
 	if s.minLen >= 0 || s.maxLen >= 0 {
 		n := utf8.RuneCount(str)
 		if s.minLen >= 0 && n < s.minLen || s.maxLen >= 0 && n > s.maxLen {
@@ -661,10 +666,10 @@ func (c *tapeCheck) number(s *cschema, i int32) bool {
 	if s.minimum == nil && s.maximum == nil {
 		return true
 	}
-	if v, ok := c.t.smallInt(i); ok && (s.minimum == nil || s.minIntOK) && (s.maximum == nil || s.maxIntOK) {
+	if v, ok := c.t.SmallInt(i); ok && (s.minimum == nil || s.minIntOK) && (s.maximum == nil || s.maxIntOK) {
 		return (s.minimum == nil || v >= s.minInt) && (s.maximum == nil || v <= s.maxInt)
 	}
-	r := c.t.rat(i)
+	r := c.t.Rat(i)
 	if r == nil {
 		return c.giveUp()
 	}
@@ -677,34 +682,34 @@ func (c *tapeCheck) number(s *cschema, i int32) bool {
 // equalValue compares the value at i with a value of the schema document
 // (decoded by jsonschema.UnmarshalJSON: numbers are json.Number). ok is
 // false when a number cannot be compared.
-func equalValue(t *tape, i int32, want any) (eq, ok bool) {
-	nd := t.nodes[i]
+func equalValue(t *wire.Tape, i int32, want any) (eq, ok bool) {
+	nd := t.Nodes[i]
 	switch w := want.(type) {
 	case nil:
-		return nd.kind == kindNull, true
+		return nd.Kind == wire.Null, true
 	case bool:
-		return nd.kind == kindTrue && w || nd.kind == kindFalse && !w, true
+		return nd.Kind == wire.True && w || nd.Kind == wire.False && !w, true
 	case string:
-		return nd.kind == kindString && string(t.str(i)) == w, true
+		return nd.Kind == wire.String && string(t.Str(i)) == w, true
 	case json.Number:
-		if nd.kind != kindNumber {
+		if nd.Kind != wire.Number {
 			return false, true
 		}
-		if string(t.raw(i)) == string(w) {
+		if string(t.Raw(i)) == string(w) {
 			return true, true
 		}
-		x := t.rat(i)
+		x := t.Rat(i)
 		y, yok := new(big.Rat).SetString(string(w))
 		if x == nil || !yok {
 			return false, false
 		}
 		return x.Cmp(y) == 0, true
 	case []any:
-		if nd.kind != kindArray || int(nd.n) != len(w) {
+		if nd.Kind != wire.Array || int(nd.N) != len(w) {
 			return false, true
 		}
 		k := 0
-		for e := i + 1; e < nd.next; e = t.nodes[e].next {
+		for e := i + 1; e < nd.Next; e = t.Nodes[e].Next {
 			if eq, ok := equalValue(t, e, w[k]); !eq || !ok {
 				return eq, ok
 			}
@@ -712,11 +717,11 @@ func equalValue(t *tape, i int32, want any) (eq, ok bool) {
 		}
 		return true, true
 	case map[string]any:
-		if nd.kind != kindObject || int(nd.n) != len(w) {
+		if nd.Kind != wire.Object || int(nd.N) != len(w) {
 			return false, true
 		}
-		for m := i + 1; m < nd.next; m = t.nodes[m+1].next {
-			v, found := w[string(t.key(m))]
+		for m := i + 1; m < nd.Next; m = t.Nodes[m+1].Next {
+			v, found := w[string(t.Key(m))]
 			if !found {
 				return false, true
 			}

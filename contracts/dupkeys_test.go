@@ -1,11 +1,15 @@
 package contracts
 
 import (
+	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 func TestDuplicateKey(t *testing.T) {
@@ -43,13 +47,55 @@ func TestDuplicateKeyRefusedInRequests(t *testing.T) {
 	assert.Equal(t, []Problem{{Loc: []any{"action"}, Msg: "the key appears twice in the same object", Type: "duplicate_key", Path: "/action"}}, ve.Problems)
 }
 
+// FuzzDuplicateKey compares duplicateKey with encoding/json: a document has
+// a repeated key exactly when some object decodes to fewer keys than it has
+// members, and the reported key is then one that repeats in its object.
 func FuzzDuplicateKey(f *testing.F) {
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Add([]byte(`{"a":[{"b":{"c":1}}],"d":"e"}`))
+	f.Add([]byte(`{"x":{"\u0061":1,"a":2},"y":[{"k":1,"k":1}]}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		loc, found := duplicateKey(doc)
 		if !found {
 			assert.Nil(t, loc)
+		}
+		tp := wire.Get()
+		defer wire.Put(tp)
+		if !tp.Parse(doc) {
+			assert.False(t, found)
+			return
+		}
+		want := false
+		for i := range tp.Nodes {
+			if tp.Nodes[i].Kind != wire.Object {
+				continue
+			}
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(tp.Raw(int32(i)), &m))
+			if len(m) < int(tp.Nodes[i].N) {
+				want = true
+			}
+		}
+		assert.Equal(t, want, found, "%q", doc)
+		if found {
+			// The location names a value that encoding/json finds, under a
+			// key that occurs twice in its object.
+			var v any
+			require.NoError(t, json.Unmarshal(doc, &v))
+			for _, k := range loc[:len(loc)-1] {
+				switch c := v.(type) {
+				case map[string]any:
+					v = c[k]
+				case []any:
+					i, err := strconv.Atoi(k)
+					require.NoError(t, err)
+					v = c[i]
+				default:
+					t.Fatalf("location %q does not lead to an object in %q", loc, doc)
+				}
+			}
+			_, isObject := v.(map[string]any)
+			assert.True(t, isObject, "%q in %q", loc, doc)
 		}
 	})
 }

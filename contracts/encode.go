@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // This file is the one append-style encoder of the contracts models: it writes
@@ -545,8 +547,7 @@ func (e *encoder) number(s string) {
 
 // isJSONNumber reports whether s is a JSON number literal.
 func isJSONNumber(s string) bool {
-	p := tapeParser{t: &tape{}, s: []byte(s)}
-	return p.number() && p.i == len(s)
+	return wire.IsNumber([]byte(s))
 }
 
 // marshal appends json.Marshal(v).

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/supervaize/supervaizer-go/internal/fold"
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // This file fills the request models (ActionRequest, SurfaceRequest) straight
@@ -18,13 +19,19 @@ import (
 
 // requestDecoder decodes the values of one document.
 type requestDecoder struct {
-	t   *tape
+	t   *wire.Tape
 	s   string // the document as one string: unescaped strings are substrings of it
 	own []byte // a private copy of the document: raw values are subslices of it
 }
 
-func newRequestDecoder(t *tape) *requestDecoder {
-	d := &requestDecoder{t: t, own: append([]byte(nil), t.src...)}
+// newRequestDecoder reads t. Raw values (the input, extra keys) are
+// subslices of a private copy of the document, or of t.Src itself when
+// aliasSrc is set (the caller owns t.Src and never changes it).
+func newRequestDecoder(t *wire.Tape, aliasSrc bool) *requestDecoder {
+	d := &requestDecoder{t: t, own: t.Src}
+	if !aliasSrc {
+		d.own = append([]byte(nil), t.Src...)
+	}
 	d.s = string(d.own)
 	return d
 }
@@ -32,17 +39,17 @@ func newRequestDecoder(t *tape) *requestDecoder {
 // str stores the string at i in dst; null leaves dst unchanged, as with
 // encoding/json. Any other kind fails.
 func (d *requestDecoder) str(i int32, dst *string) bool {
-	nd := d.t.nodes[i]
-	switch nd.kind {
-	case kindNull:
+	nd := d.t.Nodes[i]
+	switch nd.Kind {
+	case wire.Null:
 		return true
-	case kindString:
-		if !nd.esc {
-			*dst = d.s[nd.start+1 : nd.end-1]
+	case wire.String:
+		if !nd.Esc {
+			*dst = d.s[nd.Start+1 : nd.End-1]
 			return true
 		}
 		var v string // not dst: passing dst to json.Unmarshal would move every request to the heap
-		if json.Unmarshal(d.own[nd.start:nd.end], &v) != nil {
+		if json.Unmarshal(d.own[nd.Start:nd.End], &v) != nil {
 			return false
 		}
 		*dst = v
@@ -55,14 +62,14 @@ func (d *requestDecoder) str(i int32, dst *string) bool {
 // raw returns the bytes of the value at i, capped so that appending to them
 // never writes over the rest of the document.
 func (d *requestDecoder) raw(i int32) json.RawMessage {
-	nd := d.t.nodes[i]
-	return d.own[nd.start:nd.end:nd.end]
+	nd := d.t.Nodes[i]
+	return d.own[nd.Start:nd.End:nd.End]
 }
 
 // key returns the key at m as a substring of the document.
 func (d *requestDecoder) key(m int32) string {
-	nd := d.t.nodes[m]
-	return d.s[nd.start+1 : nd.end-1]
+	nd := d.t.Nodes[m]
+	return d.s[nd.Start+1 : nd.End-1]
 }
 
 // extra records an undeclared key, or fails on a key that differs from a
@@ -124,8 +131,8 @@ func (r *SurfaceRequest) fields() requestFields {
 // request fills f from the object at obj, as UnmarshalJSON would.
 func (d *requestDecoder) request(obj int32, f requestFields) bool {
 	t := d.t
-	end := t.nodes[obj].next
-	for m := obj + 1; m < end; m = t.nodes[m+1].next {
+	end := t.Nodes[obj].Next
+	for m := obj + 1; m < end; m = t.Nodes[m+1].Next {
 		v := m + 1
 		var ok bool
 		switch d.key(m) {
@@ -150,7 +157,7 @@ func (d *requestDecoder) request(obj int32, f requestFields) bool {
 		case "workspace":
 			ok = d.workspace(v, f.workspace)
 		case "input":
-			if ok = t.nodes[v].kind == kindObject; ok {
+			if ok = t.Nodes[v].Kind == wire.Object; ok {
 				*f.input = d.raw(v)
 			}
 		case "mission":
@@ -184,10 +191,10 @@ func (d *requestDecoder) request(obj int32, f requestFields) bool {
 
 func (d *requestDecoder) actor(i int32, dst *Actor) bool {
 	t := d.t
-	if t.nodes[i].kind != kindObject {
+	if t.Nodes[i].Kind != wire.Object {
 		return false
 	}
-	for m := i + 1; m < t.nodes[i].next; m = t.nodes[m+1].next {
+	for m := i + 1; m < t.Nodes[i].Next; m = t.Nodes[m+1].Next {
 		var ok bool
 		if d.key(m) == "user_id" {
 			ok = d.str(m+1, &dst.UserID)
@@ -203,10 +210,10 @@ func (d *requestDecoder) actor(i int32, dst *Actor) bool {
 
 func (d *requestDecoder) workspace(i int32, dst *WorkspaceRef) bool {
 	t := d.t
-	if t.nodes[i].kind != kindObject {
+	if t.Nodes[i].Kind != wire.Object {
 		return false
 	}
-	for m := i + 1; m < t.nodes[i].next; m = t.nodes[m+1].next {
+	for m := i + 1; m < t.Nodes[i].Next; m = t.Nodes[m+1].Next {
 		var ok bool
 		switch d.key(m) {
 		case "id":
@@ -225,16 +232,16 @@ func (d *requestDecoder) workspace(i int32, dst *WorkspaceRef) bool {
 
 func (d *requestDecoder) mission(i int32, dst **MissionContext) bool {
 	t := d.t
-	switch t.nodes[i].kind {
-	case kindNull:
+	switch t.Nodes[i].Kind {
+	case wire.Null:
 		*dst = nil
 		return true
-	case kindObject:
+	case wire.Object:
 	default:
 		return false
 	}
 	mc := &MissionContext{}
-	for m := i + 1; m < t.nodes[i].next; m = t.nodes[m+1].next {
+	for m := i + 1; m < t.Nodes[i].Next; m = t.Nodes[m+1].Next {
 		var ok bool
 		switch d.key(m) {
 		case "id":
@@ -242,7 +249,7 @@ func (d *requestDecoder) mission(i int32, dst **MissionContext) bool {
 		case "name":
 			ok = d.str(m+1, &mc.Name)
 		case "metadata":
-			if ok = t.nodes[m+1].kind == kindObject; ok {
+			if ok = t.Nodes[m+1].Kind == wire.Object; ok {
 				mc.Metadata = d.raw(m + 1)
 			}
 		default:
@@ -263,11 +270,11 @@ func (d *requestDecoder) mission(i int32, dst **MissionContext) bool {
 // UnmarshalJSON: the dispatcher discards it, so it is rare and not worth a
 // second decoder.
 func (d *requestDecoder) verified(i int32, dst **VerifiedWorkspaceContext) bool {
-	switch d.t.nodes[i].kind {
-	case kindNull:
+	switch d.t.Nodes[i].Kind {
+	case wire.Null:
 		*dst = nil
 		return true
-	case kindObject:
+	case wire.Object:
 		vc := &VerifiedWorkspaceContext{}
 		if json.Unmarshal(d.raw(i), vc) != nil {
 			return false
@@ -286,9 +293,9 @@ func (v *Validator) fastValid(m Model, raw []byte) bool {
 	if fs == nil {
 		return false
 	}
-	t := getTape()
-	defer putTape(t)
-	if !t.parse(raw) {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(raw) || !t.Plain() {
 		return false
 	}
 	valid, sure := fs.check(t)
@@ -301,16 +308,42 @@ func (v *Validator) fastValid(m Model, raw []byte) bool {
 // decide; the caller then takes the reference path (which also produces the
 // problems of an invalid document).
 func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err error) {
-	fs := v.fast[m]
-	if fs == nil {
+	if v.fast[m] == nil {
 		return false, nil
 	}
-	t := getTape()
-	defer putTape(t)
-	if !t.parse(raw) {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(raw) || !t.Plain() {
 		return false, nil
 	}
-	if valid, sure := fs.check(t); !valid || !sure {
+	return v.decodeTape(m, t, 0, false, dst)
+}
+
+// DecodeAt is [Validator.Decode] of the value at node of t, a document the
+// SDK's dispatcher parsed once (package internal/wire): the value is
+// validated and decoded from the tape, without parsing its bytes again. The
+// decoded value's raw fields (such as ActionRequest.Input) alias t.Src, which
+// the caller must own and never change.
+func (v *Validator) DecodeAt(m Model, t *wire.Tape, node int32, dst any) error {
+	if err := v.checkDst(m, dst); err != nil {
+		return err
+	}
+	if v.fast[m] != nil && t.Plain() {
+		if handled, err := v.decodeTape(m, t, node, true, dst); handled {
+			return err
+		}
+	}
+	val, err := v.decodeReference(m, t.Raw(node))
+	if err != nil {
+		return err
+	}
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(val).Elem())
+	return nil
+}
+
+// decodeTape is decodeFast on the plain tape t, at node.
+func (v *Validator) decodeTape(m Model, t *wire.Tape, node int32, aliasSrc bool, dst any) (handled bool, err error) {
+	if valid, sure := v.fast[m].checkAt(t, node); !valid || !sure {
 		return false, nil
 	}
 	// The schema passed: only decoding and the Go rules remain.
@@ -318,7 +351,7 @@ func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err 
 	switch dst := dst.(type) {
 	case *ActionRequest:
 		var r ActionRequest
-		if t.nodes[0].kind == kindObject && newRequestDecoder(t).request(0, r.fields()) {
+		if t.Nodes[node].Kind == wire.Object && newRequestDecoder(t, aliasSrc).request(node, r.fields()) {
 			if r.check(&c, path{}); len(c.problems) > 0 {
 				return true, &ValidationError{Model: m, Problems: c.problems}
 			}
@@ -327,7 +360,7 @@ func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err 
 		}
 	case *SurfaceRequest:
 		var r SurfaceRequest
-		if t.nodes[0].kind == kindObject && newRequestDecoder(t).request(0, r.fields()) {
+		if t.Nodes[node].Kind == wire.Object && newRequestDecoder(t, aliasSrc).request(node, r.fields()) {
 			if r.check(&c, path{}); len(c.problems) > 0 {
 				return true, &ValidationError{Model: m, Problems: c.problems}
 			}
@@ -335,7 +368,7 @@ func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err 
 			return true, nil
 		}
 	}
-	val, err := v.decodeChecked(m, raw)
+	val, err := v.decodeChecked(m, t.Raw(node))
 	if err != nil {
 		return true, err
 	}

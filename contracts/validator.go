@@ -219,12 +219,8 @@ func (v *Validator) Validate(m Model, raw []byte) error {
 // Decode validates raw like Validate and decodes it into dst, a pointer to the
 // model's Go type.
 func (v *Validator) Decode(m Model, raw []byte, dst any) error {
-	t, ok := modelTypes[m]
-	if !ok {
-		return fmt.Errorf("contracts: unknown model %q", m)
-	}
-	if reflect.TypeOf(dst) != reflect.PointerTo(t) {
-		return fmt.Errorf("contracts: Decode %s needs a *%s, got %T", m, t.Name(), dst)
+	if err := v.checkDst(m, dst); err != nil {
+		return err
 	}
 	if handled, err := v.decodeFast(m, raw, dst); handled {
 		return err
@@ -234,6 +230,18 @@ func (v *Validator) Decode(m Model, raw []byte, dst any) error {
 		return err
 	}
 	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(val).Elem())
+	return nil
+}
+
+// checkDst checks that dst is a pointer to the Go type of m.
+func (v *Validator) checkDst(m Model, dst any) error {
+	t, ok := modelTypes[m]
+	if !ok {
+		return fmt.Errorf("contracts: unknown model %q", m)
+	}
+	if reflect.TypeOf(dst) != reflect.PointerTo(t) {
+		return fmt.Errorf("contracts: Decode %s needs a *%s, got %T", m, t.Name(), dst)
+	}
 	return nil
 }
 

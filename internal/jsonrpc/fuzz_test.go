@@ -108,7 +108,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		// Re-encoding the accepted request gives the same request.
 		again, rpcErr := DecodeRequest(appendRequest(nil, req))
 		require.Nil(t, rpcErr)
-		assert.Equal(t, req, again)
+		assert.Equal(t, req.ID, again.ID)
+		assert.Equal(t, req.Method, again.Method)
+		assert.Equal(t, req.Params, again.Params)
 
 		require.True(t, json.Valid(AppendResult(nil, req.ID, json.RawMessage(`{}`))))
 	})

@@ -4,43 +4,24 @@ import (
 	"encoding/json"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
-// Member returns the value of the top-level key of obj, which must be valid
-// JSON (an encoder's output, or a validated document: obj is not checked).
+// Member returns the value of the top-level key of obj, a JSON document.
 // The value is a subslice of obj with its capacity clipped. ok is false when
-// obj is not an object or lacks the key. Keys are compared after unescaping;
-// with a duplicated key the last wins, as in encoding/json.
+// obj is not a valid JSON object or lacks the key. Keys are compared after
+// unescaping; with a duplicated key the last wins, as in encoding/json.
 func Member(obj []byte, key string) (value json.RawMessage, ok bool) {
-	s := scanner{data: obj}
-	s.skipSpace()
-	if s.pos >= len(obj) || obj[s.pos] != '{' {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(obj) {
 		return nil, false
 	}
-	s.pos++
-	for {
-		s.skipSpace()
-		if s.pos >= len(obj) || obj[s.pos] != '"' {
-			return value, ok
-		}
-		k := unquote(s.scanString())
-		s.skipSpace()
-		if s.pos >= len(obj) || obj[s.pos] != ':' {
-			return nil, false
-		}
-		s.pos++
-		s.skipSpace()
-		start := s.pos
-		s.skipValue()
-		if string(k) == key {
-			value, ok = obj[start:s.pos:s.pos], true
-		}
-		s.skipSpace()
-		if s.pos >= len(obj) || obj[s.pos] != ',' {
-			return value, ok
-		}
-		s.pos++
+	v, ok := t.Member(0, []byte(key))
+	if !ok {
+		return nil, false
 	}
+	return t.Raw(v), true
 }
 
 // AppendHTMLString appends s as a JSON string literal exactly as

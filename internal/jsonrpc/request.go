@@ -17,8 +17,10 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // Request is a decoded, validated JSON-RPC 2.0 request envelope.
@@ -36,6 +38,9 @@ type Request struct {
 	Method string
 	// Params is the params object exactly as received, or {} when absent.
 	Params json.RawMessage
+	// ParamsNode is the node of the params object on the tape given to
+	// [Decode], -1 when params is absent or the request is invalid.
+	ParamsNode int32
 }
 
 // MaxIDDigits bounds the integer literal that an id in exponent or
@@ -69,84 +74,79 @@ var envelopeKeys = [...][]byte{[]byte(keyJSONRPC), []byte(keyID), []byte(keyMeth
 // ignored, except that a key given twice or a key that differs from an
 // envelope key only in letter case makes the request invalid.
 func DecodeRequest(body []byte) (*Request, *Error) {
-	// encoding/json accepts invalid UTF-8 inside strings; the envelope does not.
-	if !utf8.Valid(body) || !json.Valid(body) {
-		return &Request{}, newParseError()
-	}
-	return decodeEnvelope(body)
+	t := wire.Get()
+	defer wire.Put(t)
+	return Decode(t, body)
 }
 
-// decodeEnvelope validates the envelope of body, which is valid JSON.
-func decodeEnvelope(body []byte) (*Request, *Error) {
-	s := scanner{data: body}
-	s.skipSpace()
-	if c := s.data[s.pos]; c != '{' {
+// Decode is [DecodeRequest] on the caller's tape: body is parsed into t,
+// the one parse of the body, so that the params (req.ParamsNode) and what
+// they hold are read from t afterwards without scanning the bytes again.
+func Decode(t *wire.Tape, body []byte) (*Request, *Error) {
+	if !t.Parse(body) {
+		return &Request{ParamsNode: -1}, newParseError()
+	}
+	if root := t.Nodes[0]; root.Kind != wire.Object {
 		msg := "request must be a JSON object"
-		if c == '[' {
+		if root.Kind == wire.Array {
 			msg = "batch requests are not supported; the request must be a JSON object"
 		}
-		return &Request{}, newInvalidRequest([]Detail{{Loc: []any{}, Msg: msg, Type: DetailTypeTypeError}})
+		return &Request{ParamsNode: -1}, newInvalidRequest([]Detail{{Loc: []any{}, Msg: msg, Type: DetailTypeTypeError}})
 	}
-	s.pos++
-	s.skipSpace()
-
-	var env envelope
-	for s.data[s.pos] != '}' {
-		key := s.scanString()
-		s.skipSpace()
-		s.pos++ // ':'
-		s.skipSpace()
-		valueStart := s.pos
-		s.skipValue()
-		env.member(unquote(key), s.data[valueStart:s.pos:s.pos])
-		s.skipSpace()
-		if s.data[s.pos] == ',' {
-			s.pos++
-			s.skipSpace()
-		}
+	env := envelope{t: t, params: -1, method: -1}
+	if t.Repeated {
+		t.RepeatedKeys(0, func(m int32) bool { env.repeated = append(env.repeated, m); return true })
+	}
+	for m := int32(1); m < t.Nodes[0].Next; m = t.Nodes[m+1].Next {
+		env.member(m)
 	}
 
 	if !env.methodSeen {
 		env.problem(keyMethod, "field required", DetailTypeMissing)
 	}
 	if len(env.problems) > 0 {
-		req := &Request{}
+		req := &Request{ParamsNode: -1}
 		if env.idValid {
 			req.ID = env.id
 		}
 		return req, newInvalidRequest(env.problems)
 	}
-	params := env.params
-	if params == nil {
-		params = []byte("{}")
+	req := &Request{ID: env.id, Method: string(t.Str(env.method)), ParamsNode: env.params}
+	if env.params >= 0 {
+		req.Params = t.Raw(env.params)
+	} else {
+		req.Params = []byte("{}")
 	}
-	return &Request{ID: env.id, Method: string(unquote(env.method)), Params: params}, nil
+	return req, nil
 }
 
 // envelope collects the members of one request object and their problems.
 type envelope struct {
+	t                                           *wire.Tape
 	jsonrpcSeen, idSeen, methodSeen, paramsSeen bool
 
-	id      []byte // normalized id
-	idValid bool   // the only id seen is valid
-	method  []byte // string literal
-	params  []byte // object
-	others  keySet // names of the non-envelope members, for duplicates
+	id       []byte  // normalized id
+	idValid  bool    // the only id seen is valid
+	method   int32   // the string node of method
+	params   int32   // the object node of params
+	repeated []int32 // members whose key repeats an earlier one
 
 	problems []Detail
 }
 
-// member checks the member name: value (value is valid JSON).
-func (e *envelope) member(name, value []byte) {
+// member checks the member at m (its key node; the value follows).
+func (e *envelope) member(m int32) {
+	t, v := e.t, m+1
+	name, kind := t.Str(m), t.Nodes[v].Kind
 	switch string(name) {
 	case keyJSONRPC:
 		if !e.first(&e.jsonrpcSeen, keyJSONRPC) {
 			return
 		}
 		switch {
-		case value[0] != '"':
+		case kind != wire.String:
 			e.problem(keyJSONRPC, `must be the string "2.0"`, DetailTypeTypeError)
-		case string(unquote(value)) != "2.0":
+		case string(t.Str(v)) != "2.0":
 			e.problem(keyJSONRPC, `must be the string "2.0"`, DetailTypeValueError)
 		}
 	case keyID:
@@ -155,7 +155,7 @@ func (e *envelope) member(name, value []byte) {
 			return
 		}
 		var d *Detail
-		e.id, d = normalizeID(value)
+		e.id, d = normalizeID(t.Raw(v))
 		if e.idValid = d == nil; !e.idValid {
 			e.problems = append(e.problems, *d)
 		}
@@ -163,8 +163,8 @@ func (e *envelope) member(name, value []byte) {
 		if !e.first(&e.methodSeen, keyMethod) {
 			return
 		}
-		if value[0] == '"' {
-			e.method = value
+		if kind == wire.String {
+			e.method = v
 		} else {
 			e.problem(keyMethod, "must be a string", DetailTypeTypeError)
 		}
@@ -172,13 +172,13 @@ func (e *envelope) member(name, value []byte) {
 		if !e.first(&e.paramsSeen, keyParams) {
 			return
 		}
-		if value[0] == '{' {
-			e.params = value
+		if kind == wire.Object {
+			e.params = v
 		} else {
 			e.problem(keyParams, "must be an object", DetailTypeTypeError)
 		}
 	default:
-		if e.others.add(name) {
+		if slices.Contains(e.repeated, m) {
 			// The name is not echoed: it may be arbitrarily long.
 			e.problems = append(e.problems, Detail{Loc: []any{}, Msg: "duplicate key", Type: DetailTypeValueError})
 		}

@@ -1,0 +1,613 @@
+// Package wire holds the SDK's one JSON tape: a document parsed once into a
+// flat list of nodes that point into its bytes. Everything that reads JSON on
+// the request path reads the tape: the JSON-RPC envelope
+// (internal/jsonrpc), the request models and the agent's input (the
+// compiled validator and the request decoder of package contracts), and the
+// duplicate-key check with its location. No other scanner, unescaper or
+// duplicate-key check exists in the SDK.
+//
+// Parse accepts exactly the documents encoding/json accepts (json.Valid)
+// that are also valid UTF-8: a body it refuses is a parse error. What a
+// document holds that the fast paths do not judge (a key given twice, a key
+// with an escape sequence, deep nesting) is recorded on the tape (see
+// [Tape.Plain]); the caller then asks the reference validator.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/big"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// Kind is the kind of a JSON value.
+type Kind uint8
+
+// JSON value kinds.
+const (
+	Null Kind = iota
+	False
+	True
+	Number
+	String
+	Object
+	Array
+)
+
+// MaxDepth is the deepest nesting of arrays and objects Parse accepts, as
+// encoding/json.
+const MaxDepth = 10000
+
+// PlainDepth is the deepest nesting of a plain document (see [Tape.Plain]).
+const PlainDepth = 256
+
+// maxBytes bounds the documents Parse takes (offsets are int32).
+const maxBytes = 1 << 30
+
+// maxScanKeys is the size of an object up to which repeated keys are found by
+// comparing every pair; larger objects use a map.
+const maxScanKeys = 16
+
+// Node is one value on the tape. An object's children are its members, key
+// then value; an array's children are its elements.
+type Node struct {
+	Start, End int32 // the value's bytes: Src[Start:End], quotes included for strings
+	Next       int32 // index of the node after this value and its children
+	N          int32 // members of an object, elements of an array
+	Kind       Kind
+	Esc        bool // a string with at least one escape sequence
+	PlainInt   bool // a number written without fraction or exponent
+}
+
+// Tape is a parsed document. It is not safe for concurrent use; get one
+// with [Get] and give it back with [Put] when done.
+type Tape struct {
+	Src   []byte
+	Nodes []Node
+	// Depth is the deepest nesting of arrays and objects (0 for a scalar).
+	Depth int
+	// Repeated records that some object has a key twice (compared after
+	// unescaping); EscapedKey that some key has an escape sequence.
+	Repeated, EscapedKey bool
+
+	keys map[string]struct{} // scratch for repeated keys in large objects
+}
+
+var tapes = sync.Pool{New: func() any { return &Tape{Nodes: make([]Node, 0, 64)} }}
+
+// Get returns an empty tape from the pool.
+func Get() *Tape { return tapes.Get().(*Tape) }
+
+// Put gives t back to the pool; t must not be used afterwards.
+func Put(t *Tape) {
+	if cap(t.Nodes) > 1<<16 { // do not keep a huge tape alive
+		return
+	}
+	t.Src = nil
+	t.Nodes = t.Nodes[:0]
+	tapes.Put(t)
+}
+
+// Parse reads src into t. It returns false when src is not one valid JSON
+// value in valid UTF-8 (or is larger than 1 GiB); t is then unusable.
+func (t *Tape) Parse(src []byte) bool {
+	t.Src = src
+	t.Nodes = t.Nodes[:0]
+	t.Depth, t.Repeated, t.EscapedKey = 0, false, false
+	if len(src) > maxBytes || !utf8.Valid(src) {
+		return false
+	}
+	p := parser{t: t, s: src}
+	p.space()
+	if !p.value(0) {
+		return false
+	}
+	p.space()
+	return p.i == len(src)
+}
+
+// Plain reports whether the document is one the fast paths judge: no
+// repeated key, no key with an escape sequence (encoding/json and the
+// reference validator may read either differently from a proxy), nesting
+// of at most PlainDepth.
+func (t *Tape) Plain() bool {
+	return !t.Repeated && !t.EscapedKey && t.Depth <= PlainDepth
+}
+
+type parser struct {
+	t *Tape
+	s []byte
+	i int
+}
+
+func (p *parser) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// value reads the value at p.i; depth is the nesting of its container.
+func (p *parser) value(depth int) bool {
+	if p.i >= len(p.s) {
+		return false
+	}
+	switch c := p.s[p.i]; c {
+	case '{', '[':
+		if depth++; depth > MaxDepth {
+			return false
+		}
+		p.t.Depth = max(p.t.Depth, depth)
+		if c == '{' {
+			return p.container(depth, Object, '}')
+		}
+		return p.container(depth, Array, ']')
+	case '"':
+		return p.string()
+	case 't':
+		return p.literal("true", True)
+	case 'f':
+		return p.literal("false", False)
+	case 'n':
+		return p.literal("null", Null)
+	default:
+		if c == '-' || '0' <= c && c <= '9' {
+			return p.number()
+		}
+		return false
+	}
+}
+
+func (p *parser) push(kind Kind) int {
+	p.t.Nodes = append(p.t.Nodes, Node{Kind: kind, Start: int32(p.i)})
+	return len(p.t.Nodes) - 1
+}
+
+func (p *parser) close(idx int, n int32) {
+	nd := &p.t.Nodes[idx]
+	nd.End = int32(p.i)
+	nd.Next = int32(len(p.t.Nodes))
+	nd.N = n
+}
+
+func (p *parser) literal(lit string, kind Kind) bool {
+	if !bytes.HasPrefix(p.s[p.i:], []byte(lit)) {
+		return false
+	}
+	idx := p.push(kind)
+	p.i += len(lit)
+	p.close(idx, 0)
+	return true
+}
+
+func (p *parser) number() bool {
+	idx := p.push(Number)
+	s := p.s
+	if s[p.i] == '-' {
+		p.i++
+	}
+	switch {
+	case p.i < len(s) && s[p.i] == '0':
+		p.i++
+	case p.i < len(s) && '1' <= s[p.i] && s[p.i] <= '9':
+		p.i = SkipDigits(s, p.i)
+	default:
+		return false
+	}
+	plain := true
+	if p.i < len(s) && s[p.i] == '.' {
+		plain = false
+		j := SkipDigits(s, p.i+1)
+		if j == p.i+1 {
+			return false
+		}
+		p.i = j
+	}
+	if p.i < len(s) && (s[p.i] == 'e' || s[p.i] == 'E') {
+		plain = false
+		p.i++
+		if p.i < len(s) && (s[p.i] == '+' || s[p.i] == '-') {
+			p.i++
+		}
+		j := SkipDigits(s, p.i)
+		if j == p.i {
+			return false
+		}
+		p.i = j
+	}
+	p.close(idx, 0)
+	p.t.Nodes[idx].PlainInt = plain
+	return true
+}
+
+// SkipDigits returns the index of the first non-digit in s at or after i.
+func SkipDigits(s []byte, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// string reads a string literal; control characters and unknown escapes are
+// refused, as encoding/json does.
+func (p *parser) string() bool {
+	idx := p.push(String)
+	s := p.s
+	p.i++ // opening quote
+	esc := false
+	for p.i < len(s) {
+		c := s[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			p.close(idx, 0)
+			p.t.Nodes[idx].Esc = esc
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			esc = true
+			if p.i+1 >= len(s) {
+				return false
+			}
+			switch s[p.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				p.i += 2
+			case 'u':
+				if p.i+6 > len(s) {
+					return false
+				}
+				for _, h := range s[p.i+2 : p.i+6] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				p.i += 6
+			default:
+				return false
+			}
+		default:
+			p.i++
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// container reads an object (members "key": value) or an array (elements)
+// up to its closing byte.
+func (p *parser) container(depth int, kind Kind, closing byte) bool {
+	idx := p.push(kind)
+	p.i++
+	p.space()
+	var n int32
+	if p.i < len(p.s) && p.s[p.i] == closing {
+		p.i++
+		p.close(idx, 0)
+		return true
+	}
+	for {
+		if kind == Object && !p.key() {
+			return false
+		}
+		if !p.value(depth) {
+			return false
+		}
+		n++
+		p.space()
+		if p.i >= len(p.s) {
+			return false
+		}
+		if p.s[p.i] == ',' {
+			p.i++
+			p.space()
+			continue
+		}
+		if p.s[p.i] != closing {
+			return false
+		}
+		p.i++
+		p.close(idx, n)
+		if kind == Object && !p.t.Repeated {
+			p.t.Repeated = p.t.firstRepeated(int32(idx)) > 0
+		}
+		return true
+	}
+}
+
+// key reads an object key and its colon.
+func (p *parser) key() bool {
+	if p.i >= len(p.s) || p.s[p.i] != '"' {
+		return false
+	}
+	k := len(p.t.Nodes)
+	if !p.string() {
+		return false
+	}
+	if p.t.Nodes[k].Esc {
+		p.t.EscapedKey = true
+	}
+	p.space()
+	if p.i >= len(p.s) || p.s[p.i] != ':' {
+		return false
+	}
+	p.i++
+	p.space()
+	return true
+}
+
+// Key returns the raw bytes of the key node at m (without quotes, escapes
+// not decoded).
+func (t *Tape) Key(m int32) []byte {
+	nd := t.Nodes[m]
+	return t.Src[nd.Start+1 : nd.End-1]
+}
+
+// Raw returns the bytes of the value at i, capacity clipped.
+func (t *Tape) Raw(i int32) []byte {
+	nd := t.Nodes[i]
+	return t.Src[nd.Start:nd.End:nd.End]
+}
+
+// Str returns the decoded bytes of the string at i: a view of the source
+// when it has no escapes, else a decoded copy, as encoding/json decodes it
+// (a lone surrogate escape becomes U+FFFD).
+func (t *Tape) Str(i int32) []byte {
+	nd := t.Nodes[i]
+	if !nd.Esc {
+		return t.Src[nd.Start+1 : nd.End-1 : nd.End-1]
+	}
+	var s string
+	if json.Unmarshal(t.Src[nd.Start:nd.End], &s) != nil { // unreachable: Parse checked the literal
+		return nil
+	}
+	return []byte(s)
+}
+
+// Rat returns the value of the number at i, or nil when math/big cannot
+// represent it (an exponent too large).
+func (t *Tape) Rat(i int32) *big.Rat {
+	r, ok := new(big.Rat).SetString(string(t.Raw(i)))
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// SmallInt returns the value of a plain integer of at most 18 digits.
+func (t *Tape) SmallInt(i int32) (int64, bool) {
+	if !t.Nodes[i].PlainInt {
+		return 0, false
+	}
+	b := t.Raw(i)
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// IsInteger reports whether the number at i has an integral value, as
+// JSON Schema's "integer" type reads it (2.0 and 1e3 are integers). ok is
+// false when math/big cannot tell.
+func (t *Tape) IsInteger(i int32) (integer, ok bool) {
+	if t.Nodes[i].PlainInt {
+		return true, true
+	}
+	r := t.Rat(i)
+	if r == nil {
+		return false, false
+	}
+	return r.IsInt(), true
+}
+
+// keyEqual reports whether the key at m is name, after unescaping.
+func (t *Tape) keyEqual(m int32, name []byte) bool {
+	if t.Nodes[m].Esc {
+		return bytes.Equal(t.Str(m), name)
+	}
+	return bytes.Equal(t.Key(m), name)
+}
+
+// Member returns the value node of the key name (compared after
+// unescaping) in the object at obj; with a repeated key, the last one, as
+// encoding/json reads it.
+func (t *Tape) Member(obj int32, name []byte) (int32, bool) {
+	nd := t.Nodes[obj]
+	if nd.Kind != Object {
+		return 0, false
+	}
+	found := int32(-1)
+	for m := obj + 1; m < nd.Next; m = t.Nodes[m+1].Next {
+		if t.keyEqual(m, name) {
+			found = m + 1
+			if !t.Repeated {
+				break
+			}
+		}
+	}
+	return found, found >= 0
+}
+
+// RepeatedKeys calls fn, in order, with each member (key node) of the
+// object at obj whose key, after unescaping, equals the key of an earlier
+// member; fn returns false to stop. This is the SDK's one duplicate-key
+// check.
+func (t *Tape) RepeatedKeys(obj int32, fn func(m int32) bool) {
+	nd := t.Nodes[obj]
+	if nd.N < 2 {
+		return
+	}
+	escaped := false
+	for m := obj + 1; m < nd.Next && !escaped; m = t.Nodes[m+1].Next {
+		escaped = t.Nodes[m].Esc
+	}
+	if nd.N <= maxScanKeys && !escaped {
+		var keys [maxScanKeys]int32
+		k := 0
+		for m := obj + 1; m < nd.Next; m = t.Nodes[m+1].Next {
+			key := t.Key(m)
+			repeated := false
+			for _, prev := range keys[:k] {
+				if bytes.Equal(t.Key(prev), key) {
+					repeated = true
+					break
+				}
+			}
+			if repeated {
+				if !fn(m) {
+					return
+				}
+				continue
+			}
+			keys[k] = m
+			k++
+		}
+		return
+	}
+	if t.keys == nil {
+		t.keys = make(map[string]struct{}, nd.N)
+	}
+	defer clear(t.keys)
+	for m := obj + 1; m < nd.Next; m = t.Nodes[m+1].Next {
+		key := t.Str(m)
+		if _, dup := t.keys[string(key)]; dup {
+			if !fn(m) {
+				return
+			}
+			continue
+		}
+		t.keys[string(key)] = struct{}{}
+	}
+}
+
+// firstRepeated returns the first member of the object at obj that repeats
+// an earlier key, or 0.
+func (t *Tape) firstRepeated(obj int32) int32 {
+	var first int32
+	t.RepeatedKeys(obj, func(m int32) bool { first = m; return false })
+	return first
+}
+
+// RepeatedKeyPath returns the location of the first key (in document order)
+// that repeats an earlier key of its object: the keys and array indexes
+// from the root down to it. ok is false when no key is repeated.
+func (t *Tape) RepeatedKeyPath() (loc []string, ok bool) {
+	if !t.Repeated {
+		return nil, false
+	}
+	first := int32(-1)
+	for i := range t.Nodes {
+		if t.Nodes[i].Kind != Object {
+			continue
+		}
+		if m := t.firstRepeated(int32(i)); m > 0 && (first < 0 || m < first) {
+			first = m
+		}
+	}
+	if first < 0 {
+		return nil, false
+	}
+	// Walk down from the root to the container of first.
+	for i := int32(0); ; {
+		nd := t.Nodes[i]
+		if nd.Kind == Object {
+			for m := i + 1; m < nd.Next; m = t.Nodes[m+1].Next {
+				if m == first {
+					return append(loc, string(t.Str(m))), true
+				}
+				if v := m + 1; first > v && first < t.Nodes[v].Next {
+					loc, i = append(loc, string(t.Str(m))), v
+					break
+				}
+			}
+			continue
+		}
+		// An array: first is inside one of its elements.
+		n := 0
+		for e := i + 1; e < nd.Next; e = t.Nodes[e].Next {
+			if first > e && first < t.Nodes[e].Next {
+				loc, i = append(loc, strconv.Itoa(n)), e
+				break
+			}
+			n++
+		}
+	}
+}
+
+// Equal reports whether the values at i and j are equal as JSON Schema
+// compares them (numbers by value, objects regardless of member order). ok
+// is false when a number cannot be compared.
+func (t *Tape) Equal(i, j int32) (eq, ok bool) {
+	a, b := t.Nodes[i], t.Nodes[j]
+	if a.Kind != b.Kind {
+		return false, true
+	}
+	switch a.Kind {
+	case Null, False, True:
+		return true, true
+	case String:
+		return bytes.Equal(t.Str(i), t.Str(j)), true
+	case Number:
+		if bytes.Equal(t.Raw(i), t.Raw(j)) {
+			return true, true
+		}
+		x, y := t.Rat(i), t.Rat(j)
+		if x == nil || y == nil {
+			return false, false
+		}
+		return x.Cmp(y) == 0, true
+	case Array:
+		if a.N != b.N {
+			return false, true
+		}
+		for x, y := i+1, j+1; x < a.Next; x, y = t.Nodes[x].Next, t.Nodes[y].Next {
+			if eq, ok := t.Equal(x, y); !eq || !ok {
+				return eq, ok
+			}
+		}
+		return true, true
+	default: // object
+		if a.N != b.N {
+			return false, true
+		}
+		for m := i + 1; m < a.Next; m = t.Nodes[m+1].Next {
+			v, found := t.Member(j, t.Str(m))
+			if !found {
+				return false, true
+			}
+			if eq, ok := t.Equal(m+1, v); !eq || !ok {
+				return eq, ok
+			}
+		}
+		return true, true
+	}
+}
+
+// IsNumber reports whether s is exactly one JSON number literal.
+func IsNumber(s []byte) bool {
+	if len(s) == 0 {
+		return false
+	}
+	p := parser{t: &Tape{}, s: s}
+	return p.number() && p.i == len(s)
+}
