@@ -30,6 +30,8 @@ type (
 	// loads (usually "case.step.awaiting") and the action it invokes (usually
 	// "step.awaiting.submit"); build its fields with a2ui.AwaitingFields.
 	Awaiting = contracts.Awaiting
+	// AwaitingField is one value Studio collects for an awaiting step.
+	AwaitingField = contracts.AwaitingField
 	// ArtifactRef is an artifact a step produced (Step.Outputs).
 	ArtifactRef = contracts.ArtifactRef
 )

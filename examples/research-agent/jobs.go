@@ -96,43 +96,38 @@ func reviewFields() []a2ui.Field {
 
 // reviewAwaitingFields are reviewFields as the awaiting fields of a step,
 // built once: they never change, and a job_state only reads them.
-var reviewAwaitingFields = sync.OnceValue(func() []contracts.AwaitingField {
-	fields := reviewFields()
-	af := make([]contracts.AwaitingField, len(fields))
-	for i, f := range fields {
-		af[i] = contracts.AwaitingField(f)
-	}
-	return af
+var reviewAwaitingFields = sync.OnceValue(func() []supervaizer.AwaitingField {
+	return a2ui.AwaitingFields(reviewFields()...)
 })
 
 // state is the job_state snapshot of the job: the job, a setup case with the
 // review step, and, once approved, a work case sending the brief and a
 // deliverable case holding it. The projection depends only on the record, so
 // repeated job.sync calls converge.
-func (j *jobRecord) state() *contracts.JobState {
-	job := contracts.Job{
+func (j *jobRecord) state() *supervaizer.JobState {
+	job := supervaizer.Job{
 		ID: j.ID, AgentSlug: agentSlug, MissionID: j.MissionID, Status: j.Status,
 		Source:  contracts.JobSource{Type: contracts.SourceFreshStart, ExternalRef: "topic:" + j.TopicID, TargetType: "topic"},
 		Display: &contracts.JobDisplay{EntityLabel: "Brief", StateLabel: stateLabel(j.Status), PrimaryActionLabel: primaryAction(j.Status)},
 	}
-	review := contracts.Step{ID: j.reviewStepID(), Activity: contracts.ActivityOperation, Title: "Review the draft brief", Status: "completed"}
-	setup := contracts.Case{ID: j.setupCaseID(), Lane: laneSetup, Title: "Brief: " + j.TopicID, Status: "completed",
+	review := supervaizer.Step{ID: j.reviewStepID(), Activity: contracts.ActivityOperation, Title: "Review the draft brief", Status: "completed"}
+	setup := supervaizer.Case{ID: j.setupCaseID(), Lane: laneSetup, Title: "Brief: " + j.TopicID, Status: "completed",
 		Metadata: map[string]any{"topic_id": j.TopicID, "depth": j.Depth}}
 	switch {
 	case j.Status == jobAwaiting:
 		review.Status, setup.Status = jobAwaiting, jobAwaiting
-		review.Awaiting = &contracts.Awaiting{Reason: "human_input", Surface: surfaceStepAwaiting, Action: actionSubmit, Fields: reviewAwaitingFields()}
+		review.Awaiting = &supervaizer.Awaiting{Reason: "human_input", Surface: surfaceStepAwaiting, Action: actionSubmit, Fields: reviewAwaitingFields()}
 	case !j.Approved: // stopped before approval
 		review.Status, setup.Status = "cancelled", "cancelled"
 	}
-	setup.Steps = []contracts.Step{review}
-	cases := []contracts.Case{setup}
+	setup.Steps = []supervaizer.Step{review}
+	cases := []supervaizer.Case{setup}
 	if !j.Approved {
-		return &contracts.JobState{Job: job, Cases: cases}
+		return &supervaizer.JobState{Job: job, Cases: cases}
 	}
 
-	send := contracts.Step{ID: j.sendStepID(), Activity: contracts.ActivityOperation, Title: "Send the brief to the workspace's contacts"}
-	sendCase := contracts.Case{ID: j.sendCaseID(), Lane: laneWork, Title: "Delivery"}
+	send := supervaizer.Step{ID: j.sendStepID(), Activity: contracts.ActivityOperation, Title: "Send the brief to the workspace's contacts"}
+	sendCase := supervaizer.Case{ID: j.sendCaseID(), Lane: laneWork, Title: "Delivery"}
 	switch {
 	case j.Status == jobFailed:
 		send.Status = "failed"
@@ -149,11 +144,11 @@ func (j *jobRecord) state() *contracts.JobState {
 		send.Status = "active"
 	}
 	sendCase.Status = send.Status
-	sendCase.Steps = []contracts.Step{send}
-	brief := contracts.Case{ID: j.briefCaseID(), Lane: laneDeliverable, Title: "Brief", Status: "completed",
-		Steps: []contracts.Step{{ID: j.briefStepID(), Activity: contracts.ActivityOperation, Status: "completed", Title: "Synthesis",
-			Outputs: []contracts.ArtifactRef{{ID: j.briefArtifactID(), Type: artifactSynthesis, Title: "Brief: " + j.TopicID, MediaType: "text/markdown"}}}}}
-	return &contracts.JobState{Job: job, Cases: append(cases, sendCase, brief)}
+	sendCase.Steps = []supervaizer.Step{send}
+	brief := supervaizer.Case{ID: j.briefCaseID(), Lane: laneDeliverable, Title: "Brief", Status: "completed",
+		Steps: []supervaizer.Step{{ID: j.briefStepID(), Activity: contracts.ActivityOperation, Status: "completed", Title: "Synthesis",
+			Outputs: []supervaizer.ArtifactRef{{ID: j.briefArtifactID(), Type: artifactSynthesis, Title: "Brief: " + j.TopicID, MediaType: "text/markdown"}}}}}
+	return &supervaizer.JobState{Job: job, Cases: append(cases, sendCase, brief)}
 }
 
 func stateLabel(status string) string {

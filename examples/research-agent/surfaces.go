@@ -8,7 +8,6 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
-	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
@@ -82,7 +81,7 @@ type stepDetail struct {
 	Body      string                     `json:"body,omitempty"`
 	Language  string                     `json:"language,omitempty"`
 	Facts     []fact                     `json:"facts"`
-	Outputs   []contracts.ArtifactRef    `json:"outputs"`
+	Outputs   []supervaizer.ArtifactRef  `json:"outputs"`
 	Citations []studio.ContextProvenance `json:"context"`
 }
 
@@ -99,7 +98,7 @@ func (a *app) stepDetailSurface(ctx context.Context, req *supervaizer.SurfaceReq
 	if err != nil {
 		return nil, err
 	}
-	var step *contracts.Step
+	var step *supervaizer.Step
 	for _, c := range rec.state().Cases {
 		for i := range c.Steps {
 			if c.Steps[i].ID == req.StepID {
