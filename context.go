@@ -10,11 +10,15 @@ import (
 
 type agentKey struct{}
 
-// WorkspaceFrom returns the verified workspace context of the current request:
-// the claims of the Studio-signed workspace token (or the local-mode context,
-// whose GrantID is contracts.LocalModeGrantID). It is absent for the bootstrap
-// actions and surface, which run without a workspace token.
-func WorkspaceFrom(ctx context.Context) (*contracts.VerifiedWorkspaceContext, bool) {
+// Workspace is the verified workspace context of a request: the claims of
+// the Studio-signed workspace token (workspace, agent, scopes, grant), or the
+// local-mode context, whose GrantID is contracts.LocalModeGrantID.
+type Workspace = contracts.VerifiedWorkspaceContext
+
+// WorkspaceFrom returns the verified workspace context of the current
+// request. It is absent for the bootstrap actions and surface, which run
+// without a workspace token.
+func WorkspaceFrom(ctx context.Context) (*Workspace, bool) {
 	return wsctx.From(ctx)
 }
 

@@ -126,7 +126,7 @@ type ResourceContext struct {
 	Scope     ScopeKey // the verified partition
 
 	// Workspace is the verified workspace context (the token's claims).
-	Workspace *contracts.VerifiedWorkspaceContext
+	Workspace *Workspace
 	AgentSlug string // the agent addressed (route or request)
 	RequestID string // the request id ("" when a REST call sends none)
 

@@ -201,7 +201,7 @@ func defaultGoal(topic string) string {
 // supervaizer.ScopeKey (so jobs and the contacts resource share it). It comes
 // from the verified token only, never from a slug or an id of the request
 // body; the two namespaces never mix.
-func workspaceScope(ws *contracts.VerifiedWorkspaceContext) (string, bool) {
+func workspaceScope(ws *supervaizer.Workspace) (string, bool) {
 	if ws == nil || ws.WorkspaceID == "" {
 		return "", false
 	}
