@@ -82,16 +82,16 @@ func ExampleJobState() {
 }
 
 func ExampleWorkspaceFrom() {
-	reg, _ := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1",
-		Actions: sv.Actions("job.stop")})
-	agent, _ := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
-	agent.HandleAction("job.stop", func(ctx context.Context, req *sv.ActionRequest) (*sv.ActionResult, error) {
+	srv := exampleServer()
+	srv.HandleAction("job.start", func(ctx context.Context, req *sv.ActionRequest) (*sv.ActionResult, error) {
 		ws, ok := sv.WorkspaceFrom(ctx) // the verified workspace, never req.Workspace.Slug
 		if !ok {
 			return sv.Fail("workspace_missing", "no verified workspace"), nil
 		}
-		return sv.OK(sv.Effect{Type: "job.stopped", JobID: req.JobID, Message: "stopped in " + ws.WorkspaceID}), nil
+		return sv.OK(sv.Effect{Type: "job.started", JobID: req.JobID, Message: "started in " + ws.WorkspaceID}), nil
 	})
-	fmt.Println("registered")
-	// Output: registered
+	exampleCall(srv, sv.MethodActionInvoke, `{"request_id":"r-9","actor":{"user_id":"u-1"},"workspace":{"id":"w-1"},`+
+		`"mission_id":"m-1","agent_slug":"research-agent","surface":"job.start","action":"job.start","job_id":"j-1","input":{}}`)
+	// Output:
+	// 200 {"jsonrpc":"2.0","id":1,"result":{"status":"ok","effects":[{"type":"job.started","job_id":"j-1","message":"started in w-1"}]}}
 }
