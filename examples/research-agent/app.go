@@ -171,7 +171,11 @@ func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open the store: %w", err)
 	}
-	return st, supervaizer.WithStore(st), st.Close, nil
+	var s store.Store = st
+	if cfg.wrapStore != nil {
+		s = cfg.wrapStore(st)
+	}
+	return s, supervaizer.WithStore(s), st.Close, nil
 }
 
 // databaseOpenTimeout bounds connecting to the database and migrating it.

@@ -76,6 +76,10 @@ type config struct {
 	Getenv func(string) string
 	// Logger receives the agent's and the SDK's logs; nil discards them.
 	Logger *slog.Logger
+
+	// wrapStore, when set, wraps the local store before anything uses it:
+	// the crash tests inject a kill at a chosen write.
+	wrapStore func(store.Store) store.Store
 }
 
 // loadConfig reads the configuration through getenv (os.Getenv in main).

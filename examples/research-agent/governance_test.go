@@ -64,9 +64,17 @@ func governedHarness(t *testing.T, before, after string) (*harness, *svtest.Fake
 // only on a fresh store.
 func startGoverned(t *testing.T, studio *svtest.FakeStudio, env map[string]string, snd sender) (*harness, *proctest.Buffer) {
 	t.Helper()
+	return startGovernedWith(t, studio, env, snd, nil)
+}
+
+// startGovernedWith is startGoverned with its local store wrapped by wrap
+// (nil: not wrapped).
+func startGovernedWith(t *testing.T, studio *svtest.FakeStudio, env map[string]string, snd sender, wrap func(store.Store) store.Store) (*harness, *proctest.Buffer) {
+	t.Helper()
 	logs := &proctest.Buffer{}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	require.NoError(t, err)
+	cfg.wrapStore = wrap
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := newApp(cfg)
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,12 +34,15 @@ const (
 
 // handoffFixture is an agent whose previous run left occurrence hoOccurrence
 // paused on its before checkpoint (the case announced), as a restart finds
-// it, and a gate to run the occurrence again. It asks Studio nothing.
+// it, and a gate to run the occurrence again. Its Studio fails every call,
+// which must be none until the effect ran.
 type handoffFixture struct {
 	agent *Agent
 	rt    *checkpointRuntime
 	gate  *RuleCheckpointGate
 	step  GuardedStep[string]
+
+	effects atomic.Int64 // runs of the effect
 
 	mu      sync.Mutex
 	decided []RuleCheckpointDecision // what the decision hooks received
@@ -46,15 +50,17 @@ type handoffFixture struct {
 
 func newHandoffFixture(t *testing.T) *handoffFixture {
 	t.Helper()
+	f := &handoffFixture{agent: NewAgent(hoSlug, &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter}})}
 	studioAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t.Errorf("unexpected Studio call %s %s", r.Method, r.URL.Path)
-		w.WriteHeader(http.StatusInternalServerError)
+		if r.URL.Path != studio.RuleCheckpointsPath || f.effects.Load() == 0 {
+			t.Errorf("unexpected Studio call %s %s", r.Method, r.URL.Path)
+		}
+		w.WriteHeader(http.StatusInternalServerError) // an after checkpoint once the effect ran
 	}))
 	t.Cleanup(studioAPI.Close)
 	account, err := studio.NewClient(studio.Config{APIURL: studioAPI.URL, WorkspaceID: "ws", APIKey: "key", MaxRetries: studio.NoRetries})
 	require.NoError(t, err)
 
-	f := &handoffFixture{agent: NewAgent(hoSlug, &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter}})}
 	st := store.NewMemory()
 	f.agent.Attach(Runtime{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	f.agent.OnDecision(func(_ context.Context, d RuleCheckpointDecision) {
@@ -69,7 +75,7 @@ func newHandoffFixture(t *testing.T) *handoffFixture {
 	f.step = GuardedStep[string]{CaseID: hoCase, OccurrenceID: hoOccurrence, StepID: hoStep,
 		BeforeContext: map[string]any{"operation": "send_brief"},
 		Effect: func(context.Context) (string, error) {
-			t.Error("the effect ran on a paused occurrence")
+			f.effects.Add(1)
 			return "", nil
 		},
 		AfterContext: func(string) map[string]any { return map[string]any{} }}
@@ -88,12 +94,17 @@ func newHandoffFixture(t *testing.T) *handoffFixture {
 // resumeRequest is Studio's allow for the paused before checkpoint.
 func (f *handoffFixture) resumeRequest(t *testing.T) *contracts.ActionRequest {
 	t.Helper()
-	input, err := json.Marshal(map[string]any{"checkpoint_id": hoCheckpoint, "occurrence_id": hoOccurrence,
-		"phase": contracts.PhaseBefore, "status": CheckpointAllow, "snapshot_hash": hoSnapshot, "input_hash": hoInputHash,
-		"decision_id": hoDecision})
+	input, err := json.Marshal(f.decision(CheckpointAllow))
 	require.NoError(t, err)
 	return &contracts.ActionRequest{RequestID: "req-resume", AgentSlug: hoSlug, Action: "rule.checkpoint.resume",
 		JobID: hoJob, CaseID: hoCase, Input: input}
+}
+
+// decision is Studio's decision status on the paused before checkpoint.
+func (f *handoffFixture) decision(status string) map[string]any {
+	return map[string]any{"checkpoint_id": hoCheckpoint, "occurrence_id": hoOccurrence,
+		"phase": contracts.PhaseBefore, "status": status, "snapshot_hash": hoSnapshot, "input_hash": hoInputHash,
+		"decision_id": hoDecision}
 }
 
 func (f *handoffFixture) decisions() []RuleCheckpointDecision {
@@ -196,6 +207,7 @@ func TestDecisionDuringHandoffIsNeverLost(t *testing.T) {
 			var rr *RecoveryRequiredError
 			require.ErrorAs(t, err, &rr)
 			assert.Equal(t, CheckpointPause, rr.Decision, "the step refused the occurrence it found paused")
+			assert.Zero(t, f.effects.Load(), "the effect ran on a paused occurrence")
 
 			rec, err := f.rt.loadRecord(ctx, occurrenceKey(hoSlug, hoOccurrence, contracts.PhaseBefore))
 			require.NoError(t, err)
@@ -210,6 +222,48 @@ func TestDecisionDuringHandoffIsNeverLost(t *testing.T) {
 				}
 			}
 			assert.Positive(t, handedOver, "the decision reached no hook as one that no step of this process takes: it is lost (%+v)", f.decisions())
+		})
+	}
+}
+
+// TestRetainedDecisionOfAPauseLeftByACrashIsApplied: Studio's decision arrived
+// before the pause answer was recorded, so it was retained; the run that then
+// recorded the pause died before taking it. The next run of the occurrence
+// applies it instead of waiting for a decision Studio already delivered (the
+// kill matrix of the example found jobs left active forever this way).
+func TestRetainedDecisionOfAPauseLeftByACrashIsApplied(t *testing.T) {
+	tests := []struct {
+		status  string
+		effects int64
+		check   func(t *testing.T, err error)
+	}{
+		{status: CheckpointAllow, effects: 1, check: func(t *testing.T, err error) {
+			require.ErrorIs(t, err, ErrCheckpointRequestFailed, "the effect ran; the after checkpoint reaches no Studio here")
+		}},
+		{status: CheckpointStop, check: func(t *testing.T, err error) {
+			var rr *RecoveryRequiredError
+			require.ErrorAs(t, err, &rr)
+			assert.Equal(t, CheckpointStop, rr.Decision)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.status, func(t *testing.T) {
+			f := newHandoffFixture(t)
+			ctx := context.Background()
+			d := f.decision(tt.status)
+			d["agent_slug"], d["job_id"], d["case_id"] = hoSlug, hoJob, hoCase
+			require.NoError(t, putJSON(ctx, f.rt.store, retainedKey(hoSlug, hoOccurrence, contracts.PhaseBefore), d))
+
+			_, err := RunGuardedStep(ctx, f.gate, f.step)
+			tt.check(t, err)
+			assert.Equal(t, tt.effects, f.effects.Load())
+			rec, err := f.rt.loadRecord(ctx, occurrenceKey(hoSlug, hoOccurrence, contracts.PhaseBefore))
+			require.NoError(t, err)
+			assert.Equal(t, tt.status, rec.Status)
+			assert.Equal(t, hoDecision, rec.DecisionID)
+			_, found, err := f.rt.store.Get(ctx, retainedKey(hoSlug, hoOccurrence, contracts.PhaseBefore))
+			require.NoError(t, err)
+			assert.False(t, found, "the retained decision is used up")
 		})
 	}
 }

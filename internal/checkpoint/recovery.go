@@ -79,6 +79,9 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 	if after.JobID != gate.jobID || after.CaseID != rec.CaseID {
 		return result, invalidState("occurrence %q belongs to job %q, case %q", o.id, after.JobID, after.CaseID)
 	}
+	if after, err = o.takeRetained(ctx, o.afterKey, after); err != nil {
+		return result, err
+	}
 	o.stepID = after.StepID // the after checkpoint is asked with the recorded step
 
 	afterContext := func() ([]byte, string, error) {

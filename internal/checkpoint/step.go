@@ -112,6 +112,12 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 	if err != nil {
 		return zero, err
 	}
+	if before, err = o.takeRetained(ctx, o.beforeKey, before); err != nil {
+		return zero, err
+	}
+	if after, err = o.takeRetained(ctx, o.afterKey, after); err != nil {
+		return zero, err
+	}
 	if err := o.guard(before, after, beforeHash); err != nil {
 		var rr *RecoveryRequiredError
 		if errors.As(err, &rr) && rr.Decision == CheckpointPause {
@@ -446,6 +452,22 @@ func (o *occurrence) advance(ctx context.Context, fn func(context.Context) error
 		return nil
 	})
 	return err
+}
+
+// takeRetained applies to rec, a record found paused, the decision retained
+// for it, if any, and returns the record as it now stands. Such a decision
+// arrived before the pause was recorded, and the run that recorded the pause
+// ended (a crash) before it could take it: nobody else would.
+func (o *occurrence) takeRetained(ctx context.Context, key string, rec *checkpointRecord) (*checkpointRecord, error) {
+	if rec == nil || rec.Status != CheckpointPause {
+		return rec, nil
+	}
+	applied, err := o.rt.applyRetained(context.WithoutCancel(ctx), key, rec)
+	if err != nil || !applied {
+		return rec, err
+	}
+	o.log(ctx, slog.LevelInfo, "rule checkpoint decision retained before a restart applied", rec.Phase, rec)
+	return o.rt.loadRecord(ctx, key)
 }
 
 // persistedDecisions returns every decision persisted on the occurrence's
