@@ -348,3 +348,47 @@ func TestAuthCode(t *testing.T) {
 		})
 	}
 }
+
+// TestCodeOfReportsTheCodeSent: whatever error a handler returns, the client
+// reads -32603, and CodeOf of what it reads says so (open question 61).
+func TestCodeOfReportsTheCodeSent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"plain error", errors.New("database down")},
+		{"*Error invalid params", sdkhook.NewError(int(supervaizer.CodeInvalidParams), "invalid", nil)},
+		{"*Error unauthorized, wrapped", fmt.Errorf("w: %w", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "no", nil))},
+		{"*Error action not registered", sdkhook.NewError(int(supervaizer.CodeActionNotRegistered), "nope", nil)},
+		{"blocked", &supervaizer.BlockedError{OccurrenceID: "o", Phase: "before", Status: supervaizer.CheckpointStop}},
+		{"resource error", &supervaizer.ResourceError{Code: "duplicate_email", Message: "taken"}},
+		{"not found", supervaizer.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ts := svtest.NewTestServer(t, []*supervaizer.Agent{newAgent(t, agentName)})
+			ts.Server.HandleAction(boomAction, func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+				return nil, tt.err
+			})
+			req := ts.Request(boomAction, nil)
+			raw, err := ts.Call(t.Context(), supervaizer.MethodActionInvoke, req, ts.Studio.TokenForAction(req))
+			require.NoError(t, err)
+			assert.JSONEq(t, fmt.Sprintf(`{"code":-32603,"message":"Action handler failed","data":{"agent_slug":%q,"action":%q}}`,
+				req.AgentSlug, boomAction), string(rpcErrorMember(t, raw)))
+			_, err = ts.Invoke(t.Context(), req)
+			assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err), "CodeOf(%v)", err)
+		})
+	}
+}
+
+// rpcErrorMember returns the error member of a JSON-RPC response.
+func rpcErrorMember(t *testing.T, raw []byte) json.RawMessage {
+	t.Helper()
+	var resp struct {
+		Error json.RawMessage `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &resp))
+	return resp.Error
+}
