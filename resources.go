@@ -748,6 +748,11 @@ type (
 	ImportLimits = resource.ImportLimits
 	// ImportRowError is one problem of an imported file: Row is the 1-based
 	// data row (0 for the file), Column the column id when one is concerned.
+	// Code is one of "required" (an empty cell in a required column), "type"
+	// (a cell not of the column type), "field_count" (more or fewer cells
+	// than the header), "malformed_csv" (unparsable from this row on), and
+	// for row 0 "missing_column", "duplicate_column", "encoding" (not UTF-8),
+	// "empty_file" and "too_many_errors" (more errors than are listed).
 	ImportRowError = resource.ImportRowError
 )
 
