@@ -168,10 +168,14 @@ func NewBroker(opts Options) *Broker {
 // by spaces. Events published after [Broker.Shutdown] are kept for replay only.
 func (b *Broker) Publish(name string, data []byte) uint64 {
 	name, data = singleLine(name), splitDataLines(data)
+	// Allocated before the lock: an allocation may have to help the garbage
+	// collector, which must not happen while every other publisher waits.
+	e := allocEvent(name, data)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.deliverLocked(max(b.ids.Next(), b.lastID+1), name, data)
+	e.setID(max(b.ids.Next(), b.lastID+1), name)
+	b.deliverLocked(e)
 	return b.lastID
 }
 
@@ -183,13 +187,15 @@ func (b *Broker) Publish(name string, data []byte) uint64 {
 // the fan-out's).
 func (b *Broker) Deliver(id uint64, name string, data []byte) bool {
 	name, data = singleLine(name), splitDataLines(data)
+	e := allocEvent(name, data)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id <= b.lastID {
 		return false
 	}
-	b.deliverLocked(id, name, data)
+	e.setID(id, name)
+	b.deliverLocked(e)
 	return true
 }
 
@@ -200,10 +206,9 @@ func (b *Broker) LastID() uint64 {
 	return b.lastID
 }
 
-// deliverLocked keeps the event for replay and queues it for every stream.
-func (b *Broker) deliverLocked(id uint64, name string, data []byte) {
-	b.lastID = id
-	e := newEvent(id, name, data)
+// deliverLocked keeps the numbered event for replay and queues it for every stream.
+func (b *Broker) deliverLocked(e *event) {
+	b.lastID = e.id
 	b.replay.add(e)
 	for _, s := range b.subs {
 		s.mu.Lock()

@@ -38,18 +38,32 @@ type event struct {
 // newEvent formats the event once for all subscribers. name must come from singleLine and
 // data from splitDataLines; data is not copied.
 func newEvent(id uint64, name string, data []byte) *event {
-	e := &event{id: id, data: data}
-	head := e.inline[:0]
+	e := allocEvent(name, data)
+	e.setID(id, name)
+	return e
+}
+
+// allocEvent allocates the event of name and data, without its id: the broker allocates
+// outside its lock, then numbers the event under it with setID, which allocates nothing.
+func allocEvent(name string, data []byte) *event {
+	e := &event{data: data}
+	e.head = e.inline[:0]
 	if n := len("id: \nevent: \ndata: ") + 20 + len(name); n > len(e.inline) {
-		head = make([]byte, 0, n)
+		e.head = make([]byte, 0, n)
 	}
+	return e
+}
+
+// setID numbers the event and formats its head in the space allocEvent reserved.
+func (e *event) setID(id uint64, name string) {
+	e.id = id
+	head := e.head[:0]
 	head = append(head, "id: "...)
 	head = strconv.AppendUint(head, id, 10)
 	head = append(head, "\nevent: "...)
 	head = append(head, name...)
 	head = append(head, "\ndata: "...)
 	e.head = head
-	return e
 }
 
 // eventOverhead approximates the memory of an event besides its payload and head: the

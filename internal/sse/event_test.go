@@ -117,3 +117,15 @@ func frame(id uint64, name string, data []byte) string {
 	e := newEvent(id, singleLine(name), splitDataLines(data))
 	return string(e.head) + string(e.data) + string(frameEnd)
 }
+
+// TestSetIDDoesNotAllocate: the broker numbers an event under its lock, so
+// numbering must not allocate (an allocation may have to help the garbage
+// collector while every other publisher waits).
+func TestSetIDDoesNotAllocate(t *testing.T) {
+	for _, name := range []string{EventEffect, strings.Repeat("n", 200)} {
+		e := allocEvent(name, []byte(`{}`))
+		allocs := testing.AllocsPerRun(100, func() { e.setID(18446744073709551615, name) })
+		assert.Zero(t, allocs, "name of %d bytes", len(name))
+		assert.Equal(t, "id: 18446744073709551615\nevent: "+name+"\ndata: ", string(e.head))
+	}
+}
