@@ -76,7 +76,7 @@ func newApp(cfg config) (*app, error) {
 	bg, stop := context.WithCancel(context.Background())
 	a := &app{
 		logger: logger, store: st, closeStore: closeState, agent: agent, srv: srv,
-		jobs: &jobStore{st: st, now: time.Now}, sender: &outboxSender{st: st, now: time.Now},
+		jobs: &jobStore{st: st, now: time.Now, exclusive: cfg.DatabaseURL == ""}, sender: &outboxSender{st: st, now: time.Now},
 		now: time.Now, bg: bg, stopBG: stop,
 	}
 	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}

@@ -218,15 +218,24 @@ func workspaceOf(k supervaizer.ScopeKey) string {
 }
 
 // jobStore keeps job records in the store, one key per (scope, job id). The
-// store is the truth (it survives restarts and is shared by every instance):
-// every read asks it for the current bytes. What is decoded is remembered
+// store is the truth: it survives restarts. What is decoded is remembered
 // with the bytes it came from, so reading a job that did not change (a
-// job.sync poll) costs a store read and a byte comparison, not a JSON decode.
+// job.sync poll) costs no JSON decode.
+//
+// A store shared by several instances (PostgreSQL) is asked for the current
+// bytes on every read: another instance may have changed them. A store that
+// is this process's alone (the bbolt file, which bbolt locks while it is
+// open, or memory) holds exactly what this process last wrote through
+// jobStore, so a remembered job is read without a store call: a job.sync
+// poll then takes no store transaction, whose locks every concurrent poll
+// would otherwise queue on.
 type jobStore struct {
 	st  store.Store
 	now func() time.Time
+	// exclusive: nothing but this jobStore writes the jobs of st.
+	exclusive bool
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	decoded map[string]decodedJob // by store key; at most maxDecodedJobs
 }
 
@@ -243,9 +252,9 @@ const maxDecodedJobs = 4096
 // it differs from the bytes last seen there. The record is the caller's own
 // copy.
 func (s *jobStore) decode(key string, raw []byte) (*jobRecord, error) {
-	s.mu.Lock()
+	s.mu.RLock()
 	d, ok := s.decoded[key]
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	if ok && bytes.Equal(d.raw, raw) {
 		return d.rec.clone(), nil
 	}
@@ -257,20 +266,45 @@ func (s *jobStore) decode(key string, raw []byte) (*jobRecord, error) {
 	return &rec, nil
 }
 
-// remember records that raw, stored under key, decodes to rec.
+// remembered returns a copy of the record remembered under key.
+func (s *jobStore) remembered(key string) (*jobRecord, bool) {
+	s.mu.RLock()
+	d, ok := s.decoded[key]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	return d.rec.clone(), true
+}
+
+// remember records that raw, stored under key, decodes to rec. A record
+// older than the one remembered (a slower writer of an earlier revision
+// finishing last) is not remembered.
 func (s *jobStore) remember(key string, raw []byte, rec *jobRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.decoded == nil {
 		s.decoded = make(map[string]decodedJob)
 	}
-	if _, ok := s.decoded[key]; !ok && len(s.decoded) >= maxDecodedJobs {
+	prev, ok := s.decoded[key]
+	if ok && prev.rec.Revision > rec.Revision {
+		return
+	}
+	if !ok && len(s.decoded) >= maxDecodedJobs {
 		for k := range s.decoded { // forget one entry; the store still has it
 			delete(s.decoded, k)
 			break
 		}
 	}
 	s.decoded[key] = decodedJob{raw: raw, rec: *rec.clone()}
+}
+
+// forget drops what is remembered under key: after a failed write, the
+// store may or may not hold it, and the next read asks the store.
+func (s *jobStore) forget(key string) {
+	s.mu.Lock()
+	delete(s.decoded, key)
+	s.mu.Unlock()
 }
 
 // clone returns a deep copy of j: a caller may change its copy freely.
@@ -298,6 +332,7 @@ func (s *jobStore) create(ctx context.Context, rec *jobRecord) (*jobRecord, bool
 	key := jobKey(rec.Scope, rec.ID)
 	existing, stored, err := s.st.PutIfAbsent(ctx, key, b)
 	if err != nil {
+		s.forget(key)
 		return nil, false, err
 	}
 	if stored {
@@ -317,6 +352,11 @@ func (s *jobStore) get(ctx context.Context, scope, id string) (*jobRecord, error
 		return nil, errJobNotFound
 	}
 	key := jobKey(scope, id)
+	if s.exclusive {
+		if rec, ok := s.remembered(key); ok {
+			return rec, nil
+		}
+	}
 	b, found, err := s.st.Get(ctx, key)
 	if err != nil {
 		return nil, err
@@ -364,6 +404,7 @@ func (s *jobStore) update(ctx context.Context, scope, id string, fn func(*jobRec
 		}
 		swapped, err := s.st.CompareAndSwap(ctx, key, old, b)
 		if err != nil {
+			s.forget(key)
 			return nil, err
 		}
 		if swapped {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +86,71 @@ func TestJobStoreForgetsBeyondItsBound(t *testing.T) {
 	n := len(js.decoded)
 	js.mu.Unlock()
 	assert.Equal(t, maxDecodedJobs, n)
+}
+
+// countingStore counts the reads of the store it wraps.
+type countingStore struct {
+	store.Store
+	gets atomic.Int64
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+// TestExclusiveJobStoreReadsWithoutTheStore: with a store that is the
+// process's alone, a job written or read once is read again from memory,
+// without a store call; a shared store is read every time. Either way the
+// reader gets the last revision written, as its own copy.
+func TestExclusiveJobStoreReadsWithoutTheStore(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		exclusive bool
+		wantGets  int64
+	}{
+		{"exclusive (bbolt, memory)", true, 0},
+		{"shared (PostgreSQL)", false, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := &countingStore{Store: store.NewMemory()}
+			js := &jobStore{st: st, now: time.Now, exclusive: tt.exclusive}
+			_, _, err := js.create(ctx, &jobRecord{ID: "j1", Scope: "s", Status: jobAwaiting, Recipients: []string{"a"}})
+			require.NoError(t, err)
+			_, err = js.update(ctx, "s", "j1", func(j *jobRecord) error { j.Status = jobActive; return nil })
+			require.NoError(t, err)
+			before := st.gets.Load()
+			for range 3 {
+				got, err := js.get(ctx, "s", "j1")
+				require.NoError(t, err)
+				assert.Equal(t, jobActive, got.Status)
+				assert.Equal(t, 2, got.Revision)
+				got.Recipients[0] = "changed" // the caller's own copy
+			}
+			assert.Equal(t, tt.wantGets, st.gets.Load()-before)
+			got, err := js.get(ctx, "s", "j1")
+			require.NoError(t, err)
+			assert.Equal(t, []string{"a"}, got.Recipients)
+			_, err = js.get(ctx, "s", "unknown")
+			assert.ErrorIs(t, err, errJobNotFound)
+		})
+	}
+}
+
+// TestJobStoreRemembersTheLatestRevision: a writer of an earlier revision
+// that finishes last does not replace the remembered later revision.
+func TestJobStoreRemembersTheLatestRevision(t *testing.T) {
+	js := &jobStore{st: store.NewMemory(), now: time.Now, exclusive: true}
+	key := jobKey("s", "j1")
+	js.remember(key, []byte("v3"), &jobRecord{ID: "j1", Revision: 3, Status: jobActive})
+	js.remember(key, []byte("v2"), &jobRecord{ID: "j1", Revision: 2, Status: jobAwaiting})
+	got, ok := js.remembered(key)
+	require.True(t, ok)
+	assert.Equal(t, 3, got.Revision)
+	js.forget(key)
+	_, ok = js.remembered(key)
+	assert.False(t, ok)
 }
 
 // BenchmarkJobStoreGet measures reading an unchanged job.
