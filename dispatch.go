@@ -200,20 +200,22 @@ func (s *Server) invokeAction(r *http.Request, t *wire.Tape, params int32, dst [
 	ctx = call
 	start := time.Now()
 	n := len(dst)
+	var effects []byte
 	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
 		// The idempotency layer keeps the result it stores: its own buffer.
 		var raw []byte
 		raw, rpcErr = s.idem.run(ctx, &req, func(ctx context.Context) ([]byte, *Error) {
-			return s.runAction(ctx, h, &req, true, nil)
+			raw, _, err := s.runAction(ctx, h, &req, true, nil)
+			return raw, err
 		})
 		dst = append(dst, raw...)
 	} else {
-		dst, rpcErr = s.runAction(ctx, h, &req, false, dst)
+		dst, effects, rpcErr = s.runAction(ctx, h, &req, false, dst)
 	}
 	if rpcErr != nil {
 		return dst[:n], rpcErr
 	}
-	s.publishEffects(ctx, &req, dst[n:])
+	s.publishEffects(ctx, &req, dst[n:], effects)
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
 	return dst, nil
@@ -232,18 +234,21 @@ func surfaceFailed(req *SurfaceRequest) *Error {
 // runAction calls the handler, validates its result and appends it to dst.
 // strict marks the result as the idempotency layer's
 // (replay_safety.strictly_idempotent_response).
-func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool, dst []byte) ([]byte, *Error) {
+//
+// effects is the result's "effects" value in dst as the validation read it
+// (nil when it did not).
+func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool, dst []byte) (_, effects []byte, _ *Error) {
 	res, err := callAction(ctx, h, req)
 	if err != nil {
 		if e, ok := isInputError(err); ok {
-			return dst, e
+			return dst, nil, e
 		}
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
-		return dst, actionFailed(req)
+		return dst, nil, actionFailed(req)
 	}
 	if res == nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
-		return dst, actionFailed(req)
+		return dst, nil, actionFailed(req)
 	}
 	if strict {
 		markStrict(res, req.IdempotencyKey)
@@ -251,20 +256,24 @@ func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequ
 	if dst == nil {
 		dst = make([]byte, 0, 1024)
 	}
-	dst, verr := s.validator.AppendValue(dst, contracts.ModelActionResult, res)
+	dst, effects, verr := s.validator.AppendResult(dst, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return dst, actionFailed(req)
+		return dst, nil, actionFailed(req)
 	}
-	return dst, nil
+	return dst, effects, nil
 }
 
 // publishEffects publishes the supervaizer.effect event of a successful
 // action. The effects are serialized like the result's, so they are taken
 // from raw, the result JSON as sent (fresh, replayed or built by the
-// idempotency layer), which always carries "effects".
-func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw []byte) {
-	effects, ok := jsonrpc.Member(raw, "effects")
+// idempotency layer), which always carries "effects": effects when the
+// result's validation found them there, else read from raw.
+func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw, effects []byte) {
+	ok := effects != nil
+	if !ok {
+		effects, ok = jsonrpc.Member(raw, "effects")
+	}
 	if !ok {
 		s.logger.LogAttrs(ctx, slog.LevelError, "effect event: result without effects", slog.String("action", req.Action))
 		return

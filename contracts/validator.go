@@ -261,6 +261,28 @@ func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
 // error. The value is encoded once; the appended bytes are what was
 // validated.
 func (v *Validator) AppendValue(dst []byte, m Model, value any) ([]byte, error) {
+	out, _, err := v.appendValue(dst, m, value, nil)
+	return out, err
+}
+
+// AppendResult is [Validator.AppendValue] of an action result that also
+// returns its "effects" value, a subslice of the appended bytes, as the
+// validation read it (nil when it could not tell; the caller then finds it
+// in out itself).
+func (v *Validator) AppendResult(dst []byte, res *ActionResult) (out, effects []byte, err error) {
+	start := len(dst)
+	out, at, err := v.appendValue(dst, ModelActionResult, res, []byte("effects"))
+	if err != nil || at[0] < 0 {
+		return out, nil, err
+	}
+	return out, out[start+at[0] : start+at[1] : start+at[1]], nil
+}
+
+// appendValue is AppendValue; at is where the value of the top-level key
+// member is in the appended bytes, when the validation read it, else
+// {-1, -1}.
+func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (_ []byte, at [2]int, _ error) {
+	at = [2]int{-1, -1}
 	start := len(dst)
 	var raw []byte
 	if v.fast != nil {
@@ -270,7 +292,7 @@ func (v *Validator) AppendValue(dst []byte, m Model, value any) ([]byte, error) 
 		} else {
 			b, err := json.Marshal(value)
 			if err != nil {
-				return dst[:start], fmt.Errorf("contracts: marshal %s: %w", m, err)
+				return dst[:start], at, fmt.Errorf("contracts: marshal %s: %w", m, err)
 			}
 			dst = append(out[:start], b...)
 			raw = dst[start:]
@@ -278,22 +300,23 @@ func (v *Validator) AppendValue(dst []byte, m Model, value any) ([]byte, error) 
 	} else {
 		b, err := json.Marshal(value)
 		if err != nil {
-			return dst, fmt.Errorf("contracts: marshal %s: %w", m, err)
+			return dst, at, fmt.Errorf("contracts: marshal %s: %w", m, err)
 		}
 		dst = append(dst, b...)
 		raw = dst[start:]
 	}
-	if err := v.validateSchema(m, raw); err != nil {
-		return dst[:start], err
+	at, err := v.validateSchema(m, raw, member)
+	if err != nil {
+		return dst[:start], at, err
 	}
 	// Run the Go rules on the typed value when we have it (a typed setup plan is
 	// only visible there), else on the decoded JSON.
 	if r, ok := value.(*ActionResult); ok && r != nil && m == ModelActionResult {
 		c := checks{v: v} // a concrete call: c stays on the stack
 		if r.check(&c, c.root()); len(c.problems) > 0 {
-			return dst[:start], &ValidationError{Model: m, Problems: c.problems}
+			return dst[:start], at, &ValidationError{Model: m, Problems: c.problems}
 		}
-		return dst, nil
+		return dst, at, nil
 	}
 	typed := reflect.ValueOf(value)
 	if typed.Kind() == reflect.Pointer && !typed.IsNil() {
@@ -306,14 +329,14 @@ func (v *Validator) AppendValue(dst []byte, m Model, value any) ([]byte, error) 
 			typed = p.Elem()
 		}
 		if ps := checkValue(v, typed.Addr().Interface()); len(ps) > 0 {
-			return dst[:start], &ValidationError{Model: m, Problems: ps}
+			return dst[:start], at, &ValidationError{Model: m, Problems: ps}
 		}
-		return dst, nil
+		return dst, at, nil
 	}
 	if _, err := v.decodeChecked(m, raw); err != nil {
-		return dst[:start], err
+		return dst[:start], at, err
 	}
-	return dst, nil
+	return dst, at, nil
 }
 
 func (v *Validator) decode(m Model, raw []byte) (any, error) {
@@ -352,12 +375,14 @@ func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 }
 
 // validateSchema validates raw against the schema of m: with the compiled
-// validator when it is sure, else with the reference validator.
-func (v *Validator) validateSchema(m Model, raw []byte) error {
-	if v.fastValid(m, raw) {
-		return nil
+// validator when it is sure, else with the reference validator. at is where
+// the value of the top-level key member is in raw, when the compiled
+// validator read it; {-1, -1} otherwise.
+func (v *Validator) validateSchema(m Model, raw, member []byte) (at [2]int, err error) {
+	if ok, at := v.fastValid(m, raw, member); ok {
+		return at, nil
 	}
-	return v.referenceSchema(m, raw)
+	return [2]int{-1, -1}, v.referenceSchema(m, raw)
 }
 
 // referenceSchema validates raw against the schema of m with the reference

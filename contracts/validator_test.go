@@ -79,6 +79,35 @@ func TestValidateValue(t *testing.T) {
 	assert.ErrorContains(t, err, "marshal")
 }
 
+// TestAppendResult: the result's effects come back as the bytes of its
+// "effects" value in the appended JSON, after what dst held.
+func TestAppendResult(t *testing.T) {
+	v := contracts.DefaultValidator()
+	tests := []struct {
+		name string
+		res  *contracts.ActionResult
+	}{
+		{"no effects", &contracts.ActionResult{Status: contracts.StatusOK}},
+		{"effects", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{
+			{Type: "job.synced", JobID: "j1", Data: map[string]any{"k": "]}\"", "n": []any{1, "x"}}}, {Type: "b"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, effects, err := v.AppendResult([]byte("prefix"), tt.res)
+			require.NoError(t, err)
+			require.True(t, len(out) > len("prefix"))
+			assert.Equal(t, "prefix", string(out[:len("prefix")]))
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(out[len("prefix"):], &m))
+			require.NotNil(t, effects)
+			assert.Equal(t, string(m["effects"]), string(effects))
+			assert.Equal(t, len(effects), cap(effects), "capacity clipped")
+		})
+	}
+	_, _, err := v.AppendResult(nil, &contracts.ActionResult{Status: "maybe"})
+	assert.Error(t, err)
+}
+
 // A typed setup plan is validated by every rule of the protocol, which only the Go
 // value shows: on the wire a plan is a plain object that passes through.
 func TestTypedSetupPlanOnlyInValues(t *testing.T) {
