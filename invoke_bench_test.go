@@ -136,7 +136,7 @@ func BenchmarkEncodeValidateJobState(b *testing.B) {
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if buf, err = v.AppendValue(buf[:0], contracts.ModelActionResult, res); err != nil {
+		if buf, _, err = v.AppendResult(buf[:0], res); err != nil {
 			b.Fatal(err)
 		}
 	}

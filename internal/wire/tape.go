@@ -295,9 +295,14 @@ func (p *parser) container(depth int, kind Kind, closing byte) bool {
 		p.close(idx, 0)
 		return true
 	}
+	escaped := false // some key of this object has an escape sequence
 	for {
-		if kind == Object && !p.key() {
-			return false
+		if kind == Object {
+			k := int32(len(p.t.Nodes))
+			if !p.key() {
+				return false
+			}
+			escaped = escaped || p.t.Nodes[k].Esc
 		}
 		if !p.value(depth) {
 			return false
@@ -317,8 +322,8 @@ func (p *parser) container(depth int, kind Kind, closing byte) bool {
 		}
 		p.i++
 		p.close(idx, n)
-		if kind == Object && !p.t.Repeated {
-			p.t.Repeated = p.t.firstRepeated(int32(idx)) > 0
+		if kind == Object && n > 1 && !p.t.Repeated {
+			p.t.repeatedKeys(int32(idx), escaped, func(int32) bool { p.t.Repeated = true; return false })
 		}
 		return true
 	}
@@ -461,6 +466,13 @@ func (t *Tape) RepeatedKeys(obj int32, fn func(m int32) bool) {
 	for m := obj + 1; m < nd.Next && !escaped; m = t.Nodes[m+1].Next {
 		escaped = t.Nodes[m].Esc
 	}
+	t.repeatedKeys(obj, escaped, fn)
+}
+
+// repeatedKeys is RepeatedKeys; escaped tells whether some key of the
+// object has an escape sequence.
+func (t *Tape) repeatedKeys(obj int32, escaped bool, fn func(m int32) bool) {
+	nd := t.Nodes[obj]
 	if nd.N <= maxScanKeys && !escaped {
 		var keys [maxScanKeys]int32
 		k := 0
