@@ -710,14 +710,6 @@ func TestPostgresKillInstance(t *testing.T) {
 	waitUntil(t, clusterTimeout, func() bool { return acked.Load() >= keys/6 }, "the burst did not start")
 	seenFrozen := c.killInProgress(t, db, victimIdx, func() bool { return acked.Load() < keys })
 	killedAt := acked.Load()
-	// The database drops the dead process's connections (aborting what they
-	// had begun); what it left in progress is then settled.
-	waitUntil(t, clusterTimeout, func() bool {
-		var n int
-		require.NoError(t, db.QueryRow(t.Context(),
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", victim.id).Scan(&n))
-		return n == 0
-	}, "the database kept the killed process's connections")
 	orphans := c.pendingStarts(t, db, victim.id)
 	require.NotEmpty(t, orphans)
 	for k := range seenFrozen {
@@ -822,7 +814,8 @@ func (c *cluster) startUntilAcknowledged(ctx context.Context, key int) (json.Raw
 // killInProgress freezes process idx with SIGSTOP, and kills it with SIGKILL
 // once the database shows a start in progress of its instance; otherwise it
 // lets it run a moment (SIGCONT) and tries again while going() holds. It
-// takes the instance out of the balancer's rotation and returns the starts
+// takes the instance out of the balancer's rotation, waits until the
+// database has dropped the process's connections, and returns the starts
 // seen in progress.
 func (c *cluster) killInProgress(t *testing.T, db *pgx.Conn, idx int, going func() bool) map[int]bool {
 	t.Helper()
@@ -850,6 +843,14 @@ func (c *cluster) killInProgress(t *testing.T, db *pgx.Conn, idx int, going func
 			require.NoError(t, p.cmd.Process.Kill())
 			waitClosed(t, p.done, p.id+"'s exit after SIGKILL")
 			c.lb.markDown(idx)
+			// The database drops the dead process's connections (aborting
+			// what they had begun): what it left in progress is then settled.
+			waitUntil(t, clusterTimeout, func() bool {
+				var n int
+				require.NoError(t, db.QueryRow(t.Context(),
+					"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", p.id).Scan(&n))
+				return n == 0
+			}, "the database kept %s's connections after its death", p.id)
 			return pending
 		}
 		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
@@ -886,4 +887,82 @@ func (c *cluster) pendingStarts(t *testing.T, db *pgx.Conn, instance string) map
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// TestPostgresRestartedInstanceTakesOverAtOnce kills, with SIGKILL, one of
+// two processes of the example sharing a PostgreSQL schema while it has
+// job.start calls in progress (frozen with SIGSTOP until the database shows
+// one), with a 10-minute lease, then starts it again with the same
+// SUPERVAIZER_INSTANCE_ID: the retries of the orphaned starts sent to it
+// succeed at once, long before the lease, each record taken over by the
+// restarted instance as "an earlier boot of this instance left it pending";
+// every start it acknowledged before dying is replayed byte for byte by both
+// processes, and no job is created twice.
+func TestPostgresRestartedInstanceTakesOverAtOnce(t *testing.T) {
+	c := startCluster(t, 2, map[string]string{envLease: "10m"})
+	const victimIdx = 1
+	victim := c.procs[victimIdx]
+	db, err := pgx.Connect(t.Context(), c.dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+
+	const keys, workers = 300, 8
+	acks := make([]json.RawMessage, keys)
+	var answered, next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= keys {
+					return
+				}
+				raw, _, err := c.invoke(t.Context(), victim.url, c.startRequest(k, "req-"+strconv.Itoa(k)))
+				if err != nil {
+					return // the victim died: the rest of the burst is not sent
+				}
+				acks[k] = raw
+				answered.Add(1)
+			}
+		})
+	}
+	waitUntil(t, clusterTimeout, func() bool { return answered.Load() >= keys/6 }, "the burst did not start")
+	c.killInProgress(t, db, victimIdx, func() bool { return answered.Load() < keys })
+	wg.Wait()
+	orphans := c.pendingStarts(t, db, victim.id)
+	require.NotEmpty(t, orphans)
+
+	restarted := c.startProc(victim.id)
+	c.procs = append(c.procs, restarted) // its log counts in handlerRuns
+	for k := range orphans {
+		raw, _, err := c.invoke(t.Context(), restarted.url, c.startRequest(k, "req-"+strconv.Itoa(k)))
+		require.NoError(t, err)
+		_, effs := resultEffects(t, raw) // status ok, long before the 10-minute lease
+		acks[k] = raw
+		t.Logf("orphaned key %d taken over by the restarted instance (job.started in the answer: %v)", k, hasJobStarted(effs, jobOf(k)))
+	}
+	reasons := restarted.logged("idempotency record taken over", "reason")
+	require.Len(t, reasons, len(orphans))
+	for _, r := range reasons {
+		require.Equal(t, "an earlier boot of this instance left it pending", r)
+	}
+	require.Empty(t, c.procs[0].logged("idempotency record taken over", "reason"), "the other instance took nothing over")
+
+	acked := 0
+	for k, raw := range acks {
+		if raw == nil {
+			continue
+		}
+		acked++
+		for _, p := range []*agentProc{c.procs[0], restarted} {
+			got, _, err := c.invoke(t.Context(), p.url, c.startRequest(k, fmt.Sprintf("req-replay-%d-%s", k, p.id)))
+			require.NoError(t, err)
+			require.Equal(t, string(raw), string(got), "key %d: replayed by %s", k, p.id)
+		}
+	}
+	created, _ := c.handlerRuns()
+	for job, n := range created {
+		require.Equal(t, 1, n, "%s created once", job)
+	}
+	t.Logf("%d starts acknowledged, %d orphaned and taken over at once by the restarted instance", acked, len(orphans))
 }
