@@ -178,7 +178,8 @@ func (s *Server) attachRuleCheckpoints(st store.Store) {
 			s.logger.Warn("rule checkpoints are declared but no store is configured (WithStore): their progress is kept in memory, "+
 				"so after a restart a started effect is no longer known and could be run again", slog.String("agent_slug", a.slug))
 		}
-		a.checkpoints.Attach(checkpoint.Runtime{Store: st, Logger: s.logger, Started: s.startedCh, Stopped: s.lifetime.Done()})
+		a.checkpoints.Attach(checkpoint.Runtime{Store: st, Logger: s.logger, Started: s.startedCh, Stopped: s.lifetime.Done(),
+			Instance: s.idem.instance, Boot: s.idem.boot, PollInterval: s.cfg.checkpointPoll, ClaimLease: s.cfg.checkpointLease})
 		if !a.declaresAction(RuleCheckpointResumeAction) {
 			s.logger.Warn("rule checkpoints are declared but the registration lacks the rule.checkpoint.resume action",
 				slog.String("agent_slug", a.slug))

@@ -233,6 +233,7 @@ type cpOptions struct {
 	store        store.Store
 	studio       *cpStudio // default: a new fake Studio
 	checkpointTo string    // the snapshot's checkpoint_url
+	server       []sv.Option
 }
 
 func cpRegistration(t testing.TB, slug, name string) *sv.Agent {
@@ -260,8 +261,8 @@ func newCPFixture(t testing.TB, opt cpOptions) *cpFixture {
 	}
 	f.agent, f.other = cpRegistration(t, cpAgentSlug, cpAgentName), cpRegistration(t, cpOtherSlug, cpOtherName)
 	var err error
-	f.srv, err = sv.NewServer([]*sv.Agent{f.agent, f.other}, sv.WithEnv(func(string) string { return "" }),
-		sv.WithLocalMode(true), sv.WithStore(f.store), sv.WithLogger(f.logs.logger()))
+	f.srv, err = sv.NewServer([]*sv.Agent{f.agent, f.other}, append([]sv.Option{sv.WithEnv(func(string) string { return "" }),
+		sv.WithLocalMode(true), sv.WithStore(f.store), sv.WithLogger(f.logs.logger())}, opt.server...)...)
 	require.NoError(t, err)
 	require.NoError(t, f.srv.Start(context.Background())) // guarded steps call Studio only once the server started
 	f.account, err = studio.NewClient(studio.Config{APIURL: f.studio.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,

@@ -19,34 +19,37 @@ import (
 type Option func(*config)
 
 type config struct {
-	logger          *slog.Logger
-	maxBody         int64
-	sseHeartbeat    time.Duration
-	sseQueue        int
-	sseReplay       int
-	sseReplayBytes  int
-	idemRetention   time.Duration // 0: SUPERVAIZER_IDEMPOTENCY_RETENTION, else the default
-	idemLease       time.Duration
-	instanceID      string
-	publicURL       string
-	apiKeys         []apiKey
-	securityHeaders bool
-	serverID        string
-	localMode       bool
-	localModeSet    bool
-	wsAuth          *WorkspaceAuthSettings
-	verifier        WorkspaceVerifier
-	primary         string
-	getenv          func(string) string
-	studioAttached  bool
-	store           store.Store
-	backend         Backend
-	jwksRefetch     *time.Duration
-	jwksMaxAge      *time.Duration
-	addr            string       // WithAddr (serve.go)
-	http            HTTPSettings // WithHTTPSettings (serve.go)
-	errs            []error
-	preview         *bool // WithPreview (preview.go)
+	logger         *slog.Logger
+	maxBody        int64
+	sseHeartbeat   time.Duration
+	sseQueue       int
+	sseReplay      int
+	sseReplayBytes int
+	idemRetention  time.Duration // 0: SUPERVAIZER_IDEMPOTENCY_RETENTION, else the default
+	idemLease      time.Duration
+	instanceID     string
+	// Rule checkpoints shared by instances: poll interval and claim lease
+	// (0: the defaults of WithCheckpointSharing).
+	checkpointPoll, checkpointLease time.Duration
+	publicURL                       string
+	apiKeys                         []apiKey
+	securityHeaders                 bool
+	serverID                        string
+	localMode                       bool
+	localModeSet                    bool
+	wsAuth                          *WorkspaceAuthSettings
+	verifier                        WorkspaceVerifier
+	primary                         string
+	getenv                          func(string) string
+	studioAttached                  bool
+	store                           store.Store
+	backend                         Backend
+	jwksRefetch                     *time.Duration
+	jwksMaxAge                      *time.Duration
+	addr                            string       // WithAddr (serve.go)
+	http                            HTTPSettings // WithHTTPSettings (serve.go)
+	errs                            []error
+	preview                         *bool // WithPreview (preview.go)
 
 	// Studio attachment (attach.go).
 	studio        *studio.Client
@@ -151,6 +154,26 @@ func WithIdempotencyLease(d time.Duration) Option {
 			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithIdempotencyLease(%s): the lease must be positive", d))
 		}
 		c.idemLease = d
+	}
+}
+
+// WithCheckpointSharing sets how rule checkpoints behave when several
+// controller instances share the store (see [WithBackend]). poll is how often
+// a guarded step paused on a checkpoint re-reads its record, so that a
+// decision persisted by another instance (Studio may send
+// rule.checkpoint.resume to any of them) wakes it; lease is how long the
+// claim of an instance that died keeps its occurrences from the others (a
+// live instance renews its claims every third of the lease; the same
+// instance restarted, see [WithInstanceID], takes them over at once).
+// Defaults: poll 2 s when the store may be shared (it is not
+// [store.Exclusive]), none otherwise (only this process writes decisions, and
+// it wakes its steps itself); lease 30 s.
+func WithCheckpointSharing(poll, lease time.Duration) Option {
+	return func(c *config) {
+		if poll <= 0 || lease <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithCheckpointSharing(%s, %s): both durations must be positive", poll, lease))
+		}
+		c.checkpointPoll, c.checkpointLease = poll, lease
 	}
 }
 

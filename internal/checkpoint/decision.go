@@ -30,9 +30,10 @@ type RuleCheckpointDecision struct {
 	// is kept, bounded, for the guarded step that waits for it next. When
 	// false, the decision is persisted on the paused checkpoint.
 	Retained bool
-	// Active reports that a guarded step of this process ran the occurrence
-	// when the decision arrived (RunGuardedStep or RecoverGuardedStep): it
-	// takes the decision by itself. A step that was only refusing the
+	// Active reports that a guarded step ran the occurrence when the
+	// decision arrived (RunGuardedStep or RecoverGuardedStep), in this
+	// process or in another instance sharing the store (which polls its
+	// record, see WithCheckpointSharing): it takes the decision by itself. A step that was only refusing the
 	// occurrence hands the decision to the hooks again, with Active false.
 	// When false, no step of this process waits for it, for example one that
 	// a previous run left paused: run the occurrence again with its gate (see

@@ -610,6 +610,12 @@ type checkpointRuntime struct {
 	// when it shuts down. See Runtime.
 	started, stopped <-chan struct{}
 
+	// Sharing the store with other instances (claim.go): this process's
+	// instance and boot, the lease of its claims, and how often a paused step
+	// re-reads its record (0: never).
+	instance, boot string
+	lease, poll    time.Duration
+
 	// seam, set by tests only, is called at the seam… points where a
 	// decision's arrival and a refusing step's hand-over interleave; nil in
 	// production.
@@ -626,6 +632,7 @@ const maxRetainedDecisions = 1024
 
 func newCheckpointRuntime(slug string, st store.Store, logger *slog.Logger) *checkpointRuntime {
 	return &checkpointRuntime{slug: slug, store: st, logger: logger, now: time.Now, retain: maxRetainedDecisions,
+		boot: newBootID(), lease: DefaultClaimLease,
 		hooks: &decisionHooks{}, active: map[string]struct{}{}, waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
@@ -663,6 +670,17 @@ type Runtime struct {
 	// Stopped is closed when the server shuts down; a step still waiting for
 	// Started then fails.
 	Stopped <-chan struct{}
+	// Instance names this controller instance across restarts ("" when
+	// unknown) and Boot this process (random when empty): an occurrence
+	// claimed by an earlier boot of the same instance is taken over at once.
+	Instance, Boot string
+	// PollInterval is how often a paused step re-reads its record, to see a
+	// decision another instance persisted. Zero: DefaultPollInterval when
+	// the store may be shared (it is not store.Exclusive), else no polling.
+	PollInterval time.Duration
+	// ClaimLease is how long the claim of an instance that died keeps its
+	// occurrence from the other instances. Zero: DefaultClaimLease.
+	ClaimLease time.Duration
 }
 
 // Attach gives the agent its runtime over cfg.Store, keeping the decision
@@ -670,6 +688,17 @@ type Runtime struct {
 func (a *Agent) Attach(cfg Runtime) {
 	rt := newCheckpointRuntime(a.slug, cfg.Store, cfg.Logger)
 	rt.started, rt.stopped = cfg.Started, cfg.Stopped
+	rt.instance = cfg.Instance
+	if cfg.Boot != "" {
+		rt.boot = cfg.Boot
+	}
+	if cfg.ClaimLease > 0 {
+		rt.lease = cfg.ClaimLease
+	}
+	rt.poll = cfg.PollInterval
+	if ex, ok := cfg.Store.(store.Exclusive); rt.poll <= 0 && (!ok || !ex.Exclusive()) {
+		rt.poll = DefaultPollInterval
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.checkpoints != nil { // hooks registered before the server
@@ -850,21 +879,6 @@ func (rt *checkpointRuntime) awaitStarted(ctx context.Context, occurrenceID stri
 	case <-ctx.Done():
 		return fmt.Errorf("supervaizer: guarded step %q waiting for the server to start: %w", occurrenceID, ctx.Err())
 	}
-}
-
-// claim marks the occurrence active in this process; release ends it.
-func (rt *checkpointRuntime) claim(occurrenceID string) (release func(), err error) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if _, busy := rt.active[occurrenceID]; busy {
-		return nil, &RecoveryRequiredError{OccurrenceID: occurrenceID, Reason: RecoveryOccurrenceActive}
-	}
-	rt.active[occurrenceID] = struct{}{}
-	return func() {
-		rt.mu.Lock()
-		delete(rt.active, occurrenceID)
-		rt.mu.Unlock()
-	}, nil
 }
 
 // isActive reports whether the occurrence is running in this process.

@@ -63,7 +63,7 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 	if err := rt.awaitStarted(ctx, rec.OccurrenceID); err != nil {
 		return result, err
 	}
-	release, err := rt.claim(rec.OccurrenceID)
+	release, err := rt.claim(ctx, rec.OccurrenceID)
 	if err != nil {
 		return result, err
 	}

@@ -112,6 +112,13 @@ func (a *Agent) Resume(ctx context.Context, req *contracts.ActionRequest) (*cont
 		var retained bool
 		retained, err = rt.resume(ctx, d)
 		rt.handoff.Unlock()
+		if err == nil && !active {
+			// A step of another instance sharing the store: read once the
+			// decision is persisted, so that a step letting go meanwhile
+			// (it releases, then reads the persisted decisions) either
+			// finds the decision or is seen gone here.
+			active = rt.claimedElsewhere(ctx, d.OccurrenceID)
+		}
 		if err == nil {
 			rt.decided(ctx, d, retained, active)
 			return &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{resumedEffect(d, retained)}}, nil

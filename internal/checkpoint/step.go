@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
 )
@@ -89,7 +90,7 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 	if err != nil {
 		return zero, err
 	}
-	release, err := rt.claim(step.OccurrenceID)
+	release, err := rt.claim(ctx, step.OccurrenceID)
 	if err != nil {
 		return zero, err
 	}
@@ -364,11 +365,18 @@ func (o *occurrence) ask(ctx context.Context, phase, key string, c json.RawMessa
 }
 
 // await waits for the decision on a paused checkpoint: it is woken by the
-// rule.checkpoint.resume handler (no polling), and also takes a decision that
-// arrived before it.
+// rule.checkpoint.resume handler of this process, re-reads the record every
+// poll interval when other instances may persist the decision (Studio is
+// never polled), and also takes a decision that arrived before it.
 func (o *occurrence) await(ctx context.Context, phase, key string) (*checkpointRecord, error) {
 	wake, stop := o.rt.subscribe(key)
 	defer stop()
+	var poll <-chan time.Time // a decision persisted by another instance
+	if o.rt.poll > 0 {
+		t := time.NewTicker(o.rt.poll)
+		defer t.Stop()
+		poll = t.C
+	}
 	logged := false
 	for {
 		rec, err := o.rt.loadRecord(ctx, key)
@@ -395,6 +403,7 @@ func (o *occurrence) await(ctx context.Context, phase, key string) (*checkpointR
 		}
 		select {
 		case <-wake:
+		case <-poll:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("supervaizer: waiting for rule.checkpoint.resume (occurrence %q, phase %s): %w", o.id, phase, ctx.Err())
 		}
