@@ -36,11 +36,16 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/store"
 )
 
 // shutdownTimeout bounds the stop of the background deliveries after the
 // SDK server has stopped.
 const shutdownTimeout = 15 * time.Second
+
+// crashpoints wraps the local store in a crashpoint build (crashpoint.go,
+// go build -tags crashpoint, for the crash tests); nil otherwise.
+var crashpoints func(getenv func(string) string, st store.Store) store.Store
 
 func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -60,6 +65,9 @@ func run(logger *slog.Logger, getenv func(string) string, out io.Writer) error {
 		return err
 	}
 	cfg.Logger = logger
+	if crashpoints != nil {
+		cfg.wrapStore = func(st store.Store) store.Store { return crashpoints(getenv, st) }
+	}
 	a, err := newApp(cfg)
 	if err != nil {
 		return err
