@@ -39,8 +39,9 @@ import (
 //
 // The handler runs are counted from the example's own log: startJob logs
 // "job created" when it creates a job, and "job.start: the job exists,
-// nothing created" when a start converges on an existing job. Every run of
-// the handler logs exactly one of the two.
+// nothing created" when a start converges on an existing job: every run of
+// the handler that reaches the job store logs one of the two, once it has
+// returned (a process killed in between logs neither).
 
 // Generous bounds for a loaded machine; no test asserts a latency.
 const (
@@ -641,7 +642,7 @@ func TestPostgresThreeProcesses(t *testing.T) {
 }
 
 // TestPostgresKillInstance runs three processes of the example on one
-// PostgreSQL schema behind the round-robin load balancer, with a 5 s
+// PostgreSQL schema behind the round-robin load balancer, with an 8 s
 // idempotency lease, and kills one of them with a real SIGKILL in the middle
 // of a burst of job.start calls (one new key each), at a moment it has starts
 // in progress: the victim is frozen with SIGSTOP until the database shows
@@ -662,7 +663,7 @@ func TestPostgresThreeProcesses(t *testing.T) {
 //     has received exactly the events of a subscriber that stayed on a
 //     surviving instance all along, event for event.
 func TestPostgresKillInstance(t *testing.T) {
-	const lease = 5 * time.Second
+	const lease = 8 * time.Second
 	c := startCluster(t, 3, map[string]string{envLease: lease.String()})
 	const victimIdx = 2
 	victim := c.procs[victimIdx]
@@ -825,20 +826,13 @@ func (c *cluster) killInProgress(t *testing.T, db *pgx.Conn, idx int, going func
 		require.True(t, going(), "the burst ended before %s was caught with a start in progress", p.id)
 		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 		// What the frozen process sent before it stopped still runs on the
-		// server: read the records once none of its statements is running
-		// (twice in a row, a moment apart), so that they stay as read.
-		quiet := 0
-		waitUntil(t, clusterTimeout, func() bool {
-			var active int
-			require.NoError(t, db.QueryRow(t.Context(),
-				"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", p.id).Scan(&active))
-			if active > 0 {
-				quiet = 0
-			} else {
-				quiet++
-			}
-			return quiet >= 2
-		}, "%s's statements kept running while it was frozen", p.id)
+		// server: read the records once none of its statements has run for a
+		// while (a statement still in a socket buffer waits for its server
+		// process to be scheduled, which a loaded machine delays), so that
+		// they stay as read.
+		c.awaitQuiet(t, db, p.id)
+		time.Sleep(300 * time.Millisecond)
+		c.awaitQuiet(t, db, p.id)
 		if pending := c.pendingStarts(t, db, p.id); len(pending) > 0 {
 			require.NoError(t, p.cmd.Process.Kill())
 			waitClosed(t, p.done, p.id+"'s exit after SIGKILL")
@@ -856,6 +850,24 @@ func (c *cluster) killInProgress(t *testing.T, db *pgx.Conn, idx int, going func
 		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// awaitQuiet waits until no statement of instance's pooled connections is
+// running on the database server, twice in a row, a moment apart.
+func (c *cluster) awaitQuiet(t *testing.T, db *pgx.Conn, instance string) {
+	t.Helper()
+	quiet := 0
+	waitUntil(t, clusterTimeout, func() bool {
+		var active int
+		require.NoError(t, db.QueryRow(t.Context(),
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'", instance).Scan(&active))
+		if active > 0 {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		return quiet >= 2
+	}, "%s's statements kept running while it was frozen", instance)
 }
 
 // pendingStarts returns the keys of the job.start idempotency records in
