@@ -20,7 +20,7 @@ import (
 // anything reads the request body, and no handler runs.
 func TestAPIKeyCheckedBeforeBody(t *testing.T) {
 	h := newHarness(t)
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	valid := rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.sync", nil))
 	tests := []struct {
 		name   string
@@ -65,7 +65,7 @@ func TestAPIKeyCheckedBeforeBody(t *testing.T) {
 func TestAPIKeyScopes(t *testing.T) {
 	h := newHarness(t)
 	ts, client := newHTTPServer(t, h.srv)
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 
 	t.Run("write key invokes", func(t *testing.T) {
 		resp := h.invoke(t, tok, actionParams("job.sync", nil))
@@ -98,7 +98,7 @@ func TestAPIKeyScopes(t *testing.T) {
 	t.Run("several keys of each scope", func(t *testing.T) {
 		h2 := newHarness(t, withServerOptions(supervaizer.WithAPIKey("second-write", supervaizer.ScopeWrite), supervaizer.WithAPIKey("second-read", supervaizer.ScopeRead)))
 		for key, want := range map[string]int{testWriteKey: 200, "second-write": 200, testReadKey: 403, "second-read": 403, "third": 401} {
-			w := h2.serve(rpcCall{body: rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.sync", nil)), key: key, token: tok})
+			w := h2.serve(rpcCall{body: rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.sync", nil)), key: key, token: "Bearer " + h2.validToken()})
 			assert.Equal(t, want, w.Code, key)
 		}
 		assert.Equal(t, testWriteKey, h2.srv.APIKey(), "the first write key is the effective key")

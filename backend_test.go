@@ -129,9 +129,8 @@ func TestBackendEventsAcrossServers(t *testing.T) {
 		require.Equal(t, http.StatusOK, s.resp.StatusCode)
 		require.Equal(t, "supervaizer.connected", s.next(t).Name)
 	}
-	tok := "Bearer " + validToken(t)
 	for i := range 4 {
-		resp := hs[i%2].invoke(t, tok, actionParams("job.start", func(p map[string]any) {
+		resp := hs[i%2].invoke(t, "Bearer "+hs[i%2].validToken(), actionParams("job.start", func(p map[string]any) {
 			p["request_id"] = fmt.Sprintf("req-%d", i)
 		}))
 		require.Nil(t, resp.Error)
@@ -170,7 +169,7 @@ func TestBackendAppendFailureIsLogged(t *testing.T) {
 		supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))))
 	shutdownOnCleanup(t, h.srv)
 	b.log.fail.Store(true)
-	resp := h.invoke(t, "Bearer "+validToken(t), actionParams("job.start", nil))
+	resp := h.invoke(t, "Bearer "+h.validToken(), actionParams("job.start", nil))
 	require.Nil(t, resp.Error)
 	assert.Contains(t, logs.String(), "event not published")
 }

@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/internal/sdkhook"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // newBenchServer serves the research agent with a typed job.start action and
-// a job.start surface, and nothing that records calls.
-func newBenchServer(b *testing.B, local bool) *supervaizer.Server {
+// a job.start surface, and nothing that records calls; outside local mode it
+// returns a workspace token the server accepts.
+func newBenchServer(b *testing.B, local bool) (srv *supervaizer.Server, token string) {
 	b.Helper()
+	studio := svtest.NewFakeStudio(b)
 	opts := []supervaizer.Option{
 		supervaizer.WithEnv(emptyEnv),
 		supervaizer.WithServerID(testServerID),
@@ -23,12 +25,11 @@ func newBenchServer(b *testing.B, local bool) *supervaizer.Server {
 	if local {
 		opts = append(opts, supervaizer.WithLocalMode(true))
 	} else {
-		opts = append(opts, supervaizer.WithWorkspaceAuth(testWorkspaceAuth()))
+		opts = append(opts, supervaizer.WithWorkspaceAuth(testWorkspaceAuth(studio)))
+		token = "Bearer " + mintToken(studio, nil)
 	}
 	a := newTestAgent(b, testAgentName)
-	if err := sdkhook.LinkStudioAgent(a, testStudioAgentID); err != nil {
-		b.Fatal(err)
-	}
+	studio.Link(a, testStudioAgentID)
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{a}, opts...)
 	if err != nil {
 		b.Fatal(err)
@@ -40,7 +41,7 @@ func newBenchServer(b *testing.B, local bool) *supervaizer.Server {
 	srv.HandleSurface("job.start", func(ctx context.Context, req *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
 		return supervaizer.NewSurfaceResult(ctx, req.Surface, doc)
 	})
-	return srv
+	return srv, token
 }
 
 // benchServe runs body through ServeHTTP b.N times and checks each answer.
@@ -70,21 +71,21 @@ func benchServe(b *testing.B, srv *supervaizer.Server, body []byte, token string
 // key, envelope, request model, workspace token (cache hit), input
 // validation, handler, result validation, SSE publish, response.
 func BenchmarkServeInvoke(b *testing.B) {
-	srv := newBenchServer(b, false)
+	srv, token := newBenchServer(b, false)
 	body := rpcBody(b, "rpc-1", supervaizer.MethodActionInvoke, map[string]any{"action_request": actionParams("job.start", nil)})
-	benchServe(b, srv, body, "Bearer "+validToken(b))
+	benchServe(b, srv, body, token)
 }
 
 // BenchmarkServeInvokeLocal is BenchmarkServeInvoke in local mode, without a token.
 func BenchmarkServeInvokeLocal(b *testing.B) {
-	srv := newBenchServer(b, true)
+	srv, _ := newBenchServer(b, true)
 	body := rpcBody(b, "rpc-1", supervaizer.MethodActionInvoke, map[string]any{"action_request": actionParams("job.start", nil)})
 	benchServe(b, srv, body, "")
 }
 
 // BenchmarkServeSurfaceLoad measures one surface load with a verified token.
 func BenchmarkServeSurfaceLoad(b *testing.B) {
-	srv := newBenchServer(b, false)
+	srv, token := newBenchServer(b, false)
 	body := rpcBody(b, "rpc-1", supervaizer.MethodSurfaceLoad, map[string]any{"surface_request": surfaceParams("job.start", nil)})
-	benchServe(b, srv, body, "Bearer "+validToken(b))
+	benchServe(b, srv, body, token)
 }

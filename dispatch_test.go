@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -35,17 +34,18 @@ const (
 	tokenNarrow                     // valid, but scopes only supervaizer/action.invoke and job.start
 )
 
-func (m tokenMode) header(tb testing.TB) string {
+// header returns the header value of m for a call to h.
+func (m tokenMode) header(tb testing.TB, h *harness) string {
 	switch m {
 	case tokenValid:
-		return "Bearer " + validToken(tb)
+		return "Bearer " + h.validToken()
 	case tokenUntrusted:
-		return "Bearer " + mintWorkspaceToken(tb, untrustedKey, nil)
+		return "Bearer " + mintToken(svtest.NewFakeStudio(tb), nil)
 	case tokenMalformed:
 		return "Bearer not-a-token"
 	case tokenNarrow:
-		return "Bearer " + mintWorkspaceToken(tb, trustedKey, func(c jwt.MapClaims) {
-			c["scopes"] = []any{supervaizer.MethodActionInvoke, "job.start"}
+		return "Bearer " + mintToken(h.studio, func(c *svtest.Claims) {
+			c.Scopes = []string{supervaizer.MethodActionInvoke, "job.start"}
 		})
 	}
 	return ""
@@ -165,7 +165,7 @@ func goldenRequest(tb testing.TB, name string) []byte {
 // serveGolden sends the golden request of name with the write key.
 func serveGolden(tb testing.TB, h *harness, name string) *httptest.ResponseRecorder {
 	tb.Helper()
-	return h.serve(rpcCall{body: goldenRequest(tb, name), key: testWriteKey, token: rpcGoldenCases[name].token.header(tb)})
+	return h.serve(rpcCall{body: goldenRequest(tb, name), key: testWriteKey, token: rpcGoldenCases[name].token.header(tb, h)})
 }
 
 func TestRPCGoldenFilesMatchTable(t *testing.T) {
@@ -337,19 +337,19 @@ func TestRPCAuthorizationCodes(t *testing.T) {
 	})
 	t.Run("agent not linked to Studio", func(t *testing.T) {
 		u := newHarness(t, withUnlinkedAgent())
-		resp := u.invoke(t, "Bearer "+validToken(t), actionParams("job.sync", nil))
+		resp := u.invoke(t, "Bearer "+u.validToken(), actionParams("job.sync", nil))
 		require.NotNil(t, resp.Error)
 		assert.JSONEq(t, `{"code":"workspace_authorization_agent_not_registered"}`, string(resp.Error.Data))
 		assert.Zero(t, u.calls.Load())
 	})
 	t.Run("token for another agent id", func(t *testing.T) {
-		tok := mintWorkspaceToken(t, trustedKey, func(c jwt.MapClaims) { c["agent_id"] = "studio-agent-7" })
+		tok := mintToken(h.studio, func(c *svtest.Claims) { c.AgentID = "studio-agent-7" })
 		resp := h.invoke(t, "Bearer "+tok, actionParams("job.sync", nil))
 		require.NotNil(t, resp.Error)
 		assert.JSONEq(t, `{"code":"workspace_authorization_wrong_agent"}`, string(resp.Error.Data))
 	})
 	t.Run("expired token", func(t *testing.T) {
-		tok := mintWorkspaceToken(t, trustedKey, func(c jwt.MapClaims) { c["exp"] = testTokenIAT + 600 })
+		tok := mintToken(h.studio, func(c *svtest.Claims) { c.ExpiresAt = time.Unix(testTokenIAT+600, 0) })
 		resp := h.invoke(t, "Bearer "+tok, actionParams("job.sync", nil))
 		require.NotNil(t, resp.Error)
 		assert.JSONEq(t, `{"code":"workspace_authorization_expired"}`, string(resp.Error.Data))
@@ -370,7 +370,7 @@ func TestVerifiedContextReachesHandler(t *testing.T) {
 	}
 
 	t.Run("action", func(t *testing.T) {
-		resp := h.invoke(t, "Bearer "+validToken(t), actionParams("job.sync", func(p map[string]any) { p["workspace_authorization"] = forged }))
+		resp := h.invoke(t, "Bearer "+h.validToken(), actionParams("job.sync", func(p map[string]any) { p["workspace_authorization"] = forged }))
 		require.Nil(t, resp.Error)
 		c := h.lastCall(t)
 		assert.Equal(t, want, c.action.WorkspaceAuthorization)
@@ -380,14 +380,14 @@ func TestVerifiedContextReachesHandler(t *testing.T) {
 	})
 	t.Run("surface", func(t *testing.T) {
 		body := rpcBody(t, 1, supervaizer.MethodSurfaceLoad, map[string]any{"surface_request": surfaceParams("job.start", func(p map[string]any) { p["workspace_authorization"] = forged })})
-		resp := decodeRPC(t, h.serve(rpcCall{body: body, key: testWriteKey, token: "Bearer " + validToken(t)}))
+		resp := decodeRPC(t, h.serve(rpcCall{body: body, key: testWriteKey, token: "Bearer " + h.validToken()}))
 		require.Nil(t, resp.Error)
 		c := h.lastCall(t)
 		assert.Equal(t, want, c.surface.WorkspaceAuthorization)
 		assert.Equal(t, want, c.ctxWS)
 	})
 	t.Run("the token is read with any Bearer casing", func(t *testing.T) {
-		resp := h.invoke(t, "bEaReR "+validToken(t), actionParams("job.sync", nil))
+		resp := h.invoke(t, "bEaReR "+h.validToken(), actionParams("job.sync", nil))
 		require.Nil(t, resp.Error)
 	})
 }
@@ -398,7 +398,7 @@ func TestVerifiedContextReachesHandler(t *testing.T) {
 func TestBootstrapCallsRunWithoutToken(t *testing.T) {
 	h := newHarness(t)
 	forged := map[string]any{"grant_id": "forged", "workspace_id": testWorkspaceID}
-	tokens := map[string]string{"no token": "", "valid token": "Bearer " + validToken(t), "untrusted token": "Bearer " + mintWorkspaceToken(t, untrustedKey, nil)}
+	tokens := map[string]string{"no token": "", "valid token": "Bearer " + h.validToken(), "untrusted token": "Bearer " + mintToken(svtest.NewFakeStudio(t), nil)}
 	for tokName, tok := range tokens {
 		for _, id := range []string{contracts.BootstrapOptionsAction, contracts.BootstrapCreateAction} {
 			t.Run(tokName+"/action "+id, func(t *testing.T) {
@@ -502,10 +502,11 @@ func TestLocalModeBypass(t *testing.T) {
 	})
 
 	// Any configured setting disables the bypass.
+	pem := svtest.NewFakeStudio(t).PublicKeyPEM()
 	settings := map[string]supervaizer.WorkspaceAuthSettings{
 		"issuer only":   {Issuer: testIssuer},
 		"audience only": {Audience: "supervaizer-server:" + testServerID},
-		"PEM only":      {PublicKeyPEM: trustedKeyPEM},
+		"PEM only":      {PublicKeyPEM: pem},
 		"JWKS URL only": {JWKSURL: "https://studio.example.com/jwks.json"},
 	}
 	for name, s := range settings {
@@ -520,7 +521,7 @@ func TestLocalModeBypass(t *testing.T) {
 	envs := map[string]string{
 		"SUPERVAIZER_WORKSPACE_AUTH_ISSUER":     testIssuer,
 		"SUPERVAIZER_WORKSPACE_AUTH_AUDIENCE":   "aud",
-		"SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY": trustedKeyPEM,
+		"SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY": pem,
 		"SUPERVAIZER_WORKSPACE_AUTH_JWKS_URL":   "https://studio.example.com/jwks.json",
 	}
 	for k, v := range envs {
@@ -538,11 +539,11 @@ func TestLocalModeBypass(t *testing.T) {
 		assert.Equal(t, contracts.LocalModeGrantID, h.lastCall(t).ctxWS.GrantID)
 	})
 	t.Run("enabled settings verify as usual", func(t *testing.T) {
-		h := local(t, supervaizer.WithWorkspaceAuth(testWorkspaceAuth()))
+		h := newHarness(t, withServerOptions(supervaizer.WithLocalMode(true))) // and its workspace auth
 		resp := h.invoke(t, "", actionParams("job.sync", nil))
 		require.NotNil(t, resp.Error)
 		assert.JSONEq(t, `{"code":"workspace_authorization_missing"}`, string(resp.Error.Data))
-		resp = h.invoke(t, "Bearer "+validToken(t), actionParams("job.sync", nil))
+		resp = h.invoke(t, "Bearer "+h.validToken(), actionParams("job.sync", nil))
 		require.Nil(t, resp.Error)
 		assert.Equal(t, "grant-01", h.lastCall(t).ctxWS.GrantID)
 	})
@@ -558,7 +559,7 @@ func TestLocalModeBypass(t *testing.T) {
 // no handler ran.
 func TestNoHandlerRunsOnFailure(t *testing.T) {
 	h := newHarness(t, withServerOptions(supervaizer.WithMaxBodyBytes(4096)))
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	ok := rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.sync", nil))
 	calls := []struct {
 		name string
@@ -599,7 +600,7 @@ func TestHandlerContextCancelledWhenClientGoesAway(t *testing.T) {
 		bytes.NewReader(rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.slow", nil))))
 	require.NoError(t, err)
 	req.Header.Set(supervaizer.HeaderAPIKey, testWriteKey)
-	req.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+validToken(t))
+	req.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+h.validToken())
 	errc := make(chan error, 1)
 	go func() {
 		resp, err := client.Do(req)
@@ -627,7 +628,7 @@ func TestHandlerContextCancelledWhenClientGoesAway(t *testing.T) {
 func TestConcurrentInvocations(t *testing.T) {
 	const n = 200
 	h := newHarness(t, withServerOptions(supervaizer.WithSSEQueueSize(2*n)))
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	var wg sync.WaitGroup
 	errs := make(chan string, n)
 	for i := range n {
@@ -799,7 +800,7 @@ func newMultiAgentServer(tb testing.TB) *supervaizer.Server {
 func TestSurfaceResultVersions(t *testing.T) {
 	h := newHarness(t)
 	body := rpcBody(t, 1, supervaizer.MethodSurfaceLoad, surfaceParams("job.start", nil))
-	resp := decodeRPC(t, h.serve(rpcCall{body: body, key: testWriteKey, token: "Bearer " + validToken(t)}))
+	resp := decodeRPC(t, h.serve(rpcCall{body: body, key: testWriteKey, token: "Bearer " + h.validToken()}))
 	require.Nil(t, resp.Error)
 	assert.JSONEq(t, `{"surface":"job.start","a2ui_version":"v0.8","a2ui_catalog_version":"research-catalog/1",
 		"document":{"type":"Form","fields":[],"submit":{"action":"job.start","label":"Start"}}}`, string(resp.Result))

@@ -93,7 +93,7 @@ func FuzzServeA2A(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	h := newHarness(f, withServerOptions(supervaizer.WithMaxBodyBytes(fuzzMaxBody)))
-	tok := "Bearer " + validToken(f)
+	tok := "Bearer " + h.validToken()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		w := h.serve(rpcCall{body: body, key: testWriteKey, token: tok})
 		switch w.Code {
@@ -131,7 +131,7 @@ func FuzzRequestModel(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	h := newHarness(f, withServerOptions(supervaizer.WithMaxBodyBytes(fuzzMaxBody)))
-	tok := "Bearer " + validToken(f)
+	tok := "Bearer " + h.validToken()
 	f.Fuzz(func(t *testing.T, params []byte, surface bool) {
 		method := supervaizer.MethodActionInvoke
 		if surface {

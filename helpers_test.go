@@ -4,10 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -21,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/sdkhook"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // Identities shared by every test server and token. The values are those of
@@ -43,28 +40,12 @@ const (
 	testWorkspaceSlug = "acme"
 	testWriteKey      = "test-write-key"
 	testReadKey       = "test-read-key"
-	testKID           = "grant-key-2026-10"
 
 	// Tokens are issued in the past and expire in 2100, so that goldens stay
 	// stable whatever the wall clock says (the server uses the real clock).
 	testTokenIAT = 1791700000 // 2026-10-11
 	testTokenEXP = 4102444800 // 2100-01-01
 )
-
-// Deterministic Ed25519 keys: the one the servers trust and an untrusted one.
-var (
-	trustedKey   = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))
-	untrustedKey = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize))
-)
-
-// trustedKeyPEM is the PEM (SubjectPublicKeyInfo) of trustedKey's public key.
-var trustedKeyPEM = func() string {
-	der, err := x509.MarshalPKIXPublicKey(trustedKey.Public())
-	if err != nil {
-		panic(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-}()
 
 // testActionIDs are the actions the test agent declares (besides the derived
 // workspace_binding.options and workspace_binding.create).
@@ -129,49 +110,38 @@ func allTestScopes() []string {
 
 // testClaims returns the claims of a token valid for every call of the test
 // agent in workspace ws-1.
-func testClaims() jwt.MapClaims {
-	scopes := make([]any, 0, 24)
-	for _, s := range allTestScopes() {
-		scopes = append(scopes, s)
-	}
-	return jwt.MapClaims{
-		"iss":                 testIssuer,
-		"aud":                 "supervaizer-server:" + testServerID,
-		"sub":                 "workspace-agent-grant:grant-01",
-		"grant_id":            "grant-01",
-		"workspace_id":        testWorkspaceID,
-		"workspace_slug":      testWorkspaceSlug,
-		"agent_id":            testStudioAgentID,
-		"agent_slug":          testAgentSlug,
-		"server_id":           testServerID,
-		"scopes":              scopes,
-		"agent_workspace_ref": "acme-prod",
-		"iat":                 testTokenIAT,
-		"exp":                 testTokenEXP,
-		"jti":                 "tok-9c1e",
+func testClaims() svtest.Claims {
+	return svtest.Claims{
+		Issuer:            testIssuer,
+		Audience:          []string{"supervaizer-server:" + testServerID},
+		Subject:           "workspace-agent-grant:grant-01",
+		GrantID:           "grant-01",
+		WorkspaceID:       testWorkspaceID,
+		WorkspaceSlug:     testWorkspaceSlug,
+		AgentID:           testStudioAgentID,
+		AgentSlug:         testAgentSlug,
+		ServerID:          testServerID,
+		Scopes:            allTestScopes(),
+		AgentWorkspaceRef: "acme-prod",
+		IssuedAt:          time.Unix(testTokenIAT, 0),
+		ExpiresAt:         time.Unix(testTokenEXP, 0),
+		JTI:               "tok-9c1e",
 	}
 }
 
-// mintWorkspaceToken signs testClaims, changed by mod when not nil, with key.
-func mintWorkspaceToken(tb testing.TB, key ed25519.PrivateKey, mod func(jwt.MapClaims)) string {
-	tb.Helper()
-	claims := testClaims()
+// mintToken has studio sign testClaims, changed by mod when not nil.
+func mintToken(studio *svtest.FakeStudio, mod func(*svtest.Claims)) string {
+	c := testClaims()
 	if mod != nil {
-		mod(claims)
+		mod(&c)
 	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
-	tok.Header["kid"] = testKID
-	s, err := tok.SignedString(key)
-	require.NoError(tb, err)
-	return s
+	return studio.Mint(c)
 }
 
-// validToken is a token the test servers accept for every test call.
-func validToken(tb testing.TB) string { return mintWorkspaceToken(tb, trustedKey, nil) }
-
-// testWorkspaceAuth trusts trustedKey.
-func testWorkspaceAuth() supervaizer.WorkspaceAuthSettings {
-	return supervaizer.WorkspaceAuthSettings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: trustedKeyPEM}
+// testWorkspaceAuth trusts the tokens studio mints with testClaims' issuer;
+// the audience is the server's own (supervaizer-server:<server id>).
+func testWorkspaceAuth(studio *svtest.FakeStudio) supervaizer.WorkspaceAuthSettings {
+	return supervaizer.WorkspaceAuthSettings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: studio.PublicKeyPEM()}
 }
 
 // emptyEnv isolates a server from the process environment.
@@ -225,9 +195,10 @@ type seenCall struct {
 // declared id except job.unhandled and surface.unhandled, a count of handler
 // calls and a record of what each call received.
 type harness struct {
-	srv   *supervaizer.Server
-	agent *supervaizer.Agent
-	calls atomic.Int64
+	srv    *supervaizer.Server
+	agent  *supervaizer.Agent
+	studio *svtest.FakeStudio // mints the workspace tokens the server trusts
+	calls  atomic.Int64
 
 	// release gates job.slow; closed (no wait) unless withSlowGate was used.
 	release chan struct{}
@@ -262,8 +233,8 @@ func withSlowGate() harnessOption { return func(c *harnessConfig) { c.slowGate =
 func withoutWorkspaceAuth() harnessOption { return func(c *harnessConfig) { c.noAuth = true } }
 
 // newHarness builds the test controller: server id studio-server-1, a write
-// and a read API key, workspace tokens signed by trustedKey, the agent linked
-// to studio-agent-42, the environment ignored.
+// and a read API key, workspace tokens minted by a fake Studio (h.studio), the
+// agent linked to studio-agent-42, the environment ignored.
 func newHarness(tb testing.TB, hopts ...harnessOption) *harness {
 	tb.Helper()
 	var cfg harnessConfig
@@ -272,6 +243,7 @@ func newHarness(tb testing.TB, hopts ...harnessOption) *harness {
 	}
 	h := &harness{
 		agent:       newTestAgent(tb, testAgentName),
+		studio:      svtest.NewFakeStudio(tb),
 		release:     make(chan struct{}),
 		slowStarted: make(chan struct{}, 16),
 		slowDone:    make(chan error, 16),
@@ -280,7 +252,7 @@ func newHarness(tb testing.TB, hopts ...harnessOption) *harness {
 		close(h.release)
 	}
 	if !cfg.unlinked {
-		require.NoError(tb, sdkhook.LinkStudioAgent(h.agent, testStudioAgentID))
+		h.studio.Link(h.agent, testStudioAgentID)
 	}
 	opts := []supervaizer.Option{
 		supervaizer.WithEnv(emptyEnv),
@@ -289,7 +261,7 @@ func newHarness(tb testing.TB, hopts ...harnessOption) *harness {
 		supervaizer.WithAPIKey(testReadKey, supervaizer.ScopeRead),
 	}
 	if !cfg.noAuth {
-		opts = append(opts, supervaizer.WithWorkspaceAuth(testWorkspaceAuth()))
+		opts = append(opts, supervaizer.WithWorkspaceAuth(testWorkspaceAuth(h.studio)))
 	}
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{h.agent}, append(opts, cfg.opts...)...)
 	require.NoError(tb, err)
@@ -297,6 +269,9 @@ func newHarness(tb testing.TB, hopts ...harnessOption) *harness {
 	h.registerHandlers(h.agent)
 	return h
 }
+
+// validToken is a token h's server accepts for every test call.
+func (h *harness) validToken() string { return mintToken(h.studio, nil) }
 
 // jobStartInput is the typed input of job.start.
 type jobStartInput struct {

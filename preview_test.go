@@ -139,7 +139,7 @@ func TestPreviewNotServed(t *testing.T) {
 		name string
 		opts []sv.Option
 	}{
-		{"outside local mode", []sv.Option{sv.WithWorkspaceAuth(testWorkspaceAuth())}},
+		{"outside local mode", []sv.Option{sv.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))}},
 		{"local mode, turned off", []sv.Option{sv.WithLocalMode(true), sv.WithPreview(false)}},
 	}
 	for _, tt := range tests {
@@ -182,7 +182,7 @@ func TestPreviewAnswersOnlyLoopbackHosts(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a non-loopback Host is refused")
 
-	explicit := previewServer(t, previewAgent(t, &calls, nil), sv.WithPreview(true), sv.WithWorkspaceAuth(testWorkspaceAuth()))
+	explicit := previewServer(t, previewAgent(t, &calls, nil), sv.WithPreview(true), sv.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t))))
 	req, err = http.NewRequest(http.MethodGet, explicit.URL+"/_preview/", nil)
 	require.NoError(t, err)
 	req.Host = "controller.internal"

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // securityHeaders are the baseline headers of the protocol.
@@ -29,7 +30,7 @@ var securityHeaders = map[string]string{
 func TestBodySizeLimit(t *testing.T) {
 	const limit = 1024
 	h := newHarness(t, withServerOptions(supervaizer.WithMaxBodyBytes(limit)))
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	valid := rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.sync", nil))
 	require.Less(t, len(valid), limit)
 	exact := append(bytes.Clone(valid), bytes.Repeat([]byte(" "), limit-len(valid))...)
@@ -102,7 +103,7 @@ func TestBodySizeLimit(t *testing.T) {
 // TestContentType checks the protocol: JSON or +json, or none at all.
 func TestContentType(t *testing.T) {
 	h := newHarness(t)
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	body := rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.sync", nil))
 	for ct, want := range map[string]int{
 		"":                                  http.StatusOK,
@@ -130,7 +131,7 @@ func TestContentType(t *testing.T) {
 func TestSecurityHeaders(t *testing.T) {
 	h := newHarness(t, withServerOptions(supervaizer.WithMaxBodyBytes(64)))
 	ts, client := newHTTPServer(t, h.srv)
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	requests := []struct {
 		name, method, path, key string
 		body                    string
@@ -182,7 +183,7 @@ func TestSecurityHeaders(t *testing.T) {
 			assert.Equal(t, v, s.resp.Header.Get(k), k)
 		}
 		assert.Equal(t, "supervaizer.connected", s.next(t).Name)
-		require.Nil(t, h.invoke(t, tok, actionParams("job.empty", nil)).Error)
+		require.Nil(t, h.invoke(t, "Bearer "+h.validToken(), actionParams("job.empty", nil)).Error)
 		assert.Equal(t, supervaizer.EventEffect, s.nextEffect(t).Name)
 	})
 	t.Run("can be turned off", func(t *testing.T) {
@@ -259,7 +260,7 @@ func TestServerIdentity(t *testing.T) {
 	})
 	t.Run("tokens are bound to it", func(t *testing.T) {
 		h := newHarness(t, withServerOptions(supervaizer.WithServerID("studio-server-2")))
-		resp := h.invoke(t, "Bearer "+validToken(t), actionParams("job.sync", nil))
+		resp := h.invoke(t, "Bearer "+h.validToken(), actionParams("job.sync", nil))
 		require.NotNil(t, resp.Error)
 		assert.JSONEq(t, `{"code":"workspace_authorization_wrong_audience"}`, string(resp.Error.Data))
 	})
@@ -280,7 +281,7 @@ func TestNewServerErrors(t *testing.T) {
 		{"unknown primary", []*supervaizer.Agent{a}, []supervaizer.Option{supervaizer.WithPrimaryAgent("nobody")}, `"nobody"`},
 		{"bad body limit", []*supervaizer.Agent{a}, []supervaizer.Option{supervaizer.WithMaxBodyBytes(0)}, "WithMaxBodyBytes"},
 		{"bad public URL", []*supervaizer.Agent{a}, []supervaizer.Option{supervaizer.WithPublicURL("ftp://x")}, "public URL"},
-		{"auth without issuer", []*supervaizer.Agent{a}, []supervaizer.Option{supervaizer.WithWorkspaceAuth(supervaizer.WorkspaceAuthSettings{Enabled: true, PublicKeyPEM: trustedKeyPEM})}, "ISSUER"},
+		{"auth without issuer", []*supervaizer.Agent{a}, []supervaizer.Option{supervaizer.WithWorkspaceAuth(supervaizer.WorkspaceAuthSettings{Enabled: true, PublicKeyPEM: svtest.NewFakeStudio(t).PublicKeyPEM()})}, "ISSUER"},
 		{"auth with a bad key", []*supervaizer.Agent{a}, []supervaizer.Option{supervaizer.WithWorkspaceAuth(supervaizer.WorkspaceAuthSettings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: "nope"})}, "PUBLIC_KEY"},
 	}
 	for _, tt := range tests {

@@ -35,7 +35,7 @@ func TestSSEEffectEvents(t *testing.T) {
 	assert.Equal(t, "supervaizer.connected", first.Name)
 	assert.JSONEq(t, `{"status":"connected"}`, first.Data)
 
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	calls := []struct {
 		action string
 		ok     bool
@@ -95,7 +95,7 @@ func TestSSEEffectEvents(t *testing.T) {
 // show exactly the successful actions, then the marker.
 func TestSSENothingPublishedOnFailure(t *testing.T) {
 	h := newHarness(t, withServerOptions(supervaizer.WithMaxBodyBytes(64<<10)))
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	var wantActions []string
 	for _, name := range sortedGoldenNames() {
 		tc := rpcGoldenCases[name]
@@ -150,7 +150,7 @@ func TestSSETwoSubscribers(t *testing.T) {
 	for _, s := range []*sseClient{a, b} {
 		require.Equal(t, "supervaizer.connected", s.next(t).Name)
 	}
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	for i := range 3 {
 		require.Nil(t, h.invoke(t, tok, actionParams("job.empty", func(p map[string]any) { p["request_id"] = strconv.Itoa(i) })).Error)
 	}
@@ -189,7 +189,7 @@ func TestSSEBlockedSubscriberDoesNotDelayActions(t *testing.T) {
 	// 120 events of 64 KiB (7.5 MiB): more than a queue of 10 events plus the
 	// socket buffers (at most 4 MiB for sending here) hold.
 	const n, size = 120, 64 << 10
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	// An action whose publish waited for the blocked client would never be
 	// answered: the test would not get past this loop (how long a Publish
 	// takes with a stuck stream is internal/sse's TestLimitStuckClientPublishLatency).
@@ -237,7 +237,7 @@ func TestSSEBlockedSubscriberDoesNotDelayActions(t *testing.T) {
 func TestSSEReplayAfterReconnect(t *testing.T) {
 	h := newHarness(t)
 	ts, client := newHTTPServer(t, h.srv)
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	publish := func(id string) {
 		require.Nil(t, h.invoke(t, tok, actionParams("job.empty", func(p map[string]any) { p["request_id"] = id })).Error)
 	}
@@ -302,7 +302,7 @@ func TestShutdown(t *testing.T) {
 	s := openEvents(t, client, ts.URL, testReadKey, nil)
 	require.Equal(t, "supervaizer.connected", s.next(t).Name)
 
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	slow := rpcCall{body: rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.slow", nil)), key: testWriteKey, token: tok}
 	inflight := make(chan *httptest.ResponseRecorder, 1)
 	go func() { inflight <- h.serve(slow) }()
@@ -344,6 +344,8 @@ func TestShutdown(t *testing.T) {
 
 	t.Run("expired context", func(t *testing.T) {
 		h := newHarness(t, withSlowGate())
+		slow := slow
+		slow.token = "Bearer " + h.validToken()
 		go h.serve(slow)
 		<-h.slowStarted
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -360,7 +362,7 @@ func TestShutdown(t *testing.T) {
 func TestShutdownWhileCallsArrive(t *testing.T) {
 	for range 20 {
 		h := newHarness(t)
-		call := rpcCall{body: rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.empty", nil)), key: testWriteKey, token: "Bearer " + validToken(t)}
+		call := rpcCall{body: rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.empty", nil)), key: testWriteKey, token: "Bearer " + h.validToken()}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for range 8 {
@@ -388,7 +390,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	t.Run("work", func(t *testing.T) {
 		h := newHarness(t)
 		ts, client := newHTTPServer(t, h.srv)
-		tok := "Bearer " + validToken(t)
+		tok := "Bearer " + h.validToken()
 		streams := []*sseClient{
 			openEvents(t, client, ts.URL, testReadKey, nil),
 			openEvents(t, client, ts.URL, testWriteKey, nil),
@@ -440,7 +442,7 @@ func TestSSEWireFormat(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"event: supervaizer.connected", `data: {"status":"connected"}`}, readFrame())
-	require.Nil(t, h.invoke(t, "Bearer "+validToken(t), actionParams("job.empty", func(p map[string]any) { p["request_id"] = "r-7" })).Error)
+	require.Nil(t, h.invoke(t, "Bearer "+h.validToken(), actionParams("job.empty", func(p map[string]any) { p["request_id"] = "r-7" })).Error)
 	frame := readFrame()
 	require.Len(t, frame, 3)
 	assert.Regexp(t, `^id: [1-9][0-9]*$`, frame[0])
@@ -453,7 +455,7 @@ func TestSSEWireFormat(t *testing.T) {
 func TestSSEReplayBounds(t *testing.T) {
 	h := newHarness(t, withServerOptions(supervaizer.WithSSEReplay(2, 1<<20)))
 	ts, client := newHTTPServer(t, h.srv)
-	tok := "Bearer " + validToken(t)
+	tok := "Bearer " + h.validToken()
 	for _, id := range []string{"a", "b", "c"} {
 		require.Nil(t, h.invoke(t, tok, actionParams("job.empty", func(p map[string]any) { p["request_id"] = id })).Error)
 	}

@@ -46,14 +46,14 @@ func TestStartupExplainsItself(t *testing.T) {
 	}, {
 		name:    "local mode with verified tokens does not claim a bypass",
 		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
-		opts:    []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth())},
+		opts:    []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
 		mode:    supervaizer.ModeLocal,
 		want:    []string{`mode=local`, `workspace tokens are verified`, `issuer=` + testIssuer, `key_source=SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY`},
 		wantNot: []string{"not verified", "bypass", "BYPASS"},
 	}, {
 		name: "standalone is not called attached",
 		env:  map[string]string{"SUPERVAIZER_API_KEY": envKey},
-		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth())},
+		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
 		mode: supervaizer.ModeStandalone,
 		want: []string{`mode=standalone`, `api_key_fingerprint=` + studio.KeyFingerprint(envKey), `source=SUPERVAIZER_API_KEY`,
 			`not configured: no public URL`, `fix="set SUPERVAIZER_PUBLIC_URL"`,
@@ -61,12 +61,12 @@ func TestStartupExplainsItself(t *testing.T) {
 		wantNot: []string{envKey, "attached to Studio\"", "not verified", "local preview"},
 	}, {
 		name: "a generated key is never printed and the fix is named",
-		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth())},
+		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
 		mode: supervaizer.ModeStandalone,
 		want: []string{`source=generated`, `fix="set SUPERVAIZER_API_KEY"`},
 	}, {
 		name: "an option key is reported as such",
-		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth()), supervaizer.WithAPIKey(envKey, supervaizer.ScopeWrite)},
+		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t))), supervaizer.WithAPIKey(envKey, supervaizer.ScopeWrite)},
 		mode: supervaizer.ModeStandalone,
 		want: []string{`source=WithAPIKey`}, wantNot: []string{envKey},
 	}, {
