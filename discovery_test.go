@@ -13,6 +13,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/internal/cardcheck"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // assertValidAgentCard checks a card with every validator of cardcheck: the
@@ -38,14 +39,23 @@ func httpGet(tb testing.TB, client *http.Client, url string) (int, http.Header, 
 	return resp.StatusCode, resp.Header, body
 }
 
-func TestAgentCardsOverHTTP(t *testing.T) {
-	h := newHarness(t)
-	ts, client := newHTTPServer(t, h.srv)
+// newCardServer serves the test agent through svtest, over HTTP.
+func newCardServer(t *testing.T, opts ...supervaizer.Option) (agent *supervaizer.Agent, base string, client *http.Client) {
+	t.Helper()
+	agent = newTestAgent(t, testAgentName)
+	ts := svtest.NewTestServer(t, []*supervaizer.Agent{agent}, opts...)
+	client = &http.Client{}
+	t.Cleanup(client.CloseIdleConnections)
+	return agent, ts.URL(), client
+}
 
-	status, header, body := httpGet(t, client, ts.URL+"/.well-known/agents.json")
+func TestAgentCardsOverHTTP(t *testing.T) {
+	agent, base, client := newCardServer(t)
+
+	status, header, body := httpGet(t, client, base+"/.well-known/agents.json")
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "application/json", header.Get("Content-Type"))
-	versioned := ts.URL + "/.well-known/agents/v1.0.0/research-agent_agent.json"
+	versioned := base + "/.well-known/agents/v1.0.0/research-agent_agent.json"
 	assert.JSONEq(t, `{"schema_version":"a2a_2023_v1","agents":[{"name":"Research Agent",
 		"description":"Turns a question into a sourced brief.","developer":"Supervaize","version":"1.0.0",
 		"agent_card_url":"`+versioned+`"}]}`, string(body))
@@ -72,21 +82,21 @@ func TestAgentCardsOverHTTP(t *testing.T) {
 	require.NoError(t, json.Unmarshal(card, &c))
 	assert.Equal(t, testAgentName, c.Name)
 	assert.Equal(t, testAgentVersion, c.Version)
-	assert.Equal(t, ts.URL+"/a2a", c.URL)
+	assert.Equal(t, base+"/a2a", c.URL)
 	assert.Equal(t, "JSONRPC", c.PreferredTransport)
 	assert.Equal(t, "0.3.0", c.ProtocolVersion, "not the registration's versions.a2a_version")
 	v10, v03, err := cardcheck.DecodeSupervaizerCard(card)
 	require.NoError(t, err)
-	assert.Equal(t, []cardcheck.AgentInterfaceV10{{URL: ts.URL + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}}, v10.SupportedInterfaces)
+	assert.Equal(t, []cardcheck.AgentInterfaceV10{{URL: base + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}}, v10.SupportedInterfaces)
 	assert.Equal(t, "X-API-Key", v03.SecuritySchemes["apiKey"].Name)
 	assert.Equal(t, []map[string][]string{{"apiKey": {}}}, v03.Security)
-	assert.JSONEq(t, string(h.agent.RegistrationJSON()), string(c.Supervaizer.V2), "supervaizer.v2 is the registration")
+	assert.JSONEq(t, string(agent.RegistrationJSON()), string(c.Supervaizer.V2), "supervaizer.v2 is the registration")
 	var skills []string
 	for _, s := range c.Skills {
 		skills = append(skills, s.ID)
 	}
 	var declared []string
-	for _, a := range h.agent.Registration().Capabilities.Actions {
+	for _, a := range agent.Registration().Capabilities.Actions {
 		declared = append(declared, a.ID)
 	}
 	assert.ElementsMatch(t, declared, skills, "one skill per declared action")
@@ -96,7 +106,7 @@ func TestAgentCardsOverHTTP(t *testing.T) {
 		"/.well-known/agent-card.json",
 		"/.well-known/agent.json",
 	} {
-		status, _, same := httpGet(t, client, ts.URL+path)
+		status, _, same := httpGet(t, client, base+path)
 		assert.Equal(t, http.StatusOK, status, path)
 		assert.Equal(t, string(card), string(same), "%s serves the same card", path)
 	}
@@ -113,21 +123,22 @@ func TestAgentCardsOverHTTP(t *testing.T) {
 		"/.well-known/agents/",
 		"/.well-known/agents/_agent.json",
 	} {
-		status, _, body := httpGet(t, client, ts.URL+path)
+		status, _, body := httpGet(t, client, base+path)
 		assert.Equal(t, http.StatusNotFound, status, path)
 		assert.JSONEq(t, `{"detail":"Not Found"}`, string(body), path)
 	}
 }
 
 func TestAgentCardsUsePublicURL(t *testing.T) {
-	h := newHarness(t, withServerOptions(supervaizer.WithPublicURL("https://research.example.com/")))
+	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newTestAgent(t, testAgentName)},
+		supervaizer.WithPublicURL("https://research.example.com/"))
 	w := httptest.NewRecorder()
-	h.srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://internal:8080/.well-known/agents.json", nil))
+	ts.Server.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://internal:8080/.well-known/agents.json", nil))
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), `"agent_card_url":"https://research.example.com/.well-known/agents/v1.0.0/research-agent_agent.json"`)
 
 	w = httptest.NewRecorder()
-	h.srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://internal:8080/.well-known/agent-card.json", nil))
+	ts.Server.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://internal:8080/.well-known/agent-card.json", nil))
 	require.Equal(t, http.StatusOK, w.Code)
 	var c struct {
 		URL                 string `json:"url"`
@@ -171,9 +182,9 @@ func TestAgentCardsSeveralAgents(t *testing.T) {
 }
 
 func TestHealthDocument(t *testing.T) {
-	h := newHarness(t)
-	unlinked := newTestAgent(t, "Billing Agent")
-	srv, err := supervaizer.NewServer([]*supervaizer.Agent{h.agent, unlinked}, supervaizer.WithEnv(emptyEnv), supervaizer.WithServerID(testServerID))
+	linked, unlinked := newTestAgent(t, testAgentName), newTestAgent(t, "Billing Agent")
+	svtest.NewFakeStudio(t).Link(linked, testStudioAgentID)
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{linked, unlinked}, supervaizer.WithEnv(emptyEnv), supervaizer.WithServerID(testServerID))
 	require.NoError(t, err)
 
 	before := time.Now().UTC().Truncate(time.Microsecond)

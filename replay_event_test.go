@@ -1,7 +1,7 @@
 package supervaizer_test
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -10,34 +10,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // TestReplayedStartRepublishesEffects pins the rule docs/protocol.md states:
 // a replayed job.start is a successful call, so it publishes its effects
 // again, identical to the original's, under the retry's request_id.
 func TestReplayedStartRepublishesEffects(t *testing.T) {
-	sa := newServeAgent(t)
-	base, stop := sa.serve(t)
+	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newTestAgent(t, testAgentName)})
+	ts.Server.HandleAction("job.start", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		return supervaizer.OK(supervaizer.JobStarted(req.JobID, nil)), nil
+	})
 	client := &http.Client{}
-	events := openEvents(t, client, base, supervaizer.LocalModeAPIKey, nil)
+	t.Cleanup(client.CloseIdleConnections)
+	events := openEvents(t, client, ts.URL(), ts.APIKey, nil)
 	require.Equal(t, "supervaizer.connected", events.next(t).Name)
 
-	call := func(requestID string) {
-		params := map[string]any{"action_request": map[string]any{
-			"request_id": requestID, "actor": map[string]any{"user_id": "you"}, "workspace": map[string]any{"id": "ws-local"},
-			"mission_id": "m-1", "agent_slug": "serve-agent", "surface": "job.start", "action": "job.start",
-			"job_id": "job-1", "idempotency_key": "setup-1", "input": map[string]any{},
-		}}
-		req, err := http.NewRequest(http.MethodPost, base+"/a2a", bytes.NewReader(rpcBody(t, 1, supervaizer.MethodActionInvoke, params)))
-		require.NoError(t, err)
-		req.Header.Set(supervaizer.HeaderAPIKey, supervaizer.LocalModeAPIKey)
-		resp, err := client.Do(req)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		_ = resp.Body.Close()
+	req := ts.Request("job.start", map[string]any{})
+	req.JobID, req.IdempotencyKey = "job-1", "setup-1"
+	for _, id := range []string{"req-original", "req-retry"} {
+		req.RequestID = id
+		_, err := ts.Invoke(t.Context(), req)
+		require.NoError(t, err, id)
 	}
-	call("req-original")
-	call("req-retry")
 
 	var first, replay effectData
 	e1, e2 := events.nextEffect(t), events.nextEffect(t)
@@ -47,5 +42,4 @@ func TestReplayedStartRepublishesEffects(t *testing.T) {
 	assert.Equal(t, "req-retry", replay.RequestID, "the event carries the retry's request_id")
 	assert.Equal(t, first.Effects, replay.Effects, "the replay publishes the original effects")
 	assert.Equal(t, "job-1", replay.Effects[0]["job_id"], "consumers can deduplicate by the effect's job_id")
-	require.NoError(t, stop())
 }
