@@ -23,6 +23,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/sdkhook"
+	"github.com/supervaize/supervaizer-go/internal/ssetest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -523,11 +524,7 @@ func surfaceParams(surface string, mod func(map[string]any)) map[string]any {
 }
 
 // sseEvent is one Server-Sent Event as a client sees it.
-type sseEvent struct {
-	ID   string
-	Name string
-	Data string
-}
+type sseEvent = ssetest.Event
 
 // sseClient reads an event stream in the background.
 type sseClient struct {
@@ -568,46 +565,11 @@ func (c *sseClient) read() {
 	defer close(c.events)
 	r := bufio.NewReader(c.resp.Body)
 	for {
-		ev, err := readSSEEvent(r)
+		ev, err := ssetest.Read(r)
 		if err != nil {
 			return
 		}
 		c.events <- ev
-	}
-}
-
-// readSSEEvent reads the next event the way an EventSource does: LF or CRLF
-// line ends, comment lines ignored, data lines joined with LF.
-func readSSEEvent(r *bufio.Reader) (sseEvent, error) {
-	var ev sseEvent
-	var data []string
-	seen := false
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return sseEvent{}, err
-		}
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		switch {
-		case line == "":
-			if seen {
-				ev.Data = strings.Join(data, "\n")
-				return ev, nil
-			}
-		case strings.HasPrefix(line, ":"):
-		default:
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "id":
-				ev.ID = value
-			case "event":
-				ev.Name = value
-			case "data":
-				data = append(data, value)
-			}
-			seen = true
-		}
 	}
 }
 

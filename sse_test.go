@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/ssetest"
 )
 
 // TestSSEEffectEvents checks the protocol through the server: connected
@@ -225,7 +226,7 @@ func TestSSEBlockedSubscriberDoesNotDelayActions(t *testing.T) {
 	readUntilLast(func() sseEvent { return reader.next(t) })
 	br := bufio.NewReader(blocked.Body)
 	received := readUntilLast(func() sseEvent {
-		ev, err := readSSEEvent(br)
+		ev, err := ssetest.Read(br)
 		require.NoError(t, err)
 		return ev
 	})

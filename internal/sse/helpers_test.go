@@ -9,57 +9,19 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/supervaize/supervaizer-go/internal/ssetest"
 )
 
 // sseEvent is one event as a client sees it.
-type sseEvent struct {
-	ID   string // "" when the event has no id line
-	Name string
-	Data string
-}
+type sseEvent = ssetest.Event
 
-// readEvent reads the next event the way an EventSource does: LF or CRLF line ends,
-// comment lines ignored, data lines joined with LF.
-func readEvent(r *bufio.Reader) (sseEvent, error) {
-	var (
-		ev   sseEvent
-		data []string
-		seen bool
-	)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return sseEvent{}, err
-		}
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		switch {
-		case line == "":
-			if seen {
-				ev.Data = strings.Join(data, "\n")
-				return ev, nil
-			}
-		case strings.HasPrefix(line, ":"):
-		default:
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "id":
-				ev.ID = value
-			case "event":
-				ev.Name = value
-			case "data":
-				data = append(data, value)
-			}
-			seen = true
-		}
-	}
-}
+// readEvent reads the next event the way an EventSource does.
+func readEvent(r *bufio.Reader) (sseEvent, error) { return ssetest.Read(r) }
 
 // newTestServer serves b over a real HTTP server. Cleanup shuts b down before closing
 // the server, which waits for its handlers. Unless opts names an id source, ids count
