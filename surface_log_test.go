@@ -1,11 +1,8 @@
 package supervaizer_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -14,6 +11,8 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/internal/proctest"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // TestInvalidDocumentLogsTheRule: a surface handler returning an invalid
@@ -24,24 +23,19 @@ func TestInvalidDocumentLogsTheRule(t *testing.T) {
 		Surfaces: sv.Surfaces("mission.agent.surface.contact_import")})
 	a, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1", Registration: reg})
 	require.NoError(t, err)
-	var logs bytes.Buffer
-	srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true),
-		sv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	require.NoError(t, err)
-	srv.HandleSurface("mission.agent.surface.contact_import", func(ctx context.Context, req *sv.SurfaceRequest) (*sv.SurfaceResult, error) {
+	var logs proctest.Buffer
+	ts := svtest.NewTestServer(t, []*sv.Agent{a}, sv.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	ts.Server.HandleSurface("mission.agent.surface.contact_import", func(ctx context.Context, req *sv.SurfaceRequest) (*sv.SurfaceResult, error) {
 		doc := a2ui.ResourceImport{ID: "imp", Title: "Import", Resource: "contacts",
 			Submit: a2ui.Submit{Action: "resource.contacts.import"}} // csv accepted by default, but no columns
 		return sv.NewSurfaceResult(ctx, req.Surface, doc)
 	})
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": sv.MethodSurfaceLoad, "params": map[string]any{
-		"request_id": "r", "actor": map[string]any{"user_id": "u"}, "workspace": map[string]any{"id": "w"},
-		"mission_id": "m", "agent_slug": "research-agent", "surface": "mission.agent.surface.contact_import"}})
-	r := httptest.NewRequest("POST", "/a2a", bytes.NewReader(body))
-	r.Header.Set(sv.HeaderAPIKey, sv.LocalModeAPIKey)
-	w := httptest.NewRecorder()
-	srv.ServeHTTP(w, r)
-	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Surface handler failed",
-		"data":{"agent_slug":"research-agent","surface":"mission.agent.surface.contact_import"}}}`, w.Body.String())
+	_, err = ts.LoadSurface(t.Context(), ts.SurfaceRequest("mission.agent.surface.contact_import"))
+	var rpcErr *sv.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.Equal(t, sv.CodeInternalError, sv.CodeOf(err))
+	assert.Equal(t, "Surface handler failed", rpcErr.Error(), "no detail leaked")
+	assert.Equal(t, map[string]any{"agent_slug": "research-agent", "surface": "mission.agent.surface.contact_import"}, rpcErr.Data())
 	line := ""
 	for _, l := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(l, "surface handler failed") {
