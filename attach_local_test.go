@@ -2,31 +2,23 @@ package supervaizer_test
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // TestLocalModeNeverCallsStudio: in local mode the Studio account variables
 // are ignored: startup, an action and a surface load send nothing to Studio.
 func TestLocalModeNeverCallsStudio(t *testing.T) {
-	var calls atomic.Int64
-	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		calls.Add(1)
-		w.WriteHeader(http.StatusTeapot)
-	}))
-	t.Cleanup(fake.Close)
-	env := map[string]string{
-		"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZE_API_URL": fake.URL, "SUPERVAIZE_API_KEY": "account-key",
-		"SUPERVAIZE_WORKSPACE_ID": "ws-1", "SUPERVAIZER_PUBLIC_URL": "http://127.0.0.1:1",
-	}
+	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
+	env := api.Env()
+	env["SUPERVAIZER_LOCAL_MODE"], env["SUPERVAIZER_PUBLIC_URL"] = "true", "http://127.0.0.1:1"
 	reg := mustRegistration(t, sv.RegistrationSpec{AgentSlug: "research-agent", DisplayName: "R", A2UICatalogVersion: "r.1",
 		Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.stop")})
 	a, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1", Registration: reg})
@@ -51,5 +43,5 @@ func TestLocalModeNeverCallsStudio(t *testing.T) {
 		srv.ServeHTTP(w, r)
 		assert.NotContains(t, w.Body.String(), `"error"`, w.Body.String())
 	}
-	assert.Zero(t, calls.Load(), "no request reaches Studio in local mode")
+	assert.Empty(t, api.Requests(), "no request reaches Studio in local mode")
 }
