@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -29,9 +30,17 @@ type AgentSpec struct {
 	Tags                                  []string
 	ReleaseNotesURL                       string
 
-	// Registration is the v2 registration, usually from [BuildRegistration]. Its
-	// agent.slug must equal the slug derived from Name. Required to serve /a2a.
-	Registration *contracts.Registration
+	// Registration declares the agent's v2 registration; [NewAgent] builds and
+	// validates it with the rules of [BuildRegistration] (an error names the
+	// field). AgentSlug defaults to the slug derived from Name (another one is
+	// an error), DisplayName to Name, A2UICatalogVersion to "<slug>.<Version>".
+	// When it lists neither Surfaces nor Actions, the agent declares the
+	// surfaces and actions whose handlers are registered (besides those the
+	// registration derives), and the registration is final when the server
+	// starts serving: register every handler before. When it lists them, a
+	// handler must be declared and a declared id without a handler is logged
+	// at startup.
+	Registration RegistrationSpec
 
 	Introduction    *contracts.Introduction    // agent-list entry; omitted when nil
 	FullDescription *contracts.FullDescription // detail page; omitted when nil
@@ -52,6 +61,12 @@ type Agent struct {
 	legacyID string
 	reg      *contracts.Registration
 	regJSON  json.RawMessage
+	regSpec  RegistrationSpec // with the defaults applied, for sealing
+	// auto: the registration lists no surface or action, so the handlers
+	// registered before the server serves declare them (seal). sealed: the
+	// registration is final.
+	auto, sealed bool
+	order        []string // handler ids in registration order, for auto declarations
 
 	mu         sync.RWMutex
 	actions    map[string]ActionHandler
@@ -105,25 +120,27 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 			return nil, fmt.Errorf("supervaizer: agent %q billing_catalog: %w", a.slug, err)
 		}
 	}
-	if spec.Registration != nil {
-		reg, err := cloneRegistration(spec.Registration)
-		if err != nil {
+	rs := spec.Registration
+	if rs.AgentSlug == "" {
+		rs.AgentSlug = a.slug
+	} else if rs.AgentSlug != a.slug {
+		return nil, fmt.Errorf("supervaizer: AgentSpec.Registration.AgentSlug %q must equal the slug derived from AgentSpec.Name (%q); leave it empty to use it", rs.AgentSlug, a.slug)
+	}
+	rs.DisplayName = orDefault(rs.DisplayName, spec.Name)
+	rs.A2UICatalogVersion = orDefault(rs.A2UICatalogVersion, a.slug+"."+spec.Version)
+	a.regSpec, a.auto = rs, len(rs.Surfaces) == 0 && len(rs.Actions) == 0
+	switch {
+	case reflect.ValueOf(spec.Registration).IsZero():
+		// Nothing declared yet: the agent has a registration only if
+		// handlers are registered before the server serves (seal).
+	case a.auto && rs.ScheduledStart:
+		// Checked when the handlers are known (seal): job.start may be one of them.
+		rs.ScheduledStart = false
+		fallthrough
+	default:
+		if err := a.buildRegistration(rs); err != nil {
 			return nil, err
 		}
-		if reg.Agent.Slug != a.slug {
-			return nil, fmt.Errorf("supervaizer: v2 registration agent.slug must match Agent.slug: %q != %q", reg.Agent.Slug, a.slug)
-		}
-		for _, id := range spec.Methods.actionIDs() {
-			if !reg.Capabilities.HasAction(id) {
-				reg.Capabilities.Actions = append(reg.Capabilities.Actions,
-					contracts.ActionDefinition{ID: id, Mutating: true, Scope: contracts.ScopeJob, Kind: contracts.KindCommand})
-			}
-		}
-		raw, err := v.ValidateValue(contracts.ModelRegistration, reg)
-		if err != nil {
-			return nil, fmt.Errorf("supervaizer: agent %q registration: %w", a.slug, err)
-		}
-		a.reg, a.regJSON = reg, raw
 	}
 	if err := a.registerMethods(spec.Methods); err != nil {
 		return nil, err
@@ -136,20 +153,55 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 	return a, nil
 }
 
-func cloneRegistration(r *contracts.Registration) (*contracts.Registration, error) {
-	b, err := json.Marshal(r)
+// buildRegistration builds and validates the registration of rs, with the
+// actions of the agent methods appended when missing.
+func (a *Agent) buildRegistration(rs RegistrationSpec) error {
+	reg, err := BuildRegistration(rs)
 	if err != nil {
-		return nil, fmt.Errorf("supervaizer: encode registration: %w", err)
+		return fmt.Errorf("supervaizer: agent %q: AgentSpec.Registration: %w", a.slug, err)
 	}
-	var out contracts.Registration
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("supervaizer: decode registration: %w", err)
+	for _, id := range a.spec.Methods.actionIDs() {
+		if !reg.Capabilities.HasAction(id) {
+			reg.Capabilities.Actions = append(reg.Capabilities.Actions,
+				contracts.ActionDefinition{ID: id, Mutating: true, Scope: contracts.ScopeJob, Kind: contracts.KindCommand})
+		}
 	}
-	// A typed setup plan decodes as raw JSON; keep the typed form for checks.
-	if r.JobPolicy.Setup != nil && r.JobPolicy.Setup.Plan != nil && out.JobPolicy.Setup != nil {
-		out.JobPolicy.Setup.Plan = r.JobPolicy.Setup.Plan
+	raw, err := contracts.DefaultValidator().ValidateValue(contracts.ModelRegistration, reg)
+	if err != nil {
+		return fmt.Errorf("supervaizer: agent %q: AgentSpec.Registration: %w", a.slug, err)
 	}
-	return &out, nil
+	a.reg, a.regJSON = reg, raw
+	return nil
+}
+
+// seal makes the registration final. For an agent whose registration lists
+// no surface or action, the registered handlers declare them: the surfaces
+// and the actions the registration does not already derive, in the order
+// their handlers were registered. The server seals its agents when it starts
+// serving; a handler registered afterwards must be declared.
+func (a *Agent) seal() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sealed {
+		return nil
+	}
+	a.sealed = true
+	if !a.auto {
+		return nil
+	}
+	if len(a.order) == 0 {
+		return nil // nothing to add (and, when nothing is declared, no registration)
+	}
+	rs := a.regSpec
+	for _, id := range a.order {
+		if a.surfaces[id] != nil && !a.declared(id, true) {
+			rs.Surfaces = append(rs.Surfaces, Surface(id))
+		}
+		if a.actions[id] != nil && !a.sdkActions[id] && !a.declared(id, false) {
+			rs.Actions = append(rs.Actions, Action(id))
+		}
+	}
+	return a.buildRegistration(rs)
 }
 
 // Slug returns the agent slug derived from its name.
@@ -159,10 +211,11 @@ func (a *Agent) Slug() string { return a.slug }
 func (a *Agent) Spec() AgentSpec { return a.spec }
 
 // Registration returns the agent's v2 registration (with method actions
-// appended), or nil. Treat it as read-only.
+// appended). It is final once the server serves (see [AgentSpec].Registration).
+// Treat it as read-only.
 func (a *Agent) Registration() *contracts.Registration { return a.reg }
 
-// RegistrationJSON returns the validated JSON of the registration, or nil.
+// RegistrationJSON returns the validated JSON of the registration.
 func (a *Agent) RegistrationJSON() json.RawMessage { return slices.Clone(a.regJSON) }
 
 // developer is the developer, else the author, else "Supervaize".
@@ -240,14 +293,47 @@ func (a *Agent) registerMethods(m *AgentMethods) error {
 	return nil
 }
 
-// declaresAction reports whether the registration declares the action.
+// declaresAction reports whether the registration declares the action; until
+// it is sealed, an agent whose registration lists no surface or action
+// declares any action a handler is registered for.
 func (a *Agent) declaresAction(id string) bool {
-	return a.reg != nil && a.reg.Capabilities.HasAction(id)
+	return a.declared(id, false) || a.auto && !a.sealed && strings.TrimSpace(id) != ""
 }
 
-// declaresSurface reports whether the registration declares the surface.
+// declared reports whether the registration built so far declares the
+// surface (or the action) id.
+func (a *Agent) declared(id string, surface bool) bool {
+	switch {
+	case a.reg == nil:
+		return false
+	case surface:
+		return a.reg.Capabilities.HasSurface(id)
+	default:
+		return a.reg.Capabilities.HasAction(id)
+	}
+}
+
+// declaresSurface reports whether the registration declares the surface (see
+// declaresAction).
 func (a *Agent) declaresSurface(id string) bool {
-	return a.reg != nil && a.reg.Capabilities.HasSurface(id)
+	return a.declared(id, true) || a.auto && !a.sealed && strings.TrimSpace(id) != ""
+}
+
+// record notes the first registration of a handler for id, before a.mu is
+// released.
+func (a *Agent) record(id string) {
+	if a.actions[id] == nil && a.surfaces[id] == nil {
+		a.order = append(a.order, id)
+	}
+}
+
+// notDeclared is the panic message of a handler registered for an id the
+// registration does not declare.
+func (a *Agent) notDeclared(op, kind, id string) string {
+	if a.auto && a.sealed {
+		return fmt.Sprintf("supervaizer: %s: %s %q of agent %q: the registration is final once the server serves; register every handler before", op, kind, id, a.slug)
+	}
+	return fmt.Sprintf("supervaizer: %s: %s %q is not declared in the registration of agent %q", op, kind, id, a.slug)
 }
 
 // HandleAction registers h for the action id declared in the agent's
@@ -265,11 +351,12 @@ func (a *Agent) setAction(id string, h ActionHandler, replaceSDK bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.declaresAction(id) {
-		panic(fmt.Sprintf("supervaizer: HandleAction: action %q is not declared in the registration of agent %q", id, a.slug))
+		panic(a.notDeclared("HandleAction", "action", id))
 	}
 	if _, dup := a.actions[id]; dup && !(replaceSDK && a.sdkActions[id]) {
 		panic(fmt.Sprintf("supervaizer: HandleAction: action %q of agent %q already has a handler", id, a.slug))
 	}
+	a.record(id)
 	a.actions[id] = h
 	delete(a.sdkActions, id)
 }
@@ -283,12 +370,13 @@ func (a *Agent) HandleSurface(id string, h SurfaceHandler) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.declaresSurface(id) {
-		panic(fmt.Sprintf("supervaizer: HandleSurface: surface %q is not declared in the registration of agent %q", id, a.slug))
-	}
 	if _, dup := a.surfaces[id]; dup {
 		panic(fmt.Sprintf("supervaizer: HandleSurface: surface %q of agent %q already has a handler", id, a.slug))
 	}
+	if !a.declaresSurface(id) {
+		panic(a.notDeclared("HandleSurface", "surface", id))
+	}
+	a.record(id)
 	a.surfaces[id] = h
 }
 

@@ -14,11 +14,12 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-func mustRegistration(t testing.TB, spec sv.RegistrationSpec) *contracts.Registration {
+// mustRegistration returns spec once BuildRegistration accepts it.
+func mustRegistration(t testing.TB, spec sv.RegistrationSpec) sv.RegistrationSpec {
 	t.Helper()
-	reg, err := sv.BuildRegistration(spec)
+	_, err := sv.BuildRegistration(spec)
 	require.NoError(t, err)
-	return reg
+	return spec
 }
 
 func TestNewAgentIdentity(t *testing.T) {
@@ -57,7 +58,7 @@ func TestNewAgentErrors(t *testing.T) {
 			`derives an empty slug: the slug is made of the name's letters and digits transliterated to ASCII, ` +
 				`and a character without a transliteration (emoji, private use, some rare scripts) is dropped`},
 		{"slug mismatch", sv.AgentSpec{Name: "Research Bot", Version: "1", Registration: reg},
-			`v2 registration agent.slug must match Agent.slug: "research-agent" != "research-bot"`},
+			`AgentSpec.Registration.AgentSlug "research-agent" must equal the slug derived from AgentSpec.Name ("research-bot")`},
 		{"method without handler", sv.AgentSpec{Name: "X", Version: "1", Methods: &sv.AgentMethods{Refresh: &sv.AgentMethod{}}},
 			`method "agent.refresh" has no Handler`},
 		{"custom method key", sv.AgentSpec{Name: "X", Version: "1", Methods: &sv.AgentMethods{Custom: []sv.CustomMethod{{Key: "bad key",

@@ -34,11 +34,10 @@ func testClient(tb testing.TB, f *studiotest.Fake, mod ...func(*studio.Config)) 
 func stAgent(tb testing.TB, name string, mod ...func(*AgentSpec)) *Agent {
 	tb.Helper()
 	slug := strings.ToLower(strings.ReplaceAll(name, " ", "-"))
-	reg, err := BuildRegistration(RegistrationSpec{
+	reg := RegistrationSpec{
 		AgentSlug: slug, DisplayName: name, A2UICatalogVersion: slug + ".2026-05-16",
 		Actions: Actions("job.start", studio.ContextAssignAction),
-	})
-	require.NoError(tb, err)
+	}
 	spec := AgentSpec{Name: name, Version: "1.0.0", Description: "Turns a question into a sourced brief.", Registration: reg}
 	for _, m := range mod {
 		m(&spec)

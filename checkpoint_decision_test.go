@@ -133,9 +133,8 @@ func TestOnRuleCheckpointDecisionSetup(t *testing.T) {
 		a := cpRegistration(t, cpAgentSlug, cpAgentName)
 		assert.PanicsWithValue(t, `supervaizer: OnRuleCheckpointDecision on agent "research-agent": nil function`,
 			func() { a.OnRuleCheckpointDecision(nil) })
-		reg, err := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "plain-agent", DisplayName: "Plain", A2UICatalogVersion: "p.1",
-			Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")})
-		require.NoError(t, err)
+		reg := sv.RegistrationSpec{AgentSlug: "plain-agent", DisplayName: "Plain", A2UICatalogVersion: "p.1",
+			Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")}
 		plain, err := sv.NewAgent(sv.AgentSpec{Name: "Plain Agent", Version: "1", Registration: reg})
 		require.NoError(t, err)
 		assert.PanicsWithValue(t, `supervaizer: OnRuleCheckpointDecision: agent "plain-agent" does not declare capabilities.rule_checkpoints`,

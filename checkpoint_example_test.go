@@ -53,14 +53,11 @@ type governedExample struct {
 }
 
 func exampleGoverned(studioURL string) (*governedExample, error) {
-	reg, err := sv.BuildRegistration(sv.RegistrationSpec{
+	reg := sv.RegistrationSpec{
 		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "research-agent.1",
 		Actions: sv.Actions("job.start"),
 		RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter},
 			SecretRefs: []string{"case.metadata.customer_reference"}},
-	})
-	if err != nil {
-		return nil, err
 	}
 	agent, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	if err != nil {

@@ -238,13 +238,12 @@ type cpOptions struct {
 
 func cpRegistration(t testing.TB, slug, name string) *sv.Agent {
 	t.Helper()
-	reg, err := sv.BuildRegistration(sv.RegistrationSpec{
+	reg := sv.RegistrationSpec{
 		AgentSlug: slug, DisplayName: name, A2UICatalogVersion: slug + ".1",
 		Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start"),
 		RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter},
 			SecretRefs: []string{cpSecretRef}},
-	})
-	require.NoError(t, err)
+	}
 	a, err := sv.NewAgent(sv.AgentSpec{Name: name, Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	return a

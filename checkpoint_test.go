@@ -343,12 +343,8 @@ func TestCheckpointTokenNeverLogged(t *testing.T) {
 
 func TestNewRuleCheckpointGateErrors(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
-	plain, err := sv.NewAgent(sv.AgentSpec{Name: "Plain Agent", Version: "1", Registration: func() *contracts.Registration {
-		reg, err := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "plain-agent", DisplayName: "Plain", A2UICatalogVersion: "p.1",
-			Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")})
-		require.NoError(t, err)
-		return reg
-	}()})
+	plain, err := sv.NewAgent(sv.AgentSpec{Name: "Plain Agent", Version: "1", Registration: sv.RegistrationSpec{AgentSlug: "plain-agent", DisplayName: "Plain", A2UICatalogVersion: "p.1",
+		Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")}})
 	require.NoError(t, err)
 	snap := func(mod func(map[string]any)) map[string]any {
 		s := cpSnapshotInput(cpSnapshot, "https://x.invalid/")

@@ -76,7 +76,7 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	case MethodSurfaceLoad:
 		*buf, err = s.loadSurface(r, t, req.ParamsNode, *buf)
 	default:
-		err = newError(CodeMethodNotFound, "Method not found: "+req.Method, nil)
+		err = newError(contracts.CodeMethodNotFound, "Method not found: "+req.Method, nil)
 	}
 	if err != nil {
 		s.writeRPCError(w, req.ID, err)

@@ -63,19 +63,19 @@ type goldenCase struct {
 // the successful calls (ids string, integer, integral float, null and absent;
 // wrapped and flat params).
 var rpcGoldenCases = map[string]goldenCase{
-	"parse_error_truncated":                          {tokenValid, supervaizer.CodeParseError, false},
-	"parse_error_not_json":                           {tokenValid, supervaizer.CodeParseError, false},
-	"invalid_request_batch":                          {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_scalar":                         {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_jsonrpc_version":                {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_method_missing":                 {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_method_not_string":              {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_id_boolean":                     {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_id_fractional":                  {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_id_array":                       {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_params_array":                   {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"invalid_request_params_string":                  {tokenValid, supervaizer.CodeInvalidRequest, false},
-	"method_not_found":                               {tokenValid, supervaizer.CodeMethodNotFound, false},
+	"parse_error_truncated":                          {tokenValid, contracts.CodeParseError, false},
+	"parse_error_not_json":                           {tokenValid, contracts.CodeParseError, false},
+	"invalid_request_batch":                          {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_scalar":                         {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_jsonrpc_version":                {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_method_missing":                 {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_method_not_string":              {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_id_boolean":                     {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_id_fractional":                  {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_id_array":                       {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_params_array":                   {tokenValid, contracts.CodeInvalidRequest, false},
+	"invalid_request_params_string":                  {tokenValid, contracts.CodeInvalidRequest, false},
+	"method_not_found":                               {tokenValid, contracts.CodeMethodNotFound, false},
 	"invalid_params_action_empty":                    {tokenValid, supervaizer.CodeInvalidParams, false},
 	"invalid_params_action_mission_id_mismatch":      {tokenValid, supervaizer.CodeInvalidParams, false},
 	"invalid_params_action_mission_metadata_null":    {tokenValid, supervaizer.CodeInvalidParams, false},
@@ -243,14 +243,14 @@ func TestRPCErrorShapes(t *testing.T) {
 				require.NoError(t, json.Unmarshal(e.Data, &data))
 			}
 			switch tc.code {
-			case supervaizer.CodeParseError:
+			case contracts.CodeParseError:
 				assert.Equal(t, "Parse error", e.Message)
 				assert.Nil(t, data)
 				assert.Nil(t, resp.ID)
-			case supervaizer.CodeMethodNotFound:
+			case contracts.CodeMethodNotFound:
 				assert.Equal(t, "Method not found: supervaizer/job.start", e.Message)
 				assert.Nil(t, data)
-			case supervaizer.CodeInvalidRequest:
+			case contracts.CodeInvalidRequest:
 				assert.Equal(t, "Invalid Request", e.Message)
 				assertProblems(t, data)
 			case supervaizer.CodeInvalidParams:

@@ -37,23 +37,14 @@
 //	}
 //
 //	func main() {
-//		reg, err := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "hello-agent", DisplayName: "Hello Agent",
-//			A2UICatalogVersion: "hello-agent.1", Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")})
+//		// The registration's defaults come from the name and version; the
+//		// handlers declare the surfaces and actions.
+//		srv, err := sv.New(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0"}, sv.WithLocalMode(true)) // local mode: development only
 //		if err != nil {
 //			log.Fatal(err)
 //		}
-//		agent, err := sv.NewAgent(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: reg})
-//		if err != nil {
-//			log.Fatal(err)
-//		}
-//		srv, err := sv.NewServer([]*sv.Agent{agent}, sv.WithLocalMode(true)) // local mode: development only
-//		if err != nil {
-//			log.Fatal(err)
-//		}
-//		srv.HandleSurface("job.start", func(ctx context.Context, req *sv.SurfaceRequest) (*sv.SurfaceResult, error) {
-//			return sv.NewSurfaceResult(ctx, req.Surface, a2ui.Form{ID: "hello.start", Title: "Say hello",
-//				Fields: []a2ui.Field{a2ui.StringField("name", "Name")}, Submit: a2ui.Submit{Action: "job.start"}})
-//		})
+//		srv.HandleSurface("job.start", sv.StaticSurface(a2ui.NewForm("hello.start", "Say hello", "job.start",
+//			a2ui.StringField("name", "Name", a2ui.Required()))))
 //		sv.HandleActionFor(srv, "job.start", func(ctx context.Context, req *sv.ActionRequest, in StartInput) (*sv.ActionResult, error) {
 //			return sv.OK(sv.JobStarted(req.JobID, map[string]any{"greeting": "Hello, " + in.Name})), nil
 //		})
@@ -66,19 +57,28 @@
 //
 // # Handlers and results
 //
+// [New] builds the agent and its server. The agent's registration is declared
+// in [AgentSpec].Registration (a [RegistrationSpec]) and built and validated
+// by New: its agent slug, display name and catalog version default to the
+// agent's slug, name and "<slug>.<version>". When it lists no surface and no
+// action, the handlers registered before the server serves declare them;
+// otherwise every handler must be declared there.
+//
 // [Server.HandleAction] and [Server.HandleSurface] register plain handlers;
 // [HandleActionFor] validates the action input against the JSON Schema derived
 // from a Go type and decodes it first. Results are built with [OK], [Fail], the
 // effect constructors ([JobStarted], [JobSynced], …) and
-// [NewSurfaceResult] with an a2ui document. [RegisterResource] and
+// [NewSurfaceResult] with an a2ui document ([StaticSurface] for a document that
+// does not depend on the request). [RegisterResource] and
 // [RegisterDataset] serve typed resources (also over the DataResource REST
 // routes) and datasets.
 //
 // # Several agents on one server
 //
-// A server usually carries one agent, and handlers are registered on the
-// [Server]. A server carrying several agents is the one case for the explicit
-// per-agent form: register on each [Agent] ([Agent.HandleAction],
+// A server usually carries one agent, built with [New], and handlers are
+// registered on the [Server]. A server carrying several agents is the one case
+// for the explicit per-agent form: build each with [NewAgent], serve them with
+// [NewServer], and register on each [Agent] ([Agent.HandleAction],
 // [Agent.HandleSurface], and HandleActionFor, RegisterResource and
 // RegisterDataset with the *Agent), since [Server.HandleAction] cannot tell
 // which agent is meant and panics. [Server.Agent] looks an agent up by slug.

@@ -10,11 +10,10 @@ import (
 // reference SDK.
 type Code int
 
-// JSON-RPC 2.0 and Supervaizer v2 error codes.
+// JSON-RPC 2.0 and Supervaizer v2 error codes. The envelope's codes, which
+// only clients meet (-32700, -32600, -32601), are contracts.CodeParseError,
+// contracts.CodeInvalidRequest and contracts.CodeMethodNotFound.
 const (
-	CodeParseError           Code = -32700 // body is not valid JSON
-	CodeInvalidRequest       Code = -32600 // not a valid JSON-RPC request
-	CodeMethodNotFound       Code = -32601 // unknown JSON-RPC method
 	CodeInvalidParams        Code = -32602 // the action or surface request is invalid
 	CodeInternalError        Code = -32603 // a handler failed or returned an invalid result
 	CodeActionNotRegistered  Code = -32010 // no handler for (agent_slug, action)

@@ -45,18 +45,20 @@ func ExampleBuildRegistration_invalid() {
 }
 
 func ExampleNewAgent() {
-	reg, _ := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "r.1"})
-	agent, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
+	agent, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0",
+		Registration: sv.RegistrationSpec{Actions: sv.Actions("job.start")}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(agent.Slug())
-	_, err = sv.NewAgent(sv.AgentSpec{Name: "Research Bot", Version: "1.0.0", Registration: reg})
+	reg := agent.Registration() // with the defaults NewAgent applies
+	fmt.Println(agent.Slug(), reg.Agent.DisplayName, reg.Versions.A2UICatalogVersion)
+	_, err = sv.NewAgent(sv.AgentSpec{Name: "Research Bot", Version: "1.0.0",
+		Registration: sv.RegistrationSpec{AgentSlug: "research-agent"}})
 	fmt.Println(err)
 	// Output:
-	// research-agent
-	// supervaizer: v2 registration agent.slug must match Agent.slug: "research-agent" != "research-bot"
+	// research-agent Research Agent research-agent.1.0.0
+	// supervaizer: AgentSpec.Registration.AgentSlug "research-agent" must equal the slug derived from AgentSpec.Name ("research-bot"); leave it empty to use it
 }
 
 func ExampleJobState() {

@@ -16,15 +16,12 @@ import (
 // exampleServer serves a research agent in local mode (API key "local-dev",
 // workspace authorization bypassed), isolated from the environment.
 func exampleServer() *supervaizer.Server {
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug:          "research-agent",
 		DisplayName:        "Research",
 		A2UICatalogVersion: "research-catalog/1",
 		Surfaces:           supervaizer.Surfaces("job.start"),
 		Actions:            supervaizer.Actions("job.start"),
-	})
-	if err != nil {
-		log.Fatal(err)
 	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{
 		Name: "Research Agent", Version: "1.0.0", Description: "Turns a question into a sourced brief.",

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 // fuzzMaxBody is the body limit of the fuzzed servers.
@@ -18,7 +19,7 @@ const fuzzMaxBody = 64 << 10
 
 // errorTableCodes are the codes of the protocol: nothing else may be sent.
 var errorTableCodes = map[supervaizer.Code]bool{
-	supervaizer.CodeParseError: true, supervaizer.CodeInvalidRequest: true, supervaizer.CodeMethodNotFound: true,
+	contracts.CodeParseError: true, contracts.CodeInvalidRequest: true, contracts.CodeMethodNotFound: true,
 	supervaizer.CodeInvalidParams: true, supervaizer.CodeInternalError: true, supervaizer.CodeActionNotRegistered: true,
 	supervaizer.CodeSurfaceNotRegistered: true, supervaizer.CodeUnauthorized: true,
 }

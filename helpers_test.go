@@ -74,9 +74,9 @@ var testActionIDs = []string{
 var handlerErrorKinds = map[string]error{
 	"invalid_params":         fmt.Errorf("lookup: %w", sdkhook.NewError(int(supervaizer.CodeInvalidParams), "invalid params", nil)),
 	"coded":                  sdkhook.NewError(int(supervaizer.CodeUnauthorized), "secret-coded-message", nil),
-	"parse_error":            sdkhook.NewError(int(supervaizer.CodeParseError), "secret-parse", nil),
-	"invalid_request":        sdkhook.NewError(int(supervaizer.CodeInvalidRequest), "secret-request", nil),
-	"method_not_found":       sdkhook.NewError(int(supervaizer.CodeMethodNotFound), "secret-method", nil),
+	"parse_error":            sdkhook.NewError(int(contracts.CodeParseError), "secret-parse", nil),
+	"invalid_request":        sdkhook.NewError(int(contracts.CodeInvalidRequest), "secret-request", nil),
+	"method_not_found":       sdkhook.NewError(int(contracts.CodeMethodNotFound), "secret-method", nil),
 	"internal_error":         sdkhook.NewError(int(supervaizer.CodeInternalError), "secret-internal", map[string]any{"secret": "x"}),
 	"action_not_registered":  sdkhook.NewError(int(supervaizer.CodeActionNotRegistered), "secret-action", nil),
 	"surface_not_registered": sdkhook.NewError(int(supervaizer.CodeSurfaceNotRegistered), "secret-surface", nil),
@@ -172,8 +172,7 @@ func testRegistrationSpec(slug string) supervaizer.RegistrationSpec {
 func newTestAgent(tb testing.TB, name string) *supervaizer.Agent {
 	tb.Helper()
 	slug := strings.ToLower(strings.ReplaceAll(name, " ", "-"))
-	reg, err := supervaizer.BuildRegistration(testRegistrationSpec(slug))
-	require.NoError(tb, err)
+	reg := testRegistrationSpec(slug)
 	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{
 		Name: name, Version: testAgentVersion, Description: "Turns a question into a sourced brief.",
 		Developer: "Supervaize", Registration: reg,

@@ -30,7 +30,7 @@ type parityPerson struct {
 // columns without those rules. It counts the items stored by either path.
 func parityServer(t *testing.T) (*svtest.TestServer, *atomic.Int64) {
 	t.Helper()
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "people", DisplayName: "People", A2UICatalogVersion: "people/1",
 		Resources: []contracts.ResourceDefinition{{
 			ID: "people", Label: "People", Operations: []string{"create", "import"},
@@ -41,8 +41,7 @@ func parityServer(t *testing.T) (*svtest.TestServer, *atomic.Int64) {
 				a2ui.IntegerField("age", "Age", a2ui.Min(0), a2ui.Max(150)),
 			),
 		}},
-	})
-	require.NoError(t, err)
+	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "People", Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	var stored atomic.Int64

@@ -40,6 +40,9 @@ func (s *Server) newPreview() (*preview.Handler, error) {
 	}
 	agents := make([]preview.Agent, 0, len(s.agents))
 	for _, a := range s.agents {
+		if a.regJSON == nil {
+			continue // no registration (yet: seal rebuilds the preview)
+		}
 		agents = append(agents, preview.Agent{
 			Slug: a.slug, Name: a.spec.Name, Version: a.spec.Version, Description: a.spec.Description,
 			CardPath: a2a.CardPath(a.slug), Registration: a.RegistrationJSON(),
@@ -57,7 +60,8 @@ func (s *Server) mountPreview(r chi.Router) {
 	if s.preview == nil {
 		return
 	}
-	r.Handle(previewPath+"*", s.preview)
+	// Through s.preview: seal rebuilds it from the final registrations.
+	r.Handle(previewPath+"*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.preview.ServeHTTP(w, r) }))
 	r.Get(previewPath[:len(previewPath)-1], func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, previewPath, http.StatusFound)
 	})

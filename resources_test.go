@@ -197,9 +197,9 @@ type resFixture struct {
 	statsExtra                    int // extra rows the dataset returns beyond the count row
 }
 
-func resRegistration(tb testing.TB) *contracts.Registration {
+func resRegistration(tb testing.TB) supervaizer.RegistrationSpec {
 	tb.Helper()
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: resAgentSlug, DisplayName: "Contacts", A2UICatalogVersion: "contacts-catalog/1",
 		Resources: []contracts.ResourceDefinition{
 			{ID: "contacts", Label: "Contacts", Operations: []string{"list", "get", "create", "update", "delete", "import"},
@@ -217,8 +217,7 @@ func resRegistration(tb testing.TB) *contracts.Registration {
 		Dashboards: []contracts.DashboardDefinition{{ID: "overview", Label: "Overview", Widgets: []contracts.Widget{
 			{ID: "count", Title: "Contacts", Data: &contracts.WidgetData{Mode: contracts.DataModeRef, DatasetID: new("contact_stats")}},
 		}}},
-	})
-	require.NoError(tb, err)
+	}
 	return reg
 }
 
@@ -896,9 +895,8 @@ func TestRegisterResourceSetupErrors(t *testing.T) {
 	}
 
 	// requires_context keys the SDK cannot check are refused at setup.
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{AgentSlug: resAgentSlug, DisplayName: "C", A2UICatalogVersion: "c/1",
-		Resources: []contracts.ResourceDefinition{{ID: "r", Label: "R", RequiresContext: []string{"campaign.id"}, Operations: []string{"list"}}}})
-	require.NoError(t, err)
+	reg := supervaizer.RegistrationSpec{AgentSlug: resAgentSlug, DisplayName: "C", A2UICatalogVersion: "c/1",
+		Resources: []contracts.ResourceDefinition{{ID: "r", Label: "R", RequiresContext: []string{"campaign.id"}, Operations: []string{"list"}}}}
 	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: resAgentName, Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	assert.PanicsWithValue(t, `supervaizer: RegisterResource("r") on agent "contacts-agent": requires_context key "campaign.id" is not one the SDK can check (known keys: agent_workspace_ref, case.id, case_id, job.id, job_id, mission.id, mission.metadata, mission_id, step.id, step_id, workspace.id, workspace.slug, workspace_id, workspace_slug)`,
@@ -997,15 +995,12 @@ func resExampleInvoke(srv *supervaizer.Server, action, input string) {
 }
 
 func ExampleRegisterResource() {
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "contacts-agent", DisplayName: "Contacts", A2UICatalogVersion: "contacts/1",
 		Resources: []contracts.ResourceDefinition{{
 			ID: "contacts", Label: "Contacts", AutoSurface: true, Operations: []string{"list", "create"},
 			Fields: a2ui.ResourceFields(a2ui.StringField("email", "E-mail", a2ui.Required())),
 		}},
-	})
-	if err != nil {
-		log.Fatal(err)
 	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Contacts Agent", Version: "1.0.0", Registration: reg})
 	if err != nil {
@@ -1046,12 +1041,9 @@ func ExampleRegisterResource() {
 }
 
 func ExampleRegisterDataset() {
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "contacts-agent", DisplayName: "Contacts", A2UICatalogVersion: "contacts/1",
 		Datasets: []contracts.DatasetDefinition{{ID: "progress", Label: "Progress"}},
-	})
-	if err != nil {
-		log.Fatal(err)
 	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Contacts Agent", Version: "1.0.0", Registration: reg})
 	if err != nil {

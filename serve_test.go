@@ -30,11 +30,10 @@ type serveAgent struct {
 
 func newServeAgent(t *testing.T, opts ...supervaizer.Option) *serveAgent {
 	t.Helper()
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "serve-agent", DisplayName: "Serve Agent", A2UICatalogVersion: "serve.1",
 		Surfaces: supervaizer.Surfaces("job.start"), Actions: supervaizer.Actions("job.start", "job.slow"),
-	})
-	require.NoError(t, err)
+	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Serve Agent", Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	base := []supervaizer.Option{supervaizer.WithEnv(emptyEnv), supervaizer.WithLocalMode(true),

@@ -102,10 +102,24 @@ type Server struct {
 	startedCh chan struct{}
 	startOnce sync.Once
 	warnOnce  sync.Once
+	sealOnce  sync.Once // the registrations are final (seal)
+	sealErr   error
 	startup   startupInfo // what the startup log reports (startup.go)
 }
 
-// NewServer builds the controller for agents. The first agent is the primary
+// New builds an agent from spec and the controller serving it: the form of
+// one agent per server. Register its handlers on the returned server with
+// [Server.HandleSurface], [Server.HandleAction] and [HandleActionFor], then
+// serve it. It fails like [NewAgent] and [NewServer].
+func New(spec AgentSpec, opts ...Option) (*Server, error) {
+	a, err := NewAgent(spec)
+	if err != nil {
+		return nil, err
+	}
+	return NewServer([]*Agent{a}, opts...)
+}
+
+// NewServer builds the controller for several agents (for one, use [New]). The first agent is the primary
 // one (its card is also served at the A2A standard paths) unless
 // [WithPrimaryAgent] names another. Configuration comes from the options, then
 // from the environment (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID,
@@ -306,6 +320,9 @@ func (s *Server) checkLanes(a *Agent) {
 // call it; call it yourself only when serving another way, after registering
 // handlers and before serving.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.seal(); err != nil {
+		return err
+	}
 	if err := s.checkCanAuthorize(); err != nil { // startup.go
 		return err
 	}
@@ -321,10 +338,38 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. The first call makes the registrations
+// final, like [Server.Start]; if that fails (see [AgentSpec].Registration),
+// every request is answered 500 and the error is logged once.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.seal() != nil {
+		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
 	s.warnMissingHandlers()
 	s.router.ServeHTTP(w, r)
+}
+
+// seal makes the registration of every agent final (the handlers registered
+// so far declare the surfaces and actions of an agent whose registration
+// lists none) and rebuilds the local preview from them. It runs once, when
+// the server starts serving.
+func (s *Server) seal() error {
+	s.sealOnce.Do(func() {
+		auto := false
+		for _, a := range s.agents {
+			if err := a.seal(); err != nil {
+				s.sealErr = err
+				s.logger.Error("the registration cannot be completed from the registered handlers", slog.String("error", err.Error()))
+				return
+			}
+			auto = auto || a.auto
+		}
+		if auto && s.preview != nil {
+			s.preview, s.sealErr = s.newPreview()
+		}
+	})
+	return s.sealErr
 }
 
 // Shutdown cancels the server's background work (a registration refresh in

@@ -51,3 +51,17 @@ func NewSurfaceResult(ctx context.Context, surface string, document any) (*Surfa
 	}
 	return res, nil
 }
+
+// StaticSurface returns a handler that loads the same document on every call:
+// a form that does not depend on the request, such as a job.start form. The
+// document is encoded once, here; it panics if the document cannot be
+// encoded (a setup error, like those of [Server.HandleSurface]).
+func StaticSurface(document any) SurfaceHandler {
+	raw, err := json.Marshal(document)
+	if err != nil {
+		panic(fmt.Sprintf("supervaizer: StaticSurface: encode the document: %v", err))
+	}
+	return func(ctx context.Context, req *SurfaceRequest) (*SurfaceResult, error) {
+		return NewSurfaceResult(ctx, req.Surface, json.RawMessage(raw))
+	}
+}

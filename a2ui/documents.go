@@ -43,6 +43,12 @@ func validate(m contracts.Model, doc any) error {
 // draft_session_id).
 type Form contracts.FormDocument
 
+// NewForm returns a Form with the id, the title, the action Studio invokes
+// on submit and the fields.
+func NewForm(id, title, submitAction string, fields ...Field) Form {
+	return Form{ID: id, Title: title, Fields: fields, Submit: Submit{Action: submitAction}}
+}
+
 // MarshalJSON implements json.Marshaler.
 func (f Form) MarshalJSON() ([]byte, error) { return contracts.FormDocument(f).MarshalJSON() }
 

@@ -32,14 +32,13 @@ const (
 // a billing catalog.
 func newGovernedAgent(t testing.TB) *supervaizer.Agent {
 	t.Helper()
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: agentSlug, DisplayName: agentName, A2UICatalogVersion: "1.0.0",
 		Actions:  supervaizer.Actions(contracts.DefaultStartAction, echoAction),
 		Surfaces: supervaizer.Surfaces(surfaceID),
 		RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter},
 			SecretRefs: []string{secretRef}},
-	})
-	require.NoError(t, err)
+	}
 	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: agentName, Version: "1.0.0", Registration: reg,
 		BillingCatalog: contracts.BillingCatalog{{SKU: skuBrief, Unit: "brief"}, {SKU: skuSources, Unit: "source"}}})
 	require.NoError(t, err)

@@ -23,13 +23,10 @@ import (
 
 // surfaceExampleAgent is the example agent with a "dashboard" surface.
 func surfaceExampleAgent() *supervaizer.Agent {
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "1.0.0",
 		Actions:  supervaizer.Actions("job.start"),
 		Surfaces: supervaizer.Surfaces("dashboard"),
-	})
-	if err != nil {
-		panic(err)
 	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	if err != nil {
@@ -271,12 +268,9 @@ func ExampleRequireIdempotencyKey() {
 
 func ExampleRequireStrictlyIdempotent() {
 	runExample(func(t testing.TB) {
-		reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+		reg := supervaizer.RegistrationSpec{
 			AgentSlug: "quota-agent", DisplayName: "Quota Agent", A2UICatalogVersion: "1.0.0",
 			Actions: supervaizer.Actions("job.start"),
-		})
-		if err != nil {
-			t.Fatalf("registration: %v", err)
 		}
 		agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Quota Agent", Version: "1.0.0", Registration: reg})
 		if err != nil {
@@ -298,12 +292,9 @@ func ExampleRequireStrictlyIdempotent() {
 
 func ExampleWithEffectProbe() {
 	runExample(func(t testing.TB) {
-		reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+		reg := supervaizer.RegistrationSpec{
 			AgentSlug: "crm-agent", DisplayName: "CRM Agent", A2UICatalogVersion: "1.0.0",
 			Actions: supervaizer.Actions("lead.create"),
-		})
-		if err != nil {
-			t.Fatalf("registration: %v", err)
 		}
 		agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "CRM Agent", Version: "1.0.0", Registration: reg})
 		if err != nil {

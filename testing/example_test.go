@@ -43,12 +43,9 @@ type StartInput struct {
 
 // exampleAgent is a research agent with one typed job.start handler.
 func exampleAgent() *supervaizer.Agent {
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "1.0.0",
 		Actions: supervaizer.Actions("job.start"),
-	})
-	if err != nil {
-		panic(err)
 	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 func TestDecodeResponse(t *testing.T) {
@@ -24,8 +25,8 @@ func TestDecodeResponse(t *testing.T) {
 		{name: "result", body: `{"jsonrpc":"2.0","id":1,"result":{"status":"ok","effects":[]}}`, wantResult: `{"status":"ok","effects":[]}`},
 		{name: "error with data", body: `{"jsonrpc":"2.0","id":1,"error":{"code":-32030,"message":"m","data":{"code":"workspace_authorization_missing"}}}`,
 			wantCode: supervaizer.CodeUnauthorized, wantData: map[string]any{"code": "workspace_authorization_missing"}},
-		{name: "error without data", body: `{"error":{"code":-32601,"message":"Method not found: x"}}`, wantCode: supervaizer.CodeMethodNotFound},
-		{name: "error with null data", body: `{"error":{"code":-32601,"message":"m","data":null}}`, wantCode: supervaizer.CodeMethodNotFound},
+		{name: "error without data", body: `{"error":{"code":-32601,"message":"Method not found: x"}}`, wantCode: contracts.CodeMethodNotFound},
+		{name: "error with null data", body: `{"error":{"code":-32601,"message":"m","data":null}}`, wantCode: contracts.CodeMethodNotFound},
 		{name: "error without code", body: `{"error":{"message":"m"}}`, wantErr: "without a code"},
 		{name: "neither", body: `{"jsonrpc":"2.0","id":1}`, wantErr: "neither"},
 		{name: "null result", body: `{"result":null}`, wantErr: "neither"},

@@ -39,14 +39,13 @@ type startInput struct {
 func newAgent(t testing.TB, name string) *supervaizer.Agent {
 	t.Helper()
 	slug := strings.ReplaceAll(strings.ToLower(name), " ", "-")
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug:          slug,
 		DisplayName:        name,
 		A2UICatalogVersion: "1.0.0",
 		Actions:            supervaizer.Actions(contracts.DefaultStartAction, launchAction, echoAction, boomAction),
 		Surfaces:           supervaizer.Surfaces(surfaceID),
-	})
-	require.NoError(t, err)
+	}
 	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: name, Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	return a

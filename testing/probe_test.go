@@ -17,9 +17,8 @@ import (
 // on every call passes the two required rules and fails with the probe.
 func TestEffectProbe(t *testing.T) {
 	t.Parallel()
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{AgentSlug: "probe-agent", DisplayName: "Probe Agent",
-		A2UICatalogVersion: "p.1", Actions: supervaizer.Actions("launch")})
-	require.NoError(t, err)
+	reg := supervaizer.RegistrationSpec{AgentSlug: "probe-agent", DisplayName: "Probe Agent",
+		A2UICatalogVersion: "p.1", Actions: supervaizer.Actions("launch")}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Probe Agent", Version: "1", Registration: reg})
 	require.NoError(t, err)
 	var created atomic.Int64

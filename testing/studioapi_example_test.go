@@ -37,13 +37,10 @@ func ExampleNewAttachedTestServer() {
 
 // governedExampleAgent is the example agent with the rule-checkpoint capability.
 func governedExampleAgent() *supervaizer.Agent {
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "research-agent", DisplayName: "Research Agent", A2UICatalogVersion: "1.0.0",
 		Actions:         supervaizer.Actions("job.start"),
 		RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter}},
-	})
-	if err != nil {
-		panic(err)
 	}
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	if err != nil {

@@ -39,11 +39,10 @@ const fieldsForm = `{"type": "Form", "id": "every", "title": "Every field", "sub
 // and checks the input the handler receives through /a2a.
 func TestBrowserFormSendsEveryFieldType(t *testing.T) {
 	ctx := newBrowser(t)
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "fields-agent", DisplayName: "Fields", A2UICatalogVersion: "fields.1",
 		Surfaces: supervaizer.Surfaces("fields.form"), Actions: supervaizer.Actions("fields.echo"),
-	})
-	require.NoError(t, err)
+	}
 	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Fields Agent", Version: "1", Registration: reg})
 	require.NoError(t, err)
 	a.HandleSurface("fields.form", func(ctx context.Context, req *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {

@@ -29,7 +29,7 @@ func hostile(s string) string { return s + " " + pScript + pImg + pAttr + pSingl
 // every string carries the payloads.
 func hostileAgent(t *testing.T) *supervaizer.Agent {
 	t.Helper()
-	reg, err := supervaizer.BuildRegistration(supervaizer.RegistrationSpec{
+	reg := supervaizer.RegistrationSpec{
 		AgentSlug: "hostile-agent", DisplayName: hostile("Hostile"), A2UICatalogVersion: "hostile.1",
 		Surfaces: []supervaizer.SurfaceSpec{
 			{ID: "job.start", Label: hostile("Start"), Description: hostile("start")},
@@ -42,8 +42,7 @@ func hostileAgent(t *testing.T) *supervaizer.Agent {
 			supervaizer.Action("review.submit"),
 		},
 		CaseLanes: []contracts.CaseLane{{ID: "work", Label: hostile("Work"), Default: true}},
-	})
-	require.NoError(t, err)
+	}
 	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Hostile Agent", Version: "1.0.0", Description: hostile("desc"), Registration: reg})
 	require.NoError(t, err)
 

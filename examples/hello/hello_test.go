@@ -114,3 +114,15 @@ func TestHelloAnswersTheReadmeCurl(t *testing.T) {
 
 	proc.Stop(t, syscall.SIGINT)
 }
+
+// TestHelloNamesFewSDKNames: the smallest agent needs at most 12 distinct
+// names of the SDK's packages (sv.X, a2ui.Y); methods are not counted.
+func TestHelloNamesFewSDKNames(t *testing.T) {
+	main, err := os.ReadFile("main.go")
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\b(?:sv|a2ui)\.[A-Z]\w*`).FindAllString(string(main), -1) {
+		names[m] = true
+	}
+	assert.LessOrEqual(t, len(names), 12, "distinct SDK names in hello: %v", names)
+}

@@ -22,24 +22,14 @@ type StartInput struct {
 }
 
 func main() {
-	reg, err := sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "hello-agent", DisplayName: "Hello Agent",
-		A2UICatalogVersion: "hello-agent.1", Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start")})
-	if err != nil {
-		log.Fatal(err)
-	}
-	agent, err := sv.NewAgent(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: reg})
-	if err != nil {
-		log.Fatal(err)
-	}
 	// Local mode: no Studio, the development API key. Remove it to deploy (docs/deploying.md).
-	srv, err := sv.NewServer([]*sv.Agent{agent}, sv.WithLocalMode(true))
+	srv, err := sv.New(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0"}, sv.WithLocalMode(true))
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv.HandleSurface("job.start", func(ctx context.Context, req *sv.SurfaceRequest) (*sv.SurfaceResult, error) {
-		return sv.NewSurfaceResult(ctx, req.Surface, a2ui.Form{ID: "hello.start", Title: "Say hello",
-			Fields: []a2ui.Field{a2ui.StringField("name", "Name", a2ui.Required())}, Submit: a2ui.Submit{Action: "job.start"}})
-	})
+	// The handlers declare the agent's surfaces and actions in its registration.
+	srv.HandleSurface("job.start", sv.StaticSurface(a2ui.NewForm("hello.start", "Say hello", "job.start",
+		a2ui.StringField("name", "Name", a2ui.Required()))))
 	sv.HandleActionFor(srv, "job.start", func(ctx context.Context, req *sv.ActionRequest, in StartInput) (*sv.ActionResult, error) {
 		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"greeting": "Hello, " + in.Name})), nil // replayed by idempotency_key
 	})

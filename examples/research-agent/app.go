@@ -47,11 +47,7 @@ func newApp(cfg config) (*app, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	reg, err := supervaizer.BuildRegistration(registrationSpec())
-	if err != nil {
-		return nil, fmt.Errorf("registration: %w", err)
-	}
-	agent, err := supervaizer.NewAgent(agentSpec(reg))
+	agent, err := supervaizer.NewAgent(agentSpec())
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}

@@ -178,14 +178,14 @@ func dashboardWidgets() []contracts.Widget {
 
 // agentSpec describes the agent: its registration and the agent-level blocks
 // Studio shows (introduction, full description) and bills (catalog).
-func agentSpec(reg *contracts.Registration) supervaizer.AgentSpec {
+func agentSpec() supervaizer.AgentSpec {
 	return supervaizer.AgentSpec{
 		Name:         agentName,
 		Version:      agentVersion,
 		Description:  "Turns a research question into a reviewed, sourced brief.",
 		Author:       "Supervaize",
 		Tags:         []string{"research", "example"},
-		Registration: reg,
+		Registration: registrationSpec(),
 		Introduction: &contracts.Introduction{
 			Tagline:      "Turns a research question into a sourced brief",
 			Summary:      "Drafts a brief on a topic, asks an operator to review it, then sends it to the workspace's contacts.",
