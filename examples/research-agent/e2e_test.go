@@ -255,25 +255,34 @@ func TestEndToEndStartIsIdempotent(t *testing.T) {
 // never by a slug or id the request body claims.
 func TestEndToEndWorkspaceIsolation(t *testing.T) { testWorkspaceIsolation(t, newHarness(t)) }
 
+// createContact creates a contact of ws and returns the result.
+func (c *client) createContact(ws workspace, name, email string) *contracts.ActionResult {
+	c.t.Helper()
+	return c.invoke(actionRequest(c.t, ws, "resource.contacts.create", map[string]any{"item": map[string]any{"name": name, "email": email}}))
+}
+
+// contactEmails lists the e-mail addresses of ws's contacts.
+func (c *client) contactEmails(ws workspace) []string {
+	c.t.Helper()
+	res := c.invoke(actionRequest(c.t, ws, "resource.contacts.list", nil))
+	require.Equal(c.t, contracts.StatusOK, res.Status, "%+v", res.Errors)
+	var emails []string
+	for _, it := range res.Effects[0].Items {
+		emails = append(emails, it["email"].(string))
+	}
+	return emails
+}
+
 // testWorkspaceIsolation is TestEndToEndWorkspaceIsolation on the agent h,
 // whatever its store.
 func testWorkspaceIsolation(t *testing.T, h *harness) {
 	c := h.client
 	create := func(ws workspace, name, email string) {
 		t.Helper()
-		res := c.invoke(actionRequest(t, ws, "resource.contacts.create", map[string]any{"item": map[string]any{"name": name, "email": email}}))
+		res := c.createContact(ws, name, email)
 		require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
 	}
-	list := func(ws workspace) []string {
-		t.Helper()
-		res := c.invoke(actionRequest(t, ws, "resource.contacts.list", nil))
-		require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
-		var emails []string
-		for _, it := range res.Effects[0].Items {
-			emails = append(emails, it["email"].(string))
-		}
-		return emails
-	}
+	list := c.contactEmails
 	create(wsA, "Ada", "ada@example.com")
 	create(wsB, "Bob", "bob@example.com")
 	assert.Equal(t, []string{"ada@example.com"}, list(wsA))

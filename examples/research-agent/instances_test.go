@@ -124,9 +124,9 @@ func startCluster(t *testing.T, n int, extra map[string]string) *cluster {
 }
 
 // startProc starts one process of the example with its own instance id, on
-// an ephemeral loopback port, and waits until it is ready. The database
-// connections carry the instance id as application_name, so that the test
-// can see when the server has dropped those of a killed process.
+// an ephemeral loopback port, and waits until it is ready. The pooled
+// database connections carry the instance id as application_name, so that
+// the test can see when the server has dropped those of a killed process.
 func (c *cluster) startProc(id string) *agentProc {
 	t := c.t
 	t.Helper()
@@ -137,7 +137,9 @@ func (c *cluster) startProc(id string) *agentProc {
 	if strings.Contains(c.dbURL, "?") {
 		sep = "&"
 	}
-	env[envDatabase] = c.dbURL + sep + "application_name=" + url.QueryEscape(id)
+	// A small pool: the test's calls queue for it, and several processes
+	// stay well within the max_connections of a server other tests share.
+	env[envDatabase] = c.dbURL + sep + "application_name=" + url.QueryEscape(id) + "&pool_max_conns=4"
 
 	p := &agentProc{id: id, cmd: exec.Command(c.bin), stderr: &proctest.Buffer{}, done: make(chan struct{})}
 	for k, v := range env {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -73,6 +74,43 @@ func TestPostgresWorkspaceIsolation(t *testing.T) {
 	studio := svtest.NewFakeStudio(t)
 	h := startHarness(t, studio, pgEnv(t, studio))
 	testWorkspaceIsolation(t, h)
+}
+
+// TestPostgresWorkspaceIsolationAcrossInstances runs two instances on one
+// database: each workspace's contacts (a resource the agent keeps in the
+// shared store) are listed by both instances to that workspace only, the
+// one-address-per-workspace rule holds whichever instance writes, and a job
+// of one workspace exists on both instances for it and on neither for the
+// other.
+func TestPostgresWorkspaceIsolationAcrossInstances(t *testing.T) {
+	studio := svtest.NewFakeStudio(t)
+	env := pgEnv(t, studio)
+	hs := []*harness{startHarness(t, studio, env), startHarness(t, studio, env)}
+	for i, tc := range []struct {
+		ws    workspace
+		email string
+	}{{wsA, "ada@example.com"}, {wsB, "bob@example.com"}} {
+		res := hs[i].client.createContact(tc.ws, "N", tc.email)
+		require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
+	}
+	for _, h := range hs {
+		assert.Equal(t, []string{"ada@example.com"}, h.client.contactEmails(wsA))
+		assert.Equal(t, []string{"bob@example.com"}, h.client.contactEmails(wsB))
+	}
+	dup := hs[1].client.createContact(wsA, "Ada", "ADA@example.com")
+	require.Equal(t, contracts.StatusError, dup.Status, "the address exists in workspace A, written by the other instance")
+	assert.Equal(t, codeDuplicateEmail, dup.Errors[0].Code)
+	other := hs[0].client.createContact(wsB, "Ada", "ada@example.com")
+	assert.Equal(t, contracts.StatusOK, other.Status, "workspace B may hold the address too: %+v", other.Errors)
+
+	hs[0].client.startJob(wsA, "job-a", "key-a", "topic-a")
+	for _, h := range hs {
+		res := h.client.invoke(jobRequest(t, wsA, actionSync, "job-a", nil))
+		assert.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
+		res = h.client.invoke(jobRequest(t, wsB, actionSync, "job-a", nil))
+		require.Equal(t, contracts.StatusError, res.Status)
+		assert.Equal(t, codeJobNotFound, res.Errors[0].Code)
+	}
 }
 
 // TestPostgresInstances runs two instances of the agent on one database:

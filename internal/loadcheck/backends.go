@@ -283,7 +283,7 @@ func (s *backendSetup) start(ctx context.Context, bin string, base map[string]st
 		if s.schema != "" {
 			id := fmt.Sprintf("instance-%d", i+1)
 			vars["SUPERVAIZER_INSTANCE_ID"] = id
-			u, err := withApplicationName(dbURL, s.appPrefix+id)
+			u, err := withPoolSettings(dbURL, s.appPrefix+id)
 			if err != nil {
 				return err
 			}
@@ -506,8 +506,16 @@ func buildResearchAgent(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// withApplicationName adds application_name to a PostgreSQL URL.
-func withApplicationName(dbURL, name string) (string, error) {
+// backendPoolConns is the pool size of each PostgreSQL instance (the
+// store's default is 16): the four PostgreSQL instances of a run, alive
+// together, then hold at most 4 x 8 pooled connections and their followers,
+// well within the max_connections (100 by default) of a server that other
+// clients may share.
+const backendPoolConns = 8
+
+// withPoolSettings adds application_name and, unless the URL sets it,
+// pool_max_conns (backendPoolConns) to a PostgreSQL URL.
+func withPoolSettings(dbURL, name string) (string, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", errors.New("the database URL must be a postgres:// URL")
@@ -518,6 +526,9 @@ func withApplicationName(dbURL, name string) (string, error) {
 		u.RawQuery += "&"
 	}
 	u.RawQuery += "application_name=" + url.PathEscape(name)
+	if !u.Query().Has("pool_max_conns") {
+		u.RawQuery += "&pool_max_conns=" + strconv.Itoa(backendPoolConns)
+	}
 	return u.String(), nil
 }
 

@@ -55,16 +55,16 @@ func TestStartBodiesHaveANewJobAndKeyEach(t *testing.T) {
 	assert.Error(t, err, "one placeholder only")
 }
 
-func TestWithApplicationName(t *testing.T) {
+func TestWithPoolSettings(t *testing.T) {
 	for _, tc := range []struct{ in, want, err string }{
-		{"postgres://u@h:5432/db", "postgres://u@h:5432/db?application_name=lc-1", ""},
+		{"postgres://u@h:5432/db", "postgres://u@h:5432/db?application_name=lc-1&pool_max_conns=8", ""},
 		{"postgres://u@h/db?sslmode=disable&options=-c%20synchronous_commit%3Doff",
-			"postgres://u@h/db?sslmode=disable&options=-c%20synchronous_commit%3Doff&application_name=lc-1", ""},
-		{"postgresql://h/db", "postgresql://h/db?application_name=lc-1", ""},
+			"postgres://u@h/db?sslmode=disable&options=-c%20synchronous_commit%3Doff&application_name=lc-1&pool_max_conns=8", ""},
+		{"postgresql://h/db?pool_max_conns=32", "postgresql://h/db?pool_max_conns=32&application_name=lc-1", ""},
 		{"mysql://h/db", "", "postgres://"},
 		{"host=h dbname=db", "", "postgres://"},
 	} {
-		got, err := withApplicationName(tc.in, "lc-1")
+		got, err := withPoolSettings(tc.in, "lc-1")
 		if tc.err != "" {
 			require.Error(t, err, tc.in)
 			assert.Contains(t, err.Error(), tc.err)
