@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // RegistrationSpec is the input of [BuildRegistration], the Go counterpart of the
@@ -179,7 +180,7 @@ func pointerOf(loc []any) string {
 		case int:
 			sb.WriteString(strconv.Itoa(s))
 		default:
-			sb.WriteString(strings.ReplaceAll(strings.ReplaceAll(fmt.Sprint(s), "~", "~0"), "/", "~1"))
+			sb.WriteString(wire.PointerToken(fmt.Sprint(s)))
 		}
 	}
 	return sb.String()

@@ -24,6 +24,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/fold"
 	"github.com/supervaize/supervaizer-go/internal/resource"
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // This file holds the typed resource API: an author implements the
@@ -829,7 +830,7 @@ func readInput(raw json.RawMessage) *inputReader {
 func (in *inputReader) fail(key, rule, msg string) {
 	loc, path := []any{"input"}, "/input"
 	if key != "" {
-		loc, path = append(loc, key), path+"/"+strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+		loc, path = append(loc, key), path+"/"+wire.PointerToken(key)
 	}
 	in.probs = append(in.probs, contracts.Problem{Loc: loc, Msg: msg, Type: rule, Path: path})
 }

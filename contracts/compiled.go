@@ -132,7 +132,7 @@ func (c *schemaCompiler) at(ptr string) (*cschema, error) {
 			return nil, fmt.Errorf("unsupported JSON Pointer %q", ptr)
 		}
 		for _, tok := range strings.Split(ptr[1:], "/") {
-			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+			tok = wire.UnescapePointerToken(tok)
 			m, ok := node.(map[string]any)
 			if !ok {
 				return nil, fmt.Errorf("JSON Pointer %q does not resolve", ptr)

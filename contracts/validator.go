@@ -13,6 +13,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // Model names a wire model the Validator validates.
@@ -598,7 +600,7 @@ func pointer(loc []string) string {
 	var b strings.Builder
 	for _, s := range loc {
 		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1"))
+		b.WriteString(wire.PointerToken(s))
 	}
 	return b.String()
 }
@@ -677,7 +679,7 @@ func schemaDescription(schemaURL string) string {
 	var node any = schemaDoc
 	desc := ""
 	for seg := range strings.SplitSeq(strings.TrimPrefix(frag, "/"), "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		seg = wire.UnescapePointerToken(seg)
 		switch n := node.(type) {
 		case map[string]any:
 			node = n[seg]

@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strings"
 
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -209,13 +208,5 @@ func (e *envelope) problem(key, msg, typ string) {
 
 // keyDetail returns the problem for the top-level key.
 func keyDetail(key, msg, typ string) Detail {
-	return Detail{Loc: []any{key}, Msg: msg, Type: typ, Path: "/" + escapePointerToken(key)}
-}
-
-// pointerEscaper escapes a JSON Pointer reference token (RFC 6901).
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-// escapePointerToken escapes a JSON Pointer reference token.
-func escapePointerToken(s string) string {
-	return pointerEscaper.Replace(s)
+	return Detail{Loc: []any{key}, Msg: msg, Type: typ, Path: "/" + wire.PointerToken(key)}
 }

@@ -254,15 +254,3 @@ func TestDecodeRequestManyKeysIsLinear(t *testing.T) {
 	require.Nil(t, rpcErr)
 	assert.Equal(t, "m", req.Method)
 }
-
-func TestEscapePointerToken(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"method", "method"},
-		{"a/b", "a~1b"},
-		{"m~n", "m~0n"},
-		{"~/", "~0~1"},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, escapePointerToken(tt.in), tt.in)
-	}
-}
