@@ -183,6 +183,7 @@ type scenario struct {
 // run starts every server, measures every case and mode and prints the report.
 // failed reports a failed request.
 func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error) {
+	began := time.Now()
 	self, err := os.Executable()
 	if err != nil {
 		return false, err
@@ -266,6 +267,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		cfg.concurrency, cfg.rounds, cfg.duration)
 	fmt.Fprintf(out, "%s, %d CPUs; %s\n", runtime.Version(), runtime.NumCPU(), loadAverage())
 	fmt.Fprintln(out, "every server in a process of its own; the client shares the machine")
+	fmt.Fprint(out, legend)
 	fmt.Fprintln(out)
 
 	rep := newReport(out)
@@ -308,7 +310,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			break
 		}
 	}
-	if err := rep.summary(); err != nil {
+	if err := rep.summary(began); err != nil {
 		return false, err
 	}
 	if firstFailure != nil {
@@ -317,6 +319,16 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 	}
 	return false, ctx.Err()
 }
+
+// legend explains the rows and columns of the report.
+const legend = `cases: job.sync = examples/research-agent answering job.sync on a started job (its real handler,
+         bbolt store and job_state, about 1.5 KB); fixture = the small fixture controller (typed job.start, one effect)
+modes: reused = one workspace token for every request (a verifier cache hit);
+       fresh = a never-seen token per request (a full Ed25519 verification each time)
+baseline: bare net/http + encoding/json, decoding the same body and sending the controller's own answer
+columns: req/s over the round; CPU µs/req = the server process's CPU time (/proc/<pid>/stat) per request;
+         p50/p99 = client-side latency; ratio = controller req/s / baseline req/s of the same round
+`
 
 // Token modes.
 const (

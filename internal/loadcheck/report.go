@@ -154,8 +154,9 @@ func (rw *row) summary() summaryRow {
 	return s
 }
 
-// summary prints the rounds, the summary table and the JSON line.
-func (r *report) summary() error {
+// summary prints the rounds, the summary table, the run's duration since
+// began and the load average, then the JSON line, last.
+func (r *report) summary(began time.Time) error {
 	if err := r.rounds.Flush(); err != nil {
 		return err
 	}
@@ -189,6 +190,7 @@ func (r *report) summary() error {
 			fmt.Fprintf(r.out, "%s %s: some rounds ran out of pre-minted tokens and ended early; rates use the time actually run\n", s.Case, s.Mode)
 		}
 	}
+	fmt.Fprintf(r.out, "finished in %v; %s\n", time.Since(began).Round(time.Second), loadAverage())
 	b, err := json.Marshal(map[string]any{"load_average": loadAverage(), "rows": rows})
 	if err != nil {
 		return err
