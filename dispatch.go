@@ -27,8 +27,9 @@ import (
 //	(unless bootstrap) → handler lookup → handler → result validated →
 //	SSE publish (actions) → response
 //
-// Each step has one error, mapped once to its JSON-RPC code; nothing after the
-// request-model step re-parses the body.
+// Each step has one error, mapped once to its JSON-RPC code. The body is parsed
+// once, into a tape (internal/wire): the envelope, the request model and a
+// typed handler's input are read from it; nothing re-parses the body.
 
 // maxInitialBody caps the buffer reserved from Content-Length before reading.
 const maxInitialBody = 64 << 10

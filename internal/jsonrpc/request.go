@@ -1,9 +1,12 @@
 // Package jsonrpc decodes and encodes the JSON-RPC 2.0 envelopes of the
 // controller's POST /a2a endpoint.
 //
-// [DecodeRequest] validates the envelope only: params are handed on as raw
-// bytes for the method's request model. [AppendResult] and [AppendError]
-// write responses with a fixed key order and without HTML escaping.
+// [Decode] parses the body once into the caller's tape (internal/wire) and
+// validates the envelope only: params are handed on as their node on that
+// tape (and their raw bytes) for the method's request model, which is read
+// from the same tape. [DecodeRequest] does the same on a tape of its own.
+// [AppendResult] and [AppendError] write responses with a fixed key order and
+// without HTML escaping.
 //
 // Decoding follows the SDK's decisions:
 // a body that is not valid JSON is -32700 "Parse error"; valid JSON that is
