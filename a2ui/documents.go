@@ -31,6 +31,18 @@ type ReviewCheck = contracts.ReviewCheck
 // metrics.
 type DashboardDataset = contracts.DashboardDataset
 
+// Widget is one widget of a dashboard: in the registration's dashboards and
+// in a [Dashboard] document.
+type Widget = contracts.Widget
+
+// WidgetData is where a [Widget] takes its data (mode "ref": a dataset of the
+// registration).
+type WidgetData = contracts.WidgetData
+
+// Visualization is how a [Widget] draws its data (type "vega-lite" with its
+// spec).
+type Visualization = contracts.Visualization
+
 // validate validates doc, a pointer to the Go type of model m.
 func validate(m contracts.Model, doc any) error {
 	_, err := contracts.DefaultValidator().ValidateValue(m, doc)

@@ -10,6 +10,22 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
+// SetupStep is one step of a guided setup plan: its fields and help actions.
+// An empty Status is written as "pending".
+type SetupStep = contracts.SetupStep
+
+// Suggestion is one remark of a help action, returned with a [Draft]. An
+// empty Severity is written as "info".
+type Suggestion = contracts.Suggestion
+
+// NewSetupPlan returns a guided-setup plan, for job_policy.setup.plan in the
+// registration or the plan job.start.preview returns: its steps, its cost
+// estimate (nil for none, see [EstimatedCost]) and whether Studio asks the
+// user to confirm before job.start.
+func NewSetupPlan(confirm bool, cost *contracts.CostEstimate, steps ...SetupStep) *contracts.PlanValue {
+	return contracts.TypedPlan(contracts.SetupPlan{ConfirmationRequired: &confirm, Steps: steps, CostEstimate: cost})
+}
+
 // EstimatedCost returns a cost range in unit (shown as-is, for
 // example "USD", "tokens" or "credits"); basis explains it in plain text, for
 // example "for 50 runs". Studio shows a range, never a single number.
@@ -34,7 +50,7 @@ type HelpInput struct {
 // value (nil for a pure check) and suggestions the remarks shown next to it.
 // For a list field, value is an array of objects keyed by item-field id. It
 // fails when field is blank or value does not marshal to JSON.
-func Draft(field string, value any, suggestions ...contracts.Suggestion) (*contracts.FieldDraft, error) {
+func Draft(field string, value any, suggestions ...Suggestion) (*contracts.FieldDraft, error) {
 	if strings.TrimSpace(field) == "" {
 		return nil, errors.New("a2ui: a draft needs the id of its target field")
 	}

@@ -245,7 +245,11 @@ type ContextSnapshot struct {
 // replace the job's previous context entirely (an empty list means "no
 // context"). The agent chooses its storage; the SDK never re-reads Studio
 // context during the job.
-type ContextSaver func(ctx context.Context, assignment *contracts.ContextAssignment, snapshots []ContextSnapshot) error
+type ContextSaver func(ctx context.Context, assignment *ContextAssignment, snapshots []ContextSnapshot) error
+
+// ContextAssignment is the input of context.assign: the context Studio
+// assigned and the snapshots to save (see [ContextSaver]).
+type ContextAssignment = contracts.ContextAssignment
 
 // ContextAssigner implements the context.assign action: it
 // validates the assignment, opens each item once, refuses the whole

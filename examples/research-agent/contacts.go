@@ -11,7 +11,6 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
-	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -87,7 +86,7 @@ func normalize(c contact) contact {
 func contactImportDocument() *a2ui.ResourceImport {
 	return &a2ui.ResourceImport{
 		ID: "research-agent.contacts.import", Title: "Import contacts", Resource: resourceContacts,
-		AcceptedFormats: []string{contracts.ImportFormatCSV},
+		AcceptedFormats: []string{"csv"},
 		Columns: []a2ui.ImportColumn{
 			{ID: "name", Label: "Name", Required: true},
 			{ID: "email", Label: "Email", Required: true},

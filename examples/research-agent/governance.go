@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 // Governed jobs. When a workspace governs the agent with rules, Studio adds an
@@ -164,7 +163,7 @@ func (a *app) sendGoverned(ctx context.Context, rec *jobRecord) error {
 func (a *app) blocked(ctx context.Context, rec *jobRecord, phase, status string, r sendResult) error {
 	a.logger.LogAttrs(ctx, slog.LevelInfo, "rule checkpoint blocked the delivery", slog.String("job_id", rec.ID),
 		slog.String("phase", phase), slog.String("status", status))
-	if phase == contracts.PhaseBefore {
+	if phase == phaseBefore {
 		return a.markFailed(ctx, rec, "a rule checkpoint stopped the brief before it was sent")
 	}
 	_, err := a.jobs.update(ctx, rec.Scope, rec.ID, func(j *jobRecord) error {
@@ -191,7 +190,7 @@ func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpo
 	case rr.Decision == supervaizer.CheckpointPause:
 		return errAwaitingDecision
 	case !rr.EffectStarted && rr.Decision == supervaizer.CheckpointStop:
-		return a.blocked(ctx, rec, contracts.PhaseBefore, rr.Decision, sendResult{})
+		return a.blocked(ctx, rec, phaseBefore, rr.Decision, sendResult{})
 	case !rr.EffectStarted:
 		return errors.Join(fmt.Errorf("the delivery of job %s cannot be recovered: %w", rec.ID, rr),
 			a.markFailed(ctx, rec, "the delivery could not be recovered; start a new job"))
@@ -219,7 +218,7 @@ func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpo
 	case errors.As(err, &blocked):
 		return a.blocked(ctx, rec, blocked.Phase, blocked.Status, r)
 	case errors.As(err, &again) && again.Decision == supervaizer.CheckpointStop:
-		return a.blocked(ctx, rec, contracts.PhaseAfter, again.Decision, r)
+		return a.blocked(ctx, rec, phaseAfter, again.Decision, r)
 	case errors.As(err, &again) && again.Decision == supervaizer.CheckpointPause:
 		return errAwaitingDecision
 	case errors.As(err, &again) && again.Reason == supervaizer.RecoveryOccurrenceActive:

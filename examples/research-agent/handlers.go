@@ -137,17 +137,16 @@ func withState(res *supervaizer.ActionResult, rec *jobRecord) *supervaizer.Actio
 // previewJob returns the setup plan for the current draft values, with a cost
 // range by depth. It creates nothing.
 func (a *app) previewJob(_ context.Context, _ *supervaizer.ActionRequest, in previewInput) (*supervaizer.ActionResult, error) {
-	confirm := true
 	step := setupStep()
 	if strings.TrimSpace(in.TopicID) != "" {
-		step.Status = contracts.StepDone
+		step.Status = "done"
 	}
 	cost := a2ui.EstimatedCost("credits", 1, 2, "quick scan of the trade press")
 	if in.Depth == depthDeep {
 		cost = a2ui.EstimatedCost("credits", 3, 5, "deep dive over reports, filings and press")
 	}
 	res := supervaizer.OK(supervaizer.Effect{Type: "job.start.previewed"})
-	res.SetupPlan = contracts.TypedPlan(contracts.SetupPlan{ConfirmationRequired: &confirm, Steps: []contracts.SetupStep{step}, CostEstimate: cost})
+	res.SetupPlan = a2ui.NewSetupPlan(true, cost, step)
 	return res, nil
 }
 
@@ -287,18 +286,18 @@ func (a *app) suggestGoal(_ context.Context, _ *supervaizer.ActionRequest, in a2
 	topic, goal = strings.TrimSpace(topic), strings.TrimSpace(goal)
 	var (
 		value       any
-		suggestions []contracts.Suggestion
+		suggestions []a2ui.Suggestion
 	)
 	switch {
 	case goal == "" && topic == "":
-		suggestions = append(suggestions, contracts.Suggestion{Message: "Name the topic first.", Severity: contracts.SeverityWarning, Field: "topic_id"})
+		suggestions = append(suggestions, a2ui.Suggestion{Message: "Name the topic first.", Severity: "warning", Field: "topic_id"})
 	case goal == "":
 		value = defaultGoal(topic)
 	default:
 		value = goal
 	}
 	if goal != "" && !yearPattern.MatchString(goal) {
-		suggestions = append(suggestions, contracts.Suggestion{Message: "Add a time horizon (for example 2027) so the scope is bounded.", Field: "goal"})
+		suggestions = append(suggestions, a2ui.Suggestion{Message: "Add a time horizon (for example 2027) so the scope is bounded.", Field: "goal"})
 	}
 	d, err := a2ui.Draft("goal", value, suggestions...)
 	if err != nil {
@@ -348,7 +347,7 @@ func (a *app) assignContext(ctx context.Context, req *supervaizer.ActionRequest)
 // saveContext stores the frozen context of a job; a new assignment replaces
 // the previous one entirely. The agent reads it, never Studio, while the job
 // runs.
-func (a *app) saveContext(ctx context.Context, asg *contracts.ContextAssignment, snaps []studio.ContextSnapshot) error {
+func (a *app) saveContext(ctx context.Context, asg *studio.ContextAssignment, snaps []studio.ContextSnapshot) error {
 	ws, _ := supervaizer.WorkspaceFrom(ctx)
 	scope, ok := workspaceScope(ws)
 	if !ok {

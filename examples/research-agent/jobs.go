@@ -107,10 +107,10 @@ var reviewAwaitingFields = sync.OnceValue(func() []supervaizer.AwaitingField {
 func (j *jobRecord) state() *supervaizer.JobState {
 	job := supervaizer.Job{
 		ID: j.ID, AgentSlug: agentSlug, MissionID: j.MissionID, Status: j.Status,
-		Source:  contracts.JobSource{Type: contracts.SourceFreshStart, ExternalRef: "topic:" + j.TopicID, TargetType: "topic"},
+		Source:  contracts.JobSource{Type: "fresh_start", ExternalRef: "topic:" + j.TopicID, TargetType: "topic"},
 		Display: &contracts.JobDisplay{EntityLabel: "Brief", StateLabel: stateLabel(j.Status), PrimaryActionLabel: primaryAction(j.Status)},
 	}
-	review := supervaizer.Step{ID: j.reviewStepID(), Activity: contracts.ActivityOperation, Title: "Review the draft brief", Status: "completed"}
+	review := supervaizer.Step{ID: j.reviewStepID(), Activity: "operation", Title: "Review the draft brief", Status: "completed"}
 	setup := supervaizer.Case{ID: j.setupCaseID(), Lane: laneSetup, Title: "Brief: " + j.TopicID, Status: "completed",
 		Metadata: map[string]any{"topic_id": j.TopicID, "depth": j.Depth}}
 	switch {
@@ -126,7 +126,7 @@ func (j *jobRecord) state() *supervaizer.JobState {
 		return &supervaizer.JobState{Job: job, Cases: cases}
 	}
 
-	send := supervaizer.Step{ID: j.sendStepID(), Activity: contracts.ActivityOperation, Title: "Send the brief to the workspace's contacts"}
+	send := supervaizer.Step{ID: j.sendStepID(), Activity: "operation", Title: "Send the brief to the workspace's contacts"}
 	sendCase := supervaizer.Case{ID: j.sendCaseID(), Lane: laneWork, Title: "Delivery"}
 	switch {
 	case j.Status == jobFailed:
@@ -146,7 +146,7 @@ func (j *jobRecord) state() *supervaizer.JobState {
 	sendCase.Status = send.Status
 	sendCase.Steps = []supervaizer.Step{send}
 	brief := supervaizer.Case{ID: j.briefCaseID(), Lane: laneDeliverable, Title: "Brief", Status: "completed",
-		Steps: []supervaizer.Step{{ID: j.briefStepID(), Activity: contracts.ActivityOperation, Status: "completed", Title: "Synthesis",
+		Steps: []supervaizer.Step{{ID: j.briefStepID(), Activity: "operation", Status: "completed", Title: "Synthesis",
 			Outputs: []supervaizer.ArtifactRef{{ID: j.briefArtifactID(), Type: artifactSynthesis, Title: "Brief: " + j.TopicID, MediaType: "text/markdown"}}}}}
 	return &supervaizer.JobState{Job: job, Cases: append(cases, sendCase, brief)}
 }
@@ -205,7 +205,7 @@ func workspaceScope(ws *supervaizer.Workspace) (string, bool) {
 	if ws == nil || ws.WorkspaceID == "" {
 		return "", false
 	}
-	k := supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: ws.WorkspaceID}
+	k := supervaizer.ScopeKey{Level: "workspace", Workspace: ws.WorkspaceID}
 	if ws.AgentWorkspaceRef != nil && *ws.AgentWorkspaceRef != "" {
 		k.Workspace, k.ByRef = *ws.AgentWorkspaceRef, true
 	}
@@ -214,7 +214,7 @@ func workspaceScope(ws *supervaizer.Workspace) (string, bool) {
 
 // workspaceOf is the workspace-level partition of a resource or dataset scope.
 func workspaceOf(k supervaizer.ScopeKey) string {
-	return supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: k.Workspace, ByRef: k.ByRef}.String()
+	return supervaizer.ScopeKey{Level: "workspace", Workspace: k.Workspace, ByRef: k.ByRef}.String()
 }
 
 // jobStore keeps job records in the store, one key per (scope, job id). The

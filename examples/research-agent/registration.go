@@ -9,8 +9,8 @@ import (
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
-// The agent's identity. The slug is derived from agentName; the registration
-// repeats it and NewAgent checks that the two match.
+// The agent's identity. The slug is derived from agentName (NewAgent puts it
+// in the registration); jobs carry it.
 const (
 	agentName      = "Research Agent"
 	agentSlug      = "research-agent"
@@ -25,16 +25,22 @@ const (
 	surfaceJobStart      = "job.start"
 	surfaceStepAwaiting  = "case.step.awaiting"
 	surfaceStepDetail    = "case.step.detail"
-	surfaceAnalytics     = contracts.DefaultDashboardSurface // mission.analytics
+	surfaceAnalytics     = "mission.analytics" // where Studio shows a dashboard
 	surfaceContactImport = "mission.agent.surface.contact_import"
+	surfaceBindingCreate = "workspace_binding.create" // derived from the workspace binding
 
-	actionStart       = contracts.DefaultStartAction   // job.start
-	actionPreview     = contracts.DefaultPreviewAction // job.start.preview
-	actionSubmit      = contracts.DefaultSubmitAction  // step.awaiting.submit
+	actionStart       = "job.start"
+	actionPreview     = "job.start.preview"
+	actionSubmit      = "step.awaiting.submit"
 	actionStop        = "job.stop"
-	actionSync        = contracts.DefaultSyncAction // job.sync
+	actionSync        = "job.sync"
 	actionGoalSuggest = "goal.suggest"
 	actionTest        = "job.test"
+	actionBindOptions = "workspace_binding.options" // derived from the workspace binding
+	actionBindCreate  = "workspace_binding.create"  // derived from the workspace binding
+
+	phaseBefore = "before" // rule-checkpoint phases around sending the brief
+	phaseAfter  = "after"
 
 	laneSetup       = "setup"
 	laneWork        = "work"
@@ -63,11 +69,11 @@ func setupFields() []a2ui.Field {
 	}
 }
 
-// setupStep is the one step of the setup plan, in the registration and in
-// the plan job.start.preview returns.
-func setupStep() contracts.SetupStep {
-	return contracts.SetupStep{
-		ID: "scope", Title: "Scope the research", Status: contracts.StepPending,
+// setupStep is the one step of the setup plan (pending), in the registration
+// and in the plan job.start.preview returns.
+func setupStep() a2ui.SetupStep {
+	return a2ui.SetupStep{
+		ID: "scope", Title: "Scope the research",
 		Description: "Name the topic and what the brief must answer.",
 		Fields:      setupFields(), HelpActions: []string{actionGoalSuggest},
 	}
@@ -89,11 +95,8 @@ func contactFields() []a2ui.Field {
 // action, a dataset with its dashboard, a workspace binding, rule checkpoints
 // around the one external effect (sending the brief) and context.assign.
 func registrationSpec() supervaizer.RegistrationSpec {
-	confirm := true
 	return supervaizer.RegistrationSpec{
-		AgentSlug:          agentSlug,
-		DisplayName:        agentName,
-		A2UICatalogVersion: catalogVersion,
+		A2UICatalogVersion: catalogVersion, // the slug and the display name come from agentName
 		Surfaces: []supervaizer.SurfaceSpec{
 			{ID: surfaceJobStart, Label: "Start research"},
 			{ID: surfaceStepAwaiting, Label: "Review the brief"},
@@ -117,15 +120,10 @@ func registrationSpec() supervaizer.RegistrationSpec {
 			{Type: artifactSynthesis, Label: "Synthesis"},
 		},
 		JobPolicy: &contracts.JobPolicy{
-			Sync: &contracts.JobSyncPolicy{Action: actionSync,
-				SupportedStatuses: []string{jobAwaiting, jobActive, jobCompleted, jobStopped, jobFailed}},
+			Sync: &contracts.JobSyncPolicy{SupportedStatuses: []string{jobAwaiting, jobActive, jobCompleted, jobStopped, jobFailed}},
 			Setup: &contracts.JobSetupPolicy{
-				ActionScopes: []string{contracts.ScopeJob},
-				Plan: contracts.TypedPlan(contracts.SetupPlan{
-					ConfirmationRequired: &confirm,
-					Steps:                []contracts.SetupStep{setupStep()},
-					CostEstimate:         a2ui.EstimatedCost("credits", 1, 5, "per brief, depending on the depth"),
-				}),
+				ActionScopes: []string{"job"},
+				Plan:         a2ui.NewSetupPlan(true, a2ui.EstimatedCost("credits", 1, 5, "per brief, depending on the depth"), setupStep()),
 			},
 		},
 		Resources: []contracts.ResourceDefinition{{
@@ -137,7 +135,7 @@ func registrationSpec() supervaizer.RegistrationSpec {
 			MountedViews: []contracts.MountedView{{View: "import", Surface: surfaceContactImport}},
 		}},
 		Datasets: []contracts.DatasetDefinition{{
-			ID: datasetProgress, Label: "Research progress", Scope: contracts.ScopeMission,
+			ID: datasetProgress, Label: "Research progress", Scope: "mission",
 			Display: &contracts.Display{TitleField: ptr("label"), Columns: []string{"label", "value"}},
 		}},
 		Dashboards: []contracts.DashboardDefinition{{
@@ -146,26 +144,25 @@ func registrationSpec() supervaizer.RegistrationSpec {
 		}},
 		// Opt in to rule checkpoints around the one external effect; the SDK
 		// derives rule.checkpoint.resume and handles it.
-		RuleCheckpoints: &contracts.RuleCheckpoints{Version: 1, Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter}},
+		RuleCheckpoints: &contracts.RuleCheckpoints{Phases: []string{phaseBefore, phaseAfter}},
+		// Bind an existing record or create one: the SDK derives the
+		// workspace_binding.* actions and the creation surface.
 		WorkspaceBinding: &contracts.WorkspaceBinding{
-			Modes: []string{contracts.BindExisting, contracts.CreateAndBind},
-			Create: &contracts.BindingCreate{
-				Surface: contracts.BootstrapCreateSurface, Action: contracts.BootstrapCreateAction,
-				Fields: a2ui.ResourceFields(bindingFields()...),
-			},
+			Modes:  []string{"bind_existing", "create_and_bind"},
+			Create: &contracts.BindingCreate{Fields: a2ui.ResourceFields(bindingFields()...)},
 		},
 	}
 }
 
 // dashboardWidgets are the widgets of the mission overview, in the
 // registration and in the Dashboard document of mission.analytics.
-func dashboardWidgets() []contracts.Widget {
+func dashboardWidgets() []a2ui.Widget {
 	ds := datasetProgress
-	return []contracts.Widget{{
+	return []a2ui.Widget{{
 		ID: "progress_by_stage", Title: "Briefs by stage",
-		Data:   &contracts.WidgetData{Mode: contracts.DataModeRef, DatasetID: &ds},
+		Data:   &a2ui.WidgetData{Mode: "ref", DatasetID: &ds},
 		Layout: map[string]any{"w": 12, "h": 6},
-		Visualization: contracts.Visualization{Type: contracts.VisualizationVegaLite, Spec: json.RawMessage(`{
+		Visualization: a2ui.Visualization{Type: "vega-lite", Spec: json.RawMessage(`{
   "$schema": "https://vega.github.io/schema/vega-lite/v5.json",
   "mark": "bar",
   "encoding": {
@@ -191,8 +188,7 @@ func agentSpec() supervaizer.AgentSpec {
 			Summary:      "Drafts a brief on a topic, asks an operator to review it, then sends it to the workspace's contacts.",
 			ExampleGoals: []string{"Brief me on the EU battery market", "Compare these three analyst reports"},
 		},
-		FullDescription: &contracts.FullDescription{
-			Format: contracts.FormatMarkdown,
+		FullDescription: &contracts.FullDescription{ // markdown
 			Content: "# Research Agent\n\n" +
 				"Drafts a brief on a topic, asks an operator to review it, then sends the approved brief " +
 				"to the contacts of the workspace.\n\n" +

@@ -11,7 +11,6 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
-	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -43,14 +42,14 @@ func workspaceKey(ref string) string { return store.Key(keyRoot, "workspaces", r
 // (req.WorkspaceAuthorization is nil) and must not reveal workspace data: they
 // only list and create agent-side workspace records.
 func (a *app) registerWorkspaceBinding() {
-	a.srv.HandleAction(contracts.BootstrapOptionsAction, a.bindingOptions)
-	supervaizer.HandleActionFor(a.srv, contracts.BootstrapCreateAction, a.createBinding)
-	a.agent.Idempotent(contracts.BootstrapCreateAction) // a retried create returns the same record
-	a.srv.HandleSurface(contracts.BootstrapCreateSurface, func(ctx context.Context, _ *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
-		return supervaizer.NewSurfaceResult(ctx, contracts.BootstrapCreateSurface, a2ui.Form{
+	a.srv.HandleAction(actionBindOptions, a.bindingOptions)
+	supervaizer.HandleActionFor(a.srv, actionBindCreate, a.createBinding)
+	a.agent.Idempotent(actionBindCreate) // a retried create returns the same record
+	a.srv.HandleSurface(surfaceBindingCreate, func(ctx context.Context, _ *supervaizer.SurfaceRequest) (*supervaizer.SurfaceResult, error) {
+		return supervaizer.NewSurfaceResult(ctx, surfaceBindingCreate, a2ui.Form{
 			ID: "research-agent.workspace_binding.create", Title: "Create a research workspace",
 			Fields: bindingFields(),
-			Submit: a2ui.Submit{Action: contracts.BootstrapCreateAction, Label: "Create and bind"},
+			Submit: a2ui.Submit{Action: actionBindCreate, Label: "Create and bind"},
 		})
 	})
 }
