@@ -2,7 +2,6 @@ package supervaizer_test
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/contractstest"
 	"github.com/supervaize/supervaizer-go/internal/golden"
 )
 
@@ -248,16 +248,7 @@ func TestDerivedSurfacesAndActions(t *testing.T) {
 
 func requireProblem(t *testing.T, err error, path, rule string) {
 	t.Helper()
-	require.Error(t, err)
-	var ve *contracts.ValidationError
-	require.True(t, errors.As(err, &ve), "want a *contracts.ValidationError, got %T: %v", err, err)
-	for _, p := range ve.Problems {
-		if p.Path == path && p.Type == rule {
-			assert.NotEmpty(t, p.Msg)
-			return
-		}
-	}
-	t.Fatalf("no problem %s (%s) in:\n%v", path, rule, err)
+	contractstest.RequireProblem(t, err, path, rule, "")
 }
 
 // TestBuildRegistrationRules covers every validation rule of the protocol

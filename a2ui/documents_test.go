@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/contractstest"
 	"github.com/supervaize/supervaizer-go/internal/golden"
 )
 
@@ -30,14 +30,7 @@ type problem struct {
 // assertProblem checks that err is a *contracts.ValidationError holding want.
 func assertProblem(t *testing.T, err error, want problem) {
 	t.Helper()
-	var ve *contracts.ValidationError
-	require.ErrorAs(t, err, &ve)
-	for _, p := range ve.Problems {
-		if p.Path == want.path && p.Type == want.rule && strings.Contains(p.Msg, want.msg) {
-			return
-		}
-	}
-	t.Fatalf("no problem %+v in:\n%v", want, err)
+	contractstest.RequireProblem(t, err, want.path, want.rule, want.msg)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/contractstest"
 )
 
 // docProblem is the part of a problem a document test asserts.
@@ -22,14 +22,7 @@ type docProblem struct {
 // docAssertProblem checks that err is a *ValidationError holding want.
 func docAssertProblem(t *testing.T, err error, want docProblem) {
 	t.Helper()
-	var ve *contracts.ValidationError
-	require.ErrorAs(t, err, &ve)
-	for _, p := range ve.Problems {
-		if p.Path == want.path && p.Type == want.rule && strings.Contains(p.Msg, want.msg) {
-			return
-		}
-	}
-	t.Fatalf("no problem %+v in:\n%v", want, err)
+	contractstest.RequireProblem(t, err, want.path, want.rule, want.msg)
 }
 
 func docRead(t *testing.T, name string) []byte {
