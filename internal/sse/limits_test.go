@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,5 +231,17 @@ func TestLimitHeartbeatTimerResets(t *testing.T) {
 		ev, err := readEvent(r)
 		require.NoError(t, err)
 		require.Equal(t, strconv.FormatUint(id, 10), ev.ID, "no heartbeat between events")
+	}
+}
+
+// TestLimitSetIDDoesNotAllocate: the broker numbers an event under its lock,
+// so numbering must not allocate (an allocation may have to help the garbage
+// collector while every other publisher waits).
+func TestLimitSetIDDoesNotAllocate(t *testing.T) {
+	for _, name := range []string{EventEffect, strings.Repeat("n", 200)} {
+		e := allocEvent(name, []byte(`{}`))
+		allocs := testing.AllocsPerRun(100, func() { e.setID(18446744073709551615, name) })
+		assert.Zero(t, allocs, "name of %d bytes", len(name))
+		assert.Equal(t, "id: 18446744073709551615\nevent: "+name+"\ndata: ", string(e.head))
 	}
 }
