@@ -474,13 +474,13 @@ func (t *Tape) RepeatedKeys(obj int32, fn func(m int32) bool) {
 func (t *Tape) repeatedKeys(obj int32, escaped bool, fn func(m int32) bool) {
 	nd := t.Nodes[obj]
 	if nd.N <= maxScanKeys && !escaped {
-		var keys [maxScanKeys]int32
+		var keys [maxScanKeys][]byte // views of the source, not copies
 		k := 0
 		for m := obj + 1; m < nd.Next; m = t.Nodes[m+1].Next {
 			key := t.Key(m)
 			repeated := false
 			for _, prev := range keys[:k] {
-				if bytes.Equal(t.Key(prev), key) {
+				if bytes.Equal(prev, key) {
 					repeated = true
 					break
 				}
@@ -491,7 +491,7 @@ func (t *Tape) repeatedKeys(obj int32, escaped bool, fn func(m int32) bool) {
 				}
 				continue
 			}
-			keys[k] = m
+			keys[k] = key
 			k++
 		}
 		return
