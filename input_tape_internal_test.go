@@ -2,6 +2,10 @@ package supervaizer
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,6 +49,50 @@ func TestInputOnTape(t *testing.T) {
 				assert.Same(t, tp, gotTape)
 				assert.Equal(t, node, gotNode)
 			}
+		})
+	}
+}
+
+// TestTypedHandlerGetsTheBodysTape: through ServeHTTP, a typed handler's
+// input is the slice of the body parsed once, and the call's context holds
+// that tape; a request whose body is not plain (an escaped key) takes the
+// reference path and its input is checked on its own.
+func TestTypedHandlerGetsTheBodysTape(t *testing.T) {
+	type input struct {
+		TopicID string `json:"topic_id"`
+	}
+	tests := []struct {
+		name       string
+		extraKey   string
+		wantOnTape bool
+	}{
+		{"plain body", `"x_extra"`, true},
+		{"escaped key in the body", `"x_\u0065xtra"`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := stAgent(t, "Tape Agent")
+			srv, err := NewServer([]*Agent{a}, WithEnv(func(string) string { return "" }), WithLocalMode(true))
+			require.NoError(t, err)
+			var onTape, called atomic.Bool
+			HandleActionFor(srv, "job.start", func(ctx context.Context, req *ActionRequest, in input) (*ActionResult, error) {
+				_, _, ok := inputOnTape(ctx, req.Input)
+				onTape.Store(ok)
+				called.Store(in.TopicID == "t-1")
+				return OK(), nil
+			})
+			body := `{"jsonrpc":"2.0","id":1,"method":"` + MethodActionInvoke + `","params":{"action_request":{` +
+				`"request_id":"r-1","actor":{"user_id":"u-1"},"workspace":{"id":"w-1"},"mission_id":"m-1",` +
+				`"agent_slug":"tape-agent","surface":"job.start","action":"job.start","input":{"topic_id":"t-1"}}},` +
+				tt.extraKey + `:1}`
+			r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+			r.Header.Set(HeaderAPIKey, LocalModeAPIKey)
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, r)
+			require.Equal(t, http.StatusOK, w.Code)
+			require.Contains(t, w.Body.String(), `"result":{"status":"ok"`, w.Body.String())
+			assert.True(t, called.Load(), "the typed input was decoded")
+			assert.Equal(t, tt.wantOnTape, onTape.Load())
 		})
 	}
 }
