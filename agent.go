@@ -39,7 +39,9 @@ type AgentSpec struct {
 	// registration derives), and the registration is final when the server
 	// starts serving: register every handler before. When it lists them, a
 	// handler must be declared and a declared id without a handler is logged
-	// at startup.
+	// at startup. An agent whose Registration is left empty and which gets
+	// no handler has no v2 registration (its card and its Studio registration
+	// carry none).
 	Registration RegistrationSpec
 
 	Introduction    *contracts.Introduction    // agent-list entry; omitted when nil
@@ -195,7 +197,7 @@ func (a *Agent) seal() error {
 	rs := a.regSpec
 	for _, id := range a.order {
 		if a.surfaces[id] != nil && !a.declared(id, true) {
-			rs.Surfaces = append(rs.Surfaces, Surface(id))
+			rs.Surfaces = append(rs.Surfaces, SurfaceSpec{ID: id})
 		}
 		if a.actions[id] != nil && !a.sdkActions[id] && !a.declared(id, false) {
 			rs.Actions = append(rs.Actions, Action(id))

@@ -66,7 +66,7 @@ func ExampleJobState() {
 	res := sv.OK(sv.JobStarted(req.JobID, nil))
 	res.JobState = &sv.JobState{
 		Job: sv.Job{ID: req.JobID, AgentSlug: req.AgentSlug, MissionID: req.MissionID, Status: "awaiting",
-			Source: contracts.JobSource{Type: contracts.SourceFreshStart}},
+			Source: sv.JobSource{Type: "fresh_start"}},
 		Cases: []sv.Case{{ID: "case-1", Lane: "setup", Title: "Review sources", Steps: []sv.Step{{
 			ID: "step-1", Activity: contracts.ActivityOperation, Status: "awaiting", Title: "Review",
 			Awaiting: &sv.Awaiting{Reason: "human_input", Surface: "case.step.awaiting",

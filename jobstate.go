@@ -12,15 +12,18 @@ import "github.com/supervaize/supervaizer-go/contracts"
 //	res := supervaizer.OK(supervaizer.JobStarted(req.JobID, nil))
 //	res.JobState = &supervaizer.JobState{
 //		Job: supervaizer.Job{ID: req.JobID, AgentSlug: req.AgentSlug, MissionID: req.MissionID, Status: "active",
-//			Source: contracts.JobSource{Type: contracts.SourceFreshStart}},
+//			Source: supervaizer.JobSource{Type: "fresh_start"}},
 //		Cases: []supervaizer.Case{{ID: "case-1", Lane: "work", Title: "Draft", Steps: []supervaizer.Step{
-//			{ID: "step-1", Activity: contracts.ActivityOperation, Status: "pending", Title: "Write"}}}},
+//			{ID: "step-1", Activity: "operation", Status: "pending", Title: "Write"}}}},
 //	}
 type (
 	// JobState is a job_state snapshot.
 	JobState = contracts.JobState
 	// Job is the job of a snapshot: id, agent slug, mission, status, source.
 	Job = contracts.Job
+	// JobSource is where a job comes from (Job.Source, required): its type,
+	// for example "fresh_start", and the external record it tracks.
+	JobSource = contracts.JobSource
 	// Case is one case of a job, in a lane ("" means "work").
 	Case = contracts.Case
 	// Step is one step of a case: an operation or a delegation, with its

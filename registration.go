@@ -11,14 +11,16 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
-// RegistrationSpec is the input of [BuildRegistration], the Go counterpart of the
-// Python build_v2_agent_registration. Only AgentSlug,
-// DisplayName and A2UICatalogVersion are required; every other input has the
-// default the spec gives.
+// RegistrationSpec declares an agent's v2 registration: set it in
+// [AgentSpec].Registration, where [NewAgent] fills AgentSlug, DisplayName and
+// A2UICatalogVersion from the agent when they are empty. It is also the input
+// of [BuildRegistration] (for tools), the Go counterpart of the Python
+// build_v2_agent_registration, where those three are required. Every other
+// input has the default the protocol gives.
 type RegistrationSpec struct {
-	AgentSlug          string // required; must equal the agent's derived slug
-	DisplayName        string // required
-	A2UICatalogVersion string // required; the agent's own surface-catalog version
+	AgentSlug          string // must equal the agent's derived slug; AgentSpec default: that slug
+	DisplayName        string // AgentSpec default: the agent's Name
+	A2UICatalogVersion string // the agent's own surface-catalog version; AgentSpec default: "<slug>.<Version>"
 
 	AgentID       string // default: AgentSlug
 	ControllerURL string // default: "/a2a"
@@ -51,14 +53,11 @@ type SurfaceSpec struct {
 	Description string // plain text, trimmed, at most 300 characters
 }
 
-// Surface declares a surface by id only.
-func Surface(id string) SurfaceSpec { return SurfaceSpec{ID: id} }
-
 // Surfaces declares several surfaces by id.
 func Surfaces(ids ...string) []SurfaceSpec {
 	out := make([]SurfaceSpec, len(ids))
 	for i, id := range ids {
-		out[i] = Surface(id)
+		out[i] = SurfaceSpec{ID: id}
 	}
 	return out
 }

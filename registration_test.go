@@ -79,8 +79,8 @@ func fullSpec() sv.RegistrationSpec {
 		A2UICatalogVersion: "research-agent.2026-05-16",
 		Surfaces: []sv.SurfaceSpec{
 			{ID: "job.start", Label: "  Start research ", Description: "Describe the research you need."},
-			sv.Surface("case.step.awaiting"),
-			sv.Surface("mission.analytics"),
+			{ID: "case.step.awaiting"},
+			{ID: "mission.analytics"},
 			{ID: "job.start", Label: "ignored: the first definition with text wins"},
 		},
 		Actions: []sv.ActionSpec{

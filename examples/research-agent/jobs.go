@@ -107,7 +107,7 @@ var reviewAwaitingFields = sync.OnceValue(func() []supervaizer.AwaitingField {
 func (j *jobRecord) state() *supervaizer.JobState {
 	job := supervaizer.Job{
 		ID: j.ID, AgentSlug: agentSlug, MissionID: j.MissionID, Status: j.Status,
-		Source:  contracts.JobSource{Type: "fresh_start", ExternalRef: "topic:" + j.TopicID, TargetType: "topic"},
+		Source:  supervaizer.JobSource{Type: "fresh_start", ExternalRef: "topic:" + j.TopicID, TargetType: "topic"},
 		Display: &contracts.JobDisplay{EntityLabel: "Brief", StateLabel: stateLabel(j.Status), PrimaryActionLabel: primaryAction(j.Status)},
 	}
 	review := supervaizer.Step{ID: j.reviewStepID(), Activity: "operation", Title: "Review the draft brief", Status: "completed"}
