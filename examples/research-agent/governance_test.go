@@ -237,6 +237,11 @@ func TestGovernedPauseSurvivesRestart(t *testing.T) {
 			t.Log(logs.String())
 		}
 	})
+	// The restarted app resumes the delivery in the background (a.Start); the
+	// decision is sent once it is parked on the paused checkpoint, the order
+	// this test is about (a decision arriving first is TestGovernedDeliveryKillMatrix's).
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), errAwaitingDecision.Error()) },
+		10*time.Second, 5*time.Millisecond, "the restarted delivery waits for the decision")
 	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(supervaizer.CheckpointAllow, "dec-1"))
 	resume.CaseID = before.CaseID
 	res := h2.client.invoke(resume)
@@ -249,7 +254,6 @@ func TestGovernedPauseSurvivesRestart(t *testing.T) {
 	}
 	assert.Equal(t, []string{contracts.PhaseBefore, contracts.PhaseAfter}, phases, "the paused before checkpoint is not asked again")
 	assert.True(t, outboxHas(t, h2, "job-g"))
-	assert.Contains(t, logs.String(), errAwaitingDecision.Error())
 }
 
 // interruptedSender sends the brief, then hangs until the agent stops: the
