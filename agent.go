@@ -191,7 +191,7 @@ func (a *Agent) seal() error {
 	if !a.auto {
 		return nil
 	}
-	if len(a.order) == 0 {
+	if len(a.order) == 0 && !a.regSpec.ScheduledStart {
 		return nil // nothing to add (and, when nothing is declared, no registration)
 	}
 	rs := a.regSpec

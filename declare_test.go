@@ -134,6 +134,13 @@ func TestSealErrors(t *testing.T) {
 	srv, err = sv.New(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: sv.RegistrationSpec{ScheduledStart: true}},
 		sv.WithLocalMode(true), sv.WithEnv(emptyEnv))
 	require.NoError(t, err)
+	err = srv.Start(t.Context()) // no handler at all
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `/scheduled_start: scheduled_start requires the action "job.start"`)
+
+	srv, err = sv.New(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: sv.RegistrationSpec{ScheduledStart: true}},
+		sv.WithLocalMode(true), sv.WithEnv(emptyEnv))
+	require.NoError(t, err)
 	srv.HandleAction("job.start", okAction)
 	require.NoError(t, srv.Start(t.Context()))
 	a, ok := srv.Agent("hello-agent")

@@ -35,7 +35,7 @@ type app struct {
 	work   sync.WaitGroup
 }
 
-// newApp opens the store, builds the registration, the agent and the server,
+// newApp opens the store, builds the agent and its server,
 // registers every handler, and resumes the deliveries a previous run left
 // unfinished. The caller must call Shutdown, then Close.
 func newApp(cfg config) (*app, error) {
@@ -46,10 +46,6 @@ func newApp(cfg config) (*app, error) {
 	getenv := cfg.Getenv
 	if getenv == nil {
 		getenv = func(string) string { return "" }
-	}
-	agent, err := supervaizer.NewAgent(agentSpec())
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
 	}
 	// Jobs, contacts and the SDK's idempotency records survive a restart: in
 	// one local file, or in PostgreSQL shared by every instance (unless
@@ -65,9 +61,13 @@ func newApp(cfg config) (*app, error) {
 	if cfg.Lease > 0 {
 		opts = append(opts, supervaizer.WithIdempotencyLease(cfg.Lease))
 	}
-	srv, err := supervaizer.NewServer([]*supervaizer.Agent{agent}, opts...)
+	srv, err := supervaizer.New(agentSpec(), opts...)
 	if err != nil {
 		return nil, errors.Join(err, closeState())
+	}
+	agent, ok := srv.Agent(agentSlug) // for the agent-level APIs: idempotent actions, rule checkpoints
+	if !ok {
+		return nil, errors.Join(fmt.Errorf("agent: %q is not the slug of %q", agentSlug, agentName), closeState())
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a := &app{
