@@ -58,6 +58,9 @@ func newApp(cfg config) (*app, error) {
 	if cfg.InstanceID != "" {
 		opts = append(opts, supervaizer.WithInstanceID(cfg.InstanceID))
 	}
+	if cfg.SSEQueue > 0 {
+		opts = append(opts, supervaizer.WithSSEQueueSize(cfg.SSEQueue))
+	}
 	if cfg.Lease > 0 {
 		opts = append(opts, supervaizer.WithIdempotencyLease(cfg.Lease))
 	}

@@ -28,6 +28,7 @@ const (
 	envInstance  = "SUPERVAIZER_INSTANCE_ID"
 	envLease     = "SUPERVAIZER_IDEMPOTENCY_LEASE"
 	envStore     = "SUPERVAIZER_STORE"
+	envSSEQueue  = "SUPERVAIZER_SSE_QUEUE_SIZE"
 )
 
 // Values of SUPERVAIZER_STORE, where the state lives when
@@ -69,6 +70,11 @@ type config struct {
 	// a job start left in progress by a dead one
 	// (supervaizer.WithIdempotencyLease).
 	Lease time.Duration
+	// SSEQueue is SUPERVAIZER_SSE_QUEUE_SIZE: the events each SSE subscriber
+	// may have queued before the oldest is dropped (0: the SDK's default,
+	// 100; see supervaizer.WithSSEQueueSize). Raise it when bursts of calls
+	// outrun a subscriber's connection.
+	SSEQueue int
 	// LocalMode reports SUPERVAIZER_LOCAL_MODE; the SDK reads it too.
 	LocalMode bool
 	// Getenv is handed to the SDK (supervaizer.WithEnv) for every other
@@ -107,6 +113,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return config{}, fmt.Errorf("%s=%q: want a positive Go duration such as 30s or 10m", envLease, v)
 		}
 		cfg.Lease = d
+	}
+	if v := strings.TrimSpace(getenv(envSSEQueue)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return config{}, fmt.Errorf("%s=%q: want a positive number of events such as 1024", envSSEQueue, v)
+		}
+		cfg.SSEQueue = n
 	}
 	switch v := strings.ToLower(strings.TrimSpace(getenv(envStore))); v {
 	case "", storeFile:

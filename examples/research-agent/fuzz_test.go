@@ -40,6 +40,8 @@ func TestLoadConfig(t *testing.T) {
 		{"file store", map[string]string{envStore: "file"}, config{Addr: defaultAddr, DBPath: def}, ""},
 		{"bad lease", map[string]string{envLease: "10"}, config{}, "SUPERVAIZER_IDEMPOTENCY_LEASE"},
 		{"negative lease", map[string]string{envLease: "-1s"}, config{}, "SUPERVAIZER_IDEMPOTENCY_LEASE"},
+		{"sse queue", map[string]string{envSSEQueue: " 1024 "}, config{Addr: defaultAddr, DBPath: def, SSEQueue: 1024}, ""},
+		{"bad sse queue", map[string]string{envSSEQueue: "0"}, config{}, "SUPERVAIZER_SSE_QUEUE_SIZE"},
 		{"bad store", map[string]string{envStore: "bolt"}, config{}, "SUPERVAIZER_STORE"},
 		{"memory and database", map[string]string{envStore: "memory", envDatabase: "postgres://db"}, config{}, "exclusive"},
 	}

@@ -101,6 +101,12 @@ func startCluster(t *testing.T, n int, extra map[string]string) *cluster {
 	maps.Copy(c.env, api.Env())
 	c.env["SUPERVAIZER_PRIVATE_KEY"] = svtest.ControllerKeyPEM(t)
 	c.env["SUPERVAIZER_PUBLIC_URL"] = c.lb.srv.URL
+	// A subscriber's queue holds a whole burst: these tests count events
+	// across instances, and a loaded machine can leave a stream's writer
+	// behind a 300-call burst long enough for the default 100-event queue
+	// to drop its oldest (the protocol's rule for slow clients, tested in
+	// internal/sse, not here).
+	c.env[envSSEQueue] = "1024"
 	maps.Copy(c.env, extra)
 
 	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64}
