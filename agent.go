@@ -338,8 +338,10 @@ func (a *Agent) notDeclared(op, kind, id string) string {
 	return fmt.Sprintf("supervaizer: %s: %s %q is not declared in the registration of agent %q", op, kind, id, a.slug)
 }
 
-// HandleAction registers h for the action id declared in the agent's
-// registration. It panics if id is not declared or already has a handler
+// HandleAction registers h for the action id. When the registration lists
+// no surface and no action, registering the handler declares the action (until
+// the server serves; see [AgentSpec].Registration); otherwise the registration
+// must declare it. It panics if id is not declared or already has a handler
 // (setup errors, like chi's and net/http's). The result of h is validated
 // against the contracts before it is sent.
 func (a *Agent) HandleAction(id string, h ActionHandler) {
@@ -363,9 +365,10 @@ func (a *Agent) setAction(id string, h ActionHandler, replaceSDK bool) {
 	delete(a.sdkActions, id)
 }
 
-// HandleSurface registers h for the surface id declared in the agent's
-// registration. It panics if id is not declared or already has a handler. The
-// result of h is validated against the contracts before it is sent.
+// HandleSurface registers h for the surface id, declared like an action's
+// (see [Agent.HandleAction]). It panics if id is not declared or already has a
+// handler. The result of h is validated against the contracts before it is
+// sent.
 func (a *Agent) HandleSurface(id string, h SurfaceHandler) {
 	if h == nil {
 		panic(fmt.Sprintf("supervaizer: HandleSurface(%q) on agent %q: nil handler", id, a.slug))

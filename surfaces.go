@@ -23,14 +23,16 @@ type SurfaceHandler func(ctx context.Context, req *SurfaceRequest) (*SurfaceResu
 
 // HandleSurface registers h for the surface id on the server's only agent. It
 // panics when the server carries several agents (use [Agent.HandleSurface]),
-// when the surface is not declared or when it already has a handler.
+// when the surface is not declared (a registration listing no surface and no
+// action is declared by its handlers) or when it already has a handler.
 func (s *Server) HandleSurface(id string, h SurfaceHandler) {
 	s.agentFor("HandleSurface").HandleSurface(id, h)
 }
 
 // HandleAction registers h for the action id on the server's only agent. It
 // panics when the server carries several agents (use [Agent.HandleAction]),
-// when the action is not declared or when it already has a handler.
+// when the action is not declared (a registration listing no surface and no
+// action is declared by its handlers) or when it already has a handler.
 func (s *Server) HandleAction(id string, h ActionHandler) {
 	s.agentFor("HandleAction").HandleAction(id, h)
 }
