@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/ssetest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -58,26 +58,17 @@ func subscribeWith(t *testing.T, base string, header http.Header) <-chan sseEven
 	return events
 }
 
-// scanEvents reads an event stream and hands each named event to emit until
-// the stream ends or emit returns false.
+// scanEvents reads an event stream as an EventSource does and hands each
+// named event to emit until the stream ends or emit returns false.
 func scanEvents(body io.Reader, emit func(sseEvent) bool) {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if ev.name != "" && !emit(ev) {
-				return
-			}
-			ev = sseEvent{}
-		case strings.HasPrefix(line, "id: "):
-			ev.id = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "event: "):
-			ev.name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			ev.data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+	r := bufio.NewReader(body)
+	for {
+		ev, err := ssetest.Read(r)
+		if err != nil {
+			return
+		}
+		if ev.Name != "" && !emit(sseEvent{id: ev.ID, name: ev.Name, data: json.RawMessage(ev.Data)}) {
+			return
 		}
 	}
 }
