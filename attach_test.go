@@ -424,30 +424,44 @@ func TestRegistrationRefreshNotAttached(t *testing.T) {
 	require.ErrorContains(t, srv.Start(context.Background()), "SUPERVAIZER_LOCAL_MODE")
 }
 
+// blockingRun is a refresher run that counts itself, says it started and
+// waits until release is closed.
+type blockingRun struct {
+	runs    atomic.Int32
+	started chan struct{}
+	release chan struct{}
+}
+
+// newBlockingRun returns a blockingRun whose started channel holds buffer
+// signals.
+func newBlockingRun(buffer int) *blockingRun {
+	return &blockingRun{started: make(chan struct{}, buffer), release: make(chan struct{})}
+}
+
+func (b *blockingRun) run() {
+	b.runs.Add(1)
+	b.started <- struct{}{}
+	<-b.release
+}
+
 func TestRefresherCoalesces(t *testing.T) {
 	t.Parallel()
 	var r refresher
-	var runs atomic.Int32
-	release := make(chan struct{})
-	started := make(chan struct{}, 10)
-	run := func() {
-		runs.Add(1)
-		started <- struct{}{}
-		<-release
-	}
+	b := newBlockingRun(10)
+	run := b.run
 	r.trigger(run)
-	<-started
+	<-b.started
 	for range 10 {
 		r.trigger(run) // while the first run is blocked
 	}
-	close(release)
-	<-started
+	close(b.release)
+	<-b.started
 	require.Eventually(t, func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return !r.running
 	}, 5*time.Second, time.Millisecond)
-	assert.Equal(t, int32(2), runs.Load(), "one run at a time, later requests coalesce into one")
+	assert.Equal(t, int32(2), b.runs.Load(), "one run at a time, later requests coalesce into one")
 }
 
 func TestStudioAttachmentConfig(t *testing.T) {
@@ -728,17 +742,11 @@ func TestRefresherClose(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var r refresher
-			var runs atomic.Int32
-			release := make(chan struct{})
-			started := make(chan struct{}, 1)
-			run := func() {
-				runs.Add(1)
-				started <- struct{}{}
-				<-release
-			}
+			b := newBlockingRun(1)
+			run := b.run
 			if tt.running {
 				require.True(t, r.trigger(run))
-				<-started
+				<-b.started
 				require.True(t, r.trigger(run), "pending")
 			}
 			idle := r.close()
@@ -749,7 +757,7 @@ func TestRefresherClose(t *testing.T) {
 					require.FailNow(t, "idle before the run ended")
 				default:
 				}
-				close(release)
+				close(b.release)
 			}
 			select {
 			case <-idle:
@@ -760,7 +768,7 @@ func TestRefresherClose(t *testing.T) {
 			if tt.running {
 				want = 1 // the pending run is dropped
 			}
-			assert.Equal(t, want, runs.Load())
+			assert.Equal(t, want, b.runs.Load())
 			assert.Equal(t, idle, r.close(), "close is idempotent")
 		})
 	}

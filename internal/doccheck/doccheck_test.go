@@ -67,10 +67,9 @@ func goBlocks(t *testing.T, path string) []block {
 	return out
 }
 
-// TestDocsCompile builds every Go block of README.md and docs/*.md. A block is
-// a complete file of any package.
-func TestDocsCompile(t *testing.T) {
-	root := repoRoot(t)
+// markdownGoBlocks returns the Go blocks of README.md and docs/*.md under root.
+func markdownGoBlocks(t *testing.T, root string) []block {
+	t.Helper()
 	files := []string{filepath.Join(root, "README.md")}
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
@@ -79,6 +78,14 @@ func TestDocsCompile(t *testing.T) {
 	for _, f := range files {
 		blocks = append(blocks, goBlocks(t, f)...)
 	}
+	return blocks
+}
+
+// TestDocsCompile builds every Go block of README.md and docs/*.md. A block is
+// a complete file of any package.
+func TestDocsCompile(t *testing.T) {
+	root := repoRoot(t)
+	blocks := markdownGoBlocks(t, root)
 	require.NotEmpty(t, blocks, "the README has at least one Go example")
 	vetBlocks(t, root, blocks)
 }

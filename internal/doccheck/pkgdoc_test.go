@@ -120,15 +120,7 @@ func looksLikeGo(code string) bool {
 // http.ListenAndServe, which has none.
 func TestNoSnippetServesWithoutTimeouts(t *testing.T) {
 	root := repoRoot(t)
-	files := []string{filepath.Join(root, "README.md")}
-	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	require.NoError(t, err)
-	files = append(files, docs...)
-	var blocks []block
-	for _, f := range files {
-		blocks = append(blocks, goBlocks(t, f)...)
-	}
-	blocks = append(blocks, pkgDocBlocks(t, root)...)
+	blocks := append(markdownGoBlocks(t, root), pkgDocBlocks(t, root)...)
 	require.NotEmpty(t, blocks)
 	for _, b := range blocks {
 		assert.NotContains(t, b.code, "http.ListenAndServe(", "%s:%d serves without timeouts: use srv.ListenAndServe(ctx)", b.file, b.line)
