@@ -23,6 +23,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 const crashChildEnv = "SUPERVAIZER_IDEMPOTENCY_CRASH_CHILD"
@@ -47,9 +48,9 @@ func newEffectFixture(t testing.TB, st store.Store, delay time.Duration) *effect
 	})
 	a, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
-	srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true), sv.WithStore(st))
-	require.NoError(t, err)
-	f := &effectFixture{idemFixture: &idemFixture{srv: srv}}
+	ts := svtest.NewTestServer(t, []*sv.Agent{a}, sv.WithStore(st))
+	srv := ts.Server
+	f := &effectFixture{idemFixture: &idemFixture{ts: ts, srv: srv}}
 	srv.HandleAction("job.start", func(ctx context.Context, req *sv.ActionRequest) (*sv.ActionResult, error) {
 		f.calls.Add(1)
 		_, created, err := st.PutIfAbsent(ctx, store.Key("effects", req.JobID), []byte(`{}`))
@@ -91,9 +92,10 @@ func TestIdempotencyCrashChild(t *testing.T) {
 			for {
 				key := fmt.Sprintf("k-%d", next.Add(1))
 				print("sent %s\n", key)
-				res := f.invoke(t, "job.start", key, "job-"+key, `{"topic_id":"x"}`)
-				if !strings.Contains(res, `"status":"ok"`) {
-					print("bad %s %s\n", key, res)
+				// Not f.invoke: a failure is reported to the parent, from any goroutine.
+				res, err := f.ts.InvokeRaw(context.Background(), f.request("job.start", key, "job-"+key, `{"topic_id":"x"}`))
+				if err != nil || !strings.Contains(string(res), `"status":"ok"`) {
+					print("bad %s %v %s\n", key, err, res)
 					os.Exit(3)
 				}
 				print("ack %s\n", key)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,15 +17,18 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 type idemFixture struct {
+	ts    *svtest.TestServer
 	srv   *sv.Server
 	calls atomic.Int64
 	fail  atomic.Bool
 	delay atomic.Int64 // nanoseconds job.start takes
 }
 
+// newIdemFixture serves the research agent through svtest, on st when not nil.
 func newIdemFixture(t testing.TB, st store.Store) *idemFixture {
 	t.Helper()
 	reg := mustRegistration(t, sv.RegistrationSpec{
@@ -36,17 +37,16 @@ func newIdemFixture(t testing.TB, st store.Store) *idemFixture {
 	})
 	a, err := sv.NewAgent(sv.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
-	opts := []sv.Option{sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true)}
+	var opts []sv.Option
 	if st != nil {
 		opts = append(opts, sv.WithStore(st))
 	}
-	srv, err := sv.NewServer([]*sv.Agent{a}, opts...)
-	require.NoError(t, err)
-	f := &idemFixture{srv: srv}
+	ts := svtest.NewTestServer(t, []*sv.Agent{a}, opts...)
+	f := &idemFixture{ts: ts, srv: ts.Server}
 	type start struct {
 		TopicID string `json:"topic_id" sv:"nonblank"`
 	}
-	sv.HandleActionFor(srv, "job.start", func(_ context.Context, req *sv.ActionRequest, in start) (*sv.ActionResult, error) {
+	sv.HandleActionFor(f.srv, "job.start", func(_ context.Context, req *sv.ActionRequest, in start) (*sv.ActionResult, error) {
 		n := f.calls.Add(1)
 		time.Sleep(time.Duration(f.delay.Load()))
 		if f.fail.Load() {
@@ -55,39 +55,37 @@ func newIdemFixture(t testing.TB, st store.Store) *idemFixture {
 		// Each real run creates a new case id: a replay must not.
 		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"topic_id": in.TopicID, "run": n})), nil
 	})
-	srv.HandleAction("job.start.preview", func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
+	f.srv.HandleAction("job.start.preview", func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
 		return sv.OK(contracts.Effect{Type: "job.start.previewed"}), nil
 	})
-	srv.HandleAction("job.stop", func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
+	f.srv.HandleAction("job.stop", func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) {
 		f.calls.Add(1)
 		return sv.OK(), nil
 	})
 	return f
 }
 
-func (f *idemFixture) invoke(t testing.TB, action, key, jobID, input string) string {
-	t.Helper()
-	return f.invokeIn(t, "m-1", action, key, jobID, input)
+// request returns the call of action in mission m-1 with the idempotency key
+// ("" for none), job and input (JSON).
+func (f *idemFixture) request(action, key, jobID, input string) contracts.ActionRequest {
+	req := f.ts.Request(action, json.RawMessage(input))
+	req.RequestID, req.MissionID, req.Surface = "r-1", "m-1", "job.start"
+	req.JobID, req.IdempotencyKey = jobID, key
+	return req
 }
 
-func (f *idemFixture) invokeIn(t testing.TB, missionID, action, key, jobID, input string) string {
+// invoke sends the call and returns its result exactly as sent; a JSON-RPC
+// error fails the test.
+func (f *idemFixture) invoke(t testing.TB, action, key, jobID, input string) string {
 	t.Helper()
-	params := map[string]any{
-		"request_id": "r-1", "actor": map[string]any{"user_id": "u-1"}, "workspace": map[string]any{"id": "w-1"},
-		"mission_id": missionID, "agent_slug": "research-agent", "surface": "job.start", "action": action,
-		"job_id": jobID, "input": json.RawMessage(input),
-	}
-	if key != "" {
-		params["idempotency_key"] = key
-	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": sv.MethodActionInvoke, "params": params})
+	return f.send(t, f.request(action, key, jobID, input))
+}
+
+func (f *idemFixture) send(t testing.TB, req contracts.ActionRequest) string {
+	t.Helper()
+	raw, err := f.ts.InvokeRaw(context.Background(), req)
 	require.NoError(t, err)
-	r := httptest.NewRequest("POST", "/a2a", strings.NewReader(string(body)))
-	r.Header.Set(sv.HeaderAPIKey, sv.LocalModeAPIKey)
-	w := httptest.NewRecorder()
-	f.srv.ServeHTTP(w, r)
-	require.Equal(t, 200, w.Code)
-	return w.Body.String()
+	return string(raw)
 }
 
 func TestIdempotentJobStart(t *testing.T) {
@@ -97,23 +95,25 @@ func TestIdempotentJobStart(t *testing.T) {
 	assert.Contains(t, first, `"dedupe_keys":["setup-7f3c"]`)
 	assert.Contains(t, first, `"run":1`)
 
-	// Same key, identities and input (other key order and spacing): the original bytes, handler not called.
+	// Same key, identities and input (sent by another request): the original bytes, handler not called.
 	again := f.invoke(t, "job.start", "setup-7f3c", "job-77", `{ "topic_id" : "battery" }`)
 	assert.Equal(t, first, again)
 	assert.EqualValues(t, 1, f.calls.Load())
 
 	// Different input or identities: exactly the conflict result of the protocol,
 	// handler not called.
-	const conflict = `{"jsonrpc":"2.0","id":1,"result":{"status":"error","effects":[],` +
+	const conflict = `{"status":"error","effects":[],` +
 		`"replay_safety":{"dedupe_keys":["setup-7f3c"],"stable_external_ids_required":true,"strictly_idempotent_response":true,"convergent":true},` +
-		`"errors":[{"code":"idempotency_conflict","message":"idempotency_key setup-7f3c was already used with a different input or job"}]}}`
+		`"errors":[{"code":"idempotency_conflict","message":"idempotency_key setup-7f3c was already used with a different input or job"}]}`
 	for _, tc := range []struct{ name, mission, job, input string }{
 		{"other input", "m-1", "job-77", `{"topic_id":"solar"}`},
 		{"other job", "m-1", "job-78", `{"topic_id":"battery"}`},
 		{"other mission", "m-2", "job-77", `{"topic_id":"battery"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := f.invokeIn(t, tc.mission, "job.start", "setup-7f3c", tc.job, tc.input)
+			req := f.request("job.start", "setup-7f3c", tc.job, tc.input)
+			req.MissionID = tc.mission
+			res := f.send(t, req)
 			assert.JSONEq(t, conflict, res)
 			assert.EqualValues(t, 1, f.calls.Load())
 		})
@@ -138,14 +138,16 @@ func TestIdempotentJobStart(t *testing.T) {
 func TestIdempotencyFailedAttemptIsNotRecorded(t *testing.T) {
 	f := newIdemFixture(t, nil)
 	f.fail.Store(true)
-	assert.Contains(t, f.invoke(t, "job.start", "k-1", "job-1", `{"topic_id":"x"}`), `"code":-32603`)
+	_, err := f.ts.InvokeRaw(context.Background(), f.request("job.start", "k-1", "job-1", `{"topic_id":"x"}`))
+	assert.Equal(t, sv.CodeInternalError, sv.CodeOf(err))
 	f.fail.Store(false)
 	ok := f.invoke(t, "job.start", "k-1", "job-1", `{"topic_id":"x"}`)
 	assert.Contains(t, ok, `"status":"ok"`)
 	assert.EqualValues(t, 2, f.calls.Load(), "the retry after a failure runs the handler again")
 
 	// Invalid input is refused before the layer records anything.
-	assert.Contains(t, f.invoke(t, "job.start", "k-2", "job-2", `{"topic_id":""}`), `"code":-32602`)
+	_, err = f.ts.InvokeRaw(context.Background(), f.request("job.start", "k-2", "job-2", `{"topic_id":""}`))
+	assert.Equal(t, sv.CodeInvalidParams, sv.CodeOf(err))
 	assert.Contains(t, f.invoke(t, "job.start", "k-2", "job-2", `{"topic_id":"y"}`), `"status":"ok"`)
 }
 
@@ -229,29 +231,30 @@ func TestIdempotentOptIn(t *testing.T) {
 	assert.Panics(t, func() { a.Idempotent("job.nope") })
 }
 
+// BenchmarkIdempotentJobStart measures job.start through the idempotency
+// layer: a replay (hit), a new key (miss) and no key. The workspace token is
+// minted once, so its verification is a cache hit.
 func BenchmarkIdempotentJobStart(b *testing.B) {
-	b.Run("hit", func(b *testing.B) {
+	run := func(b *testing.B, key func() string) {
 		f := newIdemFixture(b, nil)
-		f.invoke(b, "job.start", "k", "job-1", `{"topic_id":"x"}`)
+		req := f.request("job.start", "", "job-1", `{"topic_id":"x"}`)
+		tok := f.ts.Studio.TokenForAction(req)
+		invoke := func() {
+			req.IdempotencyKey = key()
+			if _, err := f.ts.Call(context.Background(), sv.MethodActionInvoke, map[string]any{"action_request": req}, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+		invoke()
 		b.ReportAllocs()
 		for b.Loop() {
-			f.invoke(b, "job.start", "k", "job-1", `{"topic_id":"x"}`)
+			invoke()
 		}
-	})
+	}
+	b.Run("hit", func(b *testing.B) { run(b, func() string { return "k" }) })
 	b.Run("miss", func(b *testing.B) {
-		f := newIdemFixture(b, nil)
-		b.ReportAllocs()
 		i := 0
-		for b.Loop() {
-			i++
-			f.invoke(b, "job.start", "k-"+strconv.Itoa(i), "job-1", `{"topic_id":"x"}`)
-		}
+		run(b, func() string { i++; return "k-" + strconv.Itoa(i) })
 	})
-	b.Run("no key", func(b *testing.B) {
-		f := newIdemFixture(b, nil)
-		b.ReportAllocs()
-		for b.Loop() {
-			f.invoke(b, "job.start", "", "job-1", `{"topic_id":"x"}`)
-		}
-	})
+	b.Run("no key", func(b *testing.B) { run(b, func() string { return "" }) })
 }
