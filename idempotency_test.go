@@ -45,6 +45,7 @@ func newIdemFixture(t testing.TB, st store.Store) *idemFixture {
 	f := &idemFixture{ts: ts, srv: ts.Server}
 	type start struct {
 		TopicID string `json:"topic_id" sv:"nonblank"`
+		Depth   int    `json:"depth,omitempty"` // optional
 	}
 	sv.HandleActionFor(f.srv, "job.start", func(_ context.Context, req *sv.ActionRequest, in start) (*sv.ActionResult, error) {
 		n := f.calls.Add(1)
@@ -90,13 +91,13 @@ func (f *idemFixture) send(t testing.TB, req contracts.ActionRequest) string {
 
 func TestIdempotentJobStart(t *testing.T) {
 	f := newIdemFixture(t, nil)
-	first := f.invoke(t, "job.start", "setup-7f3c", "job-77", `{"topic_id":"battery"}`)
+	first := f.invoke(t, "job.start", "setup-7f3c", "job-77", `{"topic_id":"battery","depth":2}`)
 	assert.Contains(t, first, `"strictly_idempotent_response":true`)
 	assert.Contains(t, first, `"dedupe_keys":["setup-7f3c"]`)
 	assert.Contains(t, first, `"run":1`)
 
-	// Same key, identities and input (sent by another request): the original bytes, handler not called.
-	again := f.invoke(t, "job.start", "setup-7f3c", "job-77", `{ "topic_id" : "battery" }`)
+	// Same key, identities and input (other key order): the original bytes, handler not called.
+	again := f.invoke(t, "job.start", "setup-7f3c", "job-77", `{"depth":2,"topic_id":"battery"}`)
 	assert.Equal(t, first, again)
 	assert.EqualValues(t, 1, f.calls.Load())
 
@@ -107,8 +108,8 @@ func TestIdempotentJobStart(t *testing.T) {
 		`"errors":[{"code":"idempotency_conflict","message":"idempotency_key setup-7f3c was already used with a different input or job"}]}`
 	for _, tc := range []struct{ name, mission, job, input string }{
 		{"other input", "m-1", "job-77", `{"topic_id":"solar"}`},
-		{"other job", "m-1", "job-78", `{"topic_id":"battery"}`},
-		{"other mission", "m-2", "job-77", `{"topic_id":"battery"}`},
+		{"other job", "m-1", "job-78", `{"topic_id":"battery","depth":2}`},
+		{"other mission", "m-2", "job-77", `{"topic_id":"battery","depth":2}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := f.request("job.start", "setup-7f3c", tc.job, tc.input)
