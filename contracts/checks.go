@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // This file holds the rules JSON Schema cannot express: uniqueness of ids,
@@ -49,6 +50,31 @@ type checks struct {
 	problems []Problem
 	arena    pathArena
 	small    [48]string // the arena's first buffer
+}
+
+// checksPool keeps checks between calls: a checks holds its first path
+// buffer and points into it, so one made on the stack would move to the heap
+// on every call.
+var checksPool = sync.Pool{New: func() any { return new(checks) }}
+
+// getChecks returns an empty checks validating typed sub-documents with v.
+func getChecks(v *Validator) *checks {
+	c := checksPool.Get().(*checks)
+	c.v = v
+	return c
+}
+
+// putChecks gives c back to the pool. Its problems (which the caller may
+// still hold) are dropped from it, and the paths it built are cleared.
+func putChecks(c *checks) {
+	buf := c.arena.buf
+	clear(buf[:cap(buf)])
+	clear(c.small[:])
+	c.v, c.problems, c.arena.buf = nil, nil, nil
+	if cap(buf) <= 1024 { // do not keep a huge buffer alive
+		c.arena.buf = buf[:0]
+	}
+	checksPool.Put(c)
 }
 
 // root returns the empty path, building its extensions in c's arena.
@@ -100,8 +126,9 @@ func checkValue(val *Validator, v any) []Problem {
 	if !ok {
 		return nil
 	}
-	c := checks{v: val}
-	ch.check(&c, c.root())
+	c := getChecks(val)
+	defer putChecks(c)
+	ch.check(c, c.root())
 	return c.problems
 }
 

@@ -71,6 +71,7 @@ type cschema struct {
 	contains *cschema
 
 	fields     map[string]fieldRule // properties and required names
+	lookup     fieldTable           // fields, for lookups by a key's bytes
 	reqMask    uint64               // one bit per required name
 	additional *cschema
 
@@ -83,6 +84,61 @@ type cschema struct {
 type fieldRule struct {
 	prop *cschema // the "properties" entry, nil when none
 	bit  uint64   // the key's bit in reqMask, 0 when not required
+}
+
+// fieldTable is an open-addressing hash table of an object schema's fields,
+// built once at compile time: a lookup hashes a few bytes of the key and
+// compares it with one or two names, where a map lookup hashes all of it.
+type fieldTable struct {
+	slots []fieldSlot // a power of two, at most half full
+	mask  uint32
+}
+
+type fieldSlot struct {
+	name string
+	used bool
+	rule fieldRule
+}
+
+func fieldHash(key []byte) uint32 {
+	n := uint32(len(key))
+	h := n * 0x9E3779B1
+	if n > 0 {
+		h ^= uint32(key[0]) | uint32(key[n-1])<<8 | uint32(key[n/2])<<16 | uint32(key[n/3])<<24
+	}
+	h ^= h >> 15
+	h *= 0x2C1B3C6D
+	return h ^ h>>13
+}
+
+func newFieldTable(fields map[string]fieldRule) fieldTable {
+	size := 4
+	for size < 2*len(fields) {
+		size *= 2
+	}
+	t := fieldTable{slots: make([]fieldSlot, size), mask: uint32(size - 1)}
+	for name, rule := range fields {
+		i := fieldHash([]byte(name)) & t.mask
+		for t.slots[i].used {
+			i = (i + 1) & t.mask
+		}
+		t.slots[i] = fieldSlot{name: name, used: true, rule: rule}
+	}
+	return t
+}
+
+// get returns the rule of key, the zero rule when the schema names no such
+// field.
+func (t *fieldTable) get(key []byte) fieldRule {
+	if len(t.slots) == 0 {
+		return fieldRule{}
+	}
+	for i := fieldHash(key) & t.mask; t.slots[i].used; i = (i + 1) & t.mask {
+		if sl := &t.slots[i]; sl.name == string(key) {
+			return sl.rule
+		}
+	}
+	return fieldRule{}
 }
 
 // formatCheck asserts one format. "nonblank" (ours) is checked natively;
@@ -350,6 +406,7 @@ func (c *schemaCompiler) fill(s *cschema, v any, root bool) error {
 			s.reqMask |= f.bit
 			s.fields[name] = f
 		}
+		s.lookup = newFieldTable(s.fields)
 	}
 	return nil
 }
@@ -579,7 +636,7 @@ func (c *tapeCheck) object(s *cschema, i int32) bool {
 	nd := t.Nodes[i]
 	var seen uint64
 	for m := i + 1; m < nd.Next; m = t.Nodes[m+1].Next {
-		f := s.fields[string(t.Key(m))]
+		f := s.lookup.get(t.Key(m))
 		seen |= f.bit
 		switch {
 		case f.prop != nil:

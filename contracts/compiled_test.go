@@ -362,3 +362,20 @@ func TestHugeNumberIsAProblemNotAPanic(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "number", ve.Problems[0].Type)
 }
+
+func TestFieldTable(t *testing.T) {
+	names := []string{"id", "type", "status", "job_id", "a", "b", "", "awaiting", "external_ref", "external_version", "sync_cursor", "observed_at", "ab", "ba"}
+	fields := map[string]fieldRule{}
+	for i, n := range names {
+		fields[n] = fieldRule{bit: 1 << i}
+	}
+	table := newFieldTable(fields)
+	for _, n := range names {
+		assert.Equal(t, fields[n], table.get([]byte(n)), n)
+	}
+	for _, n := range []string{"i", "idd", "Type", "status ", "abc", "c", "awaitinG"} {
+		assert.Equal(t, fieldRule{}, table.get([]byte(n)), n)
+	}
+	var empty fieldTable
+	assert.Equal(t, fieldRule{}, empty.get([]byte("id")))
+}

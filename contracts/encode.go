@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -179,6 +180,22 @@ func encoderOf(t reflect.Type) encFunc {
 	return f
 }
 
+// lazyEnc is the plan of an element type, looked up in encFuncs once, on
+// first use, rather than on every value.
+type lazyEnc struct {
+	t reflect.Type
+	f atomic.Pointer[encFunc]
+}
+
+func (l *lazyEnc) get() encFunc {
+	if f := l.f.Load(); f != nil {
+		return *f
+	}
+	f := encoderOf(l.t) // the final plan, or one that waits for it: both stay right
+	l.f.Store(&f)
+	return f
+}
+
 var (
 	marshalerType     = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
@@ -200,7 +217,7 @@ func newEncFunc(t reflect.Type) encFunc {
 	if t.Kind() == reflect.Pointer {
 		// encoding/json writes a nil pointer as null, even one whose type
 		// has a MarshalJSON method, and otherwise what it points at.
-		elem := t.Elem()
+		elem := &lazyEnc{t: t.Elem()}
 		return func(e *encoder, v reflect.Value) {
 			if v.IsNil() {
 				e.b = append(e.b, "null"...)
@@ -209,7 +226,7 @@ func newEncFunc(t reflect.Type) encFunc {
 			if !e.enter() {
 				return
 			}
-			encoderOf(elem)(e, v.Elem())
+			elem.get()(e, v.Elem())
 			e.depth--
 		}
 	}
@@ -249,7 +266,7 @@ func newEncFunc(t reflect.Type) encFunc {
 		if t.Elem().Kind() == reflect.Uint8 { // base64
 			return marshalEnc
 		}
-		elem := t.Elem()
+		elem := &lazyEnc{t: t.Elem()}
 		return func(e *encoder, v reflect.Value) {
 			if v.IsNil() {
 				e.b = append(e.b, "null"...)
@@ -258,7 +275,7 @@ func newEncFunc(t reflect.Type) encFunc {
 			if !e.enter() {
 				return
 			}
-			f := encoderOf(elem)
+			f := elem.get()
 			e.b = append(e.b, '[')
 			for i := range v.Len() {
 				if i > 0 {
@@ -661,6 +678,16 @@ func (e *encoder) str(s string) { e.b = AppendJSONString(e.b, s, true) }
 
 const hexDigits = "0123456789abcdef"
 
+// safeASCII marks the ASCII bytes a JSON string holds as themselves;
+// htmlSafeASCII those that also need no escape under escapeHTML.
+var safeASCII, htmlSafeASCII = func() (safe, html [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		safe[c] = c != '"' && c != '\\'
+		html[c] = c != '<' && c != '>' && c != '&'
+	}
+	return safe, html
+}()
+
 // AppendJSONString appends s as a JSON string literal escaped as
 // encoding/json escapes it: quotes, backslashes and control characters,
 // U+2028 and U+2029, invalid UTF-8 as \ufffd, and with escapeHTML (the
@@ -671,7 +698,7 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || c != '<' && c != '>' && c != '&') {
+			if safeASCII[c] && (!escapeHTML || htmlSafeASCII[c]) {
 				i++
 				continue
 			}

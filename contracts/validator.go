@@ -314,9 +314,12 @@ func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (
 	// Run the Go rules on the typed value when we have it (a typed setup plan is
 	// only visible there), else on the decoded JSON.
 	if r, ok := value.(*ActionResult); ok && r != nil && m == ModelActionResult {
-		c := checks{v: v} // a concrete call: c stays on the stack
-		if r.check(&c, c.root()); len(c.problems) > 0 {
-			return dst[:start], at, &ValidationError{Model: m, Problems: c.problems}
+		c := getChecks(v)
+		r.check(c, c.root())
+		problems := c.problems
+		putChecks(c)
+		if len(problems) > 0 {
+			return dst[:start], at, &ValidationError{Model: m, Problems: problems}
 		}
 		return dst, at, nil
 	}

@@ -99,9 +99,11 @@ func (t *Tape) Parse(src []byte) bool {
 	if len(src) > maxBytes || !utf8.Valid(src) {
 		return false
 	}
-	p := parser{t: t, s: src}
+	p := parser{t: t, nodes: t.Nodes, s: src}
 	p.space()
-	if !p.value(0) {
+	ok := p.value(0)
+	t.Nodes = p.nodes
+	if !ok {
 		return false
 	}
 	p.space()
@@ -117,9 +119,10 @@ func (t *Tape) Plain() bool {
 }
 
 type parser struct {
-	t *Tape
-	s []byte
-	i int
+	t     *Tape
+	nodes []Node // t.Nodes while parsing (t.Nodes is set from it when needed)
+	s     []byte
+	i     int
 }
 
 func (p *parser) space() {
@@ -165,14 +168,14 @@ func (p *parser) value(depth int) bool {
 }
 
 func (p *parser) push(kind Kind) int {
-	p.t.Nodes = append(p.t.Nodes, Node{Kind: kind, Start: int32(p.i)})
-	return len(p.t.Nodes) - 1
+	p.nodes = append(p.nodes, Node{Kind: kind, Start: int32(p.i)})
+	return len(p.nodes) - 1
 }
 
 func (p *parser) close(idx int, n int32) {
-	nd := &p.t.Nodes[idx]
+	nd := &p.nodes[idx]
 	nd.End = int32(p.i)
-	nd.Next = int32(len(p.t.Nodes))
+	nd.Next = int32(len(p.nodes))
 	nd.N = n
 }
 
@@ -222,7 +225,7 @@ func (p *parser) number() bool {
 		p.i = j
 	}
 	p.close(idx, 0)
-	p.t.Nodes[idx].PlainInt = plain
+	p.nodes[idx].PlainInt = plain
 	return true
 }
 
@@ -243,11 +246,15 @@ func (p *parser) string() bool {
 	esc := false
 	for p.i < len(s) {
 		c := s[p.i]
+		if plainStringByte[c] {
+			p.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			p.i++
 			p.close(idx, 0)
-			p.t.Nodes[idx].Esc = esc
+			p.nodes[idx].Esc = esc
 			return true
 		case c < 0x20:
 			return false
@@ -279,6 +286,15 @@ func (p *parser) string() bool {
 	return false
 }
 
+// plainStringByte marks the bytes that stand for themselves inside a string
+// literal: not a quote, a backslash or a control character.
+var plainStringByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
@@ -298,11 +314,11 @@ func (p *parser) container(depth int, kind Kind, closing byte) bool {
 	escaped := false // some key of this object has an escape sequence
 	for {
 		if kind == Object {
-			k := int32(len(p.t.Nodes))
+			k := int32(len(p.nodes))
 			if !p.key() {
 				return false
 			}
-			escaped = escaped || p.t.Nodes[k].Esc
+			escaped = escaped || p.nodes[k].Esc
 		}
 		if !p.value(depth) {
 			return false
@@ -323,6 +339,7 @@ func (p *parser) container(depth int, kind Kind, closing byte) bool {
 		p.i++
 		p.close(idx, n)
 		if kind == Object && n > 1 && !p.t.Repeated {
+			p.t.Nodes = p.nodes
 			p.t.repeatedKeys(int32(idx), escaped, func(int32) bool { p.t.Repeated = true; return false })
 		}
 		return true
@@ -334,11 +351,11 @@ func (p *parser) key() bool {
 	if p.i >= len(p.s) || p.s[p.i] != '"' {
 		return false
 	}
-	k := len(p.t.Nodes)
+	k := len(p.nodes)
 	if !p.string() {
 		return false
 	}
-	if p.t.Nodes[k].Esc {
+	if p.nodes[k].Esc {
 		p.t.EscapedKey = true
 	}
 	p.space()
