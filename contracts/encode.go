@@ -1,6 +1,7 @@
 package contracts
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"math"
@@ -46,19 +47,77 @@ type encoder struct {
 	b     []byte
 	ok    bool
 	depth int
+	// t, when set, receives the tape of what is written (see
+	// wire.Tape.Begin): the document starts at b[base:]. A value whose
+	// plan does not build the tape (an "opaque" one: numbers, booleans,
+	// raw JSON, free-form values, custom MarshalJSON) is parsed in place once
+	// written. t is set to nil when that parse fails (invalid UTF-8 in raw
+	// JSON): the bytes stay right, the caller parses them instead.
+	t    *wire.Tape
+	base int
+}
+
+// null appends null.
+func (e *encoder) null() {
+	if e.t != nil {
+		at := len(e.b) - e.base
+		e.t.Leaf(wire.Null, at, at+4, false)
+	}
+	e.b = append(e.b, "null"...)
+}
+
+// parsed adds the value written since b[start] to the tape.
+func (e *encoder) parsed(start int) {
+	if e.t != nil && !e.t.ParseValue(e.b[e.base:], start-e.base) {
+		e.t = nil
+	}
+}
+
+// opaque wraps the plan of a value that does not build the tape itself: the
+// tape is set aside while f writes and the bytes f wrote are parsed onto it.
+func opaque(f encFunc) encFunc {
+	return func(e *encoder, v reflect.Value) {
+		t := e.t
+		if t == nil {
+			f(e, v)
+			return
+		}
+		start := len(e.b)
+		e.t = nil
+		f(e, v)
+		e.t = t
+		if e.ok {
+			e.parsed(start)
+		}
+	}
 }
 
 // appendValue appends v as json.Marshal(v) writes it; ok is false when the
 // caller must use json.Marshal instead (which then reports an error or, for
 // a value outside the plans, writes it).
 func appendValue(dst []byte, v any) ([]byte, bool) {
-	e := encoder{b: dst, ok: true}
-	if v == nil {
-		return append(e.b, "null"...), true
+	out, ok, _ := appendValueTape(dst, v, nil)
+	return out, ok
+}
+
+// appendValueTape is appendValue building, when t is not nil, the tape of
+// the appended document on t (Parse's tape of out[len(dst):]); tapeOK is
+// false when it could not (the caller then parses the document).
+func appendValueTape(dst []byte, v any, t *wire.Tape) (out []byte, ok, tapeOK bool) {
+	e := encoder{b: dst, ok: true, t: t, base: len(dst)}
+	if t != nil {
+		t.Begin()
 	}
-	rv := reflect.ValueOf(v)
-	encoderOf(rv.Type())(&e, rv)
-	return e.b, e.ok
+	if v == nil {
+		e.null()
+	} else {
+		rv := reflect.ValueOf(v)
+		encoderOf(rv.Type())(&e, rv)
+	}
+	if e.t != nil {
+		e.t.Finish(e.b[e.base:])
+	}
+	return e.b, e.ok, e.ok && e.t != nil
 }
 
 // modelSpec describes a model whose MarshalJSON is marshalOpen (or
@@ -207,12 +266,12 @@ var (
 func newEncFunc(t reflect.Type) encFunc {
 	if spec, ok := specs()[t]; ok {
 		if spec.custom != nil {
-			return addressable(spec.custom)
+			return opaque(addressable(spec.custom))
 		}
 		if f := structEncFunc(t, spec); f != nil {
 			return f
 		}
-		return marshalEnc
+		return opaque(marshalEnc)
 	}
 	if t.Kind() == reflect.Pointer {
 		// encoding/json writes a nil pointer as null, even one whose type
@@ -220,7 +279,7 @@ func newEncFunc(t reflect.Type) encFunc {
 		elem := &lazyEnc{t: t.Elem()}
 		return func(e *encoder, v reflect.Value) {
 			if v.IsNil() {
-				e.b = append(e.b, "null"...)
+				e.null()
 				return
 			}
 			if !e.enter() {
@@ -234,16 +293,59 @@ func newEncFunc(t reflect.Type) encFunc {
 	case t == rawMessageType:
 		return func(e *encoder, v reflect.Value) { e.raw(v.Bytes()) }
 	case t == numberType:
-		return func(e *encoder, v reflect.Value) { e.number(v.String()) }
+		return opaque(func(e *encoder, v reflect.Value) { e.number(v.String()) })
 	case t == anyMapType:
-		return func(e *encoder, v reflect.Value) { e.object(v.Interface().(map[string]any)) }
+		return opaque(func(e *encoder, v reflect.Value) { e.object(v.Interface().(map[string]any)) })
 	case t.Implements(marshalerType), reflect.PointerTo(t).Implements(marshalerType),
 		t.Implements(textMarshalerType), reflect.PointerTo(t).Implements(textMarshalerType):
-		return marshalEnc
+		return opaque(marshalEnc)
 	}
-	switch t.Kind() {
-	case reflect.String:
+	if t.Kind() == reflect.String {
 		return func(e *encoder, v reflect.Value) { e.str(v.String()) }
+	}
+	if t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 {
+		elem := &lazyEnc{t: t.Elem()}
+		return func(e *encoder, v reflect.Value) {
+			if v.IsNil() {
+				e.null()
+				return
+			}
+			if !e.enter() {
+				return
+			}
+			f := elem.get()
+			var idx int32
+			if e.t != nil {
+				idx = e.t.Open(wire.Array, len(e.b)-e.base)
+			}
+			e.b = append(e.b, '[')
+			n := v.Len()
+			for i := range n {
+				if i > 0 {
+					e.b = append(e.b, ',')
+				}
+				f(e, v.Index(i))
+			}
+			e.b = append(e.b, ']')
+			if e.t != nil {
+				e.t.Close(idx, e.b[e.base:], int32(n))
+			}
+			e.depth--
+		}
+	}
+	if t.Kind() == reflect.Struct && t.PkgPath() == contractsPkg {
+		if f := structEncFunc(t, nil); f != nil {
+			return f
+		}
+	}
+	return opaque(newLeafEncFunc(t))
+}
+
+// newLeafEncFunc returns the plan of a value that does not build the tape:
+// a number, a boolean, a free-form value, a map, a byte slice, a struct of
+// another package.
+func newLeafEncFunc(t reflect.Type) encFunc {
+	switch t.Kind() {
 	case reflect.Bool:
 		return func(e *encoder, v reflect.Value) { e.b = strconv.AppendBool(e.b, v.Bool()) }
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -261,30 +363,6 @@ func newEncFunc(t reflect.Type) encFunc {
 				return
 			}
 			e.value(v.Interface())
-		}
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 { // base64
-			return marshalEnc
-		}
-		elem := &lazyEnc{t: t.Elem()}
-		return func(e *encoder, v reflect.Value) {
-			if v.IsNil() {
-				e.b = append(e.b, "null"...)
-				return
-			}
-			if !e.enter() {
-				return
-			}
-			f := elem.get()
-			e.b = append(e.b, '[')
-			for i := range v.Len() {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				f(e, v.Index(i))
-			}
-			e.b = append(e.b, ']')
-			e.depth--
 		}
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String || t.Key().Implements(textMarshalerType) {
@@ -313,12 +391,6 @@ func newEncFunc(t reflect.Type) encFunc {
 			}
 			e.b = append(e.b, '}')
 			e.depth--
-		}
-	case reflect.Struct:
-		if t.PkgPath() == contractsPkg {
-			if f := structEncFunc(t, nil); f != nil {
-				return f
-			}
 		}
 	}
 	return marshalEnc
@@ -349,6 +421,8 @@ func marshalEnc(e *encoder, v reflect.Value) {
 type fieldPlan struct {
 	index     int
 	key       string // `"name":`
+	keyLen    int    // the length of the key's string literal in key
+	keyEsc    bool   // the literal has an escape sequence
 	omitEmpty bool
 	emptyAs   string // written for a nil slice or map ("[]", "{}"), if set
 	def       string // written for an empty value (a default), if set
@@ -388,7 +462,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		}
 		var key encoder
 		key.str(name)
-		fp := fieldPlan{index: i, key: string(key.b) + ":", omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
+		fp := fieldPlan{index: i, key: string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
 		if spec != nil {
 			if slices.Contains(ti.nilSlice, i) {
 				fp.emptyAs = "[]"
@@ -405,8 +479,13 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		if !e.enter() {
 			return
 		}
+		var idx int32
+		if e.t != nil {
+			idx = e.t.Open(wire.Object, len(e.b)-e.base)
+		}
 		e.b = append(e.b, '{')
 		first := true
+		var n int32
 		for i := range fields {
 			fp := &fields[i]
 			fv := v.Field(fp.index)
@@ -423,17 +502,27 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 				e.b = append(e.b, ',')
 			}
 			first = false
+			n++
 			e.b = append(e.b, fp.key...)
+			if e.t != nil {
+				end := len(e.b) - 1 - e.base // before the colon
+				e.t.AddKey(end-fp.keyLen, end, fp.keyEsc)
+			}
 			if lit != "" {
+				start := len(e.b)
 				e.b = append(e.b, lit...)
+				e.parsed(start)
 			} else {
 				fp.enc(e, fv)
 			}
 		}
 		if extraIdx >= 0 {
-			e.extra(ti, v.Field(extraIdx).Interface().(Extra), result, first)
+			n += e.extra(ti, v.Field(extraIdx).Interface().(Extra), result, first)
 		}
 		e.b = append(e.b, '}')
+		if e.t != nil {
+			e.t.Close(idx, e.b[e.base:], n)
+		}
 		e.depth--
 	}
 }
@@ -471,9 +560,9 @@ func (e *encoder) enter() bool {
 // encoder's compaction write them: keys sorted, values compacted and
 // HTML-escaped; nulls dropped in a result model. first says no key was
 // written before.
-func (e *encoder) extra(ti *typeInfo, extra Extra, result, first bool) {
+func (e *encoder) extra(ti *typeInfo, extra Extra, result, first bool) (n int32) {
 	if len(extra) == 0 {
-		return
+		return 0
 	}
 	var small [8]string
 	keys := small[:0]
@@ -488,28 +577,32 @@ func (e *encoder) extra(ti *typeInfo, extra Extra, result, first bool) {
 			e.b = append(e.b, ',')
 		}
 		first = false
-		e.str(k)
+		e.key(k)
 		e.b = append(e.b, ':')
 		if len(extra[k]) == 0 {
 			e.ok = false
-			return
+			return n
 		}
 		e.raw(extra[k])
+		n++
 	}
+	return n
 }
 
 // raw appends raw JSON as encoding/json writes a json.RawMessage: nil as null,
 // otherwise compacted and HTML-escaped; invalid JSON makes the encoder give up.
 func (e *encoder) raw(r []byte) {
 	if r == nil {
-		e.b = append(e.b, "null"...)
+		e.null()
 		return
 	}
 	if !json.Valid(r) {
 		e.ok = false
 		return
 	}
+	start := len(e.b)
 	e.b = appendCompactHTML(e.b, r)
+	e.parsed(start)
 }
 
 // appendCompactHTML appends src, valid JSON, without the insignificant white
@@ -674,7 +767,24 @@ func (e *encoder) float(f float64, bits int) {
 
 // str appends s as a JSON string the way encoding/json does with HTML
 // escaping.
-func (e *encoder) str(s string) { e.b = AppendJSONString(e.b, s, true) }
+func (e *encoder) str(s string) {
+	start := len(e.b)
+	var esc bool
+	e.b, esc = appendJSONString(e.b, s, true)
+	if e.t != nil {
+		e.t.Leaf(wire.String, start-e.base, len(e.b)-e.base, esc)
+	}
+}
+
+// key appends an object key (a string) and adds it to the tape.
+func (e *encoder) key(s string) {
+	start := len(e.b)
+	var esc bool
+	e.b, esc = appendJSONString(e.b, s, true)
+	if e.t != nil {
+		e.t.AddKey(start-e.base, len(e.b)-e.base, esc)
+	}
+}
 
 const hexDigits = "0123456789abcdef"
 
@@ -694,6 +804,12 @@ var safeASCII, htmlSafeASCII = func() (safe, html [utf8.RuneSelf]bool) {
 // default of json.Marshal) <, > and & as \u003c, \u003e and \u0026. It is
 // the one string escaper of the SDK's encoders.
 func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
+	b, _ = appendJSONString(b, s, escapeHTML)
+	return b
+}
+
+// appendJSONString is AppendJSONString; esc reports an escape sequence written.
+func appendJSONString(b []byte, s string, escapeHTML bool) (_ []byte, esc bool) {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -721,6 +837,7 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 			}
 			i++
 			start = i
+			esc = true
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -737,7 +854,8 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 		}
 		i += size
 		start = i
+		esc = true
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, '"'), esc
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // assertEncodesLikeMarshal checks that the encoder writes exactly the bytes
@@ -23,8 +25,31 @@ func assertEncodesLikeMarshal(tb testing.TB, r any, name string) (handled bool) 
 	}
 	if ok {
 		assert.Equal(tb, string(want), string(got), "%s: encodings differ", name)
+		assertBuiltTapeMatchesParse(tb, r, name)
 	}
 	return ok
+}
+
+// assertBuiltTapeMatchesParse checks that the tape the encoder builds while
+// writing r is the one wire.Tape.Parse builds from the bytes written, after
+// a prefix (the encoder appends to a response buffer).
+func assertBuiltTapeMatchesParse(tb testing.TB, r any, name string) {
+	tb.Helper()
+	prefix := []byte(`{"jsonrpc":"2.0","result":`)
+	built := wire.Get()
+	defer wire.Put(built)
+	out, ok, tapeOK := appendValueTape(prefix, r, built)
+	if !ok || !tapeOK {
+		assert.True(tb, ok, "%s: the encoder gives up with a tape", name)
+		var parsed wire.Tape
+		assert.False(tb, parsed.Parse(out[len(prefix):]), "%s: no tape built, but the document parses", name)
+		return
+	}
+	var parsed wire.Tape
+	require.True(tb, parsed.Parse(out[len(prefix):]), "%s: the encoded document does not parse", name)
+	assert.Equal(tb, string(parsed.Src), string(built.Src), "%s: tape source", name)
+	assert.Equal(tb, parsed.Nodes, built.Nodes, "%s: tape nodes", name)
+	assert.Equal(tb, [3]any{parsed.Depth, parsed.Repeated, parsed.EscapedKey}, [3]any{built.Depth, built.Repeated, built.EscapedKey}, "%s: tape depth, repeated and escaped keys", name)
 }
 
 // TestEncoderMatchesMarshalOnCorpus decodes every corpus document (and
@@ -211,4 +236,32 @@ func TestAppendValueAppends(t *testing.T) {
 	raw, err := v.ValidateValue(ModelActionResult, bad)
 	require.Error(t, err)
 	assert.Nil(t, raw)
+}
+
+// TestEncoderBuildsParseTape covers what the corpus rarely holds: extra keys
+// with escapes, repeated keys and invalid UTF-8 inside raw JSON, defaults
+// written as literals, deep free-form values.
+func TestEncoderBuildsParseTape(t *testing.T) {
+	deep := any("leaf")
+	for range 40 {
+		deep = []any{map[string]any{"d": deep}}
+	}
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{
+		{"escaped extra key", &Field{ID: "a", Label: "A", Extra: Extra{"x\"y": json.RawMessage(`1`), "é<": json.RawMessage(`{"a":[true,false,null]}`)}}},
+		{"repeated key in raw", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage(`{"k":1,"k":2}`)}}},
+		{"escaped key in raw", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage(`{"k\u0041":1}`)}}},
+		{"invalid UTF-8 in raw", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage("\"\xff\"")}}},
+		{"raw with spaces", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage(" [ 1 , 2.5e3 , -0 ] ")}}},
+		{"defaults", &ActionResult{Status: StatusOK, JobState: &JobState{Cases: []Case{{ID: "c"}}}}},
+		{"deep free-form", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": deep}}}}},
+		{"escaped strings", &ActionResult{Status: "a\"b\\c\n<\u2028>\xff", ExternalRef: "plain"}},
+		{"nil", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertBuiltTapeMatchesParse(t, tc.v, tc.name)
+		})
+	}
 }

@@ -298,7 +298,17 @@ func (v *Validator) fastValid(m Model, raw, member []byte) (ok bool, at [2]int) 
 	}
 	t := wire.Get()
 	defer wire.Put(t)
-	if !t.Parse(raw) || !t.Plain() {
+	if !t.Parse(raw) {
+		return false, at
+	}
+	return v.fastValidTape(m, t, member)
+}
+
+// fastValidTape is fastValid on t, the tape of the document.
+func (v *Validator) fastValidTape(m Model, t *wire.Tape, member []byte) (ok bool, at [2]int) {
+	at = [2]int{-1, -1}
+	fs := v.fast[m]
+	if fs == nil || !t.Plain() {
 		return false, at
 	}
 	if valid, sure := fs.check(t); !valid || !sure {

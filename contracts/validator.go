@@ -286,11 +286,19 @@ func (v *Validator) AppendResult(dst []byte, res *ActionResult) (out, effects []
 func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (_ []byte, at [2]int, _ error) {
 	at = [2]int{-1, -1}
 	start := len(dst)
-	var raw []byte
+	var (
+		raw   []byte
+		built *wire.Tape // the tape the encoder built of raw, if it could
+	)
 	if v.fast != nil {
-		out, ok := appendValue(dst, value)
+		t := wire.Get()
+		defer wire.Put(t)
+		out, ok, tapeOK := appendValueTape(dst, value, t)
 		if ok {
 			dst, raw = out, out[start:]
+			if tapeOK {
+				built = t
+			}
 		} else {
 			b, err := json.Marshal(value)
 			if err != nil {
@@ -307,7 +315,15 @@ func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (
 		dst = append(dst, b...)
 		raw = dst[start:]
 	}
-	at, err := v.validateSchema(m, raw, member)
+	var err error
+	if built != nil {
+		var fastOK bool
+		if fastOK, at = v.fastValidTape(m, built, member); !fastOK {
+			at, err = [2]int{-1, -1}, v.referenceSchema(m, raw)
+		}
+	} else {
+		at, err = v.validateSchema(m, raw, member)
+	}
 	if err != nil {
 		return dst[:start], at, err
 	}

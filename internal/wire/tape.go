@@ -73,6 +73,7 @@ type Tape struct {
 	Repeated, EscapedKey bool
 
 	keys map[string]struct{} // scratch for repeated keys in large objects
+	open int                 // nesting of the containers a builder has open
 }
 
 var tapes = sync.Pool{New: func() any { return &Tape{Nodes: make([]Node, 0, 64)} }}
@@ -109,6 +110,71 @@ func (t *Tape) Parse(src []byte) bool {
 	p.space()
 	return p.i == len(src)
 }
+
+// A writer that knows the structure of what it writes (the encoder of
+// package contracts) builds the tape as it writes instead of parsing its
+// output afterwards: Begin, then Open and Close around each array and object,
+// AddKey for each key, Leaf for each string or null, ParseValue for any other
+// value it writes (parsed in place, as Parse would), and Finish. Offsets are
+// relative to the start of the document; src is the document written so far.
+// The tape built is the one Parse builds from the finished document (tested
+// over the contracts corpus and under fuzzing).
+
+// Begin empties t for a builder.
+func (t *Tape) Begin() {
+	t.Src = nil
+	t.Nodes = t.Nodes[:0]
+	t.Depth, t.Repeated, t.EscapedKey, t.open = 0, false, false, 0
+}
+
+// Open adds an array or object starting at offset at; Close ends it.
+func (t *Tape) Open(kind Kind, at int) int32 {
+	t.open++
+	t.Depth = max(t.Depth, t.open)
+	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: int32(at)})
+	return int32(len(t.Nodes) - 1)
+}
+
+// Close ends the container at idx, which has n members or elements: src is
+// the document up to and including its closing byte.
+func (t *Tape) Close(idx int32, src []byte, n int32) {
+	t.open--
+	nd := &t.Nodes[idx]
+	nd.End, nd.Next, nd.N = int32(len(src)), int32(len(t.Nodes)), n
+	if nd.Kind == Object && n > 1 && !t.Repeated {
+		t.Src = src
+		t.RepeatedKeys(idx, func(int32) bool { t.Repeated = true; return false })
+	}
+}
+
+// Leaf adds a string (quotes included; esc when it has an escape sequence) or
+// a null at src[start:end].
+func (t *Tape) Leaf(kind Kind, start, end int, esc bool) {
+	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: int32(start), End: int32(end), Next: int32(len(t.Nodes) + 1), Esc: esc})
+}
+
+// AddKey adds an object key, a string literal at src[start:end].
+func (t *Tape) AddKey(start, end int, esc bool) {
+	t.Leaf(String, start, end, esc)
+	t.EscapedKey = t.EscapedKey || esc
+}
+
+// ParseValue adds the one JSON value src[at:] holds, parsed as Parse parses
+// it. It returns false when src[at:] is not exactly one valid value in valid
+// UTF-8; t is then unusable.
+func (t *Tape) ParseValue(src []byte, at int) bool {
+	if len(src) > maxBytes || !utf8.Valid(src[at:]) {
+		return false
+	}
+	t.Src = src
+	p := parser{t: t, nodes: t.Nodes, s: src, i: at}
+	ok := p.value(t.open)
+	t.Nodes = p.nodes
+	return ok && p.i == len(src)
+}
+
+// Finish ends a built tape: src is the whole document.
+func (t *Tape) Finish(src []byte) { t.Src = src }
 
 // Plain reports whether the document is one the fast paths judge: no
 // repeated key, no key with an escape sequence (encoding/json and the

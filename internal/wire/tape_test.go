@@ -152,3 +152,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestBuilderMatchesParse builds the tape of {"a":[1,"x\n",null],"b":{"c":true,"c":false}}
+// as a writer does and compares it with Parse's.
+func TestBuilderMatchesParse(t *testing.T) {
+	const doc = `{"a":[1,"x\n",null],"b":{"c":true,"c":false}}`
+	var b Tape
+	b.Begin()
+	src := []byte(doc)
+	obj := b.Open(Object, 0)
+	b.AddKey(1, 4, false)
+	arr := b.Open(Array, 5)
+	require.True(t, b.ParseValue(src[:7], 6))
+	b.Leaf(String, 8, 13, true)
+	b.Leaf(Null, 14, 18, false)
+	b.Close(arr, src[:19], 3)
+	b.AddKey(20, 23, false)
+	require.True(t, b.ParseValue(src[:len(doc)-1], 24))
+	b.Close(obj, src, 2)
+	b.Finish(src)
+
+	var p Tape
+	require.True(t, p.Parse(src))
+	assert.Equal(t, p.Nodes, b.Nodes)
+	assert.Equal(t, []any{p.Depth, p.Repeated, p.EscapedKey}, []any{b.Depth, b.Repeated, b.EscapedKey})
+	assert.True(t, b.Repeated)
+
+	b.Begin()
+	assert.False(t, b.ParseValue([]byte("[\"\xff\"]"), 0), "invalid UTF-8")
+	b.Begin()
+	assert.False(t, b.ParseValue([]byte(`[1] 2`), 0), "more than one value")
+}
