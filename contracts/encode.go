@@ -66,6 +66,14 @@ func (e *encoder) null() {
 	e.b = append(e.b, "null"...)
 }
 
+// fail records that a value cannot be encoded exactly: the caller falls back
+// to json.Marshal, and the tape, which may now hold a key without its value,
+// is dropped.
+func (e *encoder) fail() {
+	e.ok = false
+	e.t = nil
+}
+
 // parsed adds the value written since b[start] to the tape.
 func (e *encoder) parsed(start int) {
 	if e.t != nil && !e.t.ParseValue(e.b[e.base:], start-e.base) {
@@ -85,8 +93,8 @@ func opaque(f encFunc) encFunc {
 		start := len(e.b)
 		e.t = nil
 		f(e, v)
-		e.t = t
 		if e.ok {
+			e.t = t
 			e.parsed(start)
 		}
 	}
@@ -549,7 +557,7 @@ func isEmptyValue(v reflect.Value) bool {
 // enter counts one level of nesting; false (and ok false) past maxEncodeDepth.
 func (e *encoder) enter() bool {
 	if e.depth >= maxEncodeDepth || !e.ok {
-		e.ok = false
+		e.fail()
 		return false
 	}
 	e.depth++
@@ -580,7 +588,7 @@ func (e *encoder) extra(ti *typeInfo, extra Extra, result, first bool) (n int32)
 		e.key(k)
 		e.b = append(e.b, ':')
 		if len(extra[k]) == 0 {
-			e.ok = false
+			e.fail()
 			return n
 		}
 		e.raw(extra[k])
@@ -597,7 +605,7 @@ func (e *encoder) raw(r []byte) {
 		return
 	}
 	if !json.Valid(r) {
-		e.ok = false
+		e.fail()
 		return
 	}
 	start := len(e.b)
@@ -649,7 +657,7 @@ func (e *encoder) number(s string) {
 		s = "0"
 	}
 	if !isJSONNumber(s) {
-		e.ok = false
+		e.fail()
 		return
 	}
 	e.b = append(e.b, s...)
@@ -664,7 +672,7 @@ func isJSONNumber(s string) bool {
 func (e *encoder) marshal(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		e.ok = false
+		e.fail()
 		return
 	}
 	e.b = append(e.b, b...)
@@ -744,7 +752,7 @@ func (e *encoder) object(m map[string]any) {
 // float appends f as encoding/json's floatEncoder does.
 func (e *encoder) float(f float64, bits int) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		e.ok = false
+		e.fail()
 		return
 	}
 	abs := math.Abs(f)
