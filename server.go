@@ -182,6 +182,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	s.broker = sse.NewBroker(sse.Options{
 		QueueSize: cfg.sseQueue, ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
+		Shared: cfg.backend != nil, // fed by the shared event log (backend.go)
 	})
 	st := s.attachBackend() // the store and the event stream (backend.go)
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})

@@ -90,6 +90,13 @@ type Options struct {
 	Heartbeat time.Duration
 	// Logger receives stream lifecycle records. Default: discard everything.
 	Logger *slog.Logger
+	// Shared tells that the broker is fed by [Broker.Deliver] from a log that
+	// other brokers (other instances) follow too: a client resuming with an
+	// id this broker has not delivered yet comes from a broker that was
+	// ahead, so the events up to that id, delivered here later, are not sent
+	// to it again. An unshared broker numbers its own events and sends a
+	// client resuming from an unknown later id every live event.
+	Shared bool
 }
 
 // Broker fans published events out to Server-Sent Events streams. It implements
@@ -99,6 +106,7 @@ type Broker struct {
 	queueSize int
 	heartbeat time.Duration
 	logger    *slog.Logger
+	shared    bool
 
 	mu     sync.Mutex
 	ids    IDSource
@@ -121,6 +129,11 @@ type subscriber struct {
 	writing atomic.Bool
 	// interrupted records that Shutdown set a past write deadline; guarded by Broker.mu.
 	interrupted bool
+	// seen is, on a shared broker (Options.Shared), the Last-Event-ID the stream
+	// resumed from (0 otherwise); guarded by Broker.mu. An event with an id up to
+	// it is not queued: the client has it from the instance it comes from, which
+	// was ahead of this one.
+	seen uint64
 
 	mu sync.Mutex
 	q  queue
@@ -150,6 +163,7 @@ func NewBroker(opts Options) *Broker {
 		queueSize: opts.QueueSize,
 		heartbeat: opts.Heartbeat,
 		logger:    opts.Logger,
+		shared:    opts.Shared,
 		ids:       opts.IDs,
 		replay:    ring{buf: make([]*event, opts.ReplaySize), maxBytes: opts.ReplayBytes},
 		done:      make(chan struct{}),
@@ -211,6 +225,9 @@ func (b *Broker) deliverLocked(e *event) {
 	b.lastID = e.id
 	b.replay.add(e)
 	for _, s := range b.subs {
+		if e.id <= s.seen {
+			continue
+		}
 		s.mu.Lock()
 		wasEmpty := s.q.push(e)
 		s.mu.Unlock()
@@ -308,6 +325,9 @@ func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume boo
 	}
 	b.subs = append(b.subs, sub)
 	if resume {
+		if b.shared {
+			sub.seen = after
+		}
 		backlog = b.replay.after(after)
 	}
 	return sub, backlog, true

@@ -45,6 +45,26 @@ func TestDeliver(t *testing.T) {
 	assert.Equal(t, sseEvent{ID: "12", Name: EventEffect, Data: `{"n":12}`}, ev)
 }
 
+// TestResumeAheadOfTheBroker: on a shared broker, a client that comes from
+// another instance, which was ahead, resumes with an id this broker has not
+// delivered yet (TestReplay's "ahead" cases: an unshared broker sends such a
+// client every live event). The
+// events up to that id, delivered afterwards by the fan-out, are not sent
+// again: the stream starts after the client's id, as the protocol says.
+func TestResumeAheadOfTheBroker(t *testing.T) {
+	t.Parallel()
+	b, ts := newTestServer(t, Options{ReplaySize: 10, Heartbeat: time.Hour, Shared: true})
+	require.True(t, b.Deliver(27, EventEffect, []byte(`{"n":27}`)))
+	resumed := connect(t, testContext(t), ts.URL, "29")
+	fresh := connect(t, testContext(t), ts.URL, "")
+	waitSubscribers(t, b, 2)
+	for id := uint64(28); id <= 31; id++ {
+		require.True(t, b.Deliver(id, EventEffect, []byte(`{"n":`+strconv.FormatUint(id, 10)+`}`)))
+	}
+	assert.Equal(t, []string{"30", "31"}, readUntil(t, resumed, "31"), "a resumed stream sends nothing up to its Last-Event-ID")
+	assert.Equal(t, []string{"28", "29", "30", "31"}, readUntil(t, fresh, "31"), "a stream without Last-Event-ID gets every live event")
+}
+
 // TestDeliverSanitizes applies the rules of Publish to a delivered event: a
 // name stays on one line and data lines are split.
 func TestDeliverSanitizes(t *testing.T) {
