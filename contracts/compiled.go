@@ -47,7 +47,8 @@ var typeBits = map[string]uint8{
 // cschema is one compiled (sub)schema. Absent keywords have their zero
 // value, except the length and item bounds, which are -1 when absent.
 type cschema struct {
-	always *bool // a boolean schema
+	always   *bool // a boolean schema
+	onlyType bool  // asserts types and nothing else (set by finish)
 
 	types    uint8
 	consts   []any // at most one value; nil when no const
@@ -96,6 +97,7 @@ type fieldTable struct {
 
 type fieldSlot struct {
 	name string
+	hash uint32 // fieldHash(name)
 	used bool
 	rule fieldRule
 }
@@ -118,11 +120,12 @@ func newFieldTable(fields map[string]fieldRule) fieldTable {
 	}
 	t := fieldTable{slots: make([]fieldSlot, size), mask: uint32(size - 1)}
 	for name, rule := range fields {
-		i := fieldHash([]byte(name)) & t.mask
+		h := fieldHash([]byte(name))
+		i := h & t.mask
 		for t.slots[i].used {
 			i = (i + 1) & t.mask
 		}
-		t.slots[i] = fieldSlot{name: name, used: true, rule: rule}
+		t.slots[i] = fieldSlot{name: name, hash: h, used: true, rule: rule}
 	}
 	return t
 }
@@ -133,8 +136,9 @@ func (t *fieldTable) get(key []byte) fieldRule {
 	if len(t.slots) == 0 {
 		return fieldRule{}
 	}
-	for i := fieldHash(key) & t.mask; t.slots[i].used; i = (i + 1) & t.mask {
-		if sl := &t.slots[i]; sl.name == string(key) {
+	h := fieldHash(key)
+	for i := h & t.mask; t.slots[i].used; i = (i + 1) & t.mask {
+		if sl := &t.slots[i]; sl.hash == h && sl.name == string(key) {
 			return sl.rule
 		}
 	}
@@ -173,8 +177,56 @@ func compileFast(root any, ptrs ...string) ([]*cschema, []error) {
 		// schemas in the cache.
 		c := &schemaCompiler{root: root, byPtr: map[string]*cschema{}, formats: map[string]*formatCheck{}}
 		out[i], errs[i] = c.at(p)
+		if errs[i] == nil {
+			out[i] = finish(out[i], map[*cschema]bool{})
+		}
 	}
 	return out, errs
+}
+
+// pureRef reports whether s is {"$ref": ...} alone: validating against s is
+// validating against s.ref.
+func (s *cschema) pureRef() bool {
+	return s.ref != nil && s.always == nil && s.types == 0 && s.consts == nil && !s.hasEnum && s.format == nil &&
+		s.minimum == nil && s.maximum == nil && s.minLen < 0 && s.maxLen < 0 && s.pattern == nil &&
+		s.minItems < 0 && s.maxItems < 0 && !s.unique && s.items == nil && s.contains == nil &&
+		s.fields == nil && s.additional == nil && s.allOf == nil && s.anyOf == nil && s.oneOf == nil &&
+		s.not == nil && s.ifS == nil && s.thenS == nil && s.elseS == nil
+}
+
+// finish prepares a compiled schema for checking, once every reference is
+// resolved: each subschema that is a $ref alone is replaced by what it
+// refers to (a chain of them by its end), and the subschemas that assert a
+// type only are marked. It returns what replaces s.
+func finish(s *cschema, seen map[*cschema]bool) *cschema {
+	for n := 0; s != nil && s.pureRef() && n < 64; n++ { // a cycle of bare refs keeps its last ref
+		s = s.ref
+	}
+	if s == nil || seen[s] {
+		return s
+	}
+	seen[s] = true
+	s.onlyType = s.types != 0 && s.always == nil && s.consts == nil && !s.hasEnum && s.format == nil && s.ref == nil &&
+		s.minimum == nil && s.maximum == nil && s.minLen < 0 && s.maxLen < 0 && s.pattern == nil &&
+		s.minItems < 0 && s.maxItems < 0 && !s.unique && s.items == nil && s.contains == nil &&
+		s.fields == nil && s.additional == nil && s.allOf == nil && s.anyOf == nil && s.oneOf == nil &&
+		s.not == nil && s.ifS == nil && s.thenS == nil && s.elseS == nil
+	for _, p := range []**cschema{&s.ref, &s.items, &s.contains, &s.additional, &s.not, &s.ifS, &s.thenS, &s.elseS} {
+		*p = finish(*p, seen)
+	}
+	for _, list := range [][]*cschema{s.allOf, s.anyOf, s.oneOf} {
+		for i := range list {
+			list[i] = finish(list[i], seen)
+		}
+	}
+	for name, f := range s.fields {
+		f.prop = finish(f.prop, seen)
+		s.fields[name] = f
+	}
+	if s.fields != nil {
+		s.lookup = newFieldTable(s.fields)
+	}
+	return s
 }
 
 // at returns the compiled schema at a JSON Pointer of the root document.
@@ -467,6 +519,9 @@ func (c *tapeCheck) giveUp() bool {
 }
 
 func (c *tapeCheck) valid(s *cschema, i int32) bool {
+	if s.onlyType {
+		return c.typeOK(s.types, i)
+	}
 	if s.always != nil {
 		return *s.always
 	}

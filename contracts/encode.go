@@ -483,6 +483,14 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		fields = append(fields, fp)
 	}
 	result := spec != nil && spec.result
+	// The keys written are distinct when the fields' names are: the extra
+	// keys are those no field declares (typeInfo.declared).
+	distinct := true
+	names := map[string]bool{}
+	for _, fp := range fields {
+		distinct = distinct && !names[fp.key]
+		names[fp.key] = true
+	}
 	return func(e *encoder, v reflect.Value) {
 		if !e.enter() {
 			return
@@ -529,7 +537,11 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		}
 		e.b = append(e.b, '}')
 		if e.t != nil {
-			e.t.Close(idx, e.b[e.base:], n)
+			if distinct {
+				e.t.CloseDistinct(idx, e.b[e.base:], n)
+			} else {
+				e.t.Close(idx, e.b[e.base:], n)
+			}
 		}
 		e.depth--
 	}

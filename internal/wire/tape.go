@@ -138,13 +138,23 @@ func (t *Tape) Open(kind Kind, at int) int32 {
 // Close ends the container at idx, which has n members or elements: src is
 // the document up to and including its closing byte.
 func (t *Tape) Close(idx int32, src []byte, n int32) {
-	t.open--
-	nd := &t.Nodes[idx]
-	nd.End, nd.Next, nd.N = int32(len(src)), int32(len(t.Nodes)), n
+	nd := t.closeNode(idx, src, n)
 	if nd.Kind == Object && n > 1 && !t.Repeated {
 		t.Src = src
 		t.RepeatedKeys(idx, func(int32) bool { t.Repeated = true; return false })
 	}
+}
+
+// CloseDistinct is Close for an object whose writer knows that no key
+// repeats an earlier one (the fields of a struct, then keys that are none of
+// them): the keys are not compared.
+func (t *Tape) CloseDistinct(idx int32, src []byte, n int32) { t.closeNode(idx, src, n) }
+
+func (t *Tape) closeNode(idx int32, src []byte, n int32) *Node {
+	t.open--
+	nd := &t.Nodes[idx]
+	nd.End, nd.Next, nd.N = int32(len(src)), int32(len(t.Nodes)), n
+	return nd
 }
 
 // Leaf adds a string (quotes included; esc when it has an escape sequence) or
