@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // HeaderName is the HTTP header that carries the workspace authorization
@@ -71,10 +72,18 @@ func decodeSegment(seg string) ([]byte, bool) {
 // before any key or signature work.
 type parsedToken struct {
 	kid          string
-	hasKID       bool   // kid is a non-empty JSON string
-	signingInput string // header.payload, the bytes the signature covers
-	payload      []byte // the decoded payload, a JSON object
-	sig          []byte // the decoded signature
+	hasKID       bool       // kid is a non-empty JSON string
+	signingInput string     // header.payload, the bytes the signature covers
+	payload      *wire.Tape // the decoded payload, a JSON object, parsed
+	sig          []byte     // the decoded signature
+}
+
+// release gives the payload's tape back.
+func (pt *parsedToken) release() {
+	if pt.payload != nil {
+		wire.Put(pt.payload)
+		pt.payload = nil
+	}
 }
 
 // parseToken runs steps 4–6 of the workspace-token rules on a token no longer than
@@ -91,36 +100,48 @@ func parseToken(tok string) (parsedToken, *Error) {
 	if !ok1 || !ok2 || !ok3 {
 		return parsedToken{}, failf(CodeMalformed, "invalid base64url segment")
 	}
-	if !isJSONObject(hb) || !isJSONObject(pb) {
+	// Each is parsed once, on a tape (valid UTF-8 JSON, as encoding/json
+	// reads it); keys are matched exactly (encoding/json would match struct
+	// fields case-insensitively: "ALG" must not stand in for "alg"), and of
+	// a key given twice the last counts.
+	header, payload := wire.Get(), wire.Get()
+	defer wire.Put(header)
+	if !jsonObject(header, hb) || !jsonObject(payload, pb) {
+		wire.Put(payload)
 		return parsedToken{}, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
 	}
-	// A map, not a struct: encoding/json matches struct fields
-	// case-insensitively, and "ALG" must not stand in for "alg".
-	var header map[string]json.RawMessage
-	if err := json.Unmarshal(hb, &header); err != nil {
-		return parsedToken{}, failf(CodeMalformed, "header is not a JSON object")
-	}
-	if alg, ok := jsonString(header["alg"]); !ok || alg != "EdDSA" {
+	pt := parsedToken{signingInput: tok[:len(h)+1+len(p)], payload: payload, sig: sig}
+	if alg, ok := tapeString(header, "alg"); !ok || alg != "EdDSA" {
+		pt.release()
 		return parsedToken{}, fail(CodeUnsupportedAlg)
 	}
 	// crit lists header extensions the recipient must understand (RFC 7515
 	// the protocol); this verifier implements none, so any crit, even an empty or
 	// ill-typed one, is refused rather than ignored.
-	if _, ok := header["crit"]; ok {
+	if _, ok := header.Member(0, []byte("crit")); ok {
+		pt.release()
 		return parsedToken{}, failf(CodeMalformed, "critical header extensions are not supported")
 	}
-	pt := parsedToken{signingInput: tok[:len(h)+1+len(p)], payload: pb, sig: sig}
-	if kid, ok := jsonString(header["kid"]); ok && kid != "" {
+	if kid, ok := tapeString(header, "kid"); ok && kid != "" {
 		pt.kid, pt.hasKID = kid, true
 	}
 	return pt, nil
 }
 
-// isJSONObject reports whether b is valid UTF-8 holding exactly one JSON
-// object (surrounding whitespace allowed, nothing else).
-func isJSONObject(b []byte) bool {
-	b = bytes.TrimLeft(b, " \t\r\n")
-	return len(b) > 0 && b[0] == '{' && utf8.Valid(b) && json.Valid(b)
+// jsonObject parses b on t and reports whether it is valid UTF-8 holding
+// exactly one JSON object (surrounding whitespace allowed, nothing else).
+func jsonObject(t *wire.Tape, b []byte) bool {
+	return t.Parse(b) && t.Nodes[0].Kind == wire.Object
+}
+
+// tapeString returns the member name of the object t holds when it is a
+// JSON string.
+func tapeString(t *wire.Tape, name string) (string, bool) {
+	i, ok := t.Member(0, []byte(name))
+	if !ok || t.Nodes[i].Kind != wire.String {
+		return "", false
+	}
+	return string(t.Str(i)), true
 }
 
 // jsonString decodes raw when it is a JSON string.
@@ -155,117 +176,169 @@ type claims struct {
 	exp               int64
 }
 
-// parseClaims runs step 9 on claims decoded with
-// json.Number. Types are checked strictly: string claims must be JSON
+// parseClaims runs step 9 on the payload's tape (a JSON object, parsed by
+// parseToken). Types are checked strictly: string claims must be JSON
 // strings, aud a string or an array of strings, scopes a non-empty array of
-// strings, exp (required), iat and nbf (optional) JSON numbers with an integral
-// value that fits in an int64. An optional claim that is null counts as
-// absent; unknown claims are ignored.
-func parseClaims(m map[string]any) (*claims, *Error) {
+// strings, exp (required), iat and nbf (optional) JSON numbers with an
+// integral value that fits in an int64. An optional claim that is null counts
+// as absent; unknown claims are ignored; of a claim given twice, the last
+// counts (as encoding/json decodes an object into a map). The claims' strings
+// are substrings of one copy of the payload.
+func parseClaims(t *wire.Tape) (*claims, *Error) {
+	d := claimsDecoder{t: t, src: string(t.Src)}
 	c := &claims{}
 	var e *Error
-	str := func(name string, dst *string) {
-		if e != nil {
-			return
-		}
-		s, ok := m[name].(string)
-		if !ok {
-			e = invalidClaim(name, m[name], "a string")
-			return
-		}
-		*dst = s
-	}
-	optStr := func(name string) *string {
-		v, present := m[name]
-		if e != nil || !present || v == nil {
-			return nil
-		}
-		s, ok := v.(string)
-		if !ok {
-			e = invalidClaim(name, v, "a string")
-			return nil
-		}
-		return &s
-	}
-	str("iss", &c.iss)
-	if e == nil {
-		switch aud := m["aud"].(type) {
-		case string:
-			c.aud = []string{aud}
-		case []any:
-			c.aud = make([]string, len(aud))
-			for i, a := range aud {
-				s, ok := a.(string)
-				if !ok {
-					return nil, invalidClaim("aud", m["aud"], "a string or an array of strings")
-				}
-				c.aud[i] = s
-			}
-		default:
-			return nil, invalidClaim("aud", m["aud"], "a string or an array of strings")
-		}
-	}
-	optStr("sub")
-	str("grant_id", &c.grantID)
-	str("workspace_id", &c.workspaceID)
-	c.workspaceSlug = optStr("workspace_slug")
-	str("agent_id", &c.agentID)
-	str("agent_slug", &c.agentSlug)
-	str("server_id", &c.serverID)
-	if e != nil {
+	if c.iss, e = d.str("iss"); e != nil {
 		return nil, e
 	}
-	scopes, ok := m["scopes"].([]any)
-	if !ok || len(scopes) == 0 {
-		return nil, invalidClaim("scopes", m["scopes"], "a non-empty array of strings")
-	}
-	c.scopes = make([]string, len(scopes))
-	for i, s := range scopes {
-		if c.scopes[i], ok = s.(string); !ok {
-			return nil, invalidClaim("scopes", m["scopes"], "a non-empty array of strings")
-		}
-	}
-	c.agentWorkspaceRef = optStr("agent_workspace_ref")
-	optStr("jti")
-	if e != nil {
+	if c.aud, e = d.aud(); e != nil {
 		return nil, e
 	}
-	if c.exp, ok = integralClaim(m["exp"]); !ok {
-		return nil, invalidClaim("exp", m["exp"], "an integer")
+	if _, e = d.optStr("sub"); e != nil {
+		return nil, e
 	}
-	if v, present := m["iat"]; present && v != nil {
-		if c.iat, ok = integralClaim(v); !ok {
-			return nil, invalidClaim("iat", v, "an integer")
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"grant_id", &c.grantID}, {"workspace_id", &c.workspaceID}} {
+		if *f.dst, e = d.str(f.name); e != nil {
+			return nil, e
 		}
-		c.hasIAT = true
 	}
-	if v, present := m["nbf"]; present && v != nil {
-		if c.nbf, ok = integralClaim(v); !ok {
-			return nil, invalidClaim("nbf", v, "an integer")
+	if c.workspaceSlug, e = d.optStr("workspace_slug"); e != nil {
+		return nil, e
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"agent_id", &c.agentID}, {"agent_slug", &c.agentSlug}, {"server_id", &c.serverID}} {
+		if *f.dst, e = d.str(f.name); e != nil {
+			return nil, e
 		}
-		c.hasNBF = true
+	}
+	if c.scopes, e = d.strings("scopes", false, "a non-empty array of strings"); e != nil {
+		return nil, e
+	}
+	if c.agentWorkspaceRef, e = d.optStr("agent_workspace_ref"); e != nil {
+		return nil, e
+	}
+	if _, e = d.optStr("jti"); e != nil {
+		return nil, e
+	}
+	if c.exp, _, e = d.integral("exp", true); e != nil {
+		return nil, e
+	}
+	if c.iat, c.hasIAT, e = d.integral("iat", false); e != nil {
+		return nil, e
+	}
+	if c.nbf, c.hasNBF, e = d.integral("nbf", false); e != nil {
+		return nil, e
 	}
 	return c, nil
 }
 
+// claimsDecoder reads the claims of a payload's tape; src is the payload as
+// a string, of which the claims' strings are substrings.
+type claimsDecoder struct {
+	t   *wire.Tape
+	src string
+}
+
+// get returns the value node of claim name; a null claim counts as absent.
+func (d claimsDecoder) get(name string) (int32, bool) {
+	i, ok := d.t.Member(0, []byte(name))
+	if !ok || d.t.Nodes[i].Kind == wire.Null {
+		return 0, false
+	}
+	return i, true
+}
+
+// stringAt returns the string at node i.
+func (d claimsDecoder) stringAt(i int32) string {
+	nd := d.t.Nodes[i]
+	if !nd.Esc {
+		return d.src[nd.Start+1 : nd.End-1]
+	}
+	return string(d.t.Str(i))
+}
+
+// str returns the required string claim name.
+func (d claimsDecoder) str(name string) (string, *Error) {
+	i, ok := d.get(name)
+	if !ok || d.t.Nodes[i].Kind != wire.String {
+		return "", invalidClaim(name, !ok, "a string")
+	}
+	return d.stringAt(i), nil
+}
+
+// optStr returns the optional string claim name, nil when absent.
+func (d claimsDecoder) optStr(name string) (*string, *Error) {
+	i, ok := d.get(name)
+	if !ok {
+		return nil, nil
+	}
+	if d.t.Nodes[i].Kind != wire.String {
+		return nil, invalidClaim(name, false, "a string")
+	}
+	s := d.stringAt(i)
+	return &s, nil
+}
+
+// aud returns the aud claim: a string, or an array of strings.
+func (d claimsDecoder) aud() ([]string, *Error) {
+	if i, ok := d.get("aud"); ok && d.t.Nodes[i].Kind == wire.String {
+		return []string{d.stringAt(i)}, nil
+	}
+	return d.strings("aud", true, "a string or an array of strings")
+}
+
+// strings returns the array of strings claim name (empty only when
+// allowEmpty).
+func (d claimsDecoder) strings(name string, allowEmpty bool, want string) ([]string, *Error) {
+	i, ok := d.get(name)
+	if !ok {
+		return nil, invalidClaim(name, true, want)
+	}
+	nd := d.t.Nodes[i]
+	if nd.Kind != wire.Array || nd.N == 0 && !allowEmpty {
+		return nil, invalidClaim(name, false, want)
+	}
+	out := make([]string, 0, nd.N)
+	for el := i + 1; el < nd.Next; el = d.t.Nodes[el].Next {
+		if d.t.Nodes[el].Kind != wire.String {
+			return nil, invalidClaim(name, false, want)
+		}
+		out = append(out, d.stringAt(el))
+	}
+	return out, nil
+}
+
+// integral returns the integer claim name; present is false for an absent
+// optional claim.
+func (d claimsDecoder) integral(name string, required bool) (n int64, present bool, e *Error) {
+	i, ok := d.get(name)
+	if !ok {
+		if required {
+			return 0, false, invalidClaim(name, true, "an integer")
+		}
+		return 0, false, nil
+	}
+	nd := d.t.Nodes[i]
+	if nd.Kind == wire.Number {
+		if n, ok = parseIntegral(d.src[nd.Start:nd.End]); ok {
+			return n, true, nil
+		}
+	}
+	return 0, false, invalidClaim(name, false, "an integer")
+}
+
 // invalidClaim builds the CodeInvalidClaims error for claim name. The message
 // names the claim and the expected type, never the value.
-func invalidClaim(name string, v any, want string) *Error {
-	if v == nil {
+func invalidClaim(name string, missing bool, want string) *Error {
+	if missing {
 		return failf(CodeInvalidClaims, "%q is missing or null (want %s)", name, want)
 	}
 	return failf(CodeInvalidClaims, "%q must be %s", name, want)
-}
-
-// integralClaim accepts a json.Number with an integral value that fits in an
-// int64 (1791700600, 1791700600.0 and 1.7917006e9 alike) and rejects every
-// other JSON type.
-func integralClaim(v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false
-	}
-	return parseIntegral(string(n))
 }
 
 // parseIntegral parses a JSON number literal and reports whether its exact

@@ -1,18 +1,17 @@
 package wsauth
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -237,6 +236,20 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (*Context, error) {
 	return vc, nil
 }
 
+// keyBuffers hold a token's bytes while its cache key is computed, so that
+// a cache hit does not allocate a copy of the token.
+var keyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// tokenKey returns the verifier cache key of a token: its SHA-256.
+func tokenKey(tok string) [sha256.Size]byte {
+	buf := keyBuffers.Get().(*[]byte)
+	*buf = append((*buf)[:0], tok...)
+	key := sha256.Sum256(*buf)
+	clear(*buf) // the token is a credential: do not leave it in a pooled buffer
+	keyBuffers.Put(buf)
+	return key
+}
+
 // fingerprint returns the first 12 hex characters of the token's SHA-256.
 func fingerprint(tok string) string {
 	sum := sha256.Sum256([]byte(tok))
@@ -261,7 +274,7 @@ func (v *Verifier) verify(ctx context.Context, r Request) (*Context, string, *Er
 	}
 	now := v.now()
 	nowSec := now.Unix()
-	key := sha256.Sum256([]byte(tok))
+	key := tokenKey(tok)
 	// A cached token counts as verified only while the JWKS key that
 	// verified it is still trusted (not removed, changed or past its
 	// maximum age); otherwise it takes the full path, which refetches.
@@ -291,6 +304,7 @@ func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, uint64
 	if e != nil {
 		return nil, 0, e
 	}
+	defer pt.release()
 	// The token was decoded once, by parseToken: the signature is checked on
 	// those bytes with golang-jwt's EdDSA method, then the payload decoded.
 	key, keyGen, e := v.resolveKey(ctx, pt)
@@ -300,14 +314,7 @@ func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, uint64
 	if err := jwt.SigningMethodEdDSA.Verify(pt.signingInput, pt.sig, key); err != nil {
 		return nil, 0, parseErrorCode(err)
 	}
-	// Numbers as json.Number, as the claim checks expect.
-	var mc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(pt.payload))
-	dec.UseNumber()
-	if err := dec.Decode(&mc); err != nil || mc == nil {
-		return nil, 0, failf(CodeMalformed, "payload is not a JSON object")
-	}
-	cl, e := parseClaims(mc)
+	cl, e := parseClaims(pt.payload)
 	return cl, keyGen, e
 }
 
