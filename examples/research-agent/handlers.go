@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -235,8 +235,8 @@ func (a *app) syncJob(ctx context.Context, req *supervaizer.ActionRequest) (*sup
 	}
 	res := withState(supervaizer.OK(supervaizer.JobSynced(rec.ID, rec.Status)), rec)
 	res.ExternalRef = "topic:" + rec.TopicID
-	res.ExternalVersion = fmt.Sprintf("%s:rev_%d", rec.ID, rec.Revision)
-	res.SyncCursor = fmt.Sprintf("rev_%d", rec.Revision)
+	res.SyncCursor = "rev_" + strconv.Itoa(rec.Revision)
+	res.ExternalVersion = rec.ID + ":" + res.SyncCursor
 	res.ObservedAt = a.now().UTC().Format(time.RFC3339)
 	rs := contracts.DefaultReplaySafety()
 	rs.Convergent, rs.StrictlyIdempotentResponse = true, false
