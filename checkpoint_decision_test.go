@@ -15,6 +15,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // decisionLog records the decisions a hook receives, with the workspace of
@@ -48,28 +49,38 @@ func wantDecision(phase, status string, retained, active bool) sv.RuleCheckpoint
 		Retained: retained, Active: active}
 }
 
+// wantDecisionAt is the decision status for the checkpoint c answered by
+// svtest's fake, as a hook sees it.
+func wantDecisionAt(c svtest.CheckpointCall, status string, retained, active bool) sv.RuleCheckpointDecision {
+	d := wantDecision(c.Phase, status, retained, active)
+	d.CheckpointID, d.InputHash = c.CheckpointID, c.InputHash
+	return d
+}
+
 func TestDecisionHookLiveWaiter(t *testing.T) {
 	for _, phase := range []string{contracts.PhaseBefore, contracts.PhaseAfter} {
 		t.Run(phase, func(t *testing.T) {
 			t.Parallel()
-			f := newCPFixture(t, cpOptions{})
+			api := newCPAPI(t, "")
+			api.SetDecision(svtest.AnyOccurrence, phase, sv.CheckpointPause)
+			f := newCPFixture(t, cpOptions{api: api})
 			var log decisionLog
 			f.agent.OnRuleCheckpointDecision(log.hook)
-			f.studio.set(func(s *cpStudio) { s.status[phase] = sv.CheckpointPause })
 			done := f.runAsync(t.Context(), f.step(cpOccurrence))
 			f.logs.awaitWaiting(t)
 
-			require.Nil(t, f.resume(t, cpDecision(phase, sv.CheckpointAllow)).Error)
+			call := f.apiCall(t, phase)
+			require.Nil(t, f.resume(t, call.ResumeInput(sv.CheckpointAllow, "dec_03")).Error)
 			require.NoError(t, awaitOutcome(t, done).err)
 			got, workspaces := log.all()
-			assert.Equal(t, []sv.RuleCheckpointDecision{wantDecision(phase, sv.CheckpointAllow, false, true)}, got,
+			assert.Equal(t, []sv.RuleCheckpointDecision{wantDecisionAt(call, sv.CheckpointAllow, false, true)}, got,
 				"called once, and the step waiting in this process is active")
 			assert.Equal(t, []string{cpWorkspace}, workspaces, "ctx is the call's")
 
-			require.Nil(t, f.resume(t, cpDecision(phase, sv.CheckpointAllow)).Error)
+			require.Nil(t, f.resume(t, call.ResumeInput(sv.CheckpointAllow, "dec_03")).Error)
 			got, _ = log.all()
 			require.Len(t, got, 2, "a decision delivered again is passed again")
-			assert.Equal(t, wantDecision(phase, sv.CheckpointAllow, false, false), got[1])
+			assert.Equal(t, wantDecisionAt(call, sv.CheckpointAllow, false, false), got[1])
 		})
 	}
 }
@@ -163,13 +174,13 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "state.db")
-			fake := newCPStudio(t)
-			fake.set(func(s *cpStudio) { s.status[tt.phase] = sv.CheckpointPause })
+			fake := newCPAPI(t, "")
+			fake.SetDecision(svtest.AnyOccurrence, tt.phase, sv.CheckpointPause)
 
 			// First run: the step waits, then the controller stops.
 			st, err := store.Open(path, store.WithLockTimeout(5*time.Second))
 			require.NoError(t, err)
-			f := newCPFixture(t, cpOptions{store: st, studio: fake})
+			f := newCPFixture(t, cpOptions{store: st, api: fake})
 			require.NoError(t, f.gate.Save(t.Context()))
 			ctx, stop := context.WithCancel(t.Context())
 			done := f.runAsync(ctx, f.step(cpOccurrence))
@@ -182,7 +193,7 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 			st, err = store.Open(path, store.WithLockTimeout(5*time.Second))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
-			g := newCPFixture(t, cpOptions{store: st, studio: fake})
+			g := newCPFixture(t, cpOptions{store: st, api: fake})
 			g.effects.Store(f.effects.Load())
 			gate, err := sv.RestoreRuleCheckpointGate(t.Context(), g.agent, g.account, cpJob)
 			require.NoError(t, err)
@@ -211,7 +222,7 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 				assert.False(t, d.Retained)
 				go func() { outcome <- rerun(context.Background()) }() // never block the resume call
 			})
-			require.Nil(t, g.resume(t, cpDecision(tt.phase, tt.decision)).Error)
+			require.Nil(t, g.resume(t, g.apiDecision(t, tt.phase, tt.decision)).Error)
 			var final error
 			select {
 			case final = <-outcome:
@@ -227,8 +238,10 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantEffects, g.effects.Load(), "effects")
 			assert.Equal(t, tt.wantAdvances, g.advances.Load(), "advances")
-			assert.Len(t, fake.calls(contracts.PhaseBefore), 1, "the before checkpoint is asked once")
-			assert.NotContains(t, f.logs.String()+g.logs.String(), cpToken)
+			assert.Len(t, cpAPICalls(fake, contracts.PhaseBefore), 1, "the before checkpoint is asked once")
+			assert.NotContains(t, f.logs.String()+g.logs.String(), f.token)
+			assert.NotContains(t, f.logs.String()+g.logs.String(), g.token)
+			assert.Zero(t, fake.SnapshotURLCalls())
 		})
 	}
 }

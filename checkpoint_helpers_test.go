@@ -20,6 +20,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // Identities of the rule-checkpoint tests, from the spec examples.
@@ -217,7 +218,9 @@ func (l *cpLogs) awaitWaiting(t testing.TB) {
 // cpFixture is a local-mode server with two agents declaring rule
 // checkpoints, a Studio account on the fake Studio and a gate for job-77.
 type cpFixture struct {
-	studio   *cpStudio
+	studio   *cpStudio             // the private fake, unless api is set
+	api      *svtest.FakeStudioAPI // svtest's fake Studio API, when the test gave one
+	token    string                // the snapshot's checkpoint token
 	logs     *cpLogs
 	store    store.Store
 	agent    *sv.Agent
@@ -231,8 +234,9 @@ type cpFixture struct {
 
 type cpOptions struct {
 	store        store.Store
-	studio       *cpStudio // default: a new fake Studio
-	checkpointTo string    // the snapshot's checkpoint_url
+	studio       *cpStudio             // default: a new fake Studio
+	api          *svtest.FakeStudioAPI // svtest's fake instead of studio (see newCPAPI)
+	checkpointTo string                // the snapshot's checkpoint_url
 	server       []sv.Option
 }
 
@@ -251,8 +255,8 @@ func cpRegistration(t testing.TB, slug, name string) *sv.Agent {
 
 func newCPFixture(t testing.TB, opt cpOptions) *cpFixture {
 	t.Helper()
-	f := &cpFixture{studio: opt.studio, logs: newCPLogs(), store: opt.store}
-	if f.studio == nil {
+	f := &cpFixture{studio: opt.studio, api: opt.api, logs: newCPLogs(), store: opt.store, token: cpToken}
+	if f.studio == nil && f.api == nil {
 		f.studio = newCPStudio(t)
 	}
 	if f.store == nil {
@@ -264,15 +268,64 @@ func newCPFixture(t testing.TB, opt cpOptions) *cpFixture {
 		sv.WithLocalMode(true), sv.WithStore(f.store), sv.WithLogger(f.logs.logger())}, opt.server...)...)
 	require.NoError(t, err)
 	require.NoError(t, f.srv.Start(context.Background())) // guarded steps call Studio only once the server started
-	f.account, err = studio.NewClient(studio.Config{APIURL: f.studio.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
-		MaxRetries: studio.NoRetries, Logger: f.logs.logger()})
-	require.NoError(t, err)
 	to := opt.checkpointTo
 	if to == "" {
 		to = "https://checkpoints.invalid/api/v1/rule-checkpoints/"
 	}
-	f.gate = f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, to)))
+	cfg, snapshot := studio.Config{WorkspaceID: cpWorkspace, APIKey: cpAPIKey}, cpSnapshotInput(cpSnapshot, to)
+	if f.api != nil {
+		require.Empty(t, opt.checkpointTo, "svtest's snapshot names its own checkpoint_url")
+		cfg, snapshot = f.api.ClientConfig(), f.api.RuleSnapshot(cpSnapshot)
+		f.token = snapshot["checkpoint_token"].(string)
+	} else {
+		cfg.APIURL = f.studio.srv.URL
+	}
+	cfg.MaxRetries, cfg.Logger = studio.NoRetries, f.logs.logger()
+	f.account, err = studio.NewClient(cfg)
+	require.NoError(t, err)
+	f.gate = f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, snapshot))
 	return f
+}
+
+// newCPAPI is svtest's fake Studio API for the rule-checkpoint tests: the
+// workspace and account key of the fixture, the before checkpoints of every
+// occurrence answered beforeStatus ("" for allow).
+func newCPAPI(t testing.TB, beforeStatus string) *svtest.FakeStudioAPI {
+	t.Helper()
+	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t), svtest.WithWorkspaceID(cpWorkspace), svtest.WithAccountKey(cpAPIKey))
+	api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, beforeStatus)
+	return api
+}
+
+// cpAPICalls returns the checkpoint calls of phase svtest's fake answered.
+func cpAPICalls(api *svtest.FakeStudioAPI, phase string) []svtest.CheckpointCall {
+	var out []svtest.CheckpointCall
+	for _, c := range api.Checkpoints() {
+		if c.Phase == phase {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// apiCall returns the first checkpoint of phase of the standard occurrence
+// that svtest's fake answered.
+func (f *cpFixture) apiCall(t testing.TB, phase string) svtest.CheckpointCall {
+	t.Helper()
+	for _, c := range cpAPICalls(f.api, phase) {
+		if c.OccurrenceID == cpOccurrence {
+			return c
+		}
+	}
+	t.Fatalf("svtest's fake Studio answered no %s checkpoint of %s", phase, cpOccurrence)
+	return svtest.CheckpointCall{}
+}
+
+// apiDecision is the valid resume input delivering status for the checkpoint
+// of phase of the standard occurrence, as answered by svtest's fake.
+func (f *cpFixture) apiDecision(t testing.TB, phase, status string) map[string]any {
+	t.Helper()
+	return f.apiCall(t, phase).ResumeInput(status, "dec_03")
 }
 
 func (f *cpFixture) newGate(t testing.TB, a *sv.Agent, req *sv.ActionRequest, opts ...sv.GateOption) *sv.RuleCheckpointGate {

@@ -14,6 +14,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // Short sharing settings for the tests: a paused step re-reads its record
@@ -69,9 +70,9 @@ func sharedStores(t *testing.T) map[string]func() store.Store {
 
 // cpInstance is one controller instance named instance on the shared store
 // st, posting to the fake Studio fake, with its decision hooks logged.
-func cpInstance(t *testing.T, st store.Store, fake *cpStudio, instance string) (*cpFixture, *decisionLog) {
+func cpInstance(t *testing.T, st store.Store, fake *svtest.FakeStudioAPI, instance string) (*cpFixture, *decisionLog) {
 	t.Helper()
-	f := newCPFixture(t, cpOptions{store: st, studio: fake,
+	f := newCPFixture(t, cpOptions{store: st, api: fake,
 		server: []sv.Option{sv.WithInstanceID(instance), sv.WithCheckpointSharing(cpPoll, cpLease)}})
 	var log decisionLog
 	f.agent.OnRuleCheckpointDecision(log.hook)
@@ -90,8 +91,7 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 	for name, open := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Run("the waiting step wakes", func(t *testing.T) {
-				fake := newCPStudio(t)
-				fake.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointPause })
+				fake := newCPAPI(t, sv.CheckpointPause)
 				st := open()
 				a, _ := cpInstance(t, st, fake, "a")
 				b, bLog := cpInstance(t, st, fake, "b")
@@ -103,7 +103,8 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 				require.ErrorAs(t, err, &rr, "instance B runs the occurrence A holds")
 				assert.Equal(t, sv.RecoveryOccurrenceActive, rr.Reason)
 
-				require.Nil(t, b.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+				allow := a.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
+				require.Nil(t, b.resume(t, allow).Error)
 				o := awaitOutcome(t, out)
 				require.NoError(t, o.err)
 				assert.Equal(t, "msg-42", o.result)
@@ -111,13 +112,13 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 				assert.Zero(t, b.effects.Load())
 				assert.EqualValues(t, 1, a.advances.Load())
 				got, _ := bLog.all()
-				assert.Equal(t, []sv.RuleCheckpointDecision{wantDecision(contracts.PhaseBefore, sv.CheckpointAllow, false, true)}, got,
+				assert.Equal(t, []sv.RuleCheckpointDecision{wantDecisionAt(a.apiCall(t, contracts.PhaseBefore), sv.CheckpointAllow, false, true)}, got,
 					"B's hooks hear that a step takes the decision")
-				assert.Len(t, fake.calls(contracts.PhaseBefore), 1, "the before checkpoint is asked once")
-				assert.Len(t, fake.calls(contracts.PhaseAfter), 1)
+				assert.Len(t, cpAPICalls(fake, contracts.PhaseBefore), 1, "the before checkpoint is asked once")
+				assert.Len(t, cpAPICalls(fake, contracts.PhaseAfter), 1)
 
 				// Studio delivering the decision again (to A this time) changes nothing.
-				require.Nil(t, a.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+				require.Nil(t, a.resume(t, allow).Error)
 				_, err = sv.RunGuardedStep(t.Context(), b.gate, b.step(cpOccurrence))
 				require.ErrorAs(t, err, &rr)
 				assert.Equal(t, sv.RecoveryOccurrenceClaimed, rr.Reason)
@@ -131,8 +132,7 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 				{name: "the same instance restarted at once", instance: "a"},
 			} {
 				t.Run("A dies while waiting, "+restart.name, func(t *testing.T) {
-					fake := newCPStudio(t)
-					fake.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointPause })
+					fake := newCPAPI(t, sv.CheckpointPause)
 					shared := open()
 					aStore := &killableStore{Store: shared}
 					a, _ := cpInstance(t, aStore, fake, "a")
@@ -144,7 +144,7 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 					require.Error(t, awaitOutcome(t, out).err)
 
 					b, bLog := cpInstance(t, shared, fake, restart.instance)
-					require.Nil(t, b.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+					require.Nil(t, b.resume(t, a.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)).Error)
 					got, _ := bLog.all()
 					require.Len(t, got, 1)
 					assert.Equal(t, restart.waitsForLease, got[0].Active, "A's live claim holds the occurrence")
@@ -164,7 +164,7 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 					}
 					assert.Zero(t, a.effects.Load())
 					assert.EqualValues(t, 1, b.effects.Load(), "the effect ran once")
-					assert.Len(t, fake.calls(contracts.PhaseBefore), 1, "the persisted decision is used, not asked again")
+					assert.Len(t, cpAPICalls(fake, contracts.PhaseBefore), 1, "the persisted decision is used, not asked again")
 				})
 			}
 		})

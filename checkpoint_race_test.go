@@ -38,10 +38,8 @@ func (s *decisionDuringRead) Get(ctx context.Context, key string) ([]byte, bool,
 // and leaves it to the step) is handed to the hooks again once the step has
 // refused and released the occurrence, so it is never lost.
 func TestDecisionArrivingWhileAStepRefuses(t *testing.T) {
-	studio := newCPStudio(t)
-	studio.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointPause })
 	mem := &decisionDuringRead{Store: store.NewMemory()}
-	f := newCPFixture(t, cpOptions{store: mem, studio: studio})
+	f := newCPFixture(t, cpOptions{store: mem, api: newCPAPI(t, sv.CheckpointPause)})
 
 	// A first attempt pauses, then gives up waiting (as a stopped process would).
 	ctx, stop := context.WithCancel(t.Context())
@@ -57,7 +55,8 @@ func TestDecisionArrivingWhileAStepRefuses(t *testing.T) {
 		defer mu.Unlock()
 		seen = append(seen, d)
 	})
-	mem.deliver = func() { require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error) }
+	decision := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
+	mem.deliver = func() { require.Nil(t, f.resume(t, decision).Error) }
 	mem.armed.Store(true)
 
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
