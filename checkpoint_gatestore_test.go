@@ -22,11 +22,11 @@ var gateStorePrefix = store.Prefix("rule-checkpoints", "gate")
 
 // assertTokenOnlyInGateRecords checks that the checkpoint token appears in no
 // store record but a saved gate, and reports how many gates hold it.
-func assertTokenOnlyInGateRecords(t *testing.T, st store.Store) int {
+func assertTokenOnlyInGateRecords(t *testing.T, st store.Store, token string) int {
 	t.Helper()
 	holders := 0
 	require.NoError(t, st.Scan(t.Context(), "", func(key string, value []byte) error {
-		if strings.Contains(string(value), cpToken) {
+		if strings.Contains(string(value), token) {
 			assert.True(t, strings.HasPrefix(key, gateStorePrefix), "the token leaked into %s", key)
 			holders++
 		}
@@ -36,10 +36,10 @@ func assertTokenOnlyInGateRecords(t *testing.T, st store.Store) int {
 }
 
 func TestGateSaveRestore(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	require.NoError(t, f.gate.Save(t.Context()))
 	require.NoError(t, f.gate.Save(t.Context()), "saving the same gate again does nothing")
-	assert.Equal(t, 1, assertTokenOnlyInGateRecords(t, f.store))
+	assert.Equal(t, 1, assertTokenOnlyInGateRecords(t, f.store, f.token))
 
 	g, err := sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
 	require.NoError(t, err)
@@ -50,13 +50,12 @@ func TestGateSaveRestore(t *testing.T) {
 
 	_, err = sv.RunGuardedStep(t.Context(), g, f.step(cpOccurrence))
 	require.NoError(t, err)
-	calls := f.studio.calls("")
-	require.Len(t, calls, 2)
+	calls := f.api.Checkpoints() // the fake answers only the token it issued for the snapshot
+	require.Len(t, calls, 2, "the restored gate posts the saved token")
 	for _, c := range calls {
-		assert.Equal(t, cpToken, c.Header.Get(studio.HeaderRuleCheckpointToken), "the restored gate posts the saved token")
-		assert.Equal(t, []any{cpSecretRef}, c.Body["secret_refs"])
+		assert.Equal(t, []string{cpSecretRef}, c.SecretRefs)
 	}
-	assert.NotContains(t, f.logs.String(), cpToken)
+	assert.NotContains(t, f.logs.String(), f.token)
 }
 
 func TestGateSaveKeepsSecretRefs(t *testing.T) {
@@ -182,7 +181,7 @@ func TestGateForget(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, f.gate.Forget(t.Context()))
-	assert.Zero(t, assertTokenOnlyInGateRecords(t, f.store), "the token left the store")
+	assert.Zero(t, assertTokenOnlyInGateRecords(t, f.store, cpToken), "the token left the store")
 	_, err = sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
 	require.ErrorIs(t, err, sv.ErrGateNotFound)
 	require.NoError(t, f.gate.Forget(t.Context()), "forgetting again does nothing")
@@ -201,7 +200,7 @@ func TestGateForget(t *testing.T) {
 // TestGateRestoreAcrossRestart saves the gate on a durable store, closes it,
 // and rebuilds the gate on a new agent and server over the reopened file.
 func TestGateRestoreAcrossRestart(t *testing.T) {
-	fake := newCPStudio(t)
+	fake := newCPAPI(t, "")
 	path := filepath.Join(t.TempDir(), "state.db")
 	logs := newCPLogs()
 	open := func() (*sv.Agent, *studio.Client, store.Store) {
@@ -212,14 +211,17 @@ func TestGateRestoreAcrossRestart(t *testing.T) {
 			sv.WithStore(st), sv.WithLogger(logs.logger()))
 		require.NoError(t, err)
 		require.NoError(t, srv.Start(t.Context()))
-		account, err := studio.NewClient(studio.Config{APIURL: fake.srv.URL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey,
-			MaxRetries: studio.NoRetries, Logger: logs.logger()})
+		cfg := fake.ClientConfig()
+		cfg.MaxRetries, cfg.Logger = studio.NoRetries, logs.logger()
+		account, err := studio.NewClient(cfg)
 		require.NoError(t, err)
 		return a, account, st
 	}
 
 	a, account, st := open()
-	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
+	snapshot := fake.RuleSnapshot(cpSnapshot)
+	token := snapshot["checkpoint_token"].(string)
+	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, snapshot))
 	require.NoError(t, err)
 	require.NoError(t, gate.Save(t.Context()))
 	require.NoError(t, st.Close())
@@ -235,20 +237,18 @@ func TestGateRestoreAcrossRestart(t *testing.T) {
 		AfterContext: cpAfterContext,
 	})
 	require.NoError(t, err)
-	for _, c := range fake.calls("") {
-		assert.Equal(t, cpToken, c.Header.Get(studio.HeaderRuleCheckpointToken))
-		assert.Equal(t, cpSnapshot, c.Body["snapshot_hash"])
+	calls := fake.Checkpoints() // the fake answers only the token it issued for the snapshot
+	for _, c := range calls {
+		assert.Equal(t, cpSnapshot, c.SnapshotHash)
 	}
-	assert.Len(t, fake.calls(""), 2)
-	assert.Equal(t, 1, assertTokenOnlyInGateRecords(t, st))
-	assert.NotContains(t, logs.String(), cpToken)
+	assert.Len(t, calls, 2)
+	assert.Equal(t, 1, assertTokenOnlyInGateRecords(t, st, token))
+	assert.NotContains(t, logs.String(), token)
 }
 
-// startRequest is a job.start call from workspace ws with the standard
-// snapshot.
-func startRequest(ws, job string) map[string]any {
-	p := resumeParams(cpAgentSlug, job, "", map[string]any{"topic_id": "battery",
-		"rule_snapshot": cpSnapshotInput(cpSnapshot, "https://x.invalid/")})
+// startRequest is a job.start call from workspace ws with snapshot.
+func startRequest(ws, job string, snapshot map[string]any) map[string]any {
+	p := resumeParams(cpAgentSlug, job, "", map[string]any{"topic_id": "battery", "rule_snapshot": snapshot})
 	p["action"], p["workspace"] = "job.start", map[string]any{"id": ws}
 	delete(p, "case_id")
 	return p
@@ -258,7 +258,8 @@ func startRequest(ws, job string) map[string]any {
 // verified workspace. A call from another workspace can neither restore it,
 // nor take it over with another job.start, nor resume its checkpoints.
 func TestGateWorkspaceBinding(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, sv.CheckpointPause)})
+	snapshot := f.api.RuleSnapshot(cpSnapshot)
 	type outcome struct {
 		saveErr, restoreErr error
 		restored            *sv.RuleCheckpointGate
@@ -283,17 +284,17 @@ func TestGateWorkspaceBinding(t *testing.T) {
 		f.invoke(t, params)
 	}
 
-	call(startRequest(cpWorkspace, cpJob))
+	call(startRequest(cpWorkspace, cpJob, snapshot))
 	require.NoError(t, last.saveErr)
-	call(startRequest(cpWorkspace, cpJob))
+	call(startRequest(cpWorkspace, cpJob, snapshot))
 	require.NoError(t, last.saveErr, "a job.start delivered again")
-	call(startRequest("ws-2", cpJob))
+	call(startRequest("ws-2", cpJob, snapshot))
 	require.ErrorIs(t, last.saveErr, sv.ErrInvalidCheckpointState, "another workspace cannot take the job's gate over")
 
 	restoreJob = cpJob
-	call(startRequest("ws-2", "job-x"))
+	call(startRequest("ws-2", "job-x", snapshot))
 	require.ErrorIs(t, last.restoreErr, sv.ErrGateNotFound, "another workspace does not see the gate")
-	call(startRequest(cpWorkspace, "job-x"))
+	call(startRequest(cpWorkspace, "job-x", snapshot))
 	require.NoError(t, last.restoreErr)
 	assert.Equal(t, cpJob, last.restored.JobID())
 	_, err := sv.RestoreRuleCheckpointGate(context.Background(), f.agent, f.account, cpJob)
@@ -301,15 +302,15 @@ func TestGateWorkspaceBinding(t *testing.T) {
 
 	// A paused checkpoint of the job is resumed from its workspace only.
 	f.gate = last.restored
-	f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointPause })
 	done := f.runAsync(t.Context(), f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
-	foreign := resumeParams(cpAgentSlug, cpJob, cpCase, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow))
+	allow := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
+	foreign := resumeParams(cpAgentSlug, cpJob, cpCase, allow)
 	foreign["workspace"] = map[string]any{"id": "ws-2"}
 	require.NotNil(t, f.invoke(t, foreign).Error)
 	assert.Contains(t, f.logs.String(), "does not come from the workspace that started job")
 	assert.Zero(t, f.effects.Load())
-	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+	require.Nil(t, f.resume(t, allow).Error)
 	require.NoError(t, awaitOutcome(t, done).err)
 	assert.EqualValues(t, 1, f.effects.Load())
 }
