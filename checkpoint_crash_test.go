@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ import (
 // has run at most once, and recovery completes with exactly one advance.
 
 // cpCrashEnv turns TestGuardedStepCrashChild into the child: its value is
-// "<point>|<directory>|<Studio URL>".
+// "<point>|<directory>|<Studio URL>|<checkpoint token>".
 const cpCrashEnv = "SUPERVAIZER_CHECKPOINT_CRASH_CHILD"
 
 // Crash points, in the order of the rule-checkpoint protocol.
@@ -53,7 +54,7 @@ type crashEnv struct {
 
 // openCrashEnv opens the durable store in dir and builds the agent, server
 // and gate exactly as the other side does.
-func openCrashEnv(t testing.TB, dir, studioURL string) *crashEnv {
+func openCrashEnv(t testing.TB, dir, studioURL, token string) *crashEnv {
 	t.Helper()
 	st, err := store.Open(filepath.Join(dir, "state.db"), store.WithLockTimeout(5*time.Second))
 	require.NoError(t, err)
@@ -64,7 +65,9 @@ func openCrashEnv(t testing.TB, dir, studioURL string) *crashEnv {
 	require.NoError(t, srv.Start(context.Background())) // guarded steps call Studio only once the server started
 	account, err := studio.NewClient(studio.Config{APIURL: studioURL, WorkspaceID: cpWorkspace, APIKey: cpAPIKey, MaxRetries: studio.NoRetries})
 	require.NoError(t, err)
-	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
+	snapshot := cpSnapshotInput(cpSnapshot, "https://x.invalid/")
+	snapshot["checkpoint_token"] = token
+	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, snapshot))
 	require.NoError(t, err)
 	return &crashEnv{dir: dir, store: st, gate: gate}
 }
@@ -129,8 +132,8 @@ func (e *crashEnv) step(crashAt string) sv.GuardedStep[string] {
 func TestGuardedStepCrashChild(t *testing.T) {
 	spec := os.Getenv(cpCrashEnv)
 	if spec == "" {
-		fake := newCPStudio(t)
-		e := openCrashEnv(t, t.TempDir(), fake.srv.URL)
+		fake := newCPAPI(t, "")
+		e := openCrashEnv(t, t.TempDir(), fake.URL(), cpAPIToken(fake))
 		res, err := sv.RunGuardedStep(t.Context(), e.gate, e.step(""))
 		require.NoError(t, err)
 		assert.Equal(t, "msg-42", res)
@@ -138,9 +141,9 @@ func TestGuardedStepCrashChild(t *testing.T) {
 		assert.Equal(t, 1, e.count(t, "advances"))
 		return
 	}
-	parts := strings.SplitN(spec, "|", 3)
-	require.Len(t, parts, 3)
-	e := openCrashEnv(t, parts[1], parts[2])
+	parts := strings.SplitN(spec, "|", 4)
+	require.Len(t, parts, 4)
+	e := openCrashEnv(t, parts[1], parts[2], parts[3])
 	_, err := sv.RunGuardedStep(context.Background(), e.gate, e.step(parts[0]))
 	fmt.Println("child finished without being killed:", err)
 }
@@ -149,31 +152,31 @@ func TestGuardedStepCrashRecovery(t *testing.T) {
 	for _, point := range []string{crashBeforeEffect, crashDuringEffect, crashBeforeAfter, crashAdvancing} {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
-			dir, fake := t.TempDir(), newCPStudio(t)
+			dir, fake := t.TempDir(), newCPAPI(t, "")
+			token, childURL := cpAPIToken(fake), fake.URL()
 			afterSent := make(chan struct{}, 1)
 			if point == crashBeforeAfter {
 				// The after call reaches Studio, which never answers: the child
-				// is killed while it waits.
-				fake.set(func(s *cpStudio) {
-					s.override = func(w http.ResponseWriter, r *http.Request) {
-						raw, _ := io.ReadAll(r.Body)
-						var body map[string]any
-						_ = json.Unmarshal(raw, &body)
-						if r.URL.Path == studio.RuleCheckpointsPath && body["phase"] == contracts.PhaseAfter {
-							afterSent <- struct{}{}
-							<-r.Context().Done()
-							return
-						}
-						r.Body = io.NopCloser(bytes.NewReader(raw))
-						fake.handle(w, r)
+				// is killed while it waits. Every other call reaches the fake.
+				front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					raw, _ := io.ReadAll(r.Body)
+					var body map[string]any
+					_ = json.Unmarshal(raw, &body)
+					if r.URL.Path == studio.RuleCheckpointsPath && body["phase"] == contracts.PhaseAfter {
+						afterSent <- struct{}{}
+						<-r.Context().Done()
+						return
 					}
-				})
+					r.Body = io.NopCloser(bytes.NewReader(raw))
+					fake.ServeHTTP(w, r)
+				}))
+				t.Cleanup(front.Close)
+				childURL = front.URL
 			}
-			runChildUntilKilled(t, point, dir, fake.srv.URL, afterSent)
-			fake.set(func(s *cpStudio) { s.override = nil })
+			runChildUntilKilled(t, point, dir, childURL, token, afterSent)
 
 			// Restart on the same file.
-			e := openCrashEnv(t, dir, fake.srv.URL)
+			e := openCrashEnv(t, dir, fake.URL(), token)
 			effects := e.count(t, "effects")
 			require.LessOrEqual(t, effects, 1)
 			_, err := sv.RunGuardedStep(t.Context(), e.gate, e.step(""))
@@ -212,17 +215,17 @@ func TestGuardedStepCrashRecovery(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 1, e.count(t, "effects"))
 			assert.Equal(t, 1, e.count(t, "advances"))
-			assert.Len(t, fake.calls(contracts.PhaseBefore), 1, "the before checkpoint is never asked again")
+			assert.Len(t, cpAPICalls(fake, contracts.PhaseBefore), 1, "the before checkpoint is never asked again")
 		})
 	}
 }
 
 // runChildUntilKilled starts the child, waits until it reaches point (its
 // marker on stdout, or a signal on reached) and kills it with SIGKILL.
-func runChildUntilKilled(t *testing.T, point, dir, studioURL string, reached <-chan struct{}) {
+func runChildUntilKilled(t *testing.T, point, dir, studioURL, token string, reached <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGuardedStepCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), cpCrashEnv+"="+point+"|"+dir+"|"+studioURL)
+	cmd.Env = append(os.Environ(), cpCrashEnv+"="+point+"|"+dir+"|"+studioURL+"|"+token)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

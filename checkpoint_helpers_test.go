@@ -297,6 +297,12 @@ func newCPAPI(t testing.TB, beforeStatus string) *svtest.FakeStudioAPI {
 	return api
 }
 
+// cpAPIToken returns the checkpoint token of a new rule snapshot of
+// cpSnapshot issued by svtest's fake.
+func cpAPIToken(api *svtest.FakeStudioAPI) string {
+	return api.RuleSnapshot(cpSnapshot)["checkpoint_token"].(string)
+}
+
 // cpAPICalls returns the checkpoint calls of phase svtest's fake answered.
 func cpAPICalls(api *svtest.FakeStudioAPI, phase string) []svtest.CheckpointCall {
 	var out []svtest.CheckpointCall
