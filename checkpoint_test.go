@@ -39,15 +39,14 @@ func TestGuardedStepDecisions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newCPFixture(t, cpOptions{})
-			f.studio.set(func(s *cpStudio) {
-				s.status[contracts.PhaseBefore], s.status[contracts.PhaseAfter] = tt.before, tt.after
-			})
+			api := newCPAPI(t, tt.before)
+			api.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, tt.after)
+			f := newCPFixture(t, cpOptions{api: api})
 			res, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 			assert.Equal(t, tt.wantEffects, f.effects.Load(), "effects")
 			assert.Equal(t, tt.wantAdvances, f.advances.Load(), "advances")
-			assert.Len(t, f.studio.calls(contracts.PhaseBefore), 1)
-			assert.Len(t, f.studio.calls(contracts.PhaseAfter), tt.wantAfterCalls)
+			assert.Len(t, cpAPICalls(api, contracts.PhaseBefore), 1)
+			assert.Len(t, cpAPICalls(api, contracts.PhaseAfter), tt.wantAfterCalls)
 			if tt.wantPhase == "" {
 				require.NoError(t, err)
 				assert.Equal(t, "msg-42", res)
@@ -59,7 +58,7 @@ func TestGuardedStepDecisions(t *testing.T) {
 			assert.Equal(t, tt.wantPhase, blocked.Phase)
 			assert.Equal(t, sv.CheckpointStop, blocked.Status)
 			assert.Equal(t, sv.CheckpointStop, blocked.Response.Status)
-			assert.Equal(t, "cp-"+tt.wantPhase+"-"+cpOccurrence, blocked.Response.CheckpointID)
+			assert.Equal(t, f.apiCall(t, tt.wantPhase).CheckpointID, blocked.Response.CheckpointID)
 			assert.Equal(t, cpOccurrence, blocked.OccurrenceID)
 			assert.Contains(t, err.Error(), "phase "+tt.wantPhase+", decision stop")
 			if tt.wantPhase == contracts.PhaseAfter {
@@ -82,12 +81,13 @@ func TestGuardedStepPauseResume(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := newCPFixture(t, cpOptions{})
-			f.studio.set(func(s *cpStudio) { s.status[tt.phase] = sv.CheckpointPause })
+			api := newCPAPI(t, "")
+			api.SetDecision(svtest.AnyOccurrence, tt.phase, sv.CheckpointPause)
+			f := newCPFixture(t, cpOptions{api: api})
 			done := f.runAsync(t.Context(), f.step(cpOccurrence))
 			f.logs.awaitWaiting(t)
 
-			rpc := f.resume(t, cpDecision(tt.phase, tt.decision))
+			rpc := f.resume(t, f.apiDecision(t, tt.phase, tt.decision))
 			require.Nil(t, rpc.Error)
 			var res sv.ActionResult
 			require.NoError(t, json.Unmarshal(rpc.Result, &res))
@@ -604,7 +604,7 @@ func (s *failingStore) PutIfAbsent(ctx context.Context, key string, value []byte
 func TestGuardedStepPersistedAllow(t *testing.T) {
 	st := &failingStore{Store: store.NewMemory(), marker: "/after"}
 	st.armed.Store(true)
-	f := newCPFixture(t, cpOptions{store: st})
+	f := newCPFixture(t, cpOptions{store: st, api: newCPAPI(t, "")})
 	// The before allow is persisted, then "effect started" cannot be.
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 	require.ErrorContains(t, err, "disk full")
@@ -613,13 +613,13 @@ func TestGuardedStepPersistedAllow(t *testing.T) {
 	st.armed.Store(false)
 	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
-	assert.Len(t, f.studio.calls(contracts.PhaseBefore), 1, "a persisted allow is not asked again")
+	assert.Len(t, cpAPICalls(f.api, contracts.PhaseBefore), 1, "a persisted allow is not asked again")
 	assert.EqualValues(t, 1, f.effects.Load())
 	assert.EqualValues(t, 1, f.advances.Load())
 }
 
 func TestGuardedStepEffectFailure(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	boom := errors.New("smtp: connection reset")
 	step := f.step(cpOccurrence)
 	step.Effect = func(context.Context) (string, error) { return "", boom }
@@ -644,7 +644,7 @@ func TestGuardedStepEffectFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "msg-42", res)
 	assert.EqualValues(t, 1, f.advances.Load())
-	assert.Len(t, f.studio.calls(contracts.PhaseAfter), 1)
+	assert.Len(t, cpAPICalls(f.api, contracts.PhaseAfter), 1)
 }
 
 func TestRecoverGuardedStep(t *testing.T) {
@@ -753,8 +753,7 @@ func TestRecoverAmbiguousAdvancement(t *testing.T) {
 }
 
 func TestGuardedStepWaitCancelled(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
-	f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointPause })
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, sv.CheckpointPause)})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := f.runAsync(ctx, f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
@@ -767,12 +766,12 @@ func TestGuardedStepWaitCancelled(t *testing.T) {
 	require.ErrorIs(t, err, sv.ErrRecoveryRequired)
 
 	// A decision without a waiter is persisted; the next run proceeds on it.
-	rpc := f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow))
+	rpc := f.resume(t, f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow))
 	require.Nil(t, rpc.Error)
 	assert.NotContains(t, string(rpc.Result), "retained")
 	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
-	assert.Len(t, f.studio.calls(contracts.PhaseBefore), 1)
+	assert.Len(t, cpAPICalls(f.api, contracts.PhaseBefore), 1)
 	assert.EqualValues(t, 1, f.effects.Load())
 }
 
