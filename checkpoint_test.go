@@ -269,17 +269,11 @@ func TestResumeRetainedMismatchDiscarded(t *testing.T) {
 }
 
 func TestCheckpointURLIgnored(t *testing.T) {
-	var hits atomic.Int64
-	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		writeCPJSON(w, http.StatusOK, map[string]any{})
-	}))
-	t.Cleanup(evil.Close)
-	f := newCPFixture(t, cpOptions{checkpointTo: evil.URL + studio.RuleCheckpointsPath})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")}) // the snapshot's checkpoint_url is svtest's decoy
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
-	assert.Zero(t, hits.Load(), "nothing may be sent to the snapshot's checkpoint_url")
-	assert.Len(t, f.studio.calls(""), 2)
+	assert.Zero(t, f.api.SnapshotURLCalls(), "nothing may be sent to the snapshot's checkpoint_url")
+	assert.Len(t, f.api.Checkpoints(), 2)
 }
 
 func TestCheckpointRedirectNotFollowed(t *testing.T) {
@@ -419,20 +413,28 @@ func TestGateSecretRefs(t *testing.T) {
 func TestCheckpointRequestFailed(t *testing.T) {
 	t.Run("non-2xx, then a retry asks the before checkpoint again", func(t *testing.T) {
 		t.Parallel()
-		f := newCPFixture(t, cpOptions{})
-		f.studio.set(func(s *cpStudio) { s.fail[contracts.PhaseBefore] = http.StatusServiceUnavailable })
+		f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
+		f.api.FailNext(studio.RuleCheckpointsPath, http.StatusServiceUnavailable)
 		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 		require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed)
 		var reqErr *sv.CheckpointRequestError
 		require.ErrorAs(t, err, &reqErr)
 		assert.Equal(t, http.StatusServiceUnavailable, reqErr.StatusCode)
-		assert.Contains(t, reqErr.Body, "checkpoint service unavailable")
+		assert.Contains(t, reqErr.Body, "svtest: injected failure")
 		assert.Zero(t, f.effects.Load())
+		require.Empty(t, f.api.Checkpoints(), "the failed call answered no checkpoint")
 
-		f.studio.set(func(s *cpStudio) { delete(s.fail, contracts.PhaseBefore) })
 		_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 		require.NoError(t, err)
-		assert.Len(t, f.studio.calls(contracts.PhaseBefore), 2)
+		var statuses []int
+		for _, r := range f.api.Requests() {
+			if r.Path == studio.RuleCheckpointsPath {
+				statuses = append(statuses, r.Status)
+			}
+		}
+		assert.Equal(t, []int{http.StatusServiceUnavailable, http.StatusOK, http.StatusOK}, statuses,
+			"the before checkpoint asked again, then the after one")
+		assert.Len(t, cpAPICalls(f.api, contracts.PhaseBefore), 1)
 		assert.EqualValues(t, 1, f.effects.Load())
 	})
 	t.Run("transport failure", func(t *testing.T) {
