@@ -558,30 +558,38 @@ func TestGuardedStepOccurrenceActive(t *testing.T) {
 }
 
 func TestGuardedStepCaseAnnouncement(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	for _, occ := range []string{"occ-1", "occ-2"} {
 		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(occ))
 		require.NoError(t, err)
 	}
-	events := f.studio.caseEvents()
+	var events []svtest.StudioEvent
+	for _, e := range f.api.Events() {
+		if e.Type == string(studio.EventCaseStart) {
+			events = append(events, e)
+		}
+	}
 	require.Len(t, events, 1, "a case is announced once")
-	assert.Equal(t, map[string]any{"job": cpJob, "case": cpCase}, events[0].Body["source"])
+	assert.Equal(t, map[string]string{"job": cpJob, "case": cpCase}, events[0].Source)
 
 	// The case now belongs to research-agent: the other agent cannot use it.
-	otherGate := f.newGate(t, f.other, cpJobStart(t, cpOtherSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
+	otherGate := f.newGate(t, f.other, cpJobStart(t, cpOtherSlug, cpJob, f.api.RuleSnapshot(cpSnapshot)))
 	step := f.step("audit-occ")
 	_, err := sv.RunGuardedStep(t.Context(), otherGate, step)
 	require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
 	assert.Contains(t, err.Error(), `owned by agent "research-agent"`)
-	assert.Len(t, f.studio.calls(""), 4, "no checkpoint for a case owned by another agent")
+	posted := 0
+	for _, r := range f.api.Requests() {
+		if r.Path == studio.RuleCheckpointsPath {
+			posted++
+		}
+	}
+	assert.Equal(t, 4, posted, "no checkpoint for a case owned by another agent")
+	assert.Len(t, f.api.Checkpoints(), 4)
 
 	t.Run("announcement failure", func(t *testing.T) {
-		f := newCPFixture(t, cpOptions{})
-		f.studio.set(func(s *cpStudio) {
-			s.override = func(w http.ResponseWriter, _ *http.Request) {
-				writeCPJSON(w, http.StatusInternalServerError, map[string]any{})
-			}
-		})
+		f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
+		f.api.FailNext(f.api.WorkspacePath(svtest.EventsPath), http.StatusInternalServerError)
 		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "announce case")
