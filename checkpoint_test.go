@@ -388,25 +388,27 @@ func TestNewRuleCheckpointGateErrors(t *testing.T) {
 }
 
 func TestGateSecretRefs(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	assert.Equal(t, []string{cpSecretRef}, f.gate.SecretRefs(), "default: the capability's paths")
 	assert.Equal(t, cpAgentSlug, f.gate.AgentSlug())
 	assert.Equal(t, cpJob, f.gate.JobID())
 	assert.Equal(t, cpSnapshot, f.gate.SnapshotHash())
 
 	// A start request that names no agent (as a v1 start) is the given agent's.
-	anonymous := cpJobStart(t, "", cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/"))
+	anonymous := cpJobStart(t, "", cpJob, f.api.RuleSnapshot(cpSnapshot))
 	assert.Equal(t, cpAgentSlug, f.newGate(t, f.agent, anonymous).AgentSlug())
 
-	g := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")),
+	g := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, f.api.RuleSnapshot(cpSnapshot)),
 		sv.WithSecretRefs(cpSecretRef, "job.fields.iban"))
 	assert.Contains(t, f.logs.String(), "not declared in capabilities.rule_checkpoints.secret_refs")
 	assert.Contains(t, f.logs.String(), `"path":"job.fields.iban"`)
 	f.gate = g
 	_, err := sv.RunGuardedStep(t.Context(), g, f.step(cpOccurrence))
 	require.NoError(t, err)
-	for _, c := range f.studio.calls("") {
-		assert.Equal(t, []any{cpSecretRef, "job.fields.iban"}, c.Body["secret_refs"])
+	calls := f.api.Checkpoints()
+	require.Len(t, calls, 2)
+	for _, c := range calls {
+		assert.Equal(t, []string{cpSecretRef, "job.fields.iban"}, c.SecretRefs)
 	}
 }
 
@@ -479,12 +481,12 @@ func TestCheckpointRequestFailed(t *testing.T) {
 }
 
 func TestGuardedStepReentryGuards(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 
-	otherSnapshot := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput("rs_other", "https://x.invalid/")))
-	otherJob := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, "job-78", cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
+	otherSnapshot := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, f.api.RuleSnapshot("rs_other")))
+	otherJob := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, "job-78", f.api.RuleSnapshot(cpSnapshot)))
 	tests := []struct {
 		name      string
 		gate      *sv.RuleCheckpointGate
@@ -502,7 +504,7 @@ func TestGuardedStepReentryGuards(t *testing.T) {
 		{"no effect", f.gate, func(s *sv.GuardedStep[string]) { s.Effect = nil }, sv.ErrInvalidCheckpointState, "Effect is required"},
 		{"no after context", f.gate, func(s *sv.GuardedStep[string]) { s.AfterContext = nil }, sv.ErrInvalidCheckpointState, "AfterContext is required"},
 		{"no occurrence", f.gate, func(s *sv.GuardedStep[string]) { s.OccurrenceID = " " }, sv.ErrInvalidCheckpointState, "occurrence id is required"},
-		{"token in context", f.gate, func(s *sv.GuardedStep[string]) { s.BeforeContext["x"] = "t=" + cpToken }, sv.ErrInvalidCheckpointState, "contains the rule snapshot's checkpoint token"},
+		{"token in context", f.gate, func(s *sv.GuardedStep[string]) { s.BeforeContext["x"] = "t=" + f.token }, sv.ErrInvalidCheckpointState, "contains the rule snapshot's checkpoint token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -517,10 +519,10 @@ func TestGuardedStepReentryGuards(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, f.effects.Load())
 	assert.EqualValues(t, 1, f.advances.Load())
-	assert.NotContains(t, f.logs.String(), cpToken)
+	assert.NotContains(t, f.logs.String(), f.token)
 
 	t.Run("a stopped occurrence stays claimed", func(t *testing.T) {
-		f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointStop })
+		f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, sv.CheckpointStop)
 		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step("occ-stopped"))
 		require.ErrorIs(t, err, sv.ErrBlocked)
 		_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step("occ-stopped"))
