@@ -137,19 +137,19 @@ func TestGuardedStepWire(t *testing.T) {
 }
 
 func TestResumeRejected(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	// The other agent owns a case of the same job: a decision aimed at it is
 	// rejected by this agent's handler.
-	otherGate := f.newGate(t, f.other, cpJobStart(t, cpOtherSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
+	otherGate := f.newGate(t, f.other, cpJobStart(t, cpOtherSlug, cpJob, f.api.RuleSnapshot(cpSnapshot)))
 	_, err := sv.RunGuardedStep(t.Context(), otherGate, sv.GuardedStep[string]{CaseID: "case-other", OccurrenceID: "audit-1",
 		StepID: "s", Effect: func(context.Context) (string, error) { return "", nil }, AfterContext: cpAfterContext})
 	require.NoError(t, err)
-	f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointPause })
+	f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, sv.CheckpointPause)
 	done := f.runAsync(t.Context(), f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
 
 	valid := func(mod func(map[string]any)) map[string]any {
-		d := cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)
+		d := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
 		if mod != nil {
 			mod(d)
 		}
@@ -195,15 +195,15 @@ func TestResumeRejected(t *testing.T) {
 		})
 	}
 	assert.Zero(t, f.effects.Load())
-	rpc := f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow))
+	rpc := f.resume(t, f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow))
 	require.Nil(t, rpc.Error)
 	require.NoError(t, awaitOutcome(t, done).err)
 	assert.EqualValues(t, 1, f.effects.Load())
 	assert.EqualValues(t, 1, f.advances.Load())
 
 	// The same decision delivered again is acknowledged; a different one is not.
-	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
-	other := cpDecision(contracts.PhaseBefore, sv.CheckpointStop)
+	require.Nil(t, f.resume(t, f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+	other := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointStop)
 	other["decision_id"] = "dec_04"
 	require.NotNil(t, f.resume(t, other).Error)
 	assert.Contains(t, f.logs.String(), "is not waiting for a decision")
@@ -718,14 +718,16 @@ func TestRecoverGuardedStep(t *testing.T) {
 }
 
 func TestRecoverGuardedStepAfterStopAndPause(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
-	f.studio.set(func(s *cpStudio) { s.fail[contracts.PhaseAfter] = http.StatusBadGateway })
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
+	step := f.step(cpOccurrence)
+	effect := step.Effect
+	step.Effect = func(ctx context.Context) (string, error) {
+		f.api.FailNext(studio.RuleCheckpointsPath, http.StatusBadGateway) // the after checkpoint fails
+		return effect(ctx)
+	}
+	_, err := sv.RunGuardedStep(t.Context(), f.gate, step)
 	require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed)
-	f.studio.set(func(s *cpStudio) {
-		delete(s.fail, contracts.PhaseAfter)
-		s.status[contracts.PhaseAfter] = sv.CheckpointPause
-	})
+	f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, sv.CheckpointPause)
 	recovery := sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42", AfterContext: cpAfterContext,
 		Advance: f.step(cpOccurrence).Advance}
 	done := make(chan error, 1)
@@ -734,7 +736,7 @@ func TestRecoverGuardedStepAfterStopAndPause(t *testing.T) {
 		done <- err
 	}()
 	f.logs.awaitWaiting(t)
-	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseAfter, sv.CheckpointStop)).Error)
+	require.Nil(t, f.resume(t, f.apiDecision(t, contracts.PhaseAfter, sv.CheckpointStop)).Error)
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, sv.ErrBlocked)
