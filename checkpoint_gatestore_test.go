@@ -175,13 +175,13 @@ func TestRestoreCorruptGate(t *testing.T) {
 }
 
 func TestGateForget(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	require.NoError(t, f.gate.Save(t.Context()))
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 
 	require.NoError(t, f.gate.Forget(t.Context()))
-	assert.Zero(t, assertTokenOnlyInGateRecords(t, f.store, cpToken), "the token left the store")
+	assert.Zero(t, assertTokenOnlyInGateRecords(t, f.store, f.token), "the token left the store")
 	_, err = sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
 	require.ErrorIs(t, err, sv.ErrGateNotFound)
 	require.NoError(t, f.gate.Forget(t.Context()), "forgetting again does nothing")

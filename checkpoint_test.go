@@ -536,7 +536,7 @@ func TestGuardedStepReentryGuards(t *testing.T) {
 }
 
 func TestGuardedStepOccurrenceActive(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	entered, release := make(chan struct{}), make(chan struct{})
 	step := f.step(cpOccurrence)
 	step.Effect = func(context.Context) (string, error) {
@@ -752,7 +752,7 @@ func TestRecoverGuardedStepAfterStopAndPause(t *testing.T) {
 }
 
 func TestRecoverAmbiguousAdvancement(t *testing.T) {
-	f := newCPFixture(t, cpOptions{})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	step := f.step(cpOccurrence)
 	step.Advance = func(context.Context, string) error { return errors.New("crm: timeout") }
 	_, err := sv.RunGuardedStep(t.Context(), f.gate, step)
