@@ -30,7 +30,7 @@ func TestCacheHitSkipsSignatureButRechecksRequest(t *testing.T) {
 	require.Equal(t, 1, v.cache.len())
 
 	// Swap the trusted key: a hit no longer checks the signature, a miss does.
-	v.pemKey = otherKey.pub
+	v.pemKey = newVerifyKey(otherKey.pub)
 	_, err = v.Verify(context.Background(), testRequest(tok))
 	assert.NoError(t, err, "a cache hit must not verify the signature again")
 	assert.Equal(t, CodeBadSignature, codeOf(t, func() error {
@@ -189,7 +189,7 @@ func TestCacheDisabled(t *testing.T) {
 		require.NoError(t, err)
 	}
 	v.SetAudience(testAudience) // clearing a disabled cache is a no-op
-	v.pemKey = otherKey.pub
+	v.pemKey = newVerifyKey(otherKey.pub)
 	_, err := v.Verify(context.Background(), testRequest(tok))
 	assert.Equal(t, CodeBadSignature, codeOf(t, err), "without a cache every call verifies the signature")
 }

@@ -40,7 +40,7 @@ const (
 // keySet is the set of keys trusted for a JWKS URL: exactly the usable keys
 // of its last successful fetch. It is immutable once published.
 type keySet struct {
-	keys    map[string]ed25519.PublicKey
+	keys    map[string]*verifyKey
 	fetched time.Time // start of the fetch that produced it
 	// gen identifies the trusted keys: it changes whenever a fetch removes a
 	// kid or changes its key (an added kid keeps it), so a token verified
@@ -49,9 +49,9 @@ type keySet struct {
 }
 
 // keeps reports whether every key of s is in next, unchanged.
-func (s *keySet) keeps(next map[string]ed25519.PublicKey) bool {
+func (s *keySet) keeps(next map[string]*verifyKey) bool {
 	for kid, key := range s.keys {
-		if k, ok := next[kid]; !ok || !key.Equal(k) {
+		if k, ok := next[kid]; !ok || !key.equal(k) {
 			return false
 		}
 	}
@@ -63,7 +63,7 @@ type jwk struct {
 	object bool   // the entry is a JSON object
 	kid    string // valid when hasKID
 	hasKID bool   // kid is a JSON string
-	key    ed25519.PublicKey
+	key    *verifyKey
 	bad    string // why key is nil, for the CodeInvalidJWK message
 }
 
@@ -154,7 +154,7 @@ func (s *jwksSource) trusts(gen uint64, now time.Time) bool {
 // resolve returns the key for kid and the generation of the set holding it:
 // from the trusted set, else from a fetch (or the last fetch, while refetches
 // are rate limited).
-func (s *jwksSource) resolve(ctx context.Context, kid string) (ed25519.PublicKey, uint64, *Error) {
+func (s *jwksSource) resolve(ctx context.Context, kid string) (*verifyKey, uint64, *Error) {
 	if set := s.fresh(s.now()); set != nil {
 		if key, ok := set.keys[kid]; ok {
 			return key, set.gen, nil
@@ -219,8 +219,8 @@ func (s *jwksSource) run(ctx context.Context, call *fetchCall) {
 // usableKeys returns every usable key of a fetched set under the kid a lookup
 // would resolve it to: the first entry carrying that kid, met before any
 // non-object entry. One fetch thus serves every kid the set holds.
-func usableKeys(res *jwksResult) map[string]ed25519.PublicKey {
-	keys := make(map[string]ed25519.PublicKey)
+func usableKeys(res *jwksResult) map[string]*verifyKey {
+	keys := make(map[string]*verifyKey)
 	seen := make(map[string]bool, len(res.keys))
 	for _, k := range res.keys {
 		if !k.object {
@@ -238,7 +238,7 @@ func usableKeys(res *jwksResult) map[string]ed25519.PublicKey {
 }
 
 // lookup walks a fetched set in order.
-func lookup(res *jwksResult, kid string) (ed25519.PublicKey, uint64, *Error) {
+func lookup(res *jwksResult, kid string) (*verifyKey, uint64, *Error) {
 	if res.err != nil {
 		e := *res.err // a copy: the result is shared by every request
 		return nil, 0, &e
@@ -353,7 +353,7 @@ func parseJWK(raw json.RawMessage) jwk {
 		case len(b) != ed25519.PublicKeySize:
 			k.bad = fmt.Sprintf("x decodes to %d bytes, want %d", len(b), ed25519.PublicKeySize)
 		default:
-			k.key = ed25519.PublicKey(b)
+			k.key = newVerifyKey(ed25519.PublicKey(b))
 		}
 	}
 	return k

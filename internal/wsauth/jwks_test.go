@@ -553,7 +553,7 @@ func TestParseJWKS(t *testing.T) {
 	res := parseJWKS([]byte(`{"keys":[{"kid":"a","kty":"OKP","crv":"Ed25519","x":"` + b64(mainKey.pub) + `"},2,{"kid":"b"}]}`))
 	require.Nil(t, res.err)
 	require.Len(t, res.keys, 3)
-	assert.Equal(t, jwk{object: true, kid: "a", hasKID: true, key: mainKey.pub}, res.keys[0])
+	assert.Equal(t, jwk{object: true, kid: "a", hasKID: true, key: newVerifyKey(mainKey.pub)}, res.keys[0])
 	assert.False(t, res.keys[1].object)
 	assert.True(t, res.keys[2].object)
 	assert.Nil(t, res.keys[2].key)
@@ -575,7 +575,7 @@ func FuzzParseJWKS(f *testing.F) {
 		}
 		for _, k := range res.keys {
 			if k.key != nil {
-				assert.Len(t, k.key, 32)
+				assert.Len(t, k.key.raw, 32)
 				assert.True(t, k.object)
 			}
 		}

@@ -2,7 +2,6 @@ package wsauth
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // Directory tells the verifier which agents the controller serves and their
@@ -119,8 +116,8 @@ type Verifier struct {
 	leeway  int64 // whole seconds
 	server  string
 	dir     Directory
-	pemKey  ed25519.PublicKey // set when the key comes from a PEM
-	jwks    *jwksSource       // set when the key comes from a JWKS
+	pemKey  *verifyKey  // set when the key comes from a PEM
+	jwks    *jwksSource // set when the key comes from a JWKS
 	aud     atomic.Pointer[expected]
 	cache   *tokenCache // nil when disabled
 	now     func() time.Time
@@ -191,7 +188,7 @@ func New(s Settings, serverID string, dir Directory, opts ...Option) (*Verifier,
 		if err != nil { // unreachable: Validate parsed it
 			return nil, err
 		}
-		v.pemKey = key
+		v.pemKey = newVerifyKey(key)
 	} else {
 		v.jwks = newJWKSSource(s.JWKSURL, o.client, o.interval, o.maxAge, o.now, o.logger)
 	}
@@ -306,20 +303,21 @@ func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, uint64
 	}
 	defer pt.release()
 	// The token was decoded once, by parseToken: the signature is checked on
-	// those bytes with golang-jwt's EdDSA method, then the payload decoded.
+	// those bytes with the key's precomputed expansion, then the payload
+	// decoded.
 	key, keyGen, e := v.resolveKey(ctx, pt)
 	if e != nil {
 		return nil, 0, e
 	}
-	if err := jwt.SigningMethodEdDSA.Verify(pt.signingInput, pt.sig, key); err != nil {
-		return nil, 0, parseErrorCode(err)
+	if e := key.verify(pt.signingInput, pt.sig); e != nil {
+		return nil, 0, e
 	}
 	cl, e := parseClaims(pt.payload)
 	return cl, keyGen, e
 }
 
 // resolveKey is step 7.
-func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (ed25519.PublicKey, uint64, *Error) {
+func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (*verifyKey, uint64, *Error) {
 	switch {
 	case v.pemKey != nil:
 		return v.pemKey, 0, nil
@@ -329,28 +327,6 @@ func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (ed25519.Publ
 		return nil, 0, fail(CodeMissingKID)
 	}
 	return v.jwks.resolve(ctx, pt.kid)
-}
-
-// parseErrorCode maps an error of golang-jwt's EdDSA signature check to a
-// code. Format and alg problems were rejected by parseToken, so in practice
-// only key and signature failures reach here; the other branches keep the
-// mapping exact should the library return another error.
-func parseErrorCode(err error) *Error {
-	var e *Error
-	switch {
-	case errors.As(err, &e):
-		return e
-	case errors.Is(err, jwt.ErrEd25519Verification):
-		return fail(CodeBadSignature)
-	case errors.Is(err, jwt.ErrInvalidKey), errors.Is(err, jwt.ErrInvalidKeyType):
-		return fail(CodeInvalidKey)
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return fail(CodeMalformed)
-	case errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		// alg missing, unknown, or not in the valid methods.
-		return fail(CodeUnsupportedAlg)
-	}
-	return fail(CodeBadSignature) // fail closed
 }
 
 // intrinsicOK reports whether the checks that depend only on the token and

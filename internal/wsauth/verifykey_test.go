@@ -1,0 +1,209 @@
+package wsauth
+
+import (
+	"crypto/ed25519"
+	"crypto/sha512"
+	"encoding/hex"
+	"math/big"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// groupOrder is L, the order of the Ed25519 base point.
+var groupOrder, _ = new(big.Int).SetString("7237005577332262213973186563042994240857116359379907606001950938285454250989", 10)
+
+// scalarBytes encodes n as 32 little-endian bytes (n < 2^256).
+func scalarBytes(n *big.Int) []byte {
+	be := n.FillBytes(make([]byte, 32))
+	le := make([]byte, 32)
+	for i, b := range be {
+		le[31-i] = b
+	}
+	return le
+}
+
+// scalarInt decodes 32 little-endian bytes.
+func scalarInt(le []byte) *big.Int {
+	be := make([]byte, len(le))
+	for i, b := range le {
+		be[len(le)-1-i] = b
+	}
+	return new(big.Int).SetBytes(be)
+}
+
+// pointEncodings are public key and R encodings that implementations are known
+// to treat differently: the eight small-order points, non-canonical encodings
+// (y ≥ p, and x = 0 with the sign bit set), points off the curve, and an
+// ordinary point.
+var pointEncodings = func() map[string][]byte {
+	m := map[string][]byte{}
+	for name, h := range map[string]string{
+		"identity":                 "0100000000000000000000000000000000000000000000000000000000000000",
+		"identity, sign bit":       "0100000000000000000000000000000000000000000000000000000000000080",
+		"identity, y = p + 1":      "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+		"identity, y = p + 1 sign": "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+		"order 2":                  "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+		"order 2, sign bit":        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+		"order 4":                  "0000000000000000000000000000000000000000000000000000000000000000",
+		"order 4, sign bit":        "0000000000000000000000000000000000000000000000000000000000000080",
+		"order 4, y = p":           "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+		"order 4, y = p sign":      "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+		"order 8 a":                "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+		"order 8 a, sign bit":      "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+		"order 8 b":                "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+		"order 8 b, sign bit":      "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+		"y = 2 (off the curve)":    "0200000000000000000000000000000000000000000000000000000000000000",
+		"all ones":                 "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+	} {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			panic(err)
+		}
+		m[name] = b
+	}
+	m["main key"] = mainKey.pub
+	m["other key"] = otherKey.pub
+	return m
+}()
+
+// assertSameVerdict checks that the expanded-key verification agrees with
+// crypto/ed25519.Verify on (pub, msg, sig) and returns the verdict.
+func assertSameVerdict(t *testing.T, pub, msg, sig []byte) bool {
+	t.Helper()
+	want := ed25519.Verify(pub, msg, sig)
+	e := newVerifyKey(pub).verify(string(msg), sig)
+	if want {
+		assert.Nil(t, e, "crypto/ed25519 accepts pub=%x sig=%x msg=%x", pub, sig, msg)
+	} else if assert.NotNil(t, e, "crypto/ed25519 rejects pub=%x sig=%x msg=%x", pub, sig, msg) {
+		assert.Equal(t, CodeBadSignature, e.Code)
+	}
+	return want
+}
+
+// TestVerifyKeyEdgeVectors compares the expanded-key verification with
+// crypto/ed25519 on every pair of edge encodings as public key and R, with S
+// at the edges of [0, L] and beyond.
+func TestVerifyKeyEdgeVectors(t *testing.T) {
+	t.Parallel()
+	msg := []byte("edge")
+	sValues := map[string][]byte{
+		"0":       make([]byte, 32),
+		"1":       scalarBytes(big.NewInt(1)),
+		"L - 1":   scalarBytes(new(big.Int).Sub(groupOrder, big.NewInt(1))),
+		"L":       scalarBytes(groupOrder),
+		"L + 1":   scalarBytes(new(big.Int).Add(groupOrder, big.NewInt(1))),
+		"2^255-1": scalarBytes(new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(1))),
+	}
+	accepted := 0
+	for aName, a := range pointEncodings {
+		for rName, r := range pointEncodings {
+			for sName, s := range sValues {
+				sig := append(append([]byte{}, r...), s...)
+				if assertSameVerdict(t, a, msg, sig) {
+					accepted++
+					t.Logf("accepted: A=%s R=%s S=%s", aName, rName, sName)
+				}
+			}
+		}
+	}
+	// A = R = identity with S = 0 verifies under the cofactorless equation
+	// (SB − hA = O, encoded as R); so must it here.
+	assert.Positive(t, accepted)
+	require.True(t, ed25519.Verify(pointEncodings["identity"], msg, append(append([]byte{}, pointEncodings["identity"]...), make([]byte, 32)...)))
+}
+
+// TestVerifyKeyKnownSignatures checks valid signatures, their malleated
+// forms and malformed lengths against crypto/ed25519.
+func TestVerifyKeyKnownSignatures(t *testing.T) {
+	t.Parallel()
+	msg := []byte("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0")
+	sig := ed25519.Sign(mainKey.priv, msg)
+	sPlusL := new(big.Int).Add(scalarInt(sig[32:]), groupOrder)
+	malleated := append(append([]byte{}, sig[:32]...), scalarBytes(sPlusL)...)
+	tests := []struct {
+		name string
+		pub  []byte
+		sig  []byte
+		want bool
+	}{
+		{"valid", mainKey.pub, sig, true},
+		{"other key", otherKey.pub, sig, false},
+		{"S + L", mainKey.pub, malleated, false},
+		{"truncated", mainKey.pub, sig[:63], false},
+		{"extended", mainKey.pub, append(append([]byte{}, sig...), 0), false},
+		{"empty", mainKey.pub, nil, false},
+		{"R bit flipped", mainKey.pub, flipBit(sig, 3), false},
+		{"S bit flipped", mainKey.pub, flipBit(sig, 300), false},
+		{"sign bit of R flipped", mainKey.pub, flipBit(sig, 255), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, assertSameVerdict(t, tt.pub, msg, tt.sig))
+		})
+	}
+	e := newVerifyKey(mainKey.pub[:31]).verify(string(msg), sig)
+	require.NotNil(t, e)
+	assert.Equal(t, CodeInvalidKey, e.Code, "a key of the wrong size is invalid_key")
+}
+
+// TestVerifyKeyUndecodableKeyFailsClosed: a 32-byte key that is not a curve
+// point is kept without an expansion and verifies nothing, with the code
+// crypto/ed25519 (through golang-jwt) gave: bad_signature.
+func TestVerifyKeyUndecodableKeyFailsClosed(t *testing.T) {
+	t.Parallel()
+	k := newVerifyKey(pointEncodings["y = 2 (off the curve)"])
+	require.Nil(t, k.expanded)
+	e := k.verify("m", make([]byte, 64))
+	require.NotNil(t, e)
+	assert.Equal(t, CodeBadSignature, e.Code)
+	assert.NotNil(t, newVerifyKey(pointEncodings["identity, y = p + 1"]).expanded, "non-canonical encodings of points are expanded, as crypto/ed25519 accepts them")
+}
+
+func flipBit(b []byte, bit int) []byte {
+	c := append([]byte{}, b...)
+	c[bit/8] ^= 1 << (bit % 8)
+	return c
+}
+
+// FuzzVerifyKeyDifferential compares the expanded-key verification (voi,
+// stdlib options) with crypto/ed25519.Verify on arbitrary keys, messages and
+// signatures, and on valid signatures of a key derived from seed, mutated at
+// bit flip, with S replaced by S + L, and with R or A swapped for an edge
+// encoding.
+func FuzzVerifyKeyDifferential(f *testing.F) {
+	msg := []byte("header.payload")
+	sig := ed25519.Sign(mainKey.priv, msg)
+	f.Add([]byte(mainKey.pub), msg, sig, []byte{1}, uint16(0))
+	f.Add([]byte(otherKey.pub), msg, sig, []byte{2}, uint16(511))
+	for _, p := range pointEncodings {
+		f.Add(p, []byte("m"), append(append([]byte{}, p...), make([]byte, 32)...), p, uint16(256))
+	}
+	names := make([]string, 0, len(pointEncodings))
+	for n := range pointEncodings {
+		names = append(names, n)
+	}
+	f.Fuzz(func(t *testing.T, pub, msg, sig, seed []byte, flip uint16) {
+		// Arbitrary inputs, the key brought to 32 bytes.
+		pub32 := make([]byte, 32)
+		copy(pub32, pub)
+		assertSameVerdict(t, pub32, msg, sig)
+
+		// A valid signature of a key derived from seed, and its mutations.
+		s := sha512.Sum512(seed)
+		priv := ed25519.NewKeyFromSeed(s[:32])
+		kp := priv.Public().(ed25519.PublicKey)
+		good := ed25519.Sign(priv, msg)
+		require.True(t, assertSameVerdict(t, kp, msg, good))
+		assertSameVerdict(t, kp, msg, flipBit(good, int(flip)%512))
+		sPlusL := new(big.Int).Add(scalarInt(good[32:]), groupOrder)
+		if sPlusL.BitLen() <= 256 {
+			assert.False(t, assertSameVerdict(t, kp, msg, append(append([]byte{}, good[:32]...), scalarBytes(sPlusL)...)))
+		}
+		edge := pointEncodings[names[int(flip)%len(names)]]
+		assertSameVerdict(t, kp, msg, append(append([]byte{}, edge...), good[32:]...))
+		assertSameVerdict(t, edge, msg, good)
+		assertSameVerdict(t, edge, msg, append(append([]byte{}, edge...), good[32:]...))
+	})
+}
