@@ -668,6 +668,9 @@ func (c *tapeCheck) formatOK(f *formatCheck, i int32) bool {
 	}
 	var v any
 	if nd.Kind == wire.String {
+		if f.name == "date-time" && plainDateTime(c.t.Str(i)) {
+			return true
+		}
 		v = string(c.t.Str(i))
 		// The schema {"format": name} is its format check: call it directly
 		// rather than through a whole schema validation.
@@ -845,4 +848,73 @@ func equalValue(t *wire.Tape, i int32, want any) (eq, ok bool) {
 	default:
 		return false, false
 	}
+}
+
+// plainDateTime reports whether s is a date-time in the plain RFC 3339 form
+// YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM), with a calendar date that
+// exists and seconds below 60. Every such string passes the reference
+// "date-time" check, so it is accepted without the reference's conversions
+// and allocations; any other string (lower-case t or z, a leap second, an
+// out-of-range field) is left to the reference, which decides.
+func plainDateTime(s []byte) bool {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return false
+	}
+	year, ok1 := digits(s[0:4])
+	month, ok2 := digits(s[5:7])
+	day, ok3 := digits(s[8:10])
+	hour, ok4 := digits(s[11:13])
+	minute, ok5 := digits(s[14:16])
+	sec, ok6 := digits(s[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+		return false
+	}
+	rest := s[19:]
+	if len(rest) > 0 && rest[0] == '.' {
+		n := 1
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n == 1 {
+			return false
+		}
+		rest = rest[n:]
+	}
+	if len(rest) == 1 {
+		return rest[0] == 'Z'
+	}
+	if len(rest) != 6 || (rest[0] != '+' && rest[0] != '-') || rest[3] != ':' {
+		return false
+	}
+	zh, okh := digits(rest[1:3])
+	zm, okm := digits(rest[4:6])
+	return okh && okm && zh <= 23 && zm <= 59
+}
+
+// digits returns the value of the ASCII decimal digits b, false when b holds
+// anything else.
+func digits(b []byte) (int, bool) {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// daysIn returns the number of days of month in the proleptic Gregorian year.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }

@@ -379,3 +379,67 @@ func TestFieldTable(t *testing.T) {
 	var empty fieldTable
 	assert.Equal(t, fieldRule{}, empty.get([]byte("id")))
 }
+
+// referenceDateTime is the reference "date-time" format check.
+func referenceDateTime(tb testing.TB) func(string) bool {
+	tb.Helper()
+	f, err := (&schemaCompiler{formats: map[string]*formatCheck{}}).formatCheck("date-time")
+	require.NoError(tb, err)
+	require.NotNil(tb, f.ref.Format)
+	return func(s string) bool { return f.ref.Format.Validate(s) == nil }
+}
+
+func TestPlainDateTimeIsASubsetOfTheReference(t *testing.T) {
+	ref := referenceDateTime(t)
+	tests := []struct {
+		in    string
+		plain bool
+	}{
+		{"2026-01-15T10:00:00Z", true},
+		{"2026-01-15T10:00:00.123456789Z", true},
+		{"2026-01-15T10:00:00+02:00", true},
+		{"2026-01-15T23:59:59-23:59", true},
+		{"2024-02-29T00:00:00Z", true},
+		{"2000-02-29T00:00:00Z", true},
+		{"1900-02-29T00:00:00Z", false},
+		{"2025-02-29T00:00:00Z", false},
+		{"2026-04-31T00:00:00Z", false},
+		{"2026-00-10T00:00:00Z", false},
+		{"2026-13-10T00:00:00Z", false},
+		{"2026-01-00T00:00:00Z", false},
+		{"2026-01-15T24:00:00Z", false},
+		{"2026-01-15T10:60:00Z", false},
+		{"2016-12-31T23:59:60Z", false}, // a leap second: the reference decides
+		{"2026-01-15t10:00:00z", false}, // lower case: the reference decides
+		{"2026-01-15T10:00:00.Z", false},
+		{"2026-01-15T10:00:00", false},
+		{"2026-01-15T10:00:00+2:00", false},
+		{"2026-01-15T10:00:00+24:00", false},
+		{"2026-01-15T10:00:00+02:60", false},
+		{"2026-01-15T10:00:00+02:00Z", false},
+		{"2026-01-15 10:00:00Z", false},
+		{"+026-01-15T10:00:00Z", false},
+		{"2026-01-15T1a:00:00Z", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			assert.Equal(t, tt.plain, plainDateTime([]byte(tt.in)))
+			if tt.plain {
+				assert.True(t, ref(tt.in), "the reference rejects a plain date-time")
+			}
+		})
+	}
+}
+
+func FuzzPlainDateTime(f *testing.F) {
+	for _, s := range []string{"2026-01-15T10:00:00Z", "2024-02-29T23:59:59.5+14:00", "2016-12-31T23:59:60Z", "2026-01-15t10:00:00z"} {
+		f.Add(s)
+	}
+	ref := referenceDateTime(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		if plainDateTime([]byte(s)) && !ref(s) {
+			t.Fatalf("plain date-time %q rejected by the reference", s)
+		}
+	})
+}
