@@ -74,6 +74,7 @@ type Server struct {
 	broker    *sse.Broker
 	idem      *idempotency
 	router    http.Handler
+	a2aPost   http.Handler     // POST /a2a with the router's middleware, served before routing (ServeHTTP)
 	preview   *preview.Handler // the local preview, nil when not served (preview.go)
 
 	// Shared state of several instances (backend.go): the event log, nil
@@ -348,6 +349,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.warnMissingHandlers()
+	// POST /a2a, the call path, skips the router: the same chain as its
+	// route (security headers, write key, serveA2A) without chi's routing
+	// context, which costs a copy of the request. A request already routed
+	// by a parent chi router goes through ours, which honours its route path.
+	if r.Method == http.MethodPost && r.URL.Path == "/a2a" && r.URL.RawPath == "" && r.Context().Value(chi.RouteCtxKey) == nil {
+		s.a2aPost.ServeHTTP(w, r)
+		return
+	}
 	s.router.ServeHTTP(w, r)
 }
 
@@ -450,7 +459,11 @@ func (s *Server) routes() http.Handler {
 	r.Get(a2a.WellKnownCardPath, s.servePrimaryCard)
 	r.Get(a2a.WellKnownCardPathV02, s.servePrimaryCard)
 	r.Get("/.well-known/agents/*", s.serveAgentCard)
-	r.With(s.requireKey(ScopeWrite)).Post("/a2a", s.serveA2A)
+	s.a2aPost = s.requireKey(ScopeWrite)(http.HandlerFunc(s.serveA2A))
+	r.Post("/a2a", s.a2aPost.ServeHTTP)
+	if s.cfg.securityHeaders {
+		s.a2aPost = securityHeaders(s.a2aPost)
+	}
 	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.serveEvents)
 	r.Get(ReadinessPath, s.serveReadiness)
 	if s.cfg.localMode || s.cfg.studioAttached {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-chi/chi/v5"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -292,5 +295,44 @@ func TestNewServerErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})
+	}
+}
+
+// TestA2AServedAlikeRoutedOrNot checks that POST /a2a answers the same whether
+// ServeHTTP serves it directly or through the router (the server mounted under
+// a parent chi router), with the security headers on and off.
+func TestA2AServedAlikeRoutedOrNot(t *testing.T) {
+	for _, headers := range []bool{true, false} {
+		h := newHarness(t, withServerOptions(supervaizer.WithSecurityHeaders(headers)))
+		parent := chi.NewRouter()
+		parent.Mount("/ctl", h.srv)
+		valid := rpcBody(t, 1, supervaizer.MethodActionInvoke, actionParams("job.empty", nil))
+		for _, tt := range []struct {
+			name   string
+			call   rpcCall
+			status int
+		}{
+			{"valid call", rpcCall{body: valid, key: testWriteKey, token: "Bearer " + h.validToken()}, http.StatusOK},
+			{"read key", rpcCall{body: valid, key: testReadKey}, http.StatusForbidden},
+			{"no key", rpcCall{body: valid}, http.StatusUnauthorized},
+		} {
+			t.Run(fmt.Sprintf("%s, headers %v", tt.name, headers), func(t *testing.T) {
+				direct := h.serve(tt.call)
+				routed := httptest.NewRecorder()
+				r := newRPCRequest(context.Background(), tt.call)
+				r.URL.Path, r.RequestURI = "/ctl/a2a", "/ctl/a2a"
+				parent.ServeHTTP(routed, r)
+				require.Equal(t, tt.status, direct.Code, direct.Body.String())
+				assert.Equal(t, direct.Code, routed.Code)
+				assert.Equal(t, direct.Header(), routed.Header())
+				assert.JSONEq(t, direct.Body.String(), routed.Body.String())
+				for k, v := range securityHeaders {
+					if !headers {
+						v = ""
+					}
+					assert.Equal(t, v, direct.Header().Get(k), k)
+				}
+			})
+		}
 	}
 }
