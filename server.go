@@ -20,6 +20,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
@@ -33,8 +34,8 @@ const Version = "0.1.0"
 
 // JSON-RPC methods served on POST /a2a.
 const (
-	MethodActionInvoke = "supervaizer/action.invoke"
-	MethodSurfaceLoad  = "supervaizer/surface.load"
+	MethodActionInvoke = jsonrpc.MethodActionInvoke
+	MethodSurfaceLoad  = jsonrpc.MethodSurfaceLoad
 )
 
 // HTTP headers of the protocol.

@@ -51,6 +51,25 @@ type Request struct {
 // their digits. Integer ids written without exponent are kept as received.
 const MaxIDDigits = 1024
 
+// The methods of the protocol: Decode returns these constants as
+// Request.Method rather than a copy of the body's bytes.
+const (
+	MethodActionInvoke = "supervaizer/action.invoke"
+	MethodSurfaceLoad  = "supervaizer/surface.load"
+)
+
+// methodString returns b as a string, without a copy for a method of the
+// protocol.
+func methodString(b []byte) string {
+	switch string(b) {
+	case MethodActionInvoke:
+		return MethodActionInvoke
+	case MethodSurfaceLoad:
+		return MethodSurfaceLoad
+	}
+	return string(b)
+}
+
 // Envelope keys.
 const (
 	keyJSONRPC = "jsonrpc"
@@ -113,7 +132,7 @@ func Decode(t *wire.Tape, body []byte) (*Request, *Error) {
 		}
 		return req, newInvalidRequest(env.problems)
 	}
-	req := &Request{ID: env.id, Method: string(t.Str(env.method)), ParamsNode: env.params}
+	req := &Request{ID: env.id, Method: methodString(t.Str(env.method)), ParamsNode: env.params}
 	if env.params >= 0 {
 		req.Params = t.Raw(env.params)
 	} else {

@@ -254,3 +254,28 @@ func TestDecodeRequestManyKeysIsLinear(t *testing.T) {
 	require.Nil(t, rpcErr)
 	assert.Equal(t, "m", req.Method)
 }
+
+// TestDecodeMethodOwnsItsBytes checks that Decode's method, a protocol
+// constant or a copy, stays the same when the body is reused.
+func TestDecodeMethodOwnsItsBytes(t *testing.T) {
+	tests := []struct {
+		name, method, want string
+	}{
+		{"action invoke", MethodActionInvoke, MethodActionInvoke},
+		{"surface load", MethodSurfaceLoad, MethodSurfaceLoad},
+		{"other method", "supervaizer/other", "supervaizer/other"},
+		{"prefix of a protocol method", "supervaizer/action", "supervaizer/action"},
+		{"escaped protocol method", `supervaizer\/action.invoke`, MethodActionInvoke},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + tt.method + `","params":{}}`)
+			req, rpcErr := DecodeRequest(body)
+			require.Nil(t, rpcErr)
+			for i := range body {
+				body[i] = 'x'
+			}
+			assert.Equal(t, tt.want, req.Method)
+		})
+	}
+}
