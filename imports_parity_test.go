@@ -147,13 +147,13 @@ func FuzzImportCreateParity(f *testing.F) {
 	f.Add("Ann", "", "-1")
 	f.Add("é", "x@y.fr", "151")
 	f.Fuzz(func(t *testing.T, name, email, age string) {
-		for _, s := range []string{name, email, age} {
-			if !utf8.ValidString(s) || strings.TrimSpace(s) != s || strings.ContainsAny(s, "\r\n\x00") || len(s) > 300 {
-				t.Skip("not a cell create and CSV both carry unchanged")
-			}
-		}
+		// Every input is brought into the domain where the two paths receive
+		// the same value: a cell that CSV and JSON both carry unchanged, and
+		// an age that is an integer literal (create would otherwise receive a
+		// string where import reports a type error) or absent.
+		name, email, age = parityCell(name), parityCell(email), parityCell(age)
 		if age != "" && !integerLiteral(age) {
-			t.Skip("create would receive a string, import a type error")
+			age = ""
 		}
 		ts, _ := parityServer(t)
 		item := map[string]any{"name": name, "email": email}
@@ -175,6 +175,24 @@ func FuzzImportCreateParity(f *testing.F) {
 
 // integerLiteral reports whether s is an optional minus and 1 to 18 digits
 // without a leading zero: the same integer to strconv and to JSON.
+// parityCell makes s a cell that create and a CSV import both carry
+// unchanged: valid UTF-8, no CR, LF or NUL, no surrounding spaces, at most
+// 300 bytes (cut on a rune boundary).
+func parityCell(s string) string {
+	s = strings.ToValidUTF8(s, "")
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' || r == 0 {
+			return -1
+		}
+		return r
+	}, s)
+	for len(s) > 300 {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return strings.TrimSpace(s)
+}
+
 func integerLiteral(s string) bool {
 	d := strings.TrimPrefix(s, "-")
 	if d == "" || len(d) > 18 || (len(d) > 1 && d[0] == '0') {
