@@ -77,9 +77,7 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 // before it is read in full. Default: 4 MiB.
 func WithMaxBodyBytes(n int64) Option {
 	return func(c *config) {
-		if n <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithMaxBodyBytes(%d): the limit must be positive", n))
-		}
+		c.check(n > 0, "the limit must be positive", "WithMaxBodyBytes(%d)", n)
 		c.maxBody = n
 	}
 }
@@ -88,9 +86,7 @@ func WithMaxBodyBytes(n int64) Option {
 // heartbeat event. Default: 15 s.
 func WithSSEHeartbeat(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithSSEHeartbeat(%s): the interval must be positive", d))
-		}
+		c.check(d > 0, "the interval must be positive", "WithSSEHeartbeat(%s)", d)
 		c.sseHeartbeat = d
 	}
 }
@@ -99,9 +95,7 @@ func WithSSEHeartbeat(d time.Duration) Option {
 // the oldest is dropped. Default: 100.
 func WithSSEQueueSize(n int) Option {
 	return func(c *config) {
-		if n <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithSSEQueueSize(%d): the size must be positive", n))
-		}
+		c.check(n > 0, "the size must be positive", "WithSSEQueueSize(%d)", n)
 		c.sseQueue = n
 	}
 }
@@ -115,9 +109,7 @@ func WithSSEQueueSize(n int) Option {
 // since.
 func WithSSEReplay(events, bytes int) Option {
 	return func(c *config) {
-		if events <= 0 || bytes <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithSSEReplay(%d, %d): both bounds must be positive", events, bytes))
-		}
+		c.check(events > 0 && bytes > 0, "both bounds must be positive", "WithSSEReplay(%d, %d)", events, bytes)
 		c.sseReplay, c.sseReplayBytes = events, bytes
 	}
 }
@@ -135,9 +127,7 @@ const envIdempotencyRetention = "SUPERVAIZER_IDEMPOTENCY_RETENTION"
 // 7 days.
 func WithIdempotencyRetention(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithIdempotencyRetention(%s): the retention must be positive", d))
-		}
+		c.check(d > 0, "the retention must be positive", "WithIdempotencyRetention(%s)", d)
 		c.idemRetention = d
 	}
 }
@@ -150,9 +140,7 @@ func WithIdempotencyRetention(d time.Duration) Option {
 // 10 min.
 func WithIdempotencyLease(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithIdempotencyLease(%s): the lease must be positive", d))
-		}
+		c.check(d > 0, "the lease must be positive", "WithIdempotencyLease(%s)", d)
 		c.idemLease = d
 	}
 }
@@ -170,9 +158,7 @@ func WithIdempotencyLease(d time.Duration) Option {
 // it wakes its steps itself); lease 30 s.
 func WithCheckpointSharing(poll, lease time.Duration) Option {
 	return func(c *config) {
-		if poll <= 0 || lease <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithCheckpointSharing(%s, %s): both durations must be positive", poll, lease))
-		}
+		c.check(poll > 0 && lease > 0, "both durations must be positive", "WithCheckpointSharing(%s, %s)", poll, lease)
 		c.checkpointPoll, c.checkpointLease = poll, lease
 	}
 }
@@ -186,6 +172,15 @@ func WithCheckpointSharing(poll, lease time.Duration) Option {
 // instance wait for the lease).
 func WithInstanceID(id string) Option {
 	return func(c *config) { c.instanceID = strings.TrimSpace(id) }
+}
+
+// check records, when ok is false, the error of an option given an invalid
+// value: call is the option's call with %-verbs for args, rule what it
+// requires. NewServer reports every such error.
+func (c *config) check(ok bool, rule, call string, args ...any) {
+	if !ok {
+		c.errs = append(c.errs, fmt.Errorf("supervaizer: "+call+": "+rule, args...))
+	}
 }
 
 // parseRetention parses a Go duration or a whole number of days ("7d").
