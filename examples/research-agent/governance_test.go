@@ -273,11 +273,12 @@ func (s *interruptedSender) Send(ctx context.Context, m message) (string, error)
 	return r, ctx.Err()
 }
 
-// TestGovernedRecoveryAfterInterruptedEffect: the agent stops after the
-// brief went out but before the outcome was recorded. After the restart the
-// delivery is recovered from the outbox: the brief is not sent again, only
-// the after checkpoint is asked.
-func TestGovernedRecoveryAfterInterruptedEffect(t *testing.T) {
+// interruptAfterTheBrief runs a governed delivery (both checkpoints allow)
+// whose agent stops after the brief went out but before the outcome was
+// recorded; it returns the fake Studio, its API and the environment to
+// restart the agent with.
+func interruptAfterTheBrief(t *testing.T) (*svtest.FakeStudio, *svtest.FakeStudioAPI, map[string]string) {
+	t.Helper()
 	studio := svtest.NewFakeStudio(t)
 	api := newGovernedAPI(t, studio, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
 	env := governedEnv(t, studio, api)
@@ -287,6 +288,15 @@ func TestGovernedRecoveryAfterInterruptedEffect(t *testing.T) {
 	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
 	waitClosed(t, snd.sent, "the brief sent")
 	h.stop()
+	return studio, api, env
+}
+
+// TestGovernedRecoveryAfterInterruptedEffect: the agent stops after the
+// brief went out but before the outcome was recorded. After the restart the
+// delivery is recovered from the outbox: the brief is not sent again, only
+// the after checkpoint is asked.
+func TestGovernedRecoveryAfterInterruptedEffect(t *testing.T) {
+	studio, api, env := interruptAfterTheBrief(t)
 
 	h2, _ := startGoverned(t, studio, env, nil)
 	res := h2.client.waitStatus(wsA, "job-g", jobCompleted)
@@ -385,15 +395,7 @@ func TestGovernedRecoveryAfterAmbiguousAdvancement(t *testing.T) {
 // succeeded: building the app asks Studio nothing, and the recovery's first
 // rule-checkpoint call comes after the new registration.
 func TestGovernedRecoveryAfterHandshake(t *testing.T) {
-	studio := svtest.NewFakeStudio(t)
-	api := newGovernedAPI(t, studio, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
-	env := governedEnv(t, studio, api)
-	h, _ := startGoverned(t, studio, env, nil)
-	snd := &interruptedSender{outbox: &outboxSender{st: h.app.store, now: time.Now}, sent: make(chan struct{})}
-	h.app.sender = snd
-	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
-	waitClosed(t, snd.sent, "the brief sent")
-	h.stop()
+	studio, api, env := interruptAfterTheBrief(t)
 	seen := len(api.Requests())
 
 	cfg, err := loadConfig(func(k string) string { return env[k] })
