@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -367,44 +366,20 @@ func (s *backendSetup) serverCPU(ctx context.Context, dbURL string) map[int]time
 // round drives the setup for dur with concurrency workers, sending the
 // calls to its instances in turn.
 func (s *backendSetup) round(ctx context.Context, client *http.Client, concurrency int, dur time.Duration, call backendCall) result {
-	ctx, cancel := context.WithTimeout(ctx, dur)
-	defer cancel()
-	var (
-		mu       sync.Mutex
-		all      []time.Duration
-		failure  error
-		failOnce sync.Once
-		next     atomic.Int64
-		wg       sync.WaitGroup
-	)
-	start := time.Now()
-	for range concurrency {
-		wg.Go(func() {
-			lat := make([]time.Duration, 0, 4096)
-			buf := make([]byte, 0, 4096)
-			for ctx.Err() == nil {
-				n := next.Add(1)
-				u := s.urls[int(n)%len(s.urls)]
-				t0 := time.Now()
-				var err error
-				buf, err = backendCallOnce(ctx, client, u, call.token, call.body(), buf[:0])
-				if err != nil {
-					if ctx.Err() != nil {
-						break
-					}
-					failOnce.Do(func() { failure = fmt.Errorf("%s: %w", call.name, err); cancel() })
-					break
-				}
-				lat = append(lat, time.Since(t0))
+	var next atomic.Int64
+	return drive(ctx, concurrency, dur, func() workerCall {
+		buf := make([]byte, 0, 4096)
+		return func(ctx context.Context) (time.Duration, bool, error) {
+			u := s.urls[int(next.Add(1))%len(s.urls)]
+			t0 := time.Now()
+			var err error
+			buf, err = backendCallOnce(ctx, client, u, call.token, call.body(), buf[:0])
+			if err != nil {
+				return 0, false, fmt.Errorf("%s: %w", call.name, err)
 			}
-			mu.Lock()
-			all = append(all, lat...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	slices.Sort(all)
-	return result{requests: len(all), elapsed: time.Since(start), latencies: all, failure: failure}
+			return time.Since(t0), true, nil
+		}
+	})
 }
 
 // okResult is what every successful answer holds.

@@ -113,6 +113,37 @@ func (d *driver) close() { d.client.CloseIdleConnections() }
 // measured. Every response must be HTTP 200 and start with wantPrefix (a
 // JSON-RPC result, not an error); the first failure stops the round.
 func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens tokenSource) result {
+	res := drive(ctx, d.concurrency, dur, func() workerCall {
+		buf := make([]byte, 0, 1024)
+		body := bytes.NewReader(d.body)
+		return func(ctx context.Context) (time.Duration, bool, error) {
+			tok, ok := tokens.next()
+			if !ok {
+				return 0, false, nil
+			}
+			body.Reset(d.body)
+			t0 := time.Now()
+			var err error
+			buf, err = d.call(ctx, t, tok, body, buf[:0])
+			return time.Since(t0), true, err
+		}
+	})
+	if p, ok := tokens.(*tokenPool); ok && p.exhausted() && res.elapsed < dur {
+		res.cutShort = true
+	}
+	return res
+}
+
+// workerCall sends one request of a worker: it returns the request's
+// latency, false once the worker has no more work, or the error that stops
+// the round.
+type workerCall func(ctx context.Context) (latency time.Duration, more bool, err error)
+
+// drive runs concurrency workers for dur, each sending its requests (the
+// workerCall newCall makes for it) one after the other until the round ends,
+// the worker runs out of work or a request fails (the first failure stops
+// the round); it returns the sorted latencies.
+func drive(ctx context.Context, concurrency int, dur time.Duration, newCall func() workerCall) result {
 	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
 	var (
@@ -123,28 +154,22 @@ func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens to
 		failOnce sync.Once
 	)
 	start := time.Now()
-	for range d.concurrency {
+	for range concurrency {
+		call := newCall()
 		wg.Go(func() {
 			lat := make([]time.Duration, 0, 4096)
-			buf := make([]byte, 0, 1024)
-			body := bytes.NewReader(d.body)
 			for ctx.Err() == nil {
-				tok, ok := tokens.next()
-				if !ok {
-					break
-				}
-				body.Reset(d.body)
-				t0 := time.Now()
-				var err error
-				buf, err = d.call(ctx, t, tok, body, buf[:0])
+				d, more, err := call(ctx)
 				if err != nil {
-					if ctx.Err() != nil { // the round ended while the request was in flight
-						break
+					if ctx.Err() == nil { // not the round ending while the request was in flight
+						failOnce.Do(func() { failure = err; cancel() })
 					}
-					failOnce.Do(func() { failure = err; cancel() })
 					break
 				}
-				lat = append(lat, time.Since(t0))
+				if !more {
+					break
+				}
+				lat = append(lat, d)
 			}
 			mu.Lock()
 			all = append(all, lat...)
@@ -154,11 +179,7 @@ func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens to
 	wg.Wait()
 	elapsed := time.Since(start)
 	slices.Sort(all)
-	res := result{requests: len(all), elapsed: elapsed, latencies: all, failure: failure}
-	if p, ok := tokens.(*tokenPool); ok && p.exhausted() && elapsed < dur {
-		res.cutShort = true
-	}
-	return res
+	return result{requests: len(all), elapsed: elapsed, latencies: all, failure: failure}
 }
 
 // call sends one request and checks its answer; it returns buf holding the
