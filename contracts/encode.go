@@ -303,7 +303,7 @@ func newEncFunc(t reflect.Type) encFunc {
 	case t == numberType:
 		return opaque(func(e *encoder, v reflect.Value) { e.number(v.String()) })
 	case t == anyMapType:
-		return opaque(func(e *encoder, v reflect.Value) { e.object(v.Interface().(map[string]any)) })
+		return func(e *encoder, v reflect.Value) { e.object(v.Interface().(map[string]any)) }
 	case t.Implements(marshalerType), reflect.PointerTo(t).Implements(marshalerType),
 		t.Implements(textMarshalerType), reflect.PointerTo(t).Implements(textMarshalerType):
 		return opaque(marshalEnc)
@@ -346,20 +346,25 @@ func newEncFunc(t reflect.Type) encFunc {
 			return f
 		}
 	}
-	return opaque(newLeafEncFunc(t))
+	return newLeafEncFunc(t)
 }
 
-// newLeafEncFunc returns the plan of a value that does not build the tape:
-// a number, a boolean, a free-form value, a map, a byte slice, a struct of
-// another package.
+// newLeafEncFunc returns the plan of a number, a boolean, a free-form value,
+// a map, a byte slice or a struct of another package. Numbers, booleans,
+// free-form values and maps with string keys build the tape as they write;
+// the others are written by json.Marshal and parsed (opaque).
 func newLeafEncFunc(t reflect.Type) encFunc {
 	switch t.Kind() {
 	case reflect.Bool:
-		return func(e *encoder, v reflect.Value) { e.b = strconv.AppendBool(e.b, v.Bool()) }
+		return func(e *encoder, v reflect.Value) { e.boolean(v.Bool()) }
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return func(e *encoder, v reflect.Value) { e.b = strconv.AppendInt(e.b, v.Int(), 10) }
+		return func(e *encoder, v reflect.Value) { e.integer(v.Int()) }
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return func(e *encoder, v reflect.Value) { e.b = strconv.AppendUint(e.b, v.Uint(), 10) }
+		return func(e *encoder, v reflect.Value) {
+			start := len(e.b)
+			e.b = strconv.AppendUint(e.b, v.Uint(), 10)
+			e.scalar(wire.Number, start, true)
+		}
 	case reflect.Float64:
 		return func(e *encoder, v reflect.Value) { e.float(v.Float(), 64) }
 	case reflect.Float32:
@@ -367,19 +372,19 @@ func newLeafEncFunc(t reflect.Type) encFunc {
 	case reflect.Interface:
 		return func(e *encoder, v reflect.Value) {
 			if v.IsNil() {
-				e.b = append(e.b, "null"...)
+				e.null()
 				return
 			}
 			e.value(v.Interface())
 		}
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String || t.Key().Implements(textMarshalerType) {
-			return marshalEnc
+			return opaque(marshalEnc)
 		}
 		elem := t.Elem()
 		return func(e *encoder, v reflect.Value) {
 			if v.IsNil() {
-				e.b = append(e.b, "null"...)
+				e.null()
 				return
 			}
 			if !e.enter() {
@@ -388,20 +393,85 @@ func newLeafEncFunc(t reflect.Type) encFunc {
 			keys := v.MapKeys()
 			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
 			f := encoderOf(elem)
-			e.b = append(e.b, '{')
+			obj := e.open(wire.Object, '{')
 			for i, k := range keys {
 				if i > 0 {
 					e.b = append(e.b, ',')
 				}
-				e.str(k.String())
+				obj.esc = e.key(k.String()) || obj.esc
 				e.b = append(e.b, ':')
 				f(e, v.MapIndex(k))
 			}
-			e.b = append(e.b, '}')
-			e.depth--
+			e.closeMap(obj, int32(len(keys)))
 		}
 	}
-	return marshalEnc
+	return opaque(marshalEnc)
+}
+
+// container is an array or object being written: its node on the tape and
+// whether one of its keys has an escape sequence.
+type container struct {
+	idx int32
+	esc bool
+}
+
+// open writes the opening byte of an array or object and adds it to the tape.
+func (e *encoder) open(kind wire.Kind, c byte) container {
+	var idx int32
+	if e.t != nil {
+		idx = e.t.Open(kind, len(e.b)-e.base)
+	}
+	e.b = append(e.b, c)
+	return container{idx: idx}
+}
+
+// closeArray writes the closing bracket of an array of n elements.
+func (e *encoder) closeArray(a container, n int32) {
+	e.b = append(e.b, ']')
+	if e.t != nil {
+		e.t.Close(a.idx, e.b[e.base:], n)
+	}
+	e.depth--
+}
+
+// closeMap writes the closing brace of an object written from a map with n
+// entries. Distinct Go strings are distinct keys unless an escape sequence
+// was written (invalid UTF-8 becomes \ufffd): only then are they compared.
+func (e *encoder) closeMap(o container, n int32) {
+	e.b = append(e.b, '}')
+	if e.t != nil {
+		if o.esc {
+			e.t.Close(o.idx, e.b[e.base:], n)
+		} else {
+			e.t.CloseDistinct(o.idx, e.b[e.base:], n)
+		}
+	}
+	e.depth--
+}
+
+// scalar adds the number, true or false written since b[start] to the tape.
+func (e *encoder) scalar(kind wire.Kind, start int, plainInt bool) {
+	if e.t != nil {
+		e.t.Scalar(kind, start-e.base, len(e.b)-e.base, plainInt)
+	}
+}
+
+// boolean appends v.
+func (e *encoder) boolean(v bool) {
+	start := len(e.b)
+	kind := wire.False
+	if v {
+		kind = wire.True
+	}
+	e.b = strconv.AppendBool(e.b, v)
+	e.scalar(kind, start, false)
+}
+
+// integer appends v.
+func (e *encoder) integer(v int64) {
+	start := len(e.b)
+	e.b = strconv.AppendInt(e.b, v, 10)
+	e.scalar(wire.Number, start, true)
 }
 
 // addressable runs f on an addressable copy of v when v is not addressable.
@@ -694,36 +764,35 @@ func (e *encoder) marshal(v any) {
 func (e *encoder) value(v any) {
 	switch v := v.(type) {
 	case nil:
-		e.b = append(e.b, "null"...)
+		e.null()
 	case string:
 		e.str(v)
 	case bool:
-		e.b = strconv.AppendBool(e.b, v)
+		e.boolean(v)
 	case float64:
 		e.float(v, 64)
 	case int:
-		e.b = strconv.AppendInt(e.b, int64(v), 10)
+		e.integer(int64(v))
 	case int64:
-		e.b = strconv.AppendInt(e.b, v, 10)
+		e.integer(v)
 	case map[string]any:
 		e.object(v)
 	case []any:
 		if v == nil {
-			e.b = append(e.b, "null"...)
+			e.null()
 			return
 		}
 		if !e.enter() {
 			return
 		}
-		e.b = append(e.b, '[')
+		a := e.open(wire.Array, '[')
 		for i, x := range v {
 			if i > 0 {
 				e.b = append(e.b, ',')
 			}
 			e.value(x)
 		}
-		e.b = append(e.b, ']')
-		e.depth--
+		e.closeArray(a, int32(len(v)))
 	default:
 		rv := reflect.ValueOf(v)
 		encoderOf(rv.Type())(e, rv)
@@ -733,7 +802,7 @@ func (e *encoder) value(v any) {
 // object appends a map with its keys sorted, as encoding/json does.
 func (e *encoder) object(m map[string]any) {
 	if m == nil {
-		e.b = append(e.b, "null"...)
+		e.null()
 		return
 	}
 	if !e.enter() {
@@ -745,20 +814,19 @@ func (e *encoder) object(m map[string]any) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	e.b = append(e.b, '{')
+	obj := e.open(wire.Object, '{')
 	for i, k := range keys {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		e.str(k)
+		obj.esc = e.key(k) || obj.esc
 		e.b = append(e.b, ':')
 		e.value(m[k])
 		if !e.ok {
 			return
 		}
 	}
-	e.b = append(e.b, '}')
-	e.depth--
+	e.closeMap(obj, int32(len(keys)))
 }
 
 // float appends f as encoding/json's floatEncoder does.
@@ -774,6 +842,7 @@ func (e *encoder) float(f float64, bits int) {
 			format = 'e'
 		}
 	}
+	start := len(e.b)
 	b := strconv.AppendFloat(e.b, f, format, -1, bits)
 	if format == 'e' { // clean up e-09 to e-9
 		n := len(b)
@@ -783,6 +852,7 @@ func (e *encoder) float(f float64, bits int) {
 		}
 	}
 	e.b = b
+	e.scalar(wire.Number, start, format == 'f' && bytes.IndexByte(b[start:], '.') < 0)
 }
 
 // str appends s as a JSON string the way encoding/json does with HTML
@@ -796,14 +866,15 @@ func (e *encoder) str(s string) {
 	}
 }
 
-// key appends an object key (a string) and adds it to the tape.
-func (e *encoder) key(s string) {
+// key appends an object key (a string) and adds it to the tape; esc reports
+// an escape sequence written.
+func (e *encoder) key(s string) (esc bool) {
 	start := len(e.b)
-	var esc bool
 	e.b, esc = appendJSONString(e.b, s, true)
 	if e.t != nil {
 		e.t.AddKey(start-e.base, len(e.b)-e.base, esc)
 	}
+	return esc
 }
 
 const hexDigits = "0123456789abcdef"

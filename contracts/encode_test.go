@@ -259,6 +259,16 @@ func TestEncoderBuildsParseTape(t *testing.T) {
 		{"deep free-form", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": deep}}}}},
 		{"escaped strings", &ActionResult{Status: "a\"b\\c\n<\u2028>\xff", ExternalRef: "plain"}},
 		{"nil", nil},
+		{"numbers and booleans in free-form values", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{
+			"f": []any{1.5, 3.0, -0.0, 1e21, 1e-7, 123456789.0, float32(0.1), float64(-2)},
+			"i": []any{0, -1, int64(1 << 62), uint8(7), uint64(1 << 63), int16(-3)},
+			"b": []any{true, false, nil, []any{}, map[string]any{}, []any(nil), map[string]any(nil)},
+			"m": map[string]int{"z": 1, "a": -2}, "n": map[string]float32{"x": 2.5}, "u": map[string]bool{"t": true},
+		}}}}},
+		{"map keys equal once escaped", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{
+			"k\xff": 1, "k\xfe": 2, "<": map[string]string{"a\xff": "x", "a\xfe": "y"},
+		}}}}},
+		{"map keys with escapes but distinct", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"a<": 1, "a>": 2}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertBuiltTapeMatchesParse(t, tc.v, tc.name)

@@ -163,6 +163,12 @@ func (t *Tape) Leaf(kind Kind, start, end int, esc bool) {
 	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: int32(start), End: int32(end), Next: int32(len(t.Nodes) + 1), Esc: esc})
 }
 
+// Scalar adds a number (plainInt when written without fraction or
+// exponent), true or false at src[start:end], as Parse would have.
+func (t *Tape) Scalar(kind Kind, start, end int, plainInt bool) {
+	t.Nodes = append(t.Nodes, Node{Kind: kind, Start: int32(start), End: int32(end), Next: int32(len(t.Nodes) + 1), PlainInt: plainInt})
+}
+
 // AddKey adds an object key, a string literal at src[start:end].
 func (t *Tape) AddKey(start, end int, esc bool) {
 	t.Leaf(String, start, end, esc)
