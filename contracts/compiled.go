@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"reflect"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -73,6 +74,7 @@ type cschema struct {
 
 	fields     map[string]fieldRule // properties and required names
 	lookup     fieldTable           // fields, for lookups by a key's bytes
+	order      []int32              // slots of lookup in the order a bound Go struct writes them (bindOrder)
 	reqMask    uint64               // one bit per required name
 	additional *cschema
 
@@ -93,11 +95,13 @@ type fieldRule struct {
 type fieldTable struct {
 	slots []fieldSlot // a power of two, at most half full
 	mask  uint32
+	lens  uint64 // bit n%64 set when a field's name is n bytes long
 }
 
 type fieldSlot struct {
 	name string
 	hash uint32 // fieldHash(name)
+	pos  int32  // the slot's index in the schema's order, -1 when none
 	used bool
 	rule fieldRule
 }
@@ -125,7 +129,8 @@ func newFieldTable(fields map[string]fieldRule) fieldTable {
 		for t.slots[i].used {
 			i = (i + 1) & t.mask
 		}
-		t.slots[i] = fieldSlot{name: name, hash: h, used: true, rule: rule}
+		t.slots[i] = fieldSlot{name: name, hash: h, pos: -1, used: true, rule: rule}
+		t.lens |= 1 << (len(name) % 64)
 	}
 	return t
 }
@@ -133,16 +138,57 @@ func newFieldTable(fields map[string]fieldRule) fieldTable {
 // get returns the rule of key, the zero rule when the schema names no such
 // field.
 func (t *fieldTable) get(key []byte) fieldRule {
-	if len(t.slots) == 0 {
-		return fieldRule{}
+	if sl := t.slot(key); sl != nil {
+		return sl.rule
+	}
+	return fieldRule{}
+}
+
+// slot returns the slot of key, nil when the schema names no such field.
+func (t *fieldTable) slot(key []byte) *fieldSlot {
+	if i := t.index(key); i >= 0 {
+		return &t.slots[i]
+	}
+	return nil
+}
+
+// index returns the index of key's slot, -1 when the schema names no such
+// field.
+func (t *fieldTable) index(key []byte) int {
+	if t.lens&(1<<(len(key)%64)) == 0 {
+		return -1 // no field has that length (nor any field at all)
 	}
 	h := fieldHash(key)
 	for i := h & t.mask; t.slots[i].used; i = (i + 1) & t.mask {
 		if sl := &t.slots[i]; sl.hash == h && sl.name == string(key) {
-			return sl.rule
+			return int(i)
 		}
 	}
-	return fieldRule{}
+	return -1
+}
+
+// orderWindow is how many fields past the expected one a key is looked for
+// in the schema's order (fields a struct omits when empty) before hashing.
+const orderWindow = 6
+
+// next returns the rule of key, the n-th key of an object, and the index in
+// order of the field expected after it. Objects written from the Go struct
+// bound to the schema (bindOrder) have their keys in order, some omitted:
+// key is first compared with the fields expected next, then looked up.
+func (t *fieldTable) next(key []byte, order []int32, n int) (fieldRule, int) {
+	for j, end := n, min(n+orderWindow, len(order)); j < end; j++ {
+		if sl := &t.slots[order[j]]; sl.name == string(key) {
+			return sl.rule, j + 1
+		}
+	}
+	sl := t.slot(key)
+	if sl == nil {
+		return fieldRule{}, n
+	}
+	if sl.pos >= 0 {
+		n = int(sl.pos) + 1
+	}
+	return sl.rule, n
 }
 
 // formatCheck asserts one format. "nonblank" (ours) is checked natively;
@@ -693,8 +739,10 @@ func (c *tapeCheck) object(s *cschema, i int32) bool {
 	t := c.t
 	nd := t.Nodes[i]
 	var seen uint64
+	next := 0
 	for m := i + 1; m < nd.Next; m = t.Nodes[m+1].Next {
-		f := s.lookup.get(t.Key(m))
+		var f fieldRule
+		f, next = s.lookup.next(t.Key(m), s.order, next)
 		seen |= f.bit
 		switch {
 		case f.prop != nil:
@@ -917,4 +965,61 @@ func daysIn(month, year int) int {
 		return 30
 	}
 	return 31
+}
+
+// bindOrder records, in each object schema under s that the Go type t is
+// encoded against, the order in which t's fields write their keys: the
+// validator then finds the rule of each key of such an object by comparing
+// it with the field expected next instead of hashing it. The first type bound
+// to a schema sets its order. The order only predicts; a key out of order is
+// looked up as any other.
+func bindOrder(t reflect.Type, s *cschema, seen map[bindKey]bool) {
+	if s == nil || t == nil {
+		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	k := bindKey{t, s}
+	if seen[k] {
+		return
+	}
+	seen[k] = true
+	for _, list := range [][]*cschema{s.allOf, s.anyOf, s.oneOf} {
+		for _, sub := range list {
+			bindOrder(t, sub, seen)
+		}
+	}
+	for _, sub := range []*cschema{s.ref, s.not, s.ifS, s.thenS, s.elseS} {
+		bindOrder(t, sub, seen)
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		bindOrder(t.Elem(), s.items, seen)
+	case reflect.Struct:
+		if s.fields == nil || s.order != nil {
+			return
+		}
+		var order []int32
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || f.Anonymous || name == "" || name == "-" {
+				continue
+			}
+			j := s.lookup.index([]byte(name))
+			if j < 0 || s.lookup.slots[j].pos >= 0 {
+				continue
+			}
+			s.lookup.slots[j].pos = int32(len(order))
+			order = append(order, int32(j))
+			bindOrder(f.Type, s.lookup.slots[j].rule.prop, seen)
+		}
+		s.order = order
+	}
+}
+
+type bindKey struct {
+	t reflect.Type
+	s *cschema
 }

@@ -378,6 +378,105 @@ func TestFieldTable(t *testing.T) {
 	}
 	var empty fieldTable
 	assert.Equal(t, fieldRule{}, empty.get([]byte("id")))
+
+	// Names of 64 bytes and more share the length bits of short ones.
+	long := strings.Repeat("x", 70) // 70 % 64 == len("status")
+	wide := newFieldTable(map[string]fieldRule{long: {bit: 1}, "status": {bit: 2}, "": {bit: 4}, strings.Repeat("y", 64): {bit: 8}})
+	assert.Equal(t, fieldRule{bit: 1}, wide.get([]byte(long)))
+	assert.Equal(t, fieldRule{bit: 2}, wide.get([]byte("status")))
+	assert.Equal(t, fieldRule{bit: 4}, wide.get(nil))
+	assert.Equal(t, fieldRule{bit: 8}, wide.get([]byte(strings.Repeat("y", 64))))
+	for _, n := range []string{"statuz", strings.Repeat("x", 6), strings.Repeat("y", 128), strings.Repeat("x", 71)} {
+		assert.Equal(t, fieldRule{}, wide.get([]byte(n)), n)
+	}
+}
+
+// TestFieldTableNext checks the lookup in a bound order: keys in order, with
+// fields omitted, out of order, repeated and unknown all get their own rule.
+func TestFieldTableNext(t *testing.T) {
+	names := []string{"id", "lane", "title", "status", "a", "b", "c", "d", "e", "f", "g", "metadata", "steps"}
+	fields := map[string]fieldRule{}
+	for i, n := range names {
+		fields[n] = fieldRule{bit: 1 << i}
+	}
+	table := newFieldTable(fields)
+	var order []int32
+	for _, n := range names {
+		i := table.index([]byte(n))
+		require.GreaterOrEqual(t, i, 0, n)
+		table.slots[i].pos = int32(len(order))
+		order = append(order, int32(i))
+	}
+	for _, keys := range [][]string{
+		names,
+		{"id", "status", "steps"},
+		{"id", "metadata", "lane"},    // past the window, then back
+		{"steps", "id", "id", "lane"}, // out of order, repeated
+		{"id", "unknown", "lane", "", "title"},
+		{},
+	} {
+		n := 0
+		for _, k := range keys {
+			var got fieldRule
+			got, n = table.next([]byte(k), order, n)
+			assert.Equal(t, fields[k], got, "%q in %q", k, keys)
+			assert.LessOrEqual(t, n, len(order))
+		}
+	}
+}
+
+// TestBindOrderFollowsTheStructFields checks that the compiled schemas of
+// the result models carry the order of their Go fields: a job written by the
+// encoder finds each key's rule at the place expected.
+func TestBindOrderFollowsTheStructFields(t *testing.T) {
+	v := DefaultValidator()
+	root := v.fast[ModelActionResult]
+	require.NotNil(t, root)
+	job := objectSchemaAt(t, root, "job_state", "job")
+	var want []string
+	jt := reflect.TypeFor[Job]()
+	for i := range jt.NumField() {
+		name, _, _ := strings.Cut(jt.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" && job.lookup.index([]byte(name)) >= 0 {
+			want = append(want, name)
+		}
+	}
+	require.NotEmpty(t, want)
+	var got []string
+	for _, slot := range job.order {
+		got = append(got, job.lookup.slots[slot].name)
+	}
+	assert.Equal(t, want, got)
+}
+
+// objectSchemaAt follows the properties path from s, through the subschemas
+// of nullable unions, to an object schema with fields.
+func objectSchemaAt(t *testing.T, s *cschema, path ...string) *cschema {
+	t.Helper()
+	var object func(s *cschema) *cschema
+	object = func(s *cschema) *cschema {
+		if s == nil {
+			return nil
+		}
+		if s.fields != nil {
+			return s
+		}
+		for _, list := range [][]*cschema{s.allOf, s.anyOf, s.oneOf, {s.ref}} {
+			for _, sub := range list {
+				if o := object(sub); o != nil {
+					return o
+				}
+			}
+		}
+		return nil
+	}
+	s = object(s)
+	for _, p := range path {
+		require.NotNil(t, s, p)
+		s = object(s.lookup.get([]byte(p)).prop)
+	}
+	require.NotNil(t, s)
+	return s
 }
 
 // referenceDateTime is the reference "date-time" format check.

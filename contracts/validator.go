@@ -192,6 +192,7 @@ func NewValidator() (*Validator, error) {
 		v.schemas[m] = s
 		if fs, errs := compileFast(doc, "/$defs/"+string(m)); errs[0] == nil {
 			v.fast[m] = fs[0]
+			bindOrder(modelTypes[m], fs[0], map[bindKey]bool{})
 		}
 	}
 	return v, nil
