@@ -884,10 +884,40 @@ const hexDigits = "0123456789abcdef"
 var safeASCII, htmlSafeASCII = func() (safe, html [utf8.RuneSelf]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		safe[c] = c != '"' && c != '\\'
-		html[c] = c != '<' && c != '>' && c != '&'
+		html[c] = safe[c] && c != '<' && c != '>' && c != '&'
 	}
 	return safe, html
 }()
+
+// Bytes of a 64-bit word, for safeWord.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// safeWord reports whether the 8 bytes of w (little-endian, see word) are
+// ASCII that a JSON string holds as themselves (with escapeHTML, none of <,
+// > and &), testing them at once: the per-byte loop of appendJSONString then
+// skips them. (w-ones*n)&^w has the high bit of some byte set exactly when a
+// byte of w is below n (n <= 0x80, w ASCII); a byte equal to c is a zero byte
+// of w^(ones*c).
+func safeWord(w uint64, escapeHTML bool) bool {
+	bad := w | (w-ones*0x20)&^w | zeroByte(w^(ones*'"')) | zeroByte(w^(ones*'\\'))
+	if escapeHTML {
+		bad |= zeroByte(w^(ones*'<')) | zeroByte(w^(ones*'>')) | zeroByte(w^(ones*'&'))
+	}
+	return bad&highs == 0
+}
+
+// zeroByte has the high bit of some byte set exactly when x has a zero byte.
+func zeroByte(x uint64) uint64 { return (x - ones) &^ x }
+
+// word reads the first 8 bytes of s as a little-endian word.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
 
 // AppendJSONString appends s as a JSON string literal escaped as
 // encoding/json escapes it: quotes, backslashes and control characters,
@@ -902,10 +932,18 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 // appendJSONString is AppendJSONString; esc reports an escape sequence written.
 func appendJSONString(b []byte, s string, escapeHTML bool) (_ []byte, esc bool) {
 	b = append(b, '"')
+	safe := &safeASCII
+	if escapeHTML {
+		safe = &htmlSafeASCII
+	}
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && safeWord(word(s[i:]), escapeHTML) {
+			i += 8
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
-			if safeASCII[c] && (!escapeHTML || htmlSafeASCII[c]) {
+			if safe[c] {
 				i++
 				continue
 			}

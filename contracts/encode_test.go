@@ -1,9 +1,11 @@
 package contracts
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,4 +276,28 @@ func TestEncoderBuildsParseTape(t *testing.T) {
 			assertBuiltTapeMatchesParse(t, tc.v, tc.name)
 		})
 	}
+}
+
+// FuzzAppendJSONString compares the string escaper with encoding/json, with
+// and without HTML escaping, at every offset of the 8-byte word it tests.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain ascii text, long enough", "x<y>&\u2028\u2029\xff\x00\x1f\"\\", "é\tab\ncdefghij\x7f", strings.Repeat("a", 7) + "<" + strings.Repeat("b", 9)} {
+		f.Add(s)
+	}
+	for _, c := range []string{"\"", "\\", "<", ">", "&", "\x00", "\x1f", " ", "~", "\x7f", "\x80", "é", "\u2028"} {
+		f.Add("abc" + c + "defghijklmnop") // c inside the first 8-byte word
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, html := range []bool{true, false} {
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(html)
+			require.NoError(t, enc.Encode(s))
+			for cut := range min(len(s), 9) {
+				want.Reset()
+				require.NoError(t, enc.Encode(s[cut:]))
+				require.Equal(t, strings.TrimSuffix(want.String(), "\n"), string(AppendJSONString(nil, s[cut:], html)), "html %v, %q", html, s[cut:])
+			}
+		}
+	})
 }
