@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -309,7 +310,7 @@ func newEncFunc(t reflect.Type) encFunc {
 		return opaque(marshalEnc)
 	}
 	if t.Kind() == reflect.String {
-		return func(e *encoder, v reflect.Value) { e.str(v.String()) }
+		return encodeString
 	}
 	if t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 {
 		elem := &lazyEnc{t: t.Elem()}
@@ -474,6 +475,10 @@ func (e *encoder) integer(v int64) {
 	e.scalar(wire.Number, start, true)
 }
 
+// encodeString is the plan of a string type without a MarshalJSON or
+// MarshalText method; structEncFunc reads such fields directly.
+func encodeString(e *encoder, v reflect.Value) { e.str(v.String()) }
+
 // addressable runs f on an addressable copy of v when v is not addressable.
 func addressable(f encFunc) encFunc {
 	return func(e *encoder, v reflect.Value) {
@@ -498,9 +503,11 @@ func marshalEnc(e *encoder, v reflect.Value) {
 // fieldPlan is how one struct field is written.
 type fieldPlan struct {
 	index     int
-	key       string // `"name":`
-	keyLen    int    // the length of the key's string literal in key
-	keyEsc    bool   // the literal has an escape sequence
+	offset    uintptr // of the field in the struct
+	str       bool    // a string planned as encodeString
+	key       string  // `"name":`
+	keyLen    int     // the length of the key's string literal in key
+	keyEsc    bool    // the literal has an escape sequence
 	omitEmpty bool
 	emptyAs   string // written for a nil slice or map ("[]", "{}"), if set
 	def       string // written for an empty value (a default), if set
@@ -540,7 +547,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		}
 		var key encoder
 		key.str(name)
-		fp := fieldPlan{index: i, key: string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
+		fp := fieldPlan{index: i, offset: f.Offset, key: string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
 		if spec != nil {
 			if slices.Contains(ti.nilSlice, i) {
 				fp.emptyAs = "[]"
@@ -550,6 +557,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 			}
 			fp.def = spec.defaults[name]
 		}
+		fp.str = f.Type.Kind() == reflect.String && reflect.ValueOf(fp.enc).Pointer() == reflect.ValueOf(encodeString).Pointer()
 		fields = append(fields, fp)
 	}
 	result := spec != nil && spec.result
@@ -572,8 +580,32 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		e.b = append(e.b, '{')
 		first := true
 		var n int32
+		// An addressable struct's string fields are read in place, without
+		// going through reflect.Value.
+		var base unsafe.Pointer
+		if v.CanAddr() {
+			base = v.Addr().UnsafePointer()
+		}
 		for i := range fields {
 			fp := &fields[i]
+			if fp.str && base != nil && fp.def == "" {
+				s := *(*string)(unsafe.Add(base, fp.offset))
+				if fp.omitEmpty && s == "" {
+					continue
+				}
+				if !first {
+					e.b = append(e.b, ',')
+				}
+				first = false
+				n++
+				e.b = append(e.b, fp.key...)
+				if e.t != nil {
+					end := len(e.b) - 1 - e.base // before the colon
+					e.t.AddKey(end-fp.keyLen, end, fp.keyEsc)
+				}
+				e.str(s)
+				continue
+			}
 			fv := v.Field(fp.index)
 			lit := ""
 			switch {
