@@ -50,6 +50,11 @@ var typeBits = map[string]uint8{
 type cschema struct {
 	always   *bool // a boolean schema
 	onlyType bool  // asserts types and nothing else (set by finish)
+	// Set by finish: the keywords present (kw*), and, for a schema that is
+	// anyOf [{"type": "null"}, X] and nothing else, X: the schema accepts
+	// null or what X accepts.
+	kw     uint32
+	nullOr *cschema
 
 	types    uint8
 	consts   []any // at most one value; nil when no const
@@ -230,15 +235,59 @@ func compileFast(root any, ptrs ...string) ([]*cschema, []error) {
 	return out, errs
 }
 
+// The keywords of a compiled schema, as cschema.kw bits.
+const (
+	kwAlways uint32 = 1 << iota
+	kwTypes
+	kwConst
+	kwEnum
+	kwFormat
+	kwRef
+	kwNumber // minimum, maximum
+	kwString // minLength, maxLength, pattern
+	kwArray  // minItems, maxItems, uniqueItems, items, contains
+	kwObject // properties, required, additionalProperties
+	kwAllOf
+	kwAnyOf
+	kwOneOf
+	kwNot
+	kwIf // if, then, else
+
+	// kwValue are the keywords checked on the value itself before its
+	// kind's keywords; kwApplicators those that apply subschemas to it.
+	kwValue       = kwConst | kwEnum | kwFormat | kwRef
+	kwApplicators = kwAllOf | kwAnyOf | kwOneOf | kwNot | kwIf
+)
+
+// keywords returns the keywords s has.
+func (s *cschema) keywords() uint32 {
+	var kw uint32
+	set := func(bit uint32, present bool) {
+		if present {
+			kw |= bit
+		}
+	}
+	set(kwAlways, s.always != nil)
+	set(kwTypes, s.types != 0)
+	set(kwConst, s.consts != nil)
+	set(kwEnum, s.hasEnum)
+	set(kwFormat, s.format != nil)
+	set(kwRef, s.ref != nil)
+	set(kwNumber, s.minimum != nil || s.maximum != nil)
+	set(kwString, s.minLen >= 0 || s.maxLen >= 0 || s.pattern != nil)
+	set(kwArray, s.minItems >= 0 || s.maxItems >= 0 || s.unique || s.items != nil || s.contains != nil)
+	set(kwObject, s.fields != nil || s.additional != nil)
+	set(kwAllOf, s.allOf != nil)
+	set(kwAnyOf, s.anyOf != nil)
+	set(kwOneOf, s.oneOf != nil)
+	set(kwNot, s.not != nil)
+	set(kwIf, s.ifS != nil || s.thenS != nil || s.elseS != nil)
+	return kw
+}
+
 // pureRef reports whether s is {"$ref": ...} alone: validating against s is
 // validating against s.ref.
-func (s *cschema) pureRef() bool {
-	return s.ref != nil && s.always == nil && s.types == 0 && s.consts == nil && !s.hasEnum && s.format == nil &&
-		s.minimum == nil && s.maximum == nil && s.minLen < 0 && s.maxLen < 0 && s.pattern == nil &&
-		s.minItems < 0 && s.maxItems < 0 && !s.unique && s.items == nil && s.contains == nil &&
-		s.fields == nil && s.additional == nil && s.allOf == nil && s.anyOf == nil && s.oneOf == nil &&
-		s.not == nil && s.ifS == nil && s.thenS == nil && s.elseS == nil
-}
+func (s *cschema) pureRef() bool { return s.keywords() == kwRef }
 
 // finish prepares a compiled schema for checking, once every reference is
 // resolved: each subschema that is a $ref alone is replaced by what it
@@ -252,11 +301,8 @@ func finish(s *cschema, seen map[*cschema]bool) *cschema {
 		return s
 	}
 	seen[s] = true
-	s.onlyType = s.types != 0 && s.always == nil && s.consts == nil && !s.hasEnum && s.format == nil && s.ref == nil &&
-		s.minimum == nil && s.maximum == nil && s.minLen < 0 && s.maxLen < 0 && s.pattern == nil &&
-		s.minItems < 0 && s.maxItems < 0 && !s.unique && s.items == nil && s.contains == nil &&
-		s.fields == nil && s.additional == nil && s.allOf == nil && s.anyOf == nil && s.oneOf == nil &&
-		s.not == nil && s.ifS == nil && s.thenS == nil && s.elseS == nil
+	s.kw = s.keywords()
+	s.onlyType = s.kw == kwTypes
 	for _, p := range []**cschema{&s.ref, &s.items, &s.contains, &s.additional, &s.not, &s.ifS, &s.thenS, &s.elseS} {
 		*p = finish(*p, seen)
 	}
@@ -271,6 +317,15 @@ func finish(s *cschema, seen map[*cschema]bool) *cschema {
 	}
 	if s.fields != nil {
 		s.lookup = newFieldTable(s.fields)
+	}
+	if s.kw == kwAnyOf && len(s.anyOf) == 2 {
+		isNull := func(x *cschema) bool { return x != nil && x.onlyType && x.types == typeNull }
+		switch {
+		case isNull(s.anyOf[0]) && s.anyOf[1] != nil:
+			s.nullOr = s.anyOf[1]
+		case isNull(s.anyOf[1]) && s.anyOf[0] != nil:
+			s.nullOr = s.anyOf[0]
+		}
 	}
 	return s
 }
@@ -565,6 +620,12 @@ func (c *tapeCheck) giveUp() bool {
 }
 
 func (c *tapeCheck) valid(s *cschema, i int32) bool {
+	for s.nullOr != nil {
+		if c.t.Nodes[i].Kind == wire.Null {
+			return true
+		}
+		s = s.nullOr
+	}
 	if s.onlyType {
 		return c.typeOK(s.types, i)
 	}
@@ -582,10 +643,36 @@ func (c *tapeCheck) valid(s *cschema, i int32) bool {
 
 // validObject applies the keywords of a schema object.
 func (c *tapeCheck) validObject(s *cschema, i int32) bool {
-	kind := c.t.Nodes[i].Kind
-	if s.types != 0 && !c.typeOK(s.types, i) {
+	kw := s.kw
+	if kw&kwTypes != 0 && !c.typeOK(s.types, i) {
 		return false
 	}
+	if kw&kwValue != 0 && !c.valueKeywords(s, i) {
+		return false
+	}
+	switch c.t.Nodes[i].Kind {
+	case wire.Object:
+		if kw&kwObject != 0 && !c.object(s, i) {
+			return false
+		}
+	case wire.Array:
+		if kw&kwArray != 0 && !c.array(s, i) {
+			return false
+		}
+	case wire.String:
+		if kw&kwString != 0 && !c.string(s, i) {
+			return false
+		}
+	case wire.Number:
+		if kw&kwNumber != 0 && !c.number(s, i) {
+			return false
+		}
+	}
+	return kw&kwApplicators == 0 || c.applicators(s, i)
+}
+
+// valueKeywords applies const, enum, format and $ref.
+func (c *tapeCheck) valueKeywords(s *cschema, i int32) bool {
 	for _, want := range s.consts {
 		eq, ok := equalValue(c.t, i, want)
 		if !ok {
@@ -614,27 +701,11 @@ func (c *tapeCheck) validObject(s *cschema, i int32) bool {
 	if s.format != nil && !c.formatOK(s.format, i) {
 		return false
 	}
-	if s.ref != nil && !c.valid(s.ref, i) {
-		return false
-	}
-	switch kind {
-	case wire.Object:
-		if !c.object(s, i) {
-			return false
-		}
-	case wire.Array:
-		if !c.array(s, i) {
-			return false
-		}
-	case wire.String:
-		if !c.string(s, i) {
-			return false
-		}
-	case wire.Number:
-		if !c.number(s, i) {
-			return false
-		}
-	}
+	return s.ref == nil || c.valid(s.ref, i)
+}
+
+// applicators applies allOf, anyOf, oneOf, not and if/then/else.
+func (c *tapeCheck) applicators(s *cschema, i int32) bool {
 	for _, sub := range s.allOf {
 		if !c.valid(sub, i) {
 			return false

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -541,4 +542,40 @@ func FuzzPlainDateTime(f *testing.F) {
 			t.Fatalf("plain date-time %q rejected by the reference", s)
 		}
 	})
+}
+
+// TestNullableUnion checks the shortcut of anyOf [{"type": "null"}, X]: it
+// is taken for either order, not for a union with another keyword, and
+// every verdict matches the reference validator.
+func TestNullableUnion(t *testing.T) {
+	x := `{"type":"string","minLength":2}`
+	for _, tc := range []struct {
+		schema   string
+		shortcut bool
+	}{
+		{`{"anyOf":[{"type":"null"},` + x + `]}`, true},
+		{`{"anyOf":[` + x + `,{"type":"null"}],"description":"annotations are not keywords"}`, true},
+		{`{"anyOf":[{"type":"null"},` + x + `],"maxLength":3}`, false},
+		{`{"anyOf":[{"type":["null","number"]},` + x + `]}`, false},
+		{`{"anyOf":[{"type":"null"},` + x + `,{"type":"boolean"}]}`, false},
+	} {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.schema))
+		require.NoError(t, err)
+		fs, errs := compileFast(doc, "")
+		require.NoError(t, errs[0], tc.schema)
+		assert.Equal(t, tc.shortcut, fs[0].nullOr != nil, tc.schema)
+		c := newCompiler()
+		require.NoError(t, c.AddResource("mem://s.json", doc))
+		ref, err := c.Compile("mem://s.json")
+		require.NoError(t, err)
+		for _, v := range []string{`null`, `"ab"`, `"abcd"`, `"a"`, `1`, `true`, `{}`} {
+			var tp wire.Tape
+			require.True(t, tp.Parse([]byte(v)))
+			valid, sure := fs[0].check(&tp)
+			require.True(t, sure, v)
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(v))
+			require.NoError(t, err)
+			assert.Equal(t, ref.Validate(inst) == nil, valid, "%s against %s", v, tc.schema)
+		}
+	}
 }
