@@ -503,11 +503,12 @@ func marshalEnc(e *encoder, v reflect.Value) {
 // fieldPlan is how one struct field is written.
 type fieldPlan struct {
 	index     int
-	offset    uintptr // of the field in the struct
-	str       bool    // a string planned as encodeString
-	key       string  // `"name":`
-	keyLen    int     // the length of the key's string literal in key
-	keyEsc    bool    // the literal has an escape sequence
+	offset    uintptr      // of the field in the struct
+	kind      reflect.Kind // of the field's type
+	str       bool         // a string planned as encodeString
+	key       string       // `"name":`
+	keyLen    int          // the length of the key's string literal in key
+	keyEsc    bool         // the literal has an escape sequence
 	omitEmpty bool
 	emptyAs   string // written for a nil slice or map ("[]", "{}"), if set
 	def       string // written for an empty value (a default), if set
@@ -547,7 +548,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		}
 		var key encoder
 		key.str(name)
-		fp := fieldPlan{index: i, offset: f.Offset, key: string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
+		fp := fieldPlan{index: i, offset: f.Offset, kind: f.Type.Kind(), key: string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
 		if spec != nil {
 			if slices.Contains(ti.nilSlice, i) {
 				fp.emptyAs = "[]"
@@ -606,6 +607,9 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 				e.str(s)
 				continue
 			}
+			if base != nil && fp.omitEmpty && fp.def == "" && emptyAt(fp.kind, unsafe.Add(base, fp.offset)) {
+				continue // what isEmptyValue(v.Field(fp.index)) says, read in place
+			}
 			fv := v.Field(fp.index)
 			lit := ""
 			switch {
@@ -647,6 +651,38 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		}
 		e.depth--
 	}
+}
+
+// emptyAt is isEmptyValue for a value of kind k at p, for the kinds whose
+// emptiness is one word or less (a nil pointer or interface, a slice's
+// length, a zero boolean or number); false for the others (strings, maps,
+// arrays, structs), which the caller tests with isEmptyValue.
+func emptyAt(k reflect.Kind, p unsafe.Pointer) bool {
+	switch k {
+	case reflect.Pointer:
+		return *(*unsafe.Pointer)(p) == nil
+	case reflect.Interface:
+		return (*[2]unsafe.Pointer)(p)[0] == nil // no type (or itab): a nil interface
+	case reflect.Slice:
+		return len(*(*[]byte)(p)) == 0 // every slice header has the same layout
+	case reflect.Bool:
+		return !*(*bool)(p)
+	case reflect.Int, reflect.Uint, reflect.Uintptr:
+		return *(*uint)(p) == 0
+	case reflect.Int8, reflect.Uint8:
+		return *(*uint8)(p) == 0
+	case reflect.Int16, reflect.Uint16:
+		return *(*uint16)(p) == 0
+	case reflect.Int32, reflect.Uint32:
+		return *(*uint32)(p) == 0
+	case reflect.Int64, reflect.Uint64:
+		return *(*uint64)(p) == 0
+	case reflect.Float32:
+		return *(*float32)(p) == 0
+	case reflect.Float64:
+		return *(*float64)(p) == 0
+	}
+	return false
 }
 
 // isEmptyValue is encoding/json's omitempty test.

@@ -301,3 +301,32 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+// TestEmptyAtMatchesIsEmptyValue checks the in-place omitempty test against
+// encoding/json's, zero and non-zero, for every kind it reads.
+func TestEmptyAtMatchesIsEmptyValue(t *testing.T) {
+	one := 1
+	for _, v := range []any{
+		(*int)(nil), &one, []string(nil), []string{}, make([]string, 0, 4), []string{"a"}, []byte{}, []byte{0},
+		false, true, 0, -1, int8(0), int8(-128), int16(0), int16(256), int32(0), int32(1 << 30), int64(0), int64(-1 << 62),
+		uint(0), uint(7), uint8(0), uint8(255), uint16(0), uint16(1), uint32(0), uint32(1 << 31), uint64(0), uint64(1 << 63), uintptr(0), uintptr(9),
+		float32(0), float32(math.Copysign(0, -1)), float32(0.5), 0.0, math.Copysign(0, -1), 1e-300, math.NaN(),
+		Extra(nil), Extra{}, "", "ok",
+	} {
+		rv := reflect.New(reflect.TypeOf(v)).Elem()
+		rv.Set(reflect.ValueOf(v))
+		want := isEmptyValue(rv)
+		got := emptyAt(rv.Kind(), rv.Addr().UnsafePointer())
+		switch rv.Kind() {
+		case reflect.String, reflect.Map:
+			assert.False(t, got, "%T %v: not read in place", v, v)
+		default:
+			assert.Equal(t, want, got, "%T %v", v, v)
+		}
+	}
+	var nilIface, setIface any = nil, 0
+	for _, v := range []*any{&nilIface, &setIface} {
+		rv := reflect.ValueOf(v).Elem()
+		assert.Equal(t, isEmptyValue(rv), emptyAt(reflect.Interface, rv.Addr().UnsafePointer()), "interface %v", *v)
+	}
+}
