@@ -807,13 +807,14 @@ func (c *tapeCheck) object(s *cschema, i int32) bool {
 	if s.fields == nil && s.additional == nil {
 		return true
 	}
-	t := c.t
-	nd := t.Nodes[i]
+	nodes, src := c.t.Nodes, c.t.Src // the tape does not change during a check
+	end := nodes[i].Next
 	var seen uint64
 	next := 0
-	for m := i + 1; m < nd.Next; m = t.Nodes[m+1].Next {
+	for m := i + 1; m < end; m = nodes[m+1].Next {
+		k := &nodes[m]
 		var f fieldRule
-		f, next = s.lookup.next(t.Key(m), s.order, next)
+		f, next = s.lookup.next(src[k.Start+1:k.End-1], s.order, next) // the key, as Tape.Key
 		seen |= f.bit
 		switch {
 		case f.prop != nil:
