@@ -506,7 +506,7 @@ type fieldPlan struct {
 	offset    uintptr      // of the field in the struct
 	kind      reflect.Kind // of the field's type
 	str       bool         // a string planned as encodeString
-	key       string       // `"name":`
+	key       string       // `,"name":` (the separator, then the key)
 	keyLen    int          // the length of the key's string literal in key
 	keyEsc    bool         // the literal has an escape sequence
 	omitEmpty bool
@@ -548,7 +548,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		}
 		var key encoder
 		key.str(name)
-		fp := fieldPlan{index: i, offset: f.Offset, kind: f.Type.Kind(), key: string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
+		fp := fieldPlan{index: i, offset: f.Offset, kind: f.Type.Kind(), key: "," + string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
 		if spec != nil {
 			if slices.Contains(ti.nilSlice, i) {
 				fp.emptyAs = "[]"
@@ -579,7 +579,6 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 			idx = e.t.Open(wire.Object, len(e.b)-e.base)
 		}
 		e.b = append(e.b, '{')
-		first := true
 		var n int32
 		// An addressable struct's string fields are read in place, without
 		// going through reflect.Value.
@@ -594,16 +593,8 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 				if fp.omitEmpty && s == "" {
 					continue
 				}
-				if !first {
-					e.b = append(e.b, ',')
-				}
-				first = false
+				e.member(fp, n)
 				n++
-				e.b = append(e.b, fp.key...)
-				if e.t != nil {
-					end := len(e.b) - 1 - e.base // before the colon
-					e.t.AddKey(end-fp.keyLen, end, fp.keyEsc)
-				}
 				e.str(s)
 				continue
 			}
@@ -620,16 +611,8 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 			case fp.emptyAs != "" && fv.IsNil():
 				lit = fp.emptyAs
 			}
-			if !first {
-				e.b = append(e.b, ',')
-			}
-			first = false
+			e.member(fp, n)
 			n++
-			e.b = append(e.b, fp.key...)
-			if e.t != nil {
-				end := len(e.b) - 1 - e.base // before the colon
-				e.t.AddKey(end-fp.keyLen, end, fp.keyEsc)
-			}
 			if lit != "" {
 				start := len(e.b)
 				e.b = append(e.b, lit...)
@@ -639,7 +622,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 			}
 		}
 		if extraIdx >= 0 {
-			n += e.extra(ti, v.Field(extraIdx).Interface().(Extra), result, first)
+			n += e.extra(ti, v.Field(extraIdx).Interface().(Extra), result, n == 0)
 		}
 		e.b = append(e.b, '}')
 		if e.t != nil {
@@ -683,6 +666,17 @@ func emptyAt(k reflect.Kind, p unsafe.Pointer) bool {
 		return *(*float64)(p) == 0
 	}
 	return false
+}
+
+// member appends the key of a field preceded, unless it is the object's
+// first (n members written before it), by the separator, and adds the key
+// to the tape.
+func (e *encoder) member(fp *fieldPlan, n int32) {
+	e.b = append(e.b, fp.key[1-min(n, 1):]...)
+	if e.t != nil {
+		end := len(e.b) - 1 - e.base // before the colon
+		e.t.AddKey(end-fp.keyLen, end, fp.keyEsc)
+	}
 }
 
 // isEmptyValue is encoding/json's omitempty test.
