@@ -8,10 +8,13 @@ package proctest
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,14 +49,42 @@ func (s *Buffer) String() string {
 	return s.b.String()
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
+// FreeAddr returns a loopback address with a port no one listens on, for a
+// process under test to listen on. The port is drawn below the kernel's
+// ephemeral range (ip_local_port_range on Linux), where the ports of
+// outgoing connections and of listeners on port 0 come from: in a suite that
+// runs many packages at once, a port freed in that range is soon handed to
+// someone else, while one below it stays free until a process asks for it
+// by number.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	for range 200 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(minFixedPort+rand.IntN(ephemeralLow()-minFixedPort)))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			require.NoError(t, ln.Close())
+			return addr
+		}
+	}
+	t.Fatalf("proctest: no free port found in [%d, %d)", minFixedPort, ephemeralLow())
+	return ""
+}
+
+// minFixedPort is the lowest port FreeAddr draws.
+const minFixedPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range: Linux's
+// ip_local_port_range, else 32768 (Linux's default; BSD and macOS start
+// higher).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo > minFixedPort+1000 {
+				return lo
+			}
+		}
+	}
+	return 32768
 }
 
 // Build builds the main package of the current directory into a temporary

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,6 +64,11 @@ func TestBufferConcurrentUse(t *testing.T) {
 func TestFreeAddr(t *testing.T) {
 	t.Parallel()
 	addr := FreeAddr(t)
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	assert.True(t, n >= minFixedPort && n < ephemeralLow(), "port %d is below the ephemeral range", n)
 	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err, "the address is free")
 	require.NoError(t, ln.Close())
