@@ -619,10 +619,17 @@ func (c *tapeCheck) giveUp() bool {
 	return false
 }
 
+// maxNullOrChain bounds a chain of nullable unions followed without
+// recursion: a longer one is a cycle.
+const maxNullOrChain = 64
+
 func (c *tapeCheck) valid(s *cschema, i int32) bool {
-	for s.nullOr != nil {
+	for n := 0; s.nullOr != nil; n++ {
 		if c.t.Nodes[i].Kind == wire.Null {
 			return true
+		}
+		if n == maxNullOrChain {
+			return c.giveUp() // unions of null with each other, in a cycle
 		}
 		s = s.nullOr
 	}

@@ -579,3 +579,21 @@ func TestNullableUnion(t *testing.T) {
 		}
 	}
 }
+
+// TestNullableUnionCycle checks that unions of null with each other in a
+// cycle end: null is valid, anything else is left to the reference.
+func TestNullableUnionCycle(t *testing.T) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(`{"$ref":"#/$defs/a","$defs":{` +
+		`"a":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/b"}]},"b":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}}}`))
+	require.NoError(t, err)
+	fs, errs := compileFast(doc, "")
+	require.NoError(t, errs[0])
+	require.NotNil(t, fs[0].nullOr)
+	require.NotNil(t, fs[0].nullOr.nullOr)
+	for v, want := range map[string][2]bool{`null`: {true, true}, `1`: {false, false}, `"x"`: {false, false}} {
+		var tp wire.Tape
+		require.True(t, tp.Parse([]byte(v)))
+		valid, sure := fs[0].check(&tp)
+		assert.Equal(t, want, [2]bool{valid, sure}, v)
+	}
+}
