@@ -3,7 +3,6 @@ package supervaizer
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/canon"
+	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -156,15 +156,8 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 	}
 	return &idempotency{
 		store: s, lease: cfg.lease, retention: cfg.retention, awaitOther: cfg.awaitOther, now: time.Now, logger: logger,
-		instance: cfg.instance, boot: newBootID(), flights: map[string]*flight{},
+		instance: cfg.instance, boot: checkpoint.NewBootID(), flights: map[string]*flight{},
 	}
-}
-
-// newBootID returns a random identifier of this process's boot.
-func newBootID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // Idempotent makes the SDK's idempotency layer apply to the action id, in

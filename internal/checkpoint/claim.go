@@ -55,8 +55,13 @@ func (rt *checkpointRuntime) live(c *claimRecord, now time.Time) bool {
 	return now.Before(c.LeaseUntil)
 }
 
-// claim marks the occurrence active: in this process, and in the store for
-// the other instances sharing it. release ends both.
+// shared reports whether other instances may use the store: it is not
+// store.Exclusive, or WithCheckpointSharing said so (the poll interval is
+// then set, see Attach). Claims are stored, and read, only then.
+func (rt *checkpointRuntime) shared() bool { return rt.poll > 0 }
+
+// claim marks the occurrence active: in this process, and, when the store
+// is shared, in the store for the other instances. release ends both.
 func (rt *checkpointRuntime) claim(ctx context.Context, occurrenceID string) (release func(), err error) {
 	rt.mu.Lock()
 	if _, busy := rt.active[occurrenceID]; busy {
@@ -69,6 +74,9 @@ func (rt *checkpointRuntime) claim(ctx context.Context, occurrenceID string) (re
 		rt.mu.Lock()
 		delete(rt.active, occurrenceID)
 		rt.mu.Unlock()
+	}
+	if !rt.shared() {
+		return local, nil
 	}
 	key := claimKey(rt.slug, occurrenceID)
 	mine, err := rt.takeClaim(ctx, key)
@@ -90,12 +98,17 @@ func (rt *checkpointRuntime) claim(ctx context.Context, occurrenceID string) (re
 	}, nil
 }
 
+// claimRecordAt is this boot's claim, taken or renewed at now.
+func (rt *checkpointRuntime) claimRecordAt(now time.Time) ([]byte, error) {
+	return json.Marshal(claimRecord{Instance: rt.instance, Boot: rt.boot, LeaseUntil: now.Add(rt.lease).UTC()})
+}
+
 // takeClaim stores this boot's claim at key unless a live claim of another
 // instance holds it; it returns the stored claim, or nil when it is held.
 func (rt *checkpointRuntime) takeClaim(ctx context.Context, key string) ([]byte, error) {
 	for range maxCASAttempts {
 		now := rt.now()
-		raw, err := json.Marshal(claimRecord{Instance: rt.instance, Boot: rt.boot, LeaseUntil: now.Add(rt.lease).UTC()})
+		raw, err := rt.claimRecordAt(now)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +148,7 @@ func (rt *checkpointRuntime) renewClaim(key string, mine []byte, stop <-chan str
 			return
 		case <-tick.C:
 		}
-		raw, err := json.Marshal(claimRecord{Instance: rt.instance, Boot: rt.boot, LeaseUntil: rt.now().Add(rt.lease).UTC()})
+		raw, err := rt.claimRecordAt(rt.now())
 		if err != nil {
 			return
 		}
@@ -173,12 +186,16 @@ func (rt *checkpointRuntime) dropClaim(key string) {
 // claimedElsewhere reports whether another instance holds a live claim on
 // the occurrence.
 func (rt *checkpointRuntime) claimedElsewhere(ctx context.Context, occurrenceID string) bool {
+	if !rt.shared() {
+		return false
+	}
 	c, _, err := getJSON[claimRecord](ctx, rt.store, claimKey(rt.slug, occurrenceID))
 	return err == nil && c != nil && rt.live(c, rt.now())
 }
 
-// newBootID returns a random identifier of this process's boot.
-func newBootID() string {
+// NewBootID returns a random identifier of this process's boot (see
+// Runtime.Boot).
+func NewBootID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

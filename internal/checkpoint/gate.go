@@ -632,7 +632,7 @@ const maxRetainedDecisions = 1024
 
 func newCheckpointRuntime(slug string, st store.Store, logger *slog.Logger) *checkpointRuntime {
 	return &checkpointRuntime{slug: slug, store: st, logger: logger, now: time.Now, retain: maxRetainedDecisions,
-		boot: newBootID(), lease: DefaultClaimLease,
+		boot: NewBootID(), lease: DefaultClaimLease,
 		hooks: &decisionHooks{}, active: map[string]struct{}{}, waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
