@@ -190,8 +190,9 @@ func (r *report) summary(began time.Time) error {
 			fmt.Fprintf(r.out, "%s %s: some rounds ran out of pre-minted tokens and ended early; rates use the time actually run\n", s.Case, s.Mode)
 		}
 	}
-	fmt.Fprintf(r.out, "finished in %v; %s\n", time.Since(began).Round(time.Second), loadAverage())
-	b, err := json.Marshal(map[string]any{"load_average": loadAverage(), "rows": rows})
+	load := loadAverage()
+	fmt.Fprintf(r.out, "finished in %v; %s\n", time.Since(began).Round(time.Second), load)
+	b, err := json.Marshal(map[string]any{"load_average": load, "rows": rows})
 	if err != nil {
 		return err
 	}
