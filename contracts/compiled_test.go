@@ -364,6 +364,15 @@ func TestHugeNumberIsAProblemNotAPanic(t *testing.T) {
 	assert.Equal(t, "number", ve.Problems[0].Type)
 }
 
+// get returns the rule of key, the zero rule when the schema names no such
+// field.
+func (t *fieldTable) get(key []byte) fieldRule {
+	if sl := t.slot(key); sl != nil {
+		return sl.rule
+	}
+	return fieldRule{}
+}
+
 func TestFieldTable(t *testing.T) {
 	names := []string{"id", "type", "status", "job_id", "a", "b", "", "awaiting", "external_ref", "external_version", "sync_cursor", "observed_at", "ab", "ba"}
 	fields := map[string]fieldRule{}

@@ -323,11 +323,7 @@ func newEncFunc(t reflect.Type) encFunc {
 				return
 			}
 			f := elem.get()
-			var idx int32
-			if e.t != nil {
-				idx = e.t.Open(wire.Array, len(e.b)-e.base)
-			}
-			e.b = append(e.b, '[')
+			a := e.open(wire.Array, '[')
 			n := v.Len()
 			for i := range n {
 				if i > 0 {
@@ -335,11 +331,7 @@ func newEncFunc(t reflect.Type) encFunc {
 				}
 				f(e, v.Index(i))
 			}
-			e.b = append(e.b, ']')
-			if e.t != nil {
-				e.t.Close(idx, e.b[e.base:], int32(n))
-			}
-			e.depth--
+			e.closeArray(a, int32(n))
 		}
 	}
 	if t.Kind() == reflect.Struct && t.PkgPath() == contractsPkg {
@@ -399,21 +391,21 @@ func newLeafEncFunc(t reflect.Type) encFunc {
 				if i > 0 {
 					e.b = append(e.b, ',')
 				}
-				obj.esc = e.key(k.String()) || obj.esc
+				obj.compare = e.key(k.String()) || obj.compare
 				e.b = append(e.b, ':')
 				f(e, v.MapIndex(k))
 			}
-			e.closeMap(obj, int32(len(keys)))
+			e.closeObject(obj, int32(len(keys)))
 		}
 	}
 	return opaque(marshalEnc)
 }
 
 // container is an array or object being written: its node on the tape and
-// whether one of its keys has an escape sequence.
+// whether its keys must be compared for repeats when it closes.
 type container struct {
-	idx int32
-	esc bool
+	idx     int32
+	compare bool
 }
 
 // open writes the opening byte of an array or object and adds it to the tape.
@@ -435,13 +427,15 @@ func (e *encoder) closeArray(a container, n int32) {
 	e.depth--
 }
 
-// closeMap writes the closing brace of an object written from a map with n
-// entries. Distinct Go strings are distinct keys unless an escape sequence
-// was written (invalid UTF-8 becomes \ufffd): only then are they compared.
-func (e *encoder) closeMap(o container, n int32) {
+// closeObject writes the closing brace of an object of n members, and
+// compares its keys for repeats when o says so. The keys of a map are
+// distinct Go strings, distinct keys unless an escape sequence was written
+// (invalid UTF-8 becomes \ufffd); those of a struct are distinct when its
+// fields' names are.
+func (e *encoder) closeObject(o container, n int32) {
 	e.b = append(e.b, '}')
 	if e.t != nil {
-		if o.esc {
+		if o.compare {
 			e.t.Close(o.idx, e.b[e.base:], n)
 		} else {
 			e.t.CloseDistinct(o.idx, e.b[e.base:], n)
@@ -574,11 +568,8 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		if !e.enter() {
 			return
 		}
-		var idx int32
-		if e.t != nil {
-			idx = e.t.Open(wire.Object, len(e.b)-e.base)
-		}
-		e.b = append(e.b, '{')
+		obj := e.open(wire.Object, '{')
+		obj.compare = !distinct
 		var n int32
 		// An addressable struct's string fields are read in place, without
 		// going through reflect.Value.
@@ -624,15 +615,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		if extraIdx >= 0 {
 			n += e.extra(ti, v.Field(extraIdx).Interface().(Extra), result, n == 0)
 		}
-		e.b = append(e.b, '}')
-		if e.t != nil {
-			if distinct {
-				e.t.CloseDistinct(idx, e.b[e.base:], n)
-			} else {
-				e.t.Close(idx, e.b[e.base:], n)
-			}
-		}
-		e.depth--
+		e.closeObject(obj, n)
 	}
 }
 
@@ -881,14 +864,14 @@ func (e *encoder) object(m map[string]any) {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		obj.esc = e.key(k) || obj.esc
+		obj.compare = e.key(k) || obj.compare
 		e.b = append(e.b, ':')
 		e.value(m[k])
 		if !e.ok {
 			return
 		}
 	}
-	e.closeMap(obj, int32(len(keys)))
+	e.closeObject(obj, int32(len(keys)))
 }
 
 // float appends f as encoding/json's floatEncoder does.
