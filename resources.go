@@ -45,14 +45,14 @@ const (
 	effectResourceImported = "resource.imported"
 )
 
-// The operations a [Resource] implements.
+// The operations a [Resource] implements (named once, by the REST routes).
 const (
-	opList   = "list"
-	opGet    = "get"
-	opCreate = "create"
-	opUpdate = "update"
-	opDelete = "delete"
-	opImport = "import"
+	opList   = resource.OpList
+	opGet    = resource.OpGet
+	opCreate = resource.OpCreate
+	opUpdate = resource.OpUpdate
+	opDelete = resource.OpDelete
+	opImport = resource.OpImport
 )
 
 // ErrNotFound is what a resource handler returns (or wraps) when no item has
@@ -261,7 +261,7 @@ func RegisterResource[T any](r HandlerRegistry, id string, impl Resource[T]) {
 		if !slices.Contains(def.Operations, op) {
 			fail("operation %q is set but not declared in the resource operations %v", op, def.Operations)
 		}
-		if action := resourceAction(id, op); !a.declaresAction(action) {
+		if action := resource.Action(id, op); !a.declaresAction(action) {
 			fail("action %q is not declared in the registration", action)
 		} else if a.action(action) != nil {
 			fail("action %q already has a handler", action)
@@ -281,13 +281,10 @@ func RegisterResource[T any](r HandlerRegistry, id string, impl Resource[T]) {
 		fail("the resource is already registered")
 	}
 	for _, op := range ops {
-		a.HandleAction(resourceAction(id, op), b.actionHandler(op))
+		a.HandleAction(resource.Action(id, op), b.actionHandler(op))
 	}
 	reg.resources[id] = b
 }
-
-// resourceAction returns the action id of an operation.
-func resourceAction(id, op string) string { return "resource." + id + "." + op }
 
 // resourceDefinition returns the declared resource id.
 func (a *Agent) resourceDefinition(id string) (contracts.ResourceDefinition, bool) {
@@ -1162,7 +1159,7 @@ func (rs restServer) Open(ctx context.Context, c resource.Call) (context.Context
 		return ctx, nil, &resource.Refusal{Status: http.StatusNotFound, Detail: "Resource not found"}
 	}
 	if !b.serves(c.Op) {
-		return ctx, nil, &resource.Refusal{Status: http.StatusMethodNotAllowed, Detail: "Operation not supported: " + resourceAction(c.Resource, c.Op)}
+		return ctx, nil, &resource.Refusal{Status: http.StatusMethodNotAllowed, Detail: "Operation not supported: " + resource.Action(c.Resource, c.Op)}
 	}
 	rc, oe := resolveContext(b.def.ID, c.Op, b.def.Scope, b.def.RequiresContext, resourceCall{
 		ws: c.Workspace, agentSlug: c.AgentSlug, requestID: c.Context.RequestID, missionID: c.Context.MissionID, mission: c.Context.Mission,
@@ -1185,7 +1182,7 @@ func (rs restServer) ReadJSON(w http.ResponseWriter, r *http.Request) ([]byte, b
 func (restServer) Refusal(err error) (*opError, bool) { return asOpError(err) }
 
 func (rs restServer) Failed(ctx context.Context, c resource.Call, err error) {
-	rs.s.handlerFailed(ctx, "resource", c.AgentSlug, resourceAction(c.Resource, c.Op), c.Context.RequestID, err)
+	rs.s.handlerFailed(ctx, "resource", c.AgentSlug, resource.Action(c.Resource, c.Op), c.Context.RequestID, err)
 }
 
 func (restServer) WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
