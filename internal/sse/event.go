@@ -35,14 +35,6 @@ type event struct {
 	inline [64]byte // holds head when it fits: one allocation per event
 }
 
-// newEvent formats the event once for all subscribers. name must come from singleLine and
-// data from splitDataLines; data is not copied.
-func newEvent(id uint64, name string, data []byte) *event {
-	e := allocEvent(name, data)
-	e.setID(id, name)
-	return e
-}
-
 // allocEvent allocates the event of name and data, without its id: the broker allocates
 // outside its lock, then numbers the event under it with setID, which allocates nothing.
 func allocEvent(name string, data []byte) *event {

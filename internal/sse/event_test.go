@@ -114,7 +114,8 @@ func FuzzEventFrame(f *testing.F) {
 
 // frame returns the wire form of one published event.
 func frame(id uint64, name string, data []byte) string {
-	e := newEvent(id, singleLine(name), splitDataLines(data))
+	e := allocEvent(singleLine(name), splitDataLines(data))
+	e.setID(id, singleLine(name))
 	return string(e.head) + string(e.data) + string(frameEnd)
 }
 
