@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -191,19 +192,27 @@ func (a *Agent) seal() error {
 	if !a.auto {
 		return nil
 	}
-	if len(a.order) == 0 && !a.regSpec.ScheduledStart {
-		return nil // nothing to add (and, when nothing is declared, no registration)
-	}
-	rs := a.regSpec
-	for _, id := range a.order {
-		if a.surfaces[id] != nil && !a.declared(id, true) {
-			rs.Surfaces = append(rs.Surfaces, SurfaceSpec{ID: id})
+	if len(a.order) > 0 || a.regSpec.ScheduledStart { // else nothing to add (and, when nothing is declared, no registration)
+		rs := a.regSpec
+		for _, id := range a.order {
+			if a.surfaces[id] != nil && !a.declared(id, true) {
+				rs.Surfaces = append(rs.Surfaces, SurfaceSpec{ID: id})
+			}
+			if a.actions[id] != nil && !a.sdkActions[id] && !a.declared(id, false) {
+				rs.Actions = append(rs.Actions, Action(id))
+			}
 		}
-		if a.actions[id] != nil && !a.sdkActions[id] && !a.declared(id, false) {
-			rs.Actions = append(rs.Actions, Action(id))
+		if err := a.buildRegistration(rs); err != nil {
+			return err
 		}
 	}
-	return a.buildRegistration(rs)
+	// Idempotent took any action before sealing: each must now be declared.
+	for _, id := range slices.Sorted(maps.Keys(a.idempotent)) {
+		if !a.declared(id, false) {
+			return fmt.Errorf("supervaizer: agent %q: Idempotent(%q): the action is not declared: no handler was registered for it", a.slug, id)
+		}
+	}
+	return nil
 }
 
 // Slug returns the agent slug derived from its name.

@@ -146,6 +146,19 @@ func TestSealErrors(t *testing.T) {
 	a, ok := srv.Agent("hello-agent")
 	require.True(t, ok)
 	assert.True(t, a.Registration().Capabilities.ScheduledStart)
+
+	// Idempotent before the handlers: the action must end up declared.
+	srv, err = sv.New(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0"}, sv.WithLocalMode(true), sv.WithEnv(emptyEnv))
+	require.NoError(t, err)
+	a, _ = srv.Agent("hello-agent")
+	a.Idempotent("contact.sync")
+	a.Idempotent("contact.synk")
+	srv.HandleAction("job.start", okAction)
+	srv.HandleAction("contact.sync", okAction)
+	err = srv.Start(t.Context())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `Idempotent("contact.synk"): the action is not declared`)
+	assert.NotContains(t, err.Error(), `"contact.sync"`)
 }
 
 // TestNewFailsLikeNewAgentAndNewServer: New reports the errors of both.

@@ -162,7 +162,9 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 
 // Idempotent makes the SDK's idempotency layer apply to the action id, in
 // addition to the agent's job.start action (the setup start_action). It panics
-// when the action is not declared.
+// when the action is not declared. On an agent whose registration lists no
+// action (its handlers declare them), the action must have a handler by the
+// time the server starts: Start reports it otherwise.
 func (a *Agent) Idempotent(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
