@@ -3,6 +3,7 @@ package contracts
 import (
 	"encoding/json"
 	"reflect"
+	"unsafe"
 
 	"github.com/supervaize/supervaizer-go/internal/fold"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -24,15 +25,16 @@ type requestDecoder struct {
 	own []byte // a private copy of the document: raw values are subslices of it
 }
 
-// newRequestDecoder reads t. Raw values (the input, extra keys) are
-// subslices of a private copy of the document, or of t.Src itself when
-// aliasSrc is set (the caller owns t.Src and never changes it).
+// newRequestDecoder reads t. Raw values (the input, extra keys) and strings
+// are views of a private copy of the document, or of t.Src itself when
+// aliasSrc is set (the caller owns t.Src and never changes it: the body the
+// dispatcher read, so that the request is decoded without copying it).
 func newRequestDecoder(t *wire.Tape, aliasSrc bool) *requestDecoder {
 	d := &requestDecoder{t: t, own: t.Src}
 	if !aliasSrc {
 		d.own = append([]byte(nil), t.Src...)
 	}
-	d.s = string(d.own)
+	d.s = unsafe.String(unsafe.SliceData(d.own), len(d.own)) // d.own never changes
 	return d
 }
 
@@ -342,8 +344,8 @@ func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err 
 // DecodeAt is [Validator.Decode] of the value at node of t, a document the
 // SDK's dispatcher parsed once (package internal/wire): the value is
 // validated and decoded from the tape, without parsing its bytes again. The
-// decoded value's raw fields (such as ActionRequest.Input) alias t.Src, which
-// the caller must own and never change.
+// decoded value's strings and raw fields (such as ActionRequest.Input) alias
+// t.Src, which the caller must own and never change.
 func (v *Validator) DecodeAt(m Model, t *wire.Tape, node int32, dst any) error {
 	if err := v.checkDst(m, dst); err != nil {
 		return err
