@@ -97,7 +97,7 @@ func (c *checks) typedPlan(p *SetupPlan, at path) {
 		c.add(at, "encode", "the setup plan cannot be encoded")
 		return
 	}
-	if _, err := c.v.validateSchema(ModelSetupPlan, raw, nil); err != nil {
+	if err := c.v.validateSchema(ModelSetupPlan, raw); err != nil {
 		var ve *ValidationError
 		if !errors.As(err, &ve) {
 			c.add(at, "schema", "the setup plan cannot be validated")

@@ -289,39 +289,24 @@ func (d *requestDecoder) verified(i int32, dst **VerifiedWorkspaceContext) bool 
 }
 
 // fastValid reports whether the compiled validator is sure that raw is a
-// valid document of m. false means "ask the reference validator". When raw
-// is then an object with the top-level key member, at is where its value is
-// in raw; at is {-1, -1} otherwise.
-func (v *Validator) fastValid(m Model, raw, member []byte) (ok bool, at [2]int) {
-	at = [2]int{-1, -1}
-	fs := v.fast[m]
-	if fs == nil {
-		return false, at
+// valid document of m. false means "ask the reference validator".
+func (v *Validator) fastValid(m Model, raw []byte) bool {
+	if v.fast[m] == nil {
+		return false
 	}
 	t := wire.Get()
 	defer wire.Put(t)
-	if !t.Parse(raw) {
-		return false, at
-	}
-	return v.fastValidTape(m, t, member)
+	return t.Parse(raw) && v.fastValidTape(m, t)
 }
 
 // fastValidTape is fastValid on t, the tape of the document.
-func (v *Validator) fastValidTape(m Model, t *wire.Tape, member []byte) (ok bool, at [2]int) {
-	at = [2]int{-1, -1}
+func (v *Validator) fastValidTape(m Model, t *wire.Tape) bool {
 	fs := v.fast[m]
 	if fs == nil || !t.Plain() {
-		return false, at
+		return false
 	}
-	if valid, sure := fs.check(t); !valid || !sure {
-		return false, at
-	}
-	if member != nil {
-		if i, found := t.Member(0, member); found {
-			at = [2]int{int(t.Nodes[i].Start), int(t.Nodes[i].End)}
-		}
-	}
-	return true, at
+	valid, sure := fs.check(t)
+	return valid && sure
 }
 
 // decodeFast validates raw with the compiled validator and decodes it into

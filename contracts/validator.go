@@ -282,8 +282,8 @@ func (v *Validator) AppendResult(dst []byte, res *ActionResult) (out, effects []
 }
 
 // appendValue is AppendValue; at is where the value of the top-level key
-// member is in the appended bytes, when the validation read it, else
-// {-1, -1}.
+// member is in the appended bytes, when the compiled validator judged the
+// tape the encoder built, else {-1, -1}.
 func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (_ []byte, at [2]int, _ error) {
 	at = [2]int{-1, -1}
 	start := len(dst)
@@ -317,13 +317,15 @@ func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (
 		raw = dst[start:]
 	}
 	var err error
-	if built != nil {
-		var fastOK bool
-		if fastOK, at = v.fastValidTape(m, built, member); !fastOK {
-			at, err = [2]int{-1, -1}, v.referenceSchema(m, raw)
+	switch {
+	case built == nil:
+		err = v.validateSchema(m, raw)
+	case !v.fastValidTape(m, built):
+		err = v.referenceSchema(m, raw)
+	case member != nil:
+		if i, found := built.Member(0, member); found {
+			at = [2]int{int(built.Nodes[i].Start), int(built.Nodes[i].End)}
 		}
-	} else {
-		at, err = v.validateSchema(m, raw, member)
 	}
 	if err != nil {
 		return dst[:start], at, err
@@ -397,14 +399,12 @@ func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 }
 
 // validateSchema validates raw against the schema of m: with the compiled
-// validator when it is sure, else with the reference validator. at is where
-// the value of the top-level key member is in raw, when the compiled
-// validator read it; {-1, -1} otherwise.
-func (v *Validator) validateSchema(m Model, raw, member []byte) (at [2]int, err error) {
-	if ok, at := v.fastValid(m, raw, member); ok {
-		return at, nil
+// validator when it is sure, else with the reference validator.
+func (v *Validator) validateSchema(m Model, raw []byte) error {
+	if v.fastValid(m, raw) {
+		return nil
 	}
-	return [2]int{-1, -1}, v.referenceSchema(m, raw)
+	return v.referenceSchema(m, raw)
 }
 
 // referenceSchema validates raw against the schema of m with the reference
