@@ -448,9 +448,11 @@ func (t *callTracker) Wait() {
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
+	var mws chi.Middlewares // the router's middleware; POST /a2a runs the same list (ServeHTTP)
 	if s.cfg.securityHeaders {
-		r.Use(securityHeaders)
+		mws = append(mws, securityHeaders)
 	}
+	r.Use(mws...)
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) { writeDetail(w, http.StatusNotFound, "Not Found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
@@ -460,11 +462,9 @@ func (s *Server) routes() http.Handler {
 	r.Get(a2a.WellKnownCardPath, s.servePrimaryCard)
 	r.Get(a2a.WellKnownCardPathV02, s.servePrimaryCard)
 	r.Get("/.well-known/agents/*", s.serveAgentCard)
-	s.a2aPost = s.requireKey(ScopeWrite)(http.HandlerFunc(s.serveA2A))
-	r.Post("/a2a", s.a2aPost.ServeHTTP)
-	if s.cfg.securityHeaders {
-		s.a2aPost = securityHeaders(s.a2aPost)
-	}
+	a2aPost := s.requireKey(ScopeWrite)(http.HandlerFunc(s.serveA2A))
+	r.Post("/a2a", a2aPost.ServeHTTP)
+	s.a2aPost = mws.Handler(a2aPost)
 	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.serveEvents)
 	r.Get(ReadinessPath, s.serveReadiness)
 	if s.cfg.localMode || s.cfg.studioAttached {
