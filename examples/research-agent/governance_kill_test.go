@@ -3,13 +3,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,35 +28,17 @@ import (
 // names.
 func buildCrashpoint(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the go tool is needed to build the binary")
-	bin := filepath.Join(t.TempDir(), "research-agent-crashpoint")
-	out, err := exec.CommandContext(t.Context(), goTool, "build", "-tags", "crashpoint", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build -tags crashpoint: %s", out)
-	return bin
+	return proctest.Build(t, "research-agent-crashpoint", "-tags", "crashpoint")
 }
 
 // tryInvoke calls an action on the agent at base and reports whether it was
 // answered without error; a dead or dying process is no failure here.
 func tryInvoke(t *testing.T, c *client, base string, req contracts.ActionRequest) bool {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": supervaizer.MethodActionInvoke,
-		"params": map[string]any{"action_request": req}})
-	require.NoError(t, err)
-	r, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/a2a", bytes.NewReader(body))
-	require.NoError(t, err)
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set(supervaizer.HeaderAPIKey, testAPIKey)
-	r.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+c.studio.TokenForAction(req))
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Error *rpcError `json:"error"`
-	}
-	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&out) == nil && out.Error == nil
+	resp, raw, err := postRPC(t.Context(), http.DefaultClient, base, 1, supervaizer.MethodActionInvoke,
+		map[string]any{"action_request": req}, c.studio.TokenForAction(req))
+	var out rpcResponse
+	return err == nil && resp.StatusCode == http.StatusOK && json.Unmarshal(raw, &out) == nil && out.Error == nil
 }
 
 // realKillCell names one write of a mode's delivery: the nth written key of

@@ -142,27 +142,45 @@ type rpcError struct {
 // call posts one JSON-RPC request and returns its raw result or its error.
 func (c *client) call(method string, params any, token string) (json.RawMessage, *rpcError) {
 	c.t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.seq.Add(1), "method": method, "params": params})
+	resp, raw, err := postRPC(c.t.Context(), http.DefaultClient, c.base, c.seq.Add(1), method, params, token)
 	require.NoError(c.t, err)
-	req, err := http.NewRequestWithContext(c.t.Context(), http.MethodPost, c.base+"/a2a", bytes.NewReader(body))
-	require.NoError(c.t, err)
+	require.Equal(c.t, http.StatusOK, resp.StatusCode, "body: %s", raw)
+	var out rpcResponse
+	require.NoError(c.t, json.Unmarshal(raw, &out))
+	return out.Result, out.Error
+}
+
+// rpcResponse is a JSON-RPC response.
+type rpcResponse struct {
+	Result json.RawMessage `json:"result"`
+	Error  *rpcError       `json:"error"`
+}
+
+// postRPC sends one JSON-RPC call to the agent at base with the test API key
+// and, when set, a workspace token. It returns the response and its body, or
+// the error of a call that got no answer (a dead agent, a cancelled
+// context): the caller decides whether that fails its test.
+func postRPC(ctx context.Context, hc *http.Client, base string, id any, method string, params any, token string) (*http.Response, []byte, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/a2a", bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(supervaizer.HeaderAPIKey, testAPIKey)
 	if token != "" {
 		req.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(c.t, err)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	require.NoError(c.t, err)
-	require.Equal(c.t, http.StatusOK, resp.StatusCode, "body: %s", raw)
-	var out struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	}
-	require.NoError(c.t, json.Unmarshal(raw, &out))
-	return out.Result, out.Error
+	return resp, raw, err
 }
 
 // invokeRaw calls an action with a valid token and returns the result as sent.
@@ -227,7 +245,13 @@ func (c *client) waitStatus(ws workspace, id, status string) *contracts.ActionRe
 // it returns true, for at most 10 s.
 func poll(t testing.TB, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitUntil(t, 10*time.Second, cond, format, args...)
+}
+
+// waitUntil fails t with format and args unless cond holds within timeout.
+func waitUntil(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf(format, args...)

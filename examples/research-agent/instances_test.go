@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -87,11 +85,7 @@ func startCluster(t *testing.T, n int, extra map[string]string) *cluster {
 	env := pgEnv(t, studio) // skips without a database
 	c := &cluster{t: t, studio: studio, env: env, dbURL: env[envDatabase], schema: env[envSchema]}
 
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the go tool is needed to build the binary")
-	c.bin = filepath.Join(t.TempDir(), "research-agent")
-	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", c.bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	c.bin = proctest.Build(t, "research-agent")
 
 	c.lb = newRoundRobin()
 	t.Cleanup(c.lb.srv.Close)
@@ -328,27 +322,13 @@ func (c *cluster) invoke(ctx context.Context, base string, req contracts.ActionR
 	c.rpcSeq++
 	id := c.rpcSeq
 	c.mu.Unlock()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": supervaizer.MethodActionInvoke,
-		"params": map[string]any{"action_request": req}})
-	if err != nil {
-		return nil, -1, err
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/a2a", bytes.NewReader(body))
-	if err != nil {
-		return nil, -1, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set(supervaizer.HeaderAPIKey, testAPIKey)
-	hr.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+c.studio.TokenForAction(req))
-	resp, err := c.http.Do(hr)
-	if err != nil {
-		return nil, -1, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	resp, raw, err := postRPC(ctx, c.http, base, id, supervaizer.MethodActionInvoke,
+		map[string]any{"action_request": req}, c.studio.TokenForAction(req))
 	backend := -1
-	if v := resp.Header.Get("X-Test-Backend"); v != "" {
-		backend, _ = strconv.Atoi(v)
+	if resp != nil {
+		if v := resp.Header.Get("X-Test-Backend"); v != "" {
+			backend, _ = strconv.Atoi(v)
+		}
 	}
 	if err != nil {
 		return nil, backend, err
@@ -356,10 +336,7 @@ func (c *cluster) invoke(ctx context.Context, base string, req contracts.ActionR
 	if resp.StatusCode != http.StatusOK {
 		return nil, backend, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, raw)
 	}
-	var out struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	}
+	var out rpcResponse
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, backend, err
 	}
@@ -510,19 +487,6 @@ func requireSameEvents(t *testing.T, want, got []sseEvent) {
 		require.Equal(t, want[i].id, got[i].id, "event %d: id", i)
 		require.Equal(t, want[i].name, got[i].name, "event %d: name", i)
 		require.Equal(t, string(want[i].data), string(got[i].data), "event %d: data", i)
-	}
-}
-
-// waitUntil calls cond in the test's goroutine until it returns true, for at
-// most timeout.
-func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf(format, args...)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

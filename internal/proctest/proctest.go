@@ -88,15 +88,17 @@ func ephemeralLow() int {
 }
 
 // Build builds the main package of the current directory into a temporary
-// directory of t and returns the binary's path.
-func Build(t testing.TB, name string) string {
+// directory of t, with the go build flags given (such as "-tags", "x"), and
+// returns the binary's path.
+func Build(t testing.TB, name string, flags ...string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	require.NoError(t, err, "the go tool is needed to build the binary")
 	bin := filepath.Join(t.TempDir(), name)
 	start := time.Now()
-	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	args := append(append([]string{"build"}, flags...), "-o", bin, ".")
+	out, err := exec.CommandContext(t.Context(), goTool, args...).CombinedOutput()
+	require.NoError(t, err, "go %s: %s", strings.Join(args, " "), out)
 	t.Logf("go build: %s", time.Since(start).Round(time.Millisecond))
 	return bin
 }
