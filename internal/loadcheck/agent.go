@@ -132,20 +132,9 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 	if err := guard(func() error {
 		ra.studio = svtest.NewFakeStudio(ra.tb)
 		api := svtest.NewFakeStudioAPI(ra.tb, ra.studio)
-		vars := map[string]string{
-			"SUPERVAIZER_ADDR":                      "127.0.0.1:0",
-			"SUPERVAIZER_DATA_DIR":                  filepath.Join(ra.dir, "data"),
-			"SUPERVAIZER_API_KEY":                   researchKey,
-			"SUPERVAIZER_SERVER_ID":                 ra.studio.ServerID(),
-			"SUPERVAIZER_PUBLIC_URL":                "http://127.0.0.1:8080",
-			"SUPERVAIZER_PRIVATE_KEY":               svtest.ControllerKeyPEM(ra.tb),
-			"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED":   "true",
-			"SUPERVAIZER_WORKSPACE_AUTH_ISSUER":     ra.studio.Issuer(),
-			"SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY": ra.studio.PublicKeyPEM(),
-		}
-		for k, v := range api.Env() { // SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID
-			vars[k] = v
-		}
+		vars := researchEnv(ra.tb, ra.studio, api)
+		vars["SUPERVAIZER_ADDR"] = "127.0.0.1:0"
+		vars["SUPERVAIZER_DATA_DIR"] = filepath.Join(ra.dir, "data")
 		env = childEnv(vars)
 		return nil
 	}); err != nil {
@@ -158,19 +147,8 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 		return nil, err
 	}
 
-	req := func(action string, input any) contracts.ActionRequest {
-		var raw json.RawMessage
-		if input != nil {
-			raw, _ = json.Marshal(input)
-		}
-		return contracts.ActionRequest{
-			RequestID: "req-loadcheck-" + action, Actor: contracts.Actor{UserID: svtest.DefaultUserID},
-			Workspace: contracts.WorkspaceRef{ID: svtest.DefaultWorkspaceID, Slug: svtest.DefaultWorkspaceSlug},
-			MissionID: svtest.DefaultMissionID, AgentSlug: researchSlug, Surface: action, Action: action,
-			JobID: researchJobID, Input: raw,
-		}
-	}
-	start := req("job.start", map[string]any{"topic_id": "eu-battery-market", "depth": "deep"})
+	start := researchRequest("job.start", researchJobID, "")
+	start.Input = json.RawMessage(`{"depth":"deep","topic_id":"eu-battery-market"}`)
 	tgt := ra.target()
 	var token string
 	if err := guard(func() error { token = ra.studio.TokenForAction(start); return nil }); err != nil {
@@ -179,8 +157,26 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 	if _, err := probe(ctx, tgt, actionBody(start), token); err != nil {
 		return nil, fmt.Errorf("research agent: job.start: %w", err)
 	}
-	ra.sync = req("job.sync", nil)
+	ra.sync = researchRequest("job.sync", researchJobID, "")
 	return ra, nil
+}
+
+// researchEnv is the environment of a research agent attached to studio
+// through api, serving researchKey and requiring workspace tokens.
+func researchEnv(tb testing.TB, studio *svtest.FakeStudio, api *svtest.FakeStudioAPI) map[string]string {
+	env := map[string]string{
+		"SUPERVAIZER_API_KEY":                   researchKey,
+		"SUPERVAIZER_SERVER_ID":                 studio.ServerID(),
+		"SUPERVAIZER_PUBLIC_URL":                "http://127.0.0.1:8080",
+		"SUPERVAIZER_PRIVATE_KEY":               svtest.ControllerKeyPEM(tb),
+		"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED":   "true",
+		"SUPERVAIZER_WORKSPACE_AUTH_ISSUER":     studio.Issuer(),
+		"SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY": studio.PublicKeyPEM(),
+	}
+	for k, v := range api.Env() { // SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID
+		env[k] = v
+	}
+	return env
 }
 
 // childEnv is the environment of the agent process: this process's, without

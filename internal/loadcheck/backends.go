@@ -119,18 +119,7 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 	if err := guard(func() error {
 		studio = svtest.NewFakeStudio(tb)
 		api := svtest.NewFakeStudioAPI(tb, studio)
-		base = map[string]string{
-			"SUPERVAIZER_API_KEY":                   researchKey,
-			"SUPERVAIZER_SERVER_ID":                 studio.ServerID(),
-			"SUPERVAIZER_PUBLIC_URL":                "http://127.0.0.1:8080",
-			"SUPERVAIZER_PRIVATE_KEY":               svtest.ControllerKeyPEM(tb),
-			"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED":   "true",
-			"SUPERVAIZER_WORKSPACE_AUTH_ISSUER":     studio.Issuer(),
-			"SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY": studio.PublicKeyPEM(),
-		}
-		for k, v := range api.Env() {
-			base[k] = v
-		}
+		base = researchEnv(tb, studio, api)
 		return nil
 	}); err != nil {
 		return false, err
@@ -164,8 +153,8 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 	// One job for job.sync, started on each setup's first instance; the
 	// tokens of both calls (the workspace, the agent and the action are
 	// what a token binds: one per call kind serves every call).
-	syncReq := backendRequest("job.sync", "lc-sync", "")
-	startReq := backendRequest("job.start", "{ID}", "{ID}")
+	syncReq := researchRequest("job.sync", "lc-sync", "")
+	startReq := researchRequest("job.start", "{ID}", "{ID}")
 	startReq.Input = json.RawMessage(`{"topic_id":"eu-battery-market","depth":"deep"}`)
 	var syncToken, startToken string
 	if err := guard(func() error {
@@ -174,7 +163,7 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 	}); err != nil {
 		return false, err
 	}
-	first := backendRequest("job.start", "lc-sync", "lc-sync")
+	first := researchRequest("job.start", "lc-sync", "lc-sync")
 	first.Input = startReq.Input
 	for _, s := range setups {
 		if _, err := probe(ctx, target{name: s.label(), url: s.urls[0], apiKey: researchKey}, actionBody(first), startToken); err != nil {
@@ -373,42 +362,13 @@ func (s *backendSetup) round(ctx context.Context, client *http.Client, concurren
 			u := s.urls[int(next.Add(1))%len(s.urls)]
 			t0 := time.Now()
 			var err error
-			buf, err = backendCallOnce(ctx, client, u, call.token, call.body(), buf[:0])
+			buf, err = callOK(ctx, client, target{name: "research agent", url: u, apiKey: researchKey}, call.token, call.body(), buf[:0])
 			if err != nil {
 				return 0, false, fmt.Errorf("%s: %w", call.name, err)
 			}
 			return time.Since(t0), true, nil
 		}
 	})
-}
-
-// okResult is what every successful answer holds.
-var okResult = []byte(`"result":{"status":"ok"`)
-
-// backendCallOnce sends one call; the answer must be a successful result.
-func backendCallOnce(ctx context.Context, client *http.Client, u, token string, body, buf []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return buf, err
-	}
-	req.Header["Content-Type"] = []string{"application/json"}
-	req.Header["X-Api-Key"] = []string{researchKey}
-	req.Header["X-Supervaize-Workspace-Authorization"] = []string{"Bearer " + token}
-	resp, err := client.Do(req)
-	if err != nil {
-		return buf, err
-	}
-	buf, err = readAll(resp.Body, buf)
-	if cerr := resp.Body.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return buf, err
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(buf, okResult) {
-		return buf, fmt.Errorf("HTTP %d: %.300s", resp.StatusCode, buf)
-	}
-	return buf, nil
 }
 
 // backendSummary is one row of the summary, also written as JSON.
@@ -450,8 +410,8 @@ func perReq(cpu time.Duration, known bool, requests int) string {
 	return fmt.Sprintf("%.1f", float64(cpu.Microseconds())/float64(requests))
 }
 
-// backendRequest is an action request of the measured job.
-func backendRequest(action, jobID, key string) contracts.ActionRequest {
+// researchRequest is an action request of the research agent for the job.
+func researchRequest(action, jobID, key string) contracts.ActionRequest {
 	return contracts.ActionRequest{
 		RequestID: "req-loadcheck-" + action, Actor: contracts.Actor{UserID: svtest.DefaultUserID},
 		Workspace: contracts.WorkspaceRef{ID: svtest.DefaultWorkspaceID, Slug: svtest.DefaultWorkspaceSlug},

@@ -18,7 +18,7 @@ import (
 )
 
 func TestStartBodiesHaveANewJobAndKeyEach(t *testing.T) {
-	req := backendRequest("job.start", "{ID}", "{ID}")
+	req := researchRequest("job.start", "{ID}", "{ID}")
 	req.Input = json.RawMessage(`{"topic_id":"t"}`)
 	next, err := newStartBodies(req)
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestStartBodiesHaveANewJobAndKeyEach(t *testing.T) {
 	wg.Wait()
 	assert.Len(t, seen, 200)
 
-	_, err = newStartBodies(backendRequest("job.start", "job-1", "{ID}"))
+	_, err = newStartBodies(researchRequest("job.start", "job-1", "{ID}"))
 	assert.Error(t, err, "one placeholder only")
 }
 

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	supervaizer "github.com/supervaize/supervaizer-go"
 )
 
 // target is one server under load and what a successful answer starts with.
@@ -185,30 +183,56 @@ func drive(ctx context.Context, concurrency int, dur time.Duration, newCall func
 // call sends one request and checks its answer; it returns buf holding the
 // response body.
 func (d *driver) call(ctx context.Context, t target, token string, body *bytes.Reader, buf []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, body)
+	buf, status, err := send(ctx, d.client, t, token, body, len(d.body), buf)
 	if err != nil {
 		return buf, err
 	}
-	req.ContentLength = int64(len(d.body))
+	if status != http.StatusOK {
+		return buf, fmt.Errorf("%s: HTTP %d: %.200s", t.name, status, buf)
+	}
+	if !bytes.HasPrefix(buf, d.wantPrefix) {
+		return buf, fmt.Errorf("%s: not a JSON-RPC result: %.300s", t.name, buf)
+	}
+	return buf, nil
+}
+
+// send posts one call of size bytes to t with the workspace token and returns
+// buf holding the response body, and the response status.
+func send(ctx context.Context, client *http.Client, t target, token string, body io.Reader, size int, buf []byte) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, body)
+	if err != nil {
+		return buf, 0, err
+	}
+	req.ContentLength = int64(size)
 	req.Header["Content-Type"] = []string{"application/json"}
 	req.Header["X-Api-Key"] = []string{t.apiKey}
 	req.Header["X-Supervaize-Workspace-Authorization"] = []string{"Bearer " + token}
-	resp, err := d.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return buf, fmt.Errorf("%s: %w", t.name, err)
+		return buf, 0, fmt.Errorf("%s: %w", t.name, err)
 	}
 	buf, err = readAll(resp.Body, buf)
 	if cerr := resp.Body.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return buf, fmt.Errorf("%s: read the response: %w", t.name, err)
+		return buf, resp.StatusCode, fmt.Errorf("%s: read the response: %w", t.name, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return buf, fmt.Errorf("%s: HTTP %d: %.200s", t.name, resp.StatusCode, buf)
+	return buf, resp.StatusCode, nil
+}
+
+// okResult is what every successful answer holds.
+var okResult = []byte(`"result":{"status":"ok"`)
+
+// callOK sends one call, which must be answered with a successful result; it
+// returns buf holding the response body.
+func callOK(ctx context.Context, client *http.Client, t target, token string, body, buf []byte) ([]byte, error) {
+	buf, status, err := send(ctx, client, t, token, bytes.NewReader(body), len(body), buf)
+	if err != nil {
+		return buf, err
 	}
-	if !bytes.HasPrefix(buf, d.wantPrefix) {
-		return buf, fmt.Errorf("%s: not a JSON-RPC result: %.300s", t.name, buf)
+	if status != http.StatusOK || !bytes.Contains(buf, okResult) {
+		return buf, fmt.Errorf("%s: HTTP %d: %.300s", t.name, status, buf)
 	}
 	return buf, nil
 }
@@ -244,29 +268,10 @@ func (r result) cpuPerRequest() (float64, bool) {
 	return float64(r.cpu.Microseconds()) / float64(r.requests), true
 }
 
-// probe sends one call and returns the response body, which must be a
-// JSON-RPC result.
+// probe sends one call on a connection of its own and returns the response
+// body, which must be a successful result.
 func probe(ctx context.Context, t target, body []byte, token string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(supervaizer.HeaderAPIKey, t.apiKey)
-	req.Header.Set(supervaizer.HeaderWorkspaceAuthorization, "Bearer "+token)
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.name, err)
-	}
-	defer resp.Body.Close()
-	out, err := readAll(resp.Body, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.name, err)
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte(`"result":{"status":"ok"`)) {
-		return nil, fmt.Errorf("%s: HTTP %d: %.300s", t.name, resp.StatusCode, out)
-	}
-	return out, nil
+	return callOK(ctx, client, t, token, body, nil)
 }
