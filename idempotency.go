@@ -148,7 +148,7 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 		cfg.retention = defaultIdempotencyRetention
 	}
 	if cfg.instance == "" {
-		if ex, ok := s.(store.Exclusive); ok && ex.Exclusive() {
+		if store.IsExclusive(s) {
 			// Only one process at a time uses this store: every other boot
 			// that left a record pending on it is gone.
 			cfg.instance = "exclusive-store"

@@ -131,3 +131,10 @@ func ExampleParseKey() {
 	// ["checkpoints" "case/1" "occ-1"] <nil>
 	// store: invalid key: unescaped byte 0x20 at offset 3
 }
+
+// A component that keeps state per process asks whether the store is its
+// process's alone before trusting what it remembers.
+func ExampleIsExclusive() {
+	fmt.Println(store.IsExclusive(store.NewMemory()))
+	// Output: true
+}

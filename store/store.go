@@ -98,6 +98,14 @@ type Exclusive interface {
 	Exclusive() bool
 }
 
+// IsExclusive reports whether s is a store only this process uses: it
+// implements [Exclusive] and says so. A wrapper of a store forwards
+// Exclusive to keep the answer.
+func IsExclusive(s Store) bool {
+	ex, ok := s.(Exclusive)
+	return ok && ex.Exclusive()
+}
+
 // Exclusive reports true: a Memory store belongs to its process.
 func (m *Memory) Exclusive() bool { return true }
 

@@ -181,3 +181,29 @@ func TestNoDatabaseDriverInSDK(t *testing.T) {
 	require.Contains(t, string(gomod), "module github.com/supervaize/supervaizer-go\n")
 	assert.NotContains(t, string(gomod), "github.com/jackc/", "the SDK's go.mod requires the PostgreSQL driver")
 }
+
+// notExclusive hides Exclusive behind the Store interface, as a wrapper that
+// does not forward it does; sharedStore says false.
+type (
+	notExclusive struct{ store.Store }
+	sharedStore  struct{ store.Store }
+)
+
+func (sharedStore) Exclusive() bool { return false }
+
+func TestIsExclusive(t *testing.T) {
+	bolt, err := store.Open(filepath.Join(t.TempDir(), "x.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bolt.Close() })
+	for name, tc := range map[string]struct {
+		s    store.Store
+		want bool
+	}{
+		"memory":         {store.NewMemory(), true},
+		"bbolt":          {bolt, true},
+		"wrapper":        {notExclusive{store.NewMemory()}, false},
+		"says it is not": {sharedStore{store.NewMemory()}, false},
+	} {
+		assert.Equal(t, tc.want, store.IsExclusive(tc.s), name)
+	}
+}

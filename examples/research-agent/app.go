@@ -73,10 +73,9 @@ func newApp(cfg config) (*app, error) {
 		return nil, errors.Join(fmt.Errorf("agent: %q is not the slug of %q", agentSlug, agentName), closeState())
 	}
 	bg, stop := context.WithCancel(context.Background())
-	ex, ok := st.(store.Exclusive) // the process's alone: bbolt or memory, not PostgreSQL
 	a := &app{
 		logger: logger, store: st, closeStore: closeState, agent: agent, srv: srv,
-		jobs: &jobStore{st: st, now: time.Now, exclusive: ok && ex.Exclusive()}, sender: &outboxSender{st: st, now: time.Now},
+		jobs: &jobStore{st: st, now: time.Now, exclusive: store.IsExclusive(st)}, sender: &outboxSender{st: st, now: time.Now},
 		now: time.Now, bg: bg, stopBG: stop,
 	}
 	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}

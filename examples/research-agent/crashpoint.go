@@ -46,10 +46,7 @@ type killAtWrite struct {
 }
 
 // Exclusive forwards to the wrapped store.
-func (s *killAtWrite) Exclusive() bool {
-	ex, ok := s.Store.(store.Exclusive)
-	return ok && ex.Exclusive()
-}
+func (s *killAtWrite) Exclusive() bool { return store.IsExclusive(s.Store) }
 
 // before counts a write and dies at the chosen one.
 func (s *killAtWrite) before(key string) {

@@ -65,10 +65,7 @@ func newDyingStore(st store.Store, dieAt int, tally *crashTally) *dyingStore {
 
 // Exclusive forwards to the wrapped store (bbolt: one process at a time), so
 // the restarted app takes over what the dead one left in progress at once.
-func (s *dyingStore) Exclusive() bool {
-	ex, ok := s.Store.(store.Exclusive)
-	return ok && ex.Exclusive()
-}
+func (s *dyingStore) Exclusive() bool { return store.IsExclusive(s.Store) }
 
 // write runs one write unless the process is dead or dies at it now.
 func (s *dyingStore) write(key string, do func() error) error {

@@ -696,7 +696,7 @@ func (a *Agent) Attach(cfg Runtime) {
 		rt.lease = cfg.ClaimLease
 	}
 	rt.poll = cfg.PollInterval
-	if ex, ok := cfg.Store.(store.Exclusive); rt.poll <= 0 && (!ok || !ex.Exclusive()) {
+	if rt.poll <= 0 && !store.IsExclusive(cfg.Store) {
 		rt.poll = DefaultPollInterval
 	}
 	a.mu.Lock()
