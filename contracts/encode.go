@@ -287,11 +287,7 @@ func newEncFunc(t reflect.Type) encFunc {
 		// has a MarshalJSON method, and otherwise what it points at.
 		elem := &lazyEnc{t: t.Elem()}
 		return func(e *encoder, v reflect.Value) {
-			if v.IsNil() {
-				e.null()
-				return
-			}
-			if !e.enter() {
+			if !e.enterNonNil(v) {
 				return
 			}
 			elem.get()(e, v.Elem())
@@ -315,11 +311,7 @@ func newEncFunc(t reflect.Type) encFunc {
 	if t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 {
 		elem := &lazyEnc{t: t.Elem()}
 		return func(e *encoder, v reflect.Value) {
-			if v.IsNil() {
-				e.null()
-				return
-			}
-			if !e.enter() {
+			if !e.enterNonNil(v) {
 				return
 			}
 			f := elem.get()
@@ -376,11 +368,7 @@ func newLeafEncFunc(t reflect.Type) encFunc {
 		}
 		elem := t.Elem()
 		return func(e *encoder, v reflect.Value) {
-			if v.IsNil() {
-				e.null()
-				return
-			}
-			if !e.enter() {
+			if !e.enterNonNil(v) {
 				return
 			}
 			keys := v.MapKeys()
@@ -679,6 +667,16 @@ func isEmptyValue(v reflect.Value) bool {
 		return v.IsNil()
 	}
 	return false
+}
+
+// enterNonNil writes null for a nil pointer, slice or map v and reports
+// false; otherwise it enters v (see enter).
+func (e *encoder) enterNonNil(v reflect.Value) bool {
+	if v.IsNil() {
+		e.null()
+		return false
+	}
+	return e.enter()
 }
 
 // enter counts one level of nesting; false (and ok false) past maxEncodeDepth.
