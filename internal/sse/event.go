@@ -2,9 +2,9 @@ package sse
 
 import (
 	"bytes"
+	"reflect"
 	"strconv"
 	"strings"
-	"unsafe"
 )
 
 // Event names used on the stream.
@@ -59,8 +59,9 @@ func (e *event) setID(id uint64, name string) {
 }
 
 // eventOverhead approximates the memory of an event besides its payload and head: the
-// struct itself and the allocator's rounding.
-const eventOverhead = int(unsafe.Sizeof(event{})) + 16
+// struct itself and the allocator's rounding. reflect gives the struct's size without
+// importing unsafe; it is computed once.
+var eventOverhead = int(reflect.TypeFor[event]().Size()) + 16
 
 // size is the memory the event holds, as allocated: the payload's capacity (a caller's
 // slack included), the head when it does not fit inline, and the struct.
