@@ -240,7 +240,11 @@ func FuzzTokenHeader(f *testing.F) {
 }
 
 func TestTokenKeyIsSHA256(t *testing.T) {
-	for _, tok := range []string{"", "a.b.c", mintWith(t, nil), string(bytes.Repeat([]byte("x"), MaxTokenBytes))} {
+	toks := []string{"", "a.b.c", mintWith(t, nil), string(bytes.Repeat([]byte("x"), MaxTokenBytes))}
+	for _, n := range []int{511, 512, 513, 1024, 1025} { // around tokenKey's buffer size
+		toks = append(toks, string(bytes.Repeat([]byte{byte(n)}, n)))
+	}
+	for _, tok := range toks {
 		assert.Equal(t, sha256.Sum256([]byte(tok)), tokenKey(tok))
 	}
 }
