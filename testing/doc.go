@@ -99,6 +99,10 @@
 // # Golden files
 //
 // [Golden] compares wire JSON with a file under testdata/ and rewrites it
-// under -update, a test flag that importing svtest registers;
-// [TestServer.InvokeRaw] gives the result exactly as sent.
+// when the environment variable SUPERVAIZER_UPDATE_GOLDEN is true
+// ([UpdateGoldenEnv]); [GoldenUpdate] takes the choice as a parameter, for
+// example from a -update flag of your own. Importing svtest registers no
+// flag. [TestServer.InvokeRaw] gives the result exactly as sent:
+//
+//	SUPERVAIZER_UPDATE_GOLDEN=1 go test ./...
 package testing

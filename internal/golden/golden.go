@@ -1,12 +1,16 @@
-// Package golden is the one golden-file helper of the module's tests, and the
-// one -update flag: it registers -update on the command line of every test
-// binary that links it. The public face is svtest.Golden (package testing,
-// which wraps [JSON]); the packages svtest itself imports (internal/jsonrpc,
-// internal/sse, contracts, …) cannot import svtest from their own tests, so
-// they call this package directly.
+// Package golden is the golden-file helper of the SDK's own tests, and their
+// -update flag: it registers -update on the command line of every test
+// binary that links it. The public test kit (svtest, package testing) never
+// imports it, so that a user's test package may declare its own -update:
+// svtest.Golden has its own implementation and updates under the
+// environment variable SUPERVAIZER_UPDATE_GOLDEN. The packages svtest itself
+// imports (internal/jsonrpc, internal/sse, contracts, …) cannot import svtest
+// from their own tests, so they call this package.
 //
-// Under -update each helper rewrites its file from what the test got instead
-// of comparing; review the diff after each update.
+// Under -update, or with SUPERVAIZER_UPDATE_GOLDEN=1 as svtest.Golden reads
+// it (one command updates every golden file of the module), each helper
+// rewrites its file from what the test got instead of comparing; review the
+// diff after each update.
 package golden
 
 import (
@@ -15,6 +19,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,25 +28,36 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files (and contracts' published schema) from the code; review the diff")
 
-// Update reports whether the test binary runs with -update.
-func Update() bool { return *update }
+// updateEnv is the environment variable svtest.Golden reads.
+const updateEnv = "SUPERVAIZER_UPDATE_GOLDEN"
+
+// Update reports whether the test binary runs with -update or with
+// SUPERVAIZER_UPDATE_GOLDEN set to a true value.
+func Update() bool {
+	if *update {
+		return true
+	}
+	on, err := strconv.ParseBool(os.Getenv(updateEnv))
+	return err == nil && on
+}
 
 // JSON compares got with the JSON file at path (assert.JSONEq: key order and
 // white space do not matter) and reports a difference with t.Errorf. Under
-// -update it writes got instead, indented, creating the directory. It returns
-// whether got matched (or was written).
+// -update ([Update]) it writes got instead, indented, creating the directory.
+// It returns whether got matched (or was written).
 func JSON(t testing.TB, path string, got []byte) bool {
 	t.Helper()
-	return checkJSON(t, path, got, *update)
+	return checkJSON(t, path, got, Update())
 }
 
 // Bytes compares got with the file at path byte for byte (for wire bytes
 // whose key order, spacing or line ends are part of what is tested) and
-// reports the first line that differs with t.Errorf. Under -update it writes
-// got as it is. It returns whether got matched (or was written).
+// reports the first line that differs with t.Errorf. Under -update
+// ([Update]) it writes got as it is. It returns whether got matched (or was
+// written).
 func Bytes(t testing.TB, path string, got []byte) bool {
 	t.Helper()
-	return checkBytes(t, path, got, *update)
+	return checkBytes(t, path, got, Update())
 }
 
 func checkJSON(t testing.TB, path string, got []byte, update bool) bool {

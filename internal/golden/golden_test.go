@@ -93,9 +93,27 @@ func TestUpdateUnwritable(t *testing.T) {
 	}
 }
 
-// TestFlag: this package registers -update, and Update reads it.
-func TestFlag(t *testing.T) {
+// TestUpdate: this package registers -update, and Update reads it or, as
+// svtest.Golden does, SUPERVAIZER_UPDATE_GOLDEN. Not parallel: it sets the
+// environment.
+func TestUpdate(t *testing.T) {
 	f := flag.Lookup("update")
 	require.NotNil(t, f)
-	assert.Equal(t, f.Value.String() == "true", Update())
+	flagOn := f.Value.String() == "true"
+	tests := []struct {
+		env  string
+		want bool
+	}{
+		{"", flagOn},
+		{"0", flagOn},
+		{"not a bool", flagOn},
+		{"1", true},
+		{"true", true},
+	}
+	for _, tt := range tests {
+		t.Run("env="+tt.env, func(t *testing.T) {
+			t.Setenv(updateEnv, tt.env)
+			assert.Equal(t, tt.want, Update())
+		})
+	}
 }
