@@ -111,16 +111,17 @@ func parseToken(tok string) (parsedToken, *Error) {
 		return parsedToken{}, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
 	}
 	pt := parsedToken{signingInput: tok[:len(h)+1+len(p)], payload: payload, sig: sig}
-	if alg, ok := tapeString(header, "alg"); !ok || alg != "EdDSA" {
-		pt.release()
-		return parsedToken{}, fail(CodeUnsupportedAlg)
-	}
 	// crit lists header extensions the recipient must understand (RFC 7515
-	// the protocol); this verifier implements none, so any crit, even an empty or
-	// ill-typed one, is refused rather than ignored.
+	// §4.1.11); this verifier implements none, so any crit, even an empty or
+	// ill-typed one, is refused rather than ignored. It makes the token
+	// malformed, a format failure, so it is reported before the alg check.
 	if _, ok := header.Member(0, []byte("crit")); ok {
 		pt.release()
 		return parsedToken{}, failf(CodeMalformed, "critical header extensions are not supported")
+	}
+	if alg, ok := tapeString(header, "alg"); !ok || alg != "EdDSA" {
+		pt.release()
+		return parsedToken{}, fail(CodeUnsupportedAlg)
 	}
 	if kid, ok := tapeString(header, "kid"); ok && kid != "" {
 		pt.kid, pt.hasKID = kid, true

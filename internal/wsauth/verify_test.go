@@ -204,9 +204,18 @@ func TestVerifyAttackMatrix(t *testing.T) {
 		{name: "crit beats a missing kid", jwks: true, token: func(t testing.TB) string {
 			return mintWith(t, func(h, _ map[string]any) { h["crit"] = []any{"exp-ext"}; delete(h, "kid") })
 		}, want: CodeMalformed},
-		{name: "alg none beats crit", token: func(t testing.TB) string {
+		// crit makes the token malformed (a format failure), which comes
+		// before the alg check whatever the alg: these three cases failed
+		// with unsupported_alg before issue 27 row 9 was fixed.
+		{name: "crit beats alg none", token: func(t testing.TB) string {
 			return mintWith(t, func(h, _ map[string]any) { h["alg"] = "none"; h["crit"] = []any{"exp-ext"} })
-		}, want: CodeUnsupportedAlg},
+		}, want: CodeMalformed},
+		{name: "crit beats alg HS256", token: func(t testing.TB) string {
+			return signWithLib(t, jwt.SigningMethodHS256, []byte(pemText), setHeader("crit", []any{"exp-ext"}))
+		}, want: CodeMalformed},
+		{name: "crit beats a missing alg", token: func(t testing.TB) string {
+			return mintWith(t, func(h, _ map[string]any) { delete(h, "alg"); h["crit"] = []any{} })
+		}, want: CodeMalformed},
 
 		// Key (step 7).
 		{name: "JWKS and no kid", jwks: true, token: func(t testing.TB) string {
