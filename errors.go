@@ -1,9 +1,10 @@
 package supervaizer
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
-
-	"github.com/supervaize/supervaizer-go/internal/sdkhook"
+	"fmt"
 )
 
 // Code is a JSON-RPC error code. The Supervaizer codes match the Python
@@ -22,9 +23,10 @@ const (
 )
 
 // Error is a JSON-RPC error object: one the server sends for its own protocol
-// checks (the codes above), or one a client receives (svtest returns the
-// errors it reads as *Error). Only the SDK builds one, so the code it carries
-// is always the code on the wire. A handler does not choose a code: any error
+// checks (the codes above), or one a client receives, decoded from the wire
+// with encoding/json ([Error.UnmarshalJSON]; svtest returns the errors it
+// reads as *Error). Only the SDK builds one and a client only reads one, so
+// the code it carries is always the code on the wire. A handler does not choose a code: any error
 // it returns, whatever its type, is sent as [CodeInternalError] with the
 // message "Action handler failed" (or "Surface handler failed") and logged;
 // report a business failure as a result with status "error" ([Fail]).
@@ -40,10 +42,34 @@ func newError(code Code, message string, data any) *Error {
 	return &Error{code: code, message: message, data: data}
 }
 
-func init() {
-	sdkhook.NewError = func(code int, message string, data any) error {
-		return newError(Code(code), message, data)
+// UnmarshalJSON reads the JSON-RPC error object a client receives,
+// {"code": …, "message": …, "data": …}: code is required and must be an
+// integer, message a string (absent: empty), and data any JSON value, decoded
+// as encoding/json decodes into an any (absent or null: no data). Other
+// members are ignored; null leaves e unchanged. The logged cause never
+// travels, so a decoded error unwraps to nil.
+//
+//	var resp struct {
+//		Error *supervaizer.Error `json:"error"`
+//	}
+//	err := json.Unmarshal(body, &resp) // then supervaizer.CodeOf(resp.Error)
+func (e *Error) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil
 	}
+	var w struct {
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("supervaizer: decode a JSON-RPC error object: %w", err)
+	}
+	if w.Code == nil {
+		return errors.New("supervaizer: JSON-RPC error object without a code")
+	}
+	*e = Error{code: Code(*w.Code), message: w.Message, data: w.Data}
+	return nil
 }
 
 // Error returns the message sent on the wire.

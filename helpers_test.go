@@ -22,7 +22,6 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 	"github.com/supervaize/supervaizer-go/internal/ssetest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -69,23 +68,37 @@ var testActionIDs = []string{
 // handlerErrorKinds are the errors fail.error returns, by input.kind (the
 // golden pairs handler_failed_error_<kind>): whatever its type or code, each
 // goes on the wire as -32603 "Action handler failed" (open question 61). An
-// *Error carrying a protocol code (one a handler received as a client, made
-// here with sdkhook.NewError as svtest does) is no exception.
+// *Error carrying a protocol code (one a handler received as a client,
+// decoded here from the wire as svtest does: wireError) is no exception.
 var handlerErrorKinds = map[string]error{
-	"invalid_params":         fmt.Errorf("lookup: %w", sdkhook.NewError(int(supervaizer.CodeInvalidParams), "invalid params", nil)),
-	"coded":                  sdkhook.NewError(int(supervaizer.CodeUnauthorized), "secret-coded-message", nil),
-	"parse_error":            sdkhook.NewError(int(contracts.CodeParseError), "secret-parse", nil),
-	"invalid_request":        sdkhook.NewError(int(contracts.CodeInvalidRequest), "secret-request", nil),
-	"method_not_found":       sdkhook.NewError(int(contracts.CodeMethodNotFound), "secret-method", nil),
-	"internal_error":         sdkhook.NewError(int(supervaizer.CodeInternalError), "secret-internal", map[string]any{"secret": "x"}),
-	"action_not_registered":  sdkhook.NewError(int(supervaizer.CodeActionNotRegistered), "secret-action", nil),
-	"surface_not_registered": sdkhook.NewError(int(supervaizer.CodeSurfaceNotRegistered), "secret-surface", nil),
+	"invalid_params":         fmt.Errorf("lookup: %w", wireError(supervaizer.CodeInvalidParams, "invalid params", nil)),
+	"coded":                  wireError(supervaizer.CodeUnauthorized, "secret-coded-message", nil),
+	"parse_error":            wireError(contracts.CodeParseError, "secret-parse", nil),
+	"invalid_request":        wireError(contracts.CodeInvalidRequest, "secret-request", nil),
+	"method_not_found":       wireError(contracts.CodeMethodNotFound, "secret-method", nil),
+	"internal_error":         wireError(supervaizer.CodeInternalError, "secret-internal", map[string]any{"secret": "x"}),
+	"action_not_registered":  wireError(supervaizer.CodeActionNotRegistered, "secret-action", nil),
+	"surface_not_registered": wireError(supervaizer.CodeSurfaceNotRegistered, "secret-surface", nil),
 	"blocked":                &supervaizer.BlockedError{OccurrenceID: "secret-occ", Phase: "before", Status: supervaizer.CheckpointStop},
 	"recovery_required":      &supervaizer.RecoveryRequiredError{OccurrenceID: "secret-occ", Reason: supervaizer.RecoveryOccurrenceActive},
 	"checkpoint_request":     &supervaizer.CheckpointRequestError{StatusCode: 502, Body: "secret-body"},
 	"resource_error":         &supervaizer.ResourceError{Code: "duplicate_email", Message: "secret-resource"},
 	"not_found":              fmt.Errorf("contact: %w", supervaizer.ErrNotFound),
 	"context_canceled":       context.Canceled,
+}
+
+// wireError is the *Error a client reads for the JSON-RPC error object
+// {"code", "message", "data"}: decoded from the wire, as svtest does.
+func wireError(code supervaizer.Code, message string, data any) *supervaizer.Error {
+	raw, err := json.Marshal(map[string]any{"code": code, "message": message, "data": data})
+	if err != nil {
+		panic(err)
+	}
+	var e supervaizer.Error
+	if err := json.Unmarshal(raw, &e); err != nil {
+		panic(err)
+	}
+	return &e
 }
 
 // testSurfaceIDs are the surfaces the test agent declares (besides the derived

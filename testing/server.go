@@ -16,7 +16,6 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -334,14 +333,11 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("svtest: HTTP %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), e.Body)
 }
 
-// rpcResponse is a JSON-RPC response envelope.
+// rpcResponse is a JSON-RPC response envelope. Its error object decodes
+// into the SDK's own error type ([supervaizer.Error.UnmarshalJSON]).
 type rpcResponse struct {
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    *int            `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
+	Result json.RawMessage    `json:"result"`
+	Error  *supervaizer.Error `json:"error"`
 }
 
 var errNoOutcome = errors.New("svtest: JSON-RPC response has neither a result nor an error")
@@ -353,17 +349,8 @@ func decodeResponse(body []byte) (json.RawMessage, error) {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, fmt.Errorf("svtest: decode the JSON-RPC response: %w", err)
 	}
-	if e := resp.Error; e != nil {
-		if e.Code == nil {
-			return nil, errors.New("svtest: JSON-RPC error without a code")
-		}
-		var data any
-		if len(e.Data) > 0 {
-			if err := json.Unmarshal(e.Data, &data); err != nil {
-				return nil, fmt.Errorf("svtest: decode the JSON-RPC error data: %w", err)
-			}
-		}
-		return nil, sdkhook.NewError(*e.Code, e.Message, data)
+	if resp.Error != nil {
+		return nil, resp.Error
 	}
 	if len(resp.Result) == 0 || bytes.Equal(resp.Result, []byte("null")) {
 		return nil, errNoOutcome

@@ -16,7 +16,6 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -191,7 +190,7 @@ func TestTestServerMultiAgent(t *testing.T) {
 	t.Parallel()
 	first := newServedAgent(t, startIdempotent)
 	second := newAgent(t, "Writer Agent")
-	require.NoError(t, sdkhook.LinkStudioAgent(second, "studio-writer"))
+	svtest.NewFakeStudio(t).Link(second, "studio-writer") // linked by another Studio handshake before
 	second.HandleAction(echoAction, echo)
 	ts := svtest.NewTestServer(t, []*supervaizer.Agent{first, second})
 
@@ -335,11 +334,11 @@ func TestAuthCode(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 		{"plain error", errors.New("x"), ""},
-		{"other code", sdkhook.NewError(int(supervaizer.CodeInvalidParams), "m", map[string]any{"code": "x"}), ""},
-		{"no data", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", nil), ""},
-		{"code not a string", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", map[string]any{"code": 1}), ""},
-		{"unauthorized", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", map[string]any{"code": "workspace_authorization_expired"}), "workspace_authorization_expired"},
-		{"wrapped", fmt.Errorf("w: %w", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "m", map[string]any{"code": "c"})), "c"},
+		{"other code", wireError(t, supervaizer.CodeInvalidParams, "m", map[string]any{"code": "x"}), ""},
+		{"no data", wireError(t, supervaizer.CodeUnauthorized, "m", nil), ""},
+		{"code not a string", wireError(t, supervaizer.CodeUnauthorized, "m", map[string]any{"code": 1}), ""},
+		{"unauthorized", wireError(t, supervaizer.CodeUnauthorized, "m", map[string]any{"code": "workspace_authorization_expired"}), "workspace_authorization_expired"},
+		{"wrapped", fmt.Errorf("w: %w", wireError(t, supervaizer.CodeUnauthorized, "m", map[string]any{"code": "c"})), "c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,9 +357,9 @@ func TestCodeOfReportsTheCodeSent(t *testing.T) {
 		err  error
 	}{
 		{"plain error", errors.New("database down")},
-		{"*Error invalid params", sdkhook.NewError(int(supervaizer.CodeInvalidParams), "invalid", nil)},
-		{"*Error unauthorized, wrapped", fmt.Errorf("w: %w", sdkhook.NewError(int(supervaizer.CodeUnauthorized), "no", nil))},
-		{"*Error action not registered", sdkhook.NewError(int(supervaizer.CodeActionNotRegistered), "nope", nil)},
+		{"*Error invalid params", wireError(t, supervaizer.CodeInvalidParams, "invalid", nil)},
+		{"*Error unauthorized, wrapped", fmt.Errorf("w: %w", wireError(t, supervaizer.CodeUnauthorized, "no", nil))},
+		{"*Error action not registered", wireError(t, supervaizer.CodeActionNotRegistered, "nope", nil)},
 		{"blocked", &supervaizer.BlockedError{OccurrenceID: "o", Phase: "before", Status: supervaizer.CheckpointStop}},
 		{"resource error", &supervaizer.ResourceError{Code: "duplicate_email", Message: "taken"}},
 		{"not found", supervaizer.ErrNotFound},
@@ -391,4 +390,15 @@ func rpcErrorMember(t *testing.T, raw []byte) json.RawMessage {
 	}
 	require.NoError(t, json.Unmarshal(raw, &resp))
 	return resp.Error
+}
+
+// wireError is the *supervaizer.Error a client reads for the JSON-RPC error
+// object {"code", "message", "data"}: decoded from the wire, as the kit does.
+func wireError(t testing.TB, code supervaizer.Code, message string, data any) *supervaizer.Error {
+	t.Helper()
+	raw, err := json.Marshal(map[string]any{"code": code, "message": message, "data": data})
+	require.NoError(t, err)
+	var e supervaizer.Error
+	require.NoError(t, json.Unmarshal(raw, &e))
+	return &e
 }
