@@ -257,7 +257,7 @@ func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequ
 	if dst == nil {
 		dst = make([]byte, 0, 1024)
 	}
-	dst, effects, verr := s.validator.AppendResult(dst, res)
+	dst, effects, verr := s.appendResult(dst, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
 		return dst, nil, actionFailed(req)
@@ -337,7 +337,7 @@ func (s *Server) loadSurface(r *http.Request, t *wire.Tape, params int32, dst []
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
 		return dst, surfaceFailed(&req)
 	}
-	dst, verr := s.validator.AppendValue(dst, contracts.ModelSurfaceResult, res)
+	dst, verr := s.appendSurfaceResult(dst, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, fmt.Errorf("invalid result: %w", verr))
 		return dst, surfaceFailed(&req)
@@ -366,6 +366,31 @@ type panicError struct {
 }
 
 func (p *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", p.value, p.stack) }
+
+// appendResult encodes and validates an action result. A panic while it is
+// encoded (a value whose MarshalJSON panics) is recovered like a handler's:
+// the call fails with -32603 and the cause is logged, so the idempotency
+// record is released as for an invalid result (spec item 69).
+func (s *Server) appendResult(dst []byte, res *ActionResult) (out, effects []byte, err error) {
+	n := len(dst)
+	defer func() {
+		if v := recover(); v != nil {
+			out, effects, err = dst[:n], nil, &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return s.validator.AppendResult(dst, res)
+}
+
+// appendSurfaceResult is appendResult for a surface result.
+func (s *Server) appendSurfaceResult(dst []byte, res *SurfaceResult) (out []byte, err error) {
+	n := len(dst)
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = dst[:n], &panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return s.validator.AppendValue(dst, contracts.ModelSurfaceResult, res)
+}
 
 func callAction(ctx context.Context, h ActionHandler, req *ActionRequest) (res *ActionResult, err error) {
 	defer func() {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -119,8 +120,29 @@ type idempotency struct {
 	lastSweep time.Time
 	sweeping  bool
 
+	// holder claims the instance id in a shared store (nil when the store is
+	// exclusive or no instance id was given): records are taken over as an
+	// earlier boot's only while it holds the claim.
+	holder *instanceHolder
+
 	mu      sync.Mutex
 	flights map[string]*flight // in-process attempts, by record key
+	// unrecorded holds the results whose record could not be written (the
+	// store failed after the handler ran), by record key, while their write
+	// is retried.
+	unrecorded map[string]*unrecordedResult
+	// life ends the retries of unrecorded results (the server's shutdown).
+	life context.Context
+}
+
+// unrecordedResult is a result the handler produced whose done record is not
+// in the store yet.
+type unrecordedResult struct {
+	pending, done []byte // the record in the store, and what replaces it
+	missionID     string
+	jobID         string
+	inputHash     string
+	until         time.Time // the record's lease: the retries stop there
 }
 
 // flight is one in-process attempt; duplicates with the same record key and
@@ -154,10 +176,15 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 			cfg.instance = "exclusive-store"
 		}
 	}
-	return &idempotency{
+	l := &idempotency{
 		store: s, lease: cfg.lease, retention: cfg.retention, awaitOther: cfg.awaitOther, now: time.Now, logger: logger,
 		instance: cfg.instance, boot: checkpoint.NewBootID(), flights: map[string]*flight{},
+		unrecorded: map[string]*unrecordedResult{}, life: context.Background(),
 	}
+	if l.instance != "" && !store.IsExclusive(s) {
+		l.holder = newInstanceHolder(s, l.instance, l.boot, logger)
+	}
+	return l
 }
 
 // Idempotent makes the SDK's idempotency layer apply to the action id, in
@@ -274,6 +301,9 @@ const (
 // attemptWaiting is attempt; a record that another process holds is waited
 // for until waitUntil (wall-clock time, whatever l.now says).
 func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, key, hash string, exec func(context.Context) ([]byte, *Error), waitUntil time.Time) ([]byte, *Error) {
+	if res, busy := l.unrecordedFor(req, key, hash); busy {
+		return res, nil
+	}
 	now := l.now()
 	pending := idemRecord{
 		State: recordPending, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash,
@@ -332,7 +362,7 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 			slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action), slog.String("reason", reason))
 	}
 
-	raw, rpcErr := exec(ctx)
+	raw, rpcErr := l.exec(ctx, req, exec)
 	if rpcErr != nil {
 		// Nothing is stored for a failed attempt: a retry runs the handler again.
 		if err := l.store.Delete(context.WithoutCancel(ctx), key); err != nil {
@@ -347,15 +377,125 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 		var swapped bool
 		swapped, err = l.store.CompareAndSwap(context.WithoutCancel(ctx), key, pendingRaw, doneRaw)
 		if err == nil && !swapped {
-			err = errors.New("the record changed while the handler ran")
+			err = errRecordChanged
 		}
 	}
 	if err != nil {
-		// The handler ran but its result could not be recorded: a retry could run
-		// it twice. Fail loudly rather than answer as if all were well.
-		return nil, l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
+		if doneRaw == nil || errors.Is(err, errRecordChanged) {
+			// Another process took the record over while the handler ran (its
+			// lease ended): that process's outcome is the record's.
+			return nil, l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
+		}
+		// The handler ran but the store failed: keep the result and retry the
+		// write until the lease ends; meanwhile a retry of the call is told
+		// the attempt is in progress, then gets the recorded result.
+		l.keepUnrecorded(ctx, req, key, &unrecordedResult{
+			pending: pendingRaw, done: doneRaw, missionID: req.MissionID, jobID: req.JobID, inputHash: hash, until: pending.LeaseUntil,
+		}, err)
 	}
 	return raw, nil
+}
+
+// errRecordChanged reports a pending record replaced while its handler ran.
+var errRecordChanged = errors.New("the record changed while the handler ran")
+
+// exec runs the attempt. A panic anywhere after the handler (the handler's
+// own is recovered by callAction) fails the call with -32603, like an
+// invalid result, and is logged with its cause.
+func (l *idempotency) exec(ctx context.Context, req *ActionRequest, exec func(context.Context) ([]byte, *Error)) (raw []byte, rpcErr *Error) {
+	defer func() {
+		if v := recover(); v != nil {
+			cause := &panicError{value: v, stack: debug.Stack()}
+			l.logger.LogAttrs(ctx, slog.LevelError, "action failed after its handler", slog.String("agent_slug", req.AgentSlug),
+				slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.String("error", cause.Error()))
+			raw, rpcErr = nil, failedWith(req, cause)
+		}
+	}()
+	return exec(ctx)
+}
+
+// unrecordedFor answers a request whose record's result is held in memory
+// while its write is retried: in progress for the same identities and input,
+// a conflict otherwise.
+func (l *idempotency) unrecordedFor(req *ActionRequest, key, hash string) ([]byte, bool) {
+	l.mu.Lock()
+	u := l.unrecorded[key]
+	l.mu.Unlock()
+	if u == nil {
+		return nil, false
+	}
+	var raw []byte
+	var e *Error
+	if u.missionID != req.MissionID || u.jobID != req.JobID || u.inputHash != hash {
+		raw, e = conflictResult(req)
+	} else {
+		raw, e = inProgressResult(req)
+	}
+	if e != nil {
+		return nil, false
+	}
+	return raw, true
+}
+
+// Retries of a result write that failed.
+var (
+	unrecordedRetryFirst = 50 * time.Millisecond
+	unrecordedRetryMax   = 2 * time.Second
+)
+
+// keepUnrecorded keeps u under key and retries its write in the background
+// until it succeeds, the record is found changed, the lease ends or the
+// server shuts down (one last try then).
+func (l *idempotency) keepUnrecorded(ctx context.Context, req *ActionRequest, key string, u *unrecordedResult, cause error) {
+	l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: the result could not be recorded; keeping it and retrying until the lease ends",
+		slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action), slog.Time("until", u.until), slog.Any("error", cause))
+	l.mu.Lock()
+	l.unrecorded[key] = u
+	l.mu.Unlock()
+	if l.track != nil {
+		l.track(1)
+	}
+	attrs := []slog.Attr{slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action)}
+	go func() {
+		defer func() {
+			l.mu.Lock()
+			delete(l.unrecorded, key)
+			l.mu.Unlock()
+			if l.track != nil {
+				l.track(-1)
+			}
+		}()
+		delay := unrecordedRetryFirst
+		for {
+			last := false
+			select {
+			case <-l.life.Done():
+				last = true
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, unrecordedRetryMax)
+			wctx, cancel := context.WithTimeout(context.Background(), unrecordedRetryMax)
+			swapped, err := l.store.CompareAndSwap(wctx, key, u.pending, u.done)
+			cancel()
+			switch {
+			case err == nil && swapped:
+				l.logger.LogAttrs(context.Background(), slog.LevelInfo, "idempotency: the kept result is recorded", attrs...)
+				return
+			case err == nil:
+				// An earlier write that reported a failure may have gone through.
+				if cur, found, gerr := l.store.Get(context.Background(), key); gerr == nil && found && bytes.Equal(cur, u.done) {
+					l.logger.LogAttrs(context.Background(), slog.LevelInfo, "idempotency: the kept result is recorded", attrs...)
+					return
+				}
+				l.logger.LogAttrs(context.Background(), slog.LevelError, "idempotency: the kept result was not recorded: the record was taken over", attrs...)
+				return
+			case last || !l.now().Before(u.until):
+				l.logger.LogAttrs(context.Background(), slog.LevelError, "idempotency: the kept result was not recorded before the lease ended",
+					append(attrs, slog.Any("error", err))...)
+				return
+			}
+		}
+	}()
 }
 
 // awaitChange polls the record under key until it differs from seen (or is
@@ -385,7 +525,8 @@ func (l *idempotency) awaitChange(ctx context.Context, key string, seen []byte, 
 // abandoned reports whether a pending record was left by an earlier boot of
 // this very instance, whose attempt therefore died with it.
 func (l *idempotency) abandoned(rec *idemRecord) bool {
-	return rec.State == recordPending && l.instance != "" && rec.Instance == l.instance && rec.Boot != l.boot
+	return rec.State == recordPending && l.instance != "" && rec.Instance == l.instance && rec.Boot != l.boot &&
+		(l.holder == nil || l.holder.held.Load())
 }
 
 // maybeSweep starts the retention sweep in the background when the last one

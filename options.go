@@ -163,13 +163,24 @@ func WithCheckpointSharing(poll, lease time.Duration) Option {
 	}
 }
 
+// envInstanceID is the variable that names this instance when
+// [WithInstanceID] is not given.
+const envInstanceID = "SUPERVAIZER_INSTANCE_ID"
+
 // WithInstanceID names this instance of the controller, stable across its
 // restarts and distinct from every other instance sharing the store. A record
 // left in progress by a crash is then taken over at once by the restarted
-// instance instead of waiting for the lease. Default: automatic for a store
-// only one process can use ([store.Open], the in-memory store: any earlier
-// process on it is gone); none for a shared store (records of a crashed
-// instance wait for the lease).
+// instance instead of waiting for the lease. Default: SUPERVAIZER_INSTANCE_ID;
+// without either, automatic for a store only one process can use
+// ([store.Open], the in-memory store: any earlier process on it is gone) and
+// none for a shared store (records of a crashed instance wait for the lease).
+//
+// On a shared store, [Server.Start] claims the id in the store and renews the
+// claim every 2 s while the server runs: a second live process given the same
+// id refuses to start with [ErrInstanceInUse], naming the variable. A process
+// restarted after a crash finds its earlier boot's claim unchanged and takes it
+// over after at most 2.5 s. Records are taken over at once only while the
+// claim is held.
 func WithInstanceID(id string) Option {
 	return func(c *config) { c.instanceID = strings.TrimSpace(id) }
 }
@@ -319,6 +330,9 @@ func (c *config) resolve() error {
 	}
 	if c.publicURL == "" {
 		c.publicURL = strings.TrimSpace(c.getenv("SUPERVAIZER_PUBLIC_URL"))
+	}
+	if c.instanceID == "" {
+		c.instanceID = strings.TrimSpace(c.getenv(envInstanceID))
 	}
 	if c.idemRetention == 0 {
 		if v := strings.TrimSpace(c.getenv(envIdempotencyRetention)); v != "" {

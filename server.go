@@ -189,6 +189,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	st := s.attachBackend() // the store and the event stream (backend.go)
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})
 	s.idem.track = s.inflight.Add
+	s.idem.life = lifetime
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	p, err := s.newPreview()    // the local preview (preview.go)
 	if err != nil {
@@ -329,6 +330,11 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.checkCanAuthorize(); err != nil { // startup.go
 		return err
 	}
+	if h := s.idem.holder; h != nil { // instance.go
+		if err := h.claim(ctx); err != nil {
+			return err
+		}
+	}
 	// Studio registration, handshake and agent lookup (studio_register.go).
 	if err := s.startStudio(ctx); err != nil {
 		return err
@@ -392,6 +398,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.stop()
 	refreshed := s.stopStudio() // studio_register.go
+	if h := s.idem.holder; h != nil {
+		h.release(ctx)
+	}
 	err := s.broker.Shutdown(ctx)
 	done := make(chan struct{})
 	go func() {

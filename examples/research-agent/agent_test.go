@@ -158,13 +158,19 @@ func TestStartNeedsJobID(t *testing.T) {
 }
 
 // TestStartWithoutKeyConverges: without idempotency_key the SDK does not
-// deduplicate; the handler converges on the existing job itself.
+// deduplicate; the handler converges on the existing job itself, creating
+// nothing and answering as the first start did, job.started included (spec
+// item 69: a start taken over after its process died once the job existed is
+// such a run, and its job.started must still reach Studio and the event
+// stream; before the fix it answered ok with no effect).
 func TestStartWithoutKeyConverges(t *testing.T) {
 	_, ts := newTestServer(t)
 	first := start(t, ts, "job-1", map[string]any{"topic_id": "t-1"})
 	again := start(t, ts, "job-1", map[string]any{"topic_id": "t-1"})
-	assert.Empty(t, again.Effects, "nothing new was created")
-	assert.Equal(t, first.JobState, again.JobState)
+	require.NotEmpty(t, again.Effects)
+	assert.Equal(t, "job.started", again.Effects[0].Type)
+	assert.Equal(t, first.Effects, again.Effects, "the same answer as the first start")
+	assert.Equal(t, first.JobState, again.JobState, "nothing new was created")
 	other := invoke(t, ts, onJob(ts, actionStart, "job-1", map[string]any{"topic_id": "t-2"}))
 	assert.Equal(t, codeJobExists, errorCode(other))
 }

@@ -110,14 +110,24 @@ func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in s
 		if stored.MissionID != rec.MissionID || stored.TopicID != rec.TopicID || stored.Goal != rec.Goal || stored.Depth != rec.Depth {
 			return supervaizer.Fail(codeJobExists, "job %s was already started with another input", req.JobID), nil
 		}
-		return withState(supervaizer.OK(), stored), nil
+		// Answer as the first start did, job.started included: this run may
+		// be the takeover of a start whose first answer was lost (its process
+		// died after creating the job), and Studio learns of the job from
+		// that effect (spec item 69).
+		return a.started(stored), nil
 	}
 	a.logger.LogAttrs(ctx, slog.LevelInfo, "job created", slog.String("job_id", stored.ID), slog.String("topic_id", topic))
-	st := stored.state()
+	return a.started(stored), nil
+}
+
+// started is the answer to the start of rec: its job.started and
+// case.created effects and its state.
+func (a *app) started(rec *jobRecord) *supervaizer.ActionResult {
+	st := rec.state()
 	return withState(supervaizer.OK(
-		supervaizer.JobStarted(stored.ID, map[string]any{"topic_id": topic, "status": stored.Status}),
-		supervaizer.CaseCreated(stored.ID, st.Cases[0]),
-	), stored), nil
+		supervaizer.JobStarted(rec.ID, map[string]any{"topic_id": rec.TopicID, "status": rec.Status}),
+		supervaizer.CaseCreated(rec.ID, st.Cases[0]),
+	), rec)
 }
 
 // governed reports whether Studio attached a rule snapshot to the job start.
