@@ -148,10 +148,12 @@ func TestIdempotencyTakeover(t *testing.T) {
 		shared      bool
 		before, now string // instance ids of the crashed and the running process
 		lease       time.Duration
+		claim       bool // the running process holds its instance id's claim
 		wantWait    bool
 	}{
 		{name: "exclusive store, next boot", wantWait: false},
-		{name: "shared store, same instance id", shared: true, before: "pod-0", now: "pod-0", wantWait: false},
+		{name: "shared store, same instance id", shared: true, before: "pod-0", now: "pod-0", claim: true, wantWait: false},
+		{name: "shared store, same instance id, claim not held", shared: true, before: "pod-0", now: "pod-0", wantWait: true},
 		{name: "shared store, another instance", shared: true, before: "pod-0", now: "pod-1", wantWait: true},
 		{name: "shared store, no instance id", shared: true, wantWait: true},
 		{name: "shared store, short lease", shared: true, lease: time.Minute, wantWait: true},
@@ -170,6 +172,10 @@ func TestIdempotencyTakeover(t *testing.T) {
 
 			restarted := newIdempotency(st, logger, idemConfig{instance: tt.now, lease: tt.lease})
 			restarted.now = clock.now
+			if tt.claim {
+				require.NoError(t, restarted.holder.claim(t.Context()))
+				t.Cleanup(func() { restarted.holder.release(context.Background()) })
+			}
 			var runs atomic.Int64
 			raw, rpcErr := restarted.run(t.Context(), req, okExec(&runs))
 			require.Nil(t, rpcErr)
@@ -298,4 +304,69 @@ func FuzzIdempotencyRecordKey(f *testing.F) {
 		same := ws1 == ws2 && key1 == key2
 		assert.Equal(t, same, k1 == k2, "(%q, %q) and (%q, %q)", ws1, key1, ws2, key2)
 	})
+}
+
+// TestInstanceClaimOfADeadBoot: a claim left by a crashed boot (never renewed
+// again) is taken over once it has stayed unchanged for instanceDeadAfter, or
+// at once when its last beat is older than instanceStaleAfter; a claim that is
+// renewed meanwhile is a live process's, and refused.
+func TestInstanceClaimOfADeadBoot(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name    string
+		beatAge time.Duration
+		renewed bool
+		wantErr bool
+		minWait time.Duration
+		maxWait time.Duration
+	}{
+		{name: "recent beat, never renewed", beatAge: time.Second, minWait: instanceDeadAfter, maxWait: instanceDeadAfter + 2*time.Second},
+		{name: "stale beat", beatAge: 2 * instanceStaleAfter, maxWait: time.Second},
+		{name: "renewed: alive", beatAge: time.Second, renewed: true, wantErr: true, maxWait: instanceDeadAfter + 2*time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := sharedStore{store.NewMemory()}
+			other := newInstanceHolder(st, "pod-0", "boot-before", logger)
+			other.now = func() time.Time { return time.Now().Add(-tt.beatAge) }
+			_, stored, err := st.PutIfAbsent(t.Context(), other.key(), other.record())
+			require.NoError(t, err)
+			require.True(t, stored)
+			if tt.renewed {
+				stop := make(chan struct{})
+				defer close(stop)
+				go func() {
+					tick := time.NewTicker(instanceBeat / 4)
+					defer tick.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-tick.C:
+							cur, _, _ := st.Get(context.Background(), other.key())
+							other.now = time.Now
+							_, _ = st.CompareAndSwap(context.Background(), other.key(), cur, other.record())
+						}
+					}
+				}()
+			}
+			h := newInstanceHolder(st, "pod-0", "boot-now", logger)
+			began := time.Now()
+			err = h.claim(t.Context())
+			took := time.Since(began)
+			if tt.wantErr {
+				require.ErrorIs(t, err, ErrInstanceInUse)
+			} else {
+				require.NoError(t, err)
+				assert.True(t, h.held.Load())
+				h.release(context.Background())
+				_, found, err := st.Get(t.Context(), h.key())
+				require.NoError(t, err)
+				assert.False(t, found, "a clean stop releases the claim")
+			}
+			assert.GreaterOrEqual(t, took, tt.minWait)
+			assert.Less(t, took, tt.maxWait)
+		})
+	}
 }
