@@ -21,7 +21,7 @@ type tokenCache struct {
 }
 
 type cachedToken struct {
-	claims  *claims
+	claims  *tokenClaims
 	keyGen  uint64 // generation of the JWKS key set that verified it; 0 for a PEM key
 	expires int64  // exp + leeway, Unix seconds (saturating)
 }
@@ -35,7 +35,7 @@ func newTokenCache(size int) *tokenCache {
 
 // get returns the claims cached for key and the generation of the key set
 // that verified them. A nil cache always misses.
-func (c *tokenCache) get(key [32]byte) (*claims, uint64, bool) {
+func (c *tokenCache) get(key [32]byte) (*tokenClaims, uint64, bool) {
 	if c == nil {
 		return nil, 0, false
 	}
@@ -59,7 +59,7 @@ func (c *tokenCache) generation() uint64 {
 // unless the cache was cleared since gen was read.
 // A full cache first evicts the entry expiring first among a few sampled
 // ones (map iteration order is randomized), so expired entries go first.
-func (c *tokenCache) put(key [32]byte, cl *claims, keyGen uint64, expires int64, gen uint64) {
+func (c *tokenCache) put(key [32]byte, cl *tokenClaims, keyGen uint64, expires int64, gen uint64) {
 	if c == nil {
 		return
 	}

@@ -147,9 +147,9 @@ func TestCacheDropsInsertionsFromBeforeAClear(t *testing.T) {
 	c := newTokenCache(4)
 	gen := c.generation()
 	c.clear()
-	c.put([32]byte{1}, &claims{}, 0, 1, gen)
+	c.put([32]byte{1}, &tokenClaims{}, 0, 1, gen)
 	assert.Equal(t, 0, c.len())
-	c.put([32]byte{1}, &claims{}, 0, 1, c.generation())
+	c.put([32]byte{1}, &tokenClaims{}, 0, 1, c.generation())
 	assert.Equal(t, 1, c.len())
 }
 
@@ -168,9 +168,9 @@ func TestCacheEvictsSoonestExpiring(t *testing.T) {
 	t.Parallel()
 	c := newTokenCache(evictionSample) // every entry is sampled
 	for i := range evictionSample {
-		c.put([32]byte{byte(i)}, &claims{}, 0, int64(100+i), c.generation())
+		c.put([32]byte{byte(i)}, &tokenClaims{}, 0, int64(100+i), c.generation())
 	}
-	c.put([32]byte{0xff}, &claims{}, 0, 1, c.generation())
+	c.put([32]byte{0xff}, &tokenClaims{}, 0, 1, c.generation())
 	_, _, ok := c.get([32]byte{0})
 	assert.False(t, ok, "the entry expiring first is evicted")
 	for i := 1; i < evictionSample; i++ {

@@ -2,21 +2,21 @@ package wsauth
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
-// The differential tests of the tape-based token decoding: parseToken's
-// header checks and parseClaims are compared with the encoding/json
-// decoding they replaced (kept below as the reference) on the same bytes.
+// The differential tests of the token decoding: the verifier's header checks
+// and parseClaims are compared with an encoding/json decoding (kept below as
+// the reference) on the same bytes.
 
 // referenceParseClaims is the claims decoder the verifier used before
 // parseClaims read the tape: step 9 on claims decoded with
@@ -150,14 +150,18 @@ func referenceClaims(payload []byte) (*claims, *Error) {
 	return referenceParseClaims(mc)
 }
 
-// tapeClaims decodes a payload as the verifier does.
+// tapeClaims decodes a payload as the verifier does: jwt/v5's parser
+// unmarshals it into its Claims argument, a *tokenClaims.
 func tapeClaims(payload []byte) (*claims, *Error) {
-	t := wire.Get()
-	defer wire.Put(t)
-	if !jsonObject(t, payload) {
+	tc := &tokenClaims{}
+	var c jwt.Claims = tc
+	if json.Unmarshal(payload, &c) != nil || !tc.object {
 		return nil, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
 	}
-	return parseClaims(t)
+	if tc.invalid != nil {
+		return nil, tc.invalid
+	}
+	return tc.claims, nil
 }
 
 func assertSameClaims(t *testing.T, payload []byte) {
@@ -198,44 +202,58 @@ func FuzzClaimsDecoder(f *testing.F) {
 	})
 }
 
-// referenceHeader runs parseToken's header checks (after the format check)
-// as it did with encoding/json.
+// referenceHeader runs the header checks (after the format check) with
+// encoding/json, as jwt/v5's parser decodes a header: a value it cannot
+// decode into a map (a number beyond float64) makes the header malformed.
 func referenceHeader(hb []byte) (kid string, hasKID bool, e *Error) {
-	var header map[string]json.RawMessage
+	var header map[string]any
 	if err := json.Unmarshal(hb, &header); err != nil {
 		return "", false, failf(CodeMalformed, "header is not a JSON object")
 	}
 	if _, ok := header["crit"]; ok {
 		return "", false, failf(CodeMalformed, "critical header extensions are not supported")
 	}
-	if alg, ok := jsonString(header["alg"]); !ok || alg != "EdDSA" {
+	if alg, ok := header["alg"].(string); !ok || alg != "EdDSA" {
 		return "", false, fail(CodeUnsupportedAlg)
 	}
-	if kid, ok := jsonString(header["kid"]); ok && kid != "" {
+	if kid, ok := header["kid"].(string); ok && kid != "" {
 		return kid, true, nil
 	}
 	return "", false, nil
 }
 
+// referenceHeaderCode is the code of a token with header hb, valid claims
+// and a 3-byte signature, for a verifier trusting mainKey under testKID in
+// a JWKS.
+func referenceHeaderCode(hb []byte) Code {
+	if !referenceIsJSONObject(hb) {
+		return CodeMalformed
+	}
+	kid, hasKID, e := referenceHeader(hb)
+	switch {
+	case e != nil:
+		return e.Code
+	case !hasKID:
+		return CodeMissingKID
+	case kid != testKID:
+		return CodeUnknownKID
+	}
+	return CodeBadSignature
+}
+
 func FuzzTokenHeader(f *testing.F) {
 	for _, h := range []string{`{"alg":"EdDSA","typ":"JWT","kid":"k1"}`, `{"alg":"EdDSA","alg":"none"}`, `{"alg":"none","alg":"EdDSA","kid":""}`,
-		`{"alg":"EdDSA","crit":null}`, `{"alg":"HS256","crit":["b64"]}`, `{"alg":"Ed\u0044SA","kid":"\u006b"}`, `{"ALG":"EdDSA"}`, `{"alg":"EdDSA","kid":1}`, `[]`, ` {"alg":"EdDSA"} `} {
+		`{"alg":"EdDSA","crit":null}`, `{"alg":"HS256","crit":["b64"]}`, `{"alg":"Ed\u0044SA","kid":"\u006b"}`, `{"ALG":"EdDSA"}`, `{"alg":"EdDSA","kid":1}`, `[]`, ` {"alg":"EdDSA"} `,
+		`{"alg":"EdDSA","kid":"` + testKID + `"}`, `{"alg":"EdDSA","kid":"` + testKID + `","x":1e999}`, "{\"alg\":\"EdDSA\",\"kid\":\"\xff\"}", `null`} {
 		f.Add([]byte(h))
 	}
-	payload := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"a"}`))
+	srv := newJWKSServer(f, mainKey.jwk(testKID))
+	v := newJWKSVerifier(f, srv.url(), func() time.Time { return testNow })
+	payload := b64([]byte(mustJSON(f, validClaims())))
 	f.Fuzz(func(t *testing.T, hb []byte) {
-		tok := base64.RawURLEncoding.EncodeToString(hb) + "." + payload + ".c2ln"
-		pt, e := parseToken(tok)
-		defer pt.release()
-		if !referenceIsJSONObject(hb) {
-			require.Equal(t, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects"), e, "%q", hb)
-			return
-		}
-		kid, hasKID, wantErr := referenceHeader(hb)
-		require.Equal(t, wantErr, e, "%q", hb)
-		if e == nil {
-			assert.Equal(t, [2]any{kid, hasKID}, [2]any{pt.kid, pt.hasKID}, "%q", hb)
-		}
+		tok := b64(hb) + "." + payload + ".c2ln"
+		_, err := v.Verify(context.Background(), testRequest(tok))
+		require.Equal(t, referenceHeaderCode(hb), codeOf(t, err), "%q", hb)
 	})
 }
 

@@ -8,6 +8,12 @@
 // success, returns the verified [Context] that handlers must use instead of
 // any caller-supplied workspace data.
 //
+// The token is parsed, its Ed25519 signature checked and its registered
+// claims validated by github.com/golang-jwt/jwt/v5's parser; this package
+// adds what the protocol asks beyond it (base64url alphabet, UTF-8 JSON
+// objects, crit, strict claim types, key sources, the codes and their
+// order).
+//
 // # Keys
 //
 // The public key comes either from a PEM (SubjectPublicKeyInfo, Ed25519 only)

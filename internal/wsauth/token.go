@@ -3,8 +3,11 @@ package wsauth
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -48,101 +51,75 @@ func asciiEqualFold(s, lower string) bool {
 	return true
 }
 
-// segmentDecoder decodes base64url segments the way the jwt parser does with
-// WithPaddingAllowed and WithStrictDecoding: padding is tolerated and
-// non-zero trailing bits are rejected.
+// segmentDecoder decodes base64url segments the way the token parser does
+// (see Verifier.newExpected): padding is tolerated and non-zero trailing bits are
+// rejected.
 var segmentDecoder = jwt.NewParser(jwt.WithPaddingAllowed(), jwt.WithStrictDecoding())
 
-// decodeSegment decodes one base64url segment. Only the base64url alphabet is
-// accepted, optionally followed by '=' padding; in particular the line breaks
-// that encoding/base64 would silently skip are rejected.
-func decodeSegment(seg string) ([]byte, bool) {
+// base64url reports whether seg holds only the base64url alphabet,
+// optionally followed by '=' padding. encoding/base64, under jwt/v5's
+// decoder, would silently skip line breaks.
+func base64url(seg string) bool {
 	body := strings.TrimRight(seg, "=")
 	for i := range len(body) {
 		c := body[i]
 		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return nil, false
+			return false
 		}
+	}
+	return true
+}
+
+// decodeSegment decodes one base64url segment (see base64url).
+func decodeSegment(seg string) ([]byte, bool) {
+	if !base64url(seg) {
+		return nil, false
 	}
 	b, err := segmentDecoder.DecodeSegment(seg)
 	return b, err == nil
 }
 
-// parsedToken holds what steps 4–6 of the verification extract from a token
-// before any key or signature work.
-type parsedToken struct {
-	kid          string
-	hasKID       bool       // kid is a non-empty JSON string
-	signingInput string     // header.payload, the bytes the signature covers
-	payload      *wire.Tape // the decoded payload, a JSON object, parsed
-	sig          []byte     // the decoded signature
-}
-
-// release gives the payload's tape back.
-func (pt *parsedToken) release() {
-	if pt.payload != nil {
-		wire.Put(pt.payload)
-		pt.payload = nil
-	}
-}
-
-// parseToken runs steps 4–6 of the workspace-token rules on a token no longer than
-// MaxTokenBytes: three segments, base64url, UTF-8 JSON objects, alg EdDSA.
-func parseToken(tok string) (parsedToken, *Error) {
+// checkFormat runs the parts of steps 4–5 that jwt/v5's parser leaves out,
+// on a token no longer than MaxTokenBytes: every segment is base64url only,
+// and the header is valid UTF-8 (encoding/json would read invalid bytes as
+// U+FFFD). The parser checks the rest: three segments, the padding and
+// trailing bits of each, and JSON.
+func checkFormat(tok string) *Error {
 	h, rest, _ := strings.Cut(tok, ".")
 	p, s, ok := strings.Cut(rest, ".")
 	if !ok || strings.Contains(s, ".") {
-		return parsedToken{}, failf(CodeMalformed, "expected three dot-separated segments")
+		return failf(CodeMalformed, "expected three dot-separated segments")
 	}
-	hb, ok1 := decodeSegment(h)
-	pb, ok2 := decodeSegment(p)
-	sig, ok3 := decodeSegment(s)
-	if !ok1 || !ok2 || !ok3 {
-		return parsedToken{}, failf(CodeMalformed, "invalid base64url segment")
+	if !base64url(h) || !base64url(p) || !base64url(s) {
+		return failf(CodeMalformed, "invalid base64url segment")
 	}
-	// Each is parsed once, on a tape (valid UTF-8 JSON, as encoding/json
-	// reads it); keys are matched exactly (encoding/json would match struct
-	// fields case-insensitively: "ALG" must not stand in for "alg"), and of
-	// a key given twice the last counts.
-	header, payload := wire.Get(), wire.Get()
-	defer wire.Put(header)
-	if !jsonObject(header, hb) || !jsonObject(payload, pb) {
-		wire.Put(payload)
-		return parsedToken{}, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
+	if hb, ok := decodeSegment(h); ok && !utf8.Valid(hb) {
+		return failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
 	}
-	pt := parsedToken{signingInput: tok[:len(h)+1+len(p)], payload: payload, sig: sig}
-	// crit lists header extensions the recipient must understand (RFC 7515
-	// §4.1.11); this verifier implements none, so any crit, even an empty or
-	// ill-typed one, is refused rather than ignored. It makes the token
-	// malformed, a format failure, so it is reported before the alg check.
-	if _, ok := header.Member(0, []byte("crit")); ok {
-		pt.release()
-		return parsedToken{}, failf(CodeMalformed, "critical header extensions are not supported")
+	return nil
+}
+
+// formatError is the rest of step 5 on what jwt/v5's parser decoded: the
+// header must be an object (JSON null decodes to a nil map) without crit,
+// and the payload an object (the parser accepts JSON null). crit lists
+// header extensions the recipient must understand (RFC 7515 §4.1.11); this
+// verifier implements none, so any crit, even an empty or ill-typed one, is
+// refused rather than ignored. These are format failures, reported before
+// the alg check.
+func formatError(t *jwt.Token, tc *tokenClaims) *Error {
+	if _, crit := t.Header["crit"]; crit {
+		return failf(CodeMalformed, "critical header extensions are not supported")
 	}
-	if alg, ok := tapeString(header, "alg"); !ok || alg != "EdDSA" {
-		pt.release()
-		return parsedToken{}, fail(CodeUnsupportedAlg)
+	if t.Header == nil || !tc.object {
+		return failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
 	}
-	if kid, ok := tapeString(header, "kid"); ok && kid != "" {
-		pt.kid, pt.hasKID = kid, true
-	}
-	return pt, nil
+	return nil
 }
 
 // jsonObject parses b on t and reports whether it is valid UTF-8 holding
 // exactly one JSON object (surrounding whitespace allowed, nothing else).
 func jsonObject(t *wire.Tape, b []byte) bool {
 	return t.Parse(b) && t.Nodes[0].Kind == wire.Object
-}
-
-// tapeString returns the member name of the object t holds when it is a
-// JSON string.
-func tapeString(t *wire.Tape, name string) (string, bool) {
-	i, ok := t.Member(0, []byte(name))
-	if !ok || t.Nodes[i].Kind != wire.String {
-		return "", false
-	}
-	return string(t.Str(i)), true
 }
 
 // jsonString decodes raw when it is a JSON string.
@@ -177,8 +154,102 @@ type claims struct {
 	exp               int64
 }
 
+// tokenClaims are the claims of a token as jwt/v5's parser sees them: it
+// decodes the payload into them (UnmarshalJSON) and validates the
+// registered claims through the jwt.Claims methods.
+type tokenClaims struct {
+	*claims // nil unless the payload passed step 9
+	// object is set once the payload was read as a JSON object: a payload
+	// of JSON null never reaches UnmarshalJSON.
+	object bool
+	// invalid is the step 9 failure. It is not returned by UnmarshalJSON,
+	// which the parser calls before the signature check, but reported once
+	// the signature has been verified.
+	invalid *Error
+	// The numeric dates as jwt/v5 compares them (see unixDate). exp is
+	// one second later than the claim: the parser's token expires at exp +
+	// leeway, the spec's one second after it (now is in whole seconds).
+	expiresAt, issuedAt, notBefore *jwt.NumericDate
+	// verifiedFor is set when the token enters the verified-token cache:
+	// the expectations (audience) it passed steps 10–11 against.
+	verifiedFor *expected
+}
+
+// inWindow reports whether, at nowSec, the token is within the validity
+// window jwt/v5's validator accepts (steps 12–13, in whole seconds with
+// leeway seconds): exp + leeway ≥ now, and iat − leeway ≤ now and nbf −
+// leeway ≤ now when present. Written so that nothing overflows (now is
+// within ±2^62 s and the leeway below 2^34 s). It lets a cache hit skip the
+// validator, which allocates; outside the window the validator decides.
+func (tc *tokenClaims) inWindow(nowSec, leeway int64) bool {
+	return tc.exp >= nowSec-leeway &&
+		(!tc.hasIAT || tc.iat <= nowSec+leeway) &&
+		(!tc.hasNBF || tc.nbf <= nowSec+leeway)
+}
+
+var errNotObject = errors.New("payload is not a UTF-8 JSON object")
+
+// UnmarshalJSON reads the payload on a tape: valid UTF-8 holding one JSON
+// object, then its claims (step 9).
+func (tc *tokenClaims) UnmarshalJSON(b []byte) error {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !jsonObject(t, b) {
+		return errNotObject
+	}
+	tc.object = true
+	if tc.claims, tc.invalid = parseClaims(t); tc.invalid != nil {
+		return nil
+	}
+	tc.expiresAt = unixDate(tc.exp)
+	tc.expiresAt.Time = tc.expiresAt.Add(time.Second)
+	if tc.hasIAT {
+		tc.issuedAt = unixDate(tc.iat)
+	}
+	if tc.hasNBF {
+		tc.notBefore = unixDate(tc.nbf)
+	}
+	return nil
+}
+
+// unixDate returns the date sec seconds after the Unix epoch, clamped to
+// ±2^62 s: time.Unix wraps around near the int64 limits, and no comparison
+// with now ± leeway (at most ±2^63 ns) changes within the clamp.
+func unixDate(sec int64) *jwt.NumericDate {
+	const bound = 1 << 62
+	return &jwt.NumericDate{Time: time.Unix(min(max(sec, -bound), bound), 0)}
+}
+
+// GetExpirationTime implements jwt.Claims.
+func (tc *tokenClaims) GetExpirationTime() (*jwt.NumericDate, error) { return tc.expiresAt, nil }
+
+// GetIssuedAt implements jwt.Claims.
+func (tc *tokenClaims) GetIssuedAt() (*jwt.NumericDate, error) { return tc.issuedAt, nil }
+
+// GetNotBefore implements jwt.Claims.
+func (tc *tokenClaims) GetNotBefore() (*jwt.NumericDate, error) { return tc.notBefore, nil }
+
+// GetIssuer implements jwt.Claims.
+func (tc *tokenClaims) GetIssuer() (string, error) {
+	if tc.claims == nil {
+		return "", nil
+	}
+	return tc.iss, nil
+}
+
+// GetSubject implements jwt.Claims; sub is not checked.
+func (tc *tokenClaims) GetSubject() (string, error) { return "", nil }
+
+// GetAudience implements jwt.Claims.
+func (tc *tokenClaims) GetAudience() (jwt.ClaimStrings, error) {
+	if tc.claims == nil {
+		return nil, nil
+	}
+	return tc.aud, nil
+}
+
 // parseClaims runs step 9 on the payload's tape (a JSON object, parsed by
-// parseToken). Types are checked strictly: string claims must be JSON
+// tokenClaims.UnmarshalJSON). Types are checked strictly: string claims must be JSON
 // strings, aud a string or an array of strings, scopes a non-empty array of
 // strings, exp (required), iat and nbf (optional) JSON numbers with an
 // integral value that fits in an int64. An optional claim that is null counts

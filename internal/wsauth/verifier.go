@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Directory tells the verifier which agents the controller serves and their
@@ -123,20 +125,41 @@ type Verifier struct {
 	logger  *slog.Logger
 }
 
-// expected is the audience and server id tokens must carry.
+// expected is the audience and server id tokens must carry, with the
+// jwt/v5 parser and validator that check the registered claims against
+// them.
 type expected struct {
-	audience string
-	serverID string
+	audience  string
+	serverID  string
+	parser    *jwt.Parser    // steps 4–6, 8 and 10–13 of a token not yet verified
+	validator *jwt.Validator // steps 10–13 of a cached token
 }
 
-func newExpected(audience, serverID string) *expected {
+// newExpected returns the expectations for audience ("" means the
+// default). The parser accepts alg EdDSA only; it and the validator check
+// iss, aud, exp (required), iat and nbf (when present) with the leeway,
+// against now in whole seconds.
+func (v *Verifier) newExpected(audience string) *expected {
+	exp := &expected{audience: audience, serverID: v.server}
 	if audience == "" {
-		return &expected{audience: AudiencePrefix + serverID, serverID: serverID}
+		exp.audience = AudiencePrefix + v.server
+	} else if rest, ok := strings.CutPrefix(audience, AudiencePrefix); ok {
+		exp.serverID = rest
 	}
-	if rest, ok := strings.CutPrefix(audience, AudiencePrefix); ok {
-		return &expected{audience: audience, serverID: rest}
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
+		jwt.WithPaddingAllowed(),
+		jwt.WithStrictDecoding(),
+		jwt.WithIssuer(v.issuer),
+		jwt.WithAudience(exp.audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(time.Duration(v.leeway) * time.Second),
+		jwt.WithTimeFunc(func() time.Time { return time.Unix(v.now().Unix(), 0) }),
 	}
-	return &expected{audience: audience, serverID: serverID}
+	exp.parser = jwt.NewParser(opts...)
+	exp.validator = jwt.NewValidator(opts...)
+	return exp
 }
 
 // New returns a verifier for the settings s, the controller's server id
@@ -178,7 +201,7 @@ func New(s Settings, serverID string, dir Directory, opts ...Option) (*Verifier,
 		now:     o.now,
 		logger:  o.logger,
 	}
-	v.aud.Store(newExpected(s.Audience, serverID))
+	v.aud.Store(v.newExpected(s.Audience))
 	if !s.Enabled {
 		return v, nil
 	}
@@ -201,7 +224,7 @@ func New(s Settings, serverID string, dir Directory, opts ...Option) (*Verifier,
 // default, "supervaizer-server:" + the server id. The verified-token cache is
 // cleared.
 func (v *Verifier) SetAudience(aud string) {
-	v.aud.Store(newExpected(aud, v.server))
+	v.aud.Store(v.newExpected(aud))
 	v.cache.clear()
 }
 
@@ -273,91 +296,138 @@ func (v *Verifier) verify(ctx context.Context, r Request) (*Context, string, *Er
 		return nil, tok, failf(CodeMalformed, "token longer than %d bytes", MaxTokenBytes)
 	}
 	now := v.now()
-	nowSec := now.Unix()
 	key := tokenKey(tok)
 	// A cached token counts as verified only while the JWKS key that
 	// verified it is still trusted (not removed, changed or past its
-	// maximum age); otherwise it takes the full path, which refetches.
-	if cl, keyGen, ok := v.cache.get(key); ok && (v.jwks == nil || v.jwks.trusts(keyGen, now)) {
-		// Steps 4–9 passed for these exact bytes; 10–21 always run.
-		vc, e := v.check(cl, v.aud.Load(), r, nowSec)
+	// maximum age), and only for the audience it was verified for;
+	// otherwise it takes the full path, which refetches.
+	if tc, keyGen, ok := v.cache.get(key); ok && tc.verifiedFor == v.aud.Load() && (v.jwks == nil || v.jwks.trusts(keyGen, now)) {
+		// Steps 4–11 passed for these exact bytes and this audience.
+		// Steps 12–13: within the validity window the parser accepted,
+		// the token still passes; outside it, jwt/v5's validator says how
+		// it fails. 14–21 always run.
+		if !tc.inWindow(now.Unix(), v.leeway) {
+			if e := claimsError(tc.verifiedFor.validator.Validate(tc), tc); e != nil {
+				return nil, tok, e
+			}
+		}
+		vc, e := v.check(tc.claims, tc.verifiedFor, r)
 		return vc, tok, e
 	}
 	gen := v.cache.generation()
 	exp := v.aud.Load()
-	cl, keyGen, e := v.verifyToken(ctx, tok)
+	tc, keyGen, e := v.verifyToken(ctx, tok, exp)
+	// A token whose signature, claim types, issuer, audience and server id
+	// hold is cached even when it is expired or not yet valid: steps 12–13
+	// run again on every hit.
+	if tc != nil && (e == nil || e.Code == CodeExpired || e.Code == CodeNotYetValid) && tc.serverID == exp.serverID {
+		tc.verifiedFor = exp
+		v.cache.put(key, tc, keyGen, satAdd(tc.exp, v.leeway), gen)
+	}
 	if e != nil {
 		return nil, tok, e
 	}
-	if v.intrinsicOK(cl, exp) {
-		v.cache.put(key, cl, keyGen, satAdd(cl.exp, v.leeway), gen)
-	}
-	vc, e := v.check(cl, exp, r, nowSec)
+	vc, e := v.check(tc.claims, exp, r)
 	return vc, tok, e
 }
 
-// verifyToken runs steps 4–9: format, alg, key, signature, claim types. It
-// also returns the generation of the JWKS key set that held the key (0 for a
-// PEM key).
-func (v *Verifier) verifyToken(ctx context.Context, tok string) (*claims, uint64, *Error) {
-	pt, e := parseToken(tok)
-	if e != nil {
+// verifyToken runs steps 4–13 through jwt/v5's parser, after the format
+// checks it lacks (checkFormat), and maps its errors to the spec's codes in
+// the spec's order. It returns the claims once the signature and claim
+// types are verified (with the error of steps 10–13, if any), and the
+// generation of the JWKS key set that held the key (0 for a PEM key).
+func (v *Verifier) verifyToken(ctx context.Context, tok string, exp *expected) (*tokenClaims, uint64, *Error) {
+	if e := checkFormat(tok); e != nil {
 		return nil, 0, e
 	}
-	defer pt.release()
-	// The token was decoded once, by parseToken: the signature is checked on
-	// those bytes with the key's precomputed expansion, then the payload
-	// decoded.
-	key, keyGen, e := v.resolveKey(ctx, pt)
-	if e != nil {
+	tc := &tokenClaims{}
+	var keyGen uint64
+	token, err := exp.parser.ParseWithClaims(tok, tc, func(t *jwt.Token) (any, error) {
+		// Step 7, reached once the alg is EdDSA; a token malformed in a
+		// way the parser does not see stops here, before any JWKS fetch.
+		if e := formatError(t, tc); e != nil {
+			return nil, e
+		}
+		key, gen, e := v.resolveKey(ctx, t.Header)
+		if e != nil {
+			return nil, e
+		}
+		keyGen = gen
+		return key.raw, nil
+	})
+	switch {
+	case err == nil:
+		return tc, keyGen, nil
+	case errors.Is(err, jwt.ErrTokenMalformed): // step 5: base64url or JSON
+		return nil, 0, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
+	}
+	if e := formatError(token, tc); e != nil {
 		return nil, 0, e
 	}
-	if e := key.verify(pt.signingInput, pt.sig); e != nil {
+	var e *Error
+	switch {
+	case token.Header["alg"] != jwt.SigningMethodEdDSA.Alg():
+		// Step 6. The parser gives up on an alg it does not know before
+		// it decodes the signature, which must be base64url too (step 5).
+		if _, ok := decodeSegment(tok[strings.LastIndexByte(tok, '.')+1:]); !ok {
+			return nil, 0, failf(CodeMalformed, "invalid base64url segment")
+		}
+		return nil, 0, fail(CodeUnsupportedAlg)
+	case errors.As(err, &e): // step 7, from the key function
 		return nil, 0, e
+	case errors.Is(err, jwt.ErrInvalidKey): // a key that is not 32 bytes
+		return nil, 0, fail(CodeInvalidKey)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid): // step 8
+		return nil, 0, fail(CodeBadSignature)
+	case tc.invalid != nil: // step 9
+		return nil, 0, tc.invalid
 	}
-	cl, e := parseClaims(pt.payload)
-	return cl, keyGen, e
+	if e := claimsError(err, tc); e != nil { // steps 10–13
+		return tc, keyGen, e
+	}
+	// Unreachable: every error the parser returns is mapped above.
+	return nil, 0, failf(CodeMalformed, "unexpected token error")
+}
+
+// claimsError maps the error of jwt/v5's claim validation (all failures
+// joined) to the first failing step of 9–13, nil when err is nil.
+func claimsError(err error, tc *tokenClaims) *Error {
+	switch {
+	case err == nil:
+		return nil
+	case tc.invalid != nil: // step 9
+		return tc.invalid
+	// The parser reports an empty iss or aud as a missing claim. Claim
+	// types were checked (exp is present), so iss comes first, then aud.
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer), errors.Is(err, jwt.ErrTokenRequiredClaimMissing) && tc.iss == "":
+		return fail(CodeWrongIssuer)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience), errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return fail(CodeWrongAudience)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return fail(CodeExpired)
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued), errors.Is(err, jwt.ErrTokenNotValidYet):
+		return fail(CodeNotYetValid)
+	}
+	return failf(CodeInvalidClaims, "unexpected claim error")
 }
 
 // resolveKey is step 7.
-func (v *Verifier) resolveKey(ctx context.Context, pt parsedToken) (*verifyKey, uint64, *Error) {
+func (v *Verifier) resolveKey(ctx context.Context, header map[string]any) (*verifyKey, uint64, *Error) {
 	switch {
 	case v.pemKey != nil:
 		return v.pemKey, 0, nil
 	case v.jwks == nil:
 		return nil, 0, fail(CodeNotConfigured)
-	case !pt.hasKID:
+	}
+	kid, _ := header["kid"].(string)
+	if kid == "" {
 		return nil, 0, fail(CodeMissingKID)
 	}
-	return v.jwks.resolve(ctx, pt.kid)
+	return v.jwks.resolve(ctx, kid)
 }
 
-// intrinsicOK reports whether the checks that depend only on the token and
-// the configuration (steps 10, 11 and 14) pass, i.e. whether the token may
-// be cached.
-func (v *Verifier) intrinsicOK(cl *claims, exp *expected) bool {
-	return cl.iss == v.issuer && slices.Contains(cl.aud, exp.audience) && cl.serverID == exp.serverID
-}
-
-// check runs steps 10–22 on verified claims.
-func (v *Verifier) check(cl *claims, exp *expected, r Request, nowSec int64) (*Context, *Error) {
-	// 10–11.
-	if cl.iss != v.issuer {
-		return nil, fail(CodeWrongIssuer)
-	}
-	if !slices.Contains(cl.aud, exp.audience) {
-		return nil, fail(CodeWrongAudience)
-	}
-	// 12–13, written so that nothing overflows: exp + L < now ⇔ exp < now − L.
-	if cl.exp < nowSec-v.leeway {
-		return nil, fail(CodeExpired)
-	}
-	if cl.hasIAT && cl.iat > nowSec+v.leeway {
-		return nil, fail(CodeNotYetValid)
-	}
-	if cl.hasNBF && cl.nbf > nowSec+v.leeway {
-		return nil, fail(CodeNotYetValid)
-	}
+// check runs steps 14–22 on claims that passed steps 4–13.
+func (v *Verifier) check(cl *claims, exp *expected, r Request) (*Context, *Error) {
 	// 14.
 	if cl.serverID != exp.serverID {
 		return nil, fail(CodeWrongServer)

@@ -154,6 +154,22 @@ func TestVerifyAttackMatrix(t *testing.T) {
 		{name: "malformed wins over alg none", token: func(t testing.TB) string {
 			return signRaw(mainKey.priv, `["alg","none"]`, `null`)
 		}, want: CodeMalformed},
+		{name: "payload is JSON null", token: func(t testing.TB) string {
+			return signRaw(mainKey.priv, mustJSON(t, validHeader()), `null`)
+		}, want: CodeMalformed},
+		{name: "payload is JSON null beats alg none", token: func(t testing.TB) string {
+			return signRaw(mainKey.priv, `{"alg":"none"}`, `null`)
+		}, want: CodeMalformed},
+		{name: "header number beyond float64 (jwt/v5 decodes the header with encoding/json)", token: func(t testing.TB) string {
+			return signRaw(mainKey.priv, `{"alg":"EdDSA","x":1e999}`, mustJSON(t, validClaims()))
+		}, want: CodeMalformed},
+		// jwt/v5 gives up on an alg it does not know before it decodes the
+		// signature.
+		{name: "non-canonical signature encoding beats an unknown alg", token: func(t testing.TB) string {
+			tok := mintWith(t, setHeader("alg", "Ed25519"))
+			last := tok[len(tok)-1]
+			return tok[:len(tok)-1] + string(b64Alphabet[strings.IndexByte(b64Alphabet, last)^1])
+		}, want: CodeMalformed},
 
 		// Algorithm (step 6).
 		{name: "alg none without signature", token: func(t testing.TB) string {
@@ -300,6 +316,16 @@ func TestVerifyAttackMatrix(t *testing.T) {
 			return mintWith(t, setClaim("aud", []any{"supervaizer-server:other", "studio"}))
 		}, want: CodeWrongAudience},
 		{name: "empty audience list", token: func(t testing.TB) string { return mintWith(t, setClaim("aud", []any{})) }, want: CodeWrongAudience},
+		// jwt/v5 reports an empty iss or aud as a missing claim; the spec's
+		// codes are wrong_issuer and wrong_audience, issuer first.
+		{name: "empty issuer", token: func(t testing.TB) string { return mintWith(t, setClaim("iss", "")) }, want: CodeWrongIssuer},
+		{name: "empty audience", token: func(t testing.TB) string { return mintWith(t, setClaim("aud", "")) }, want: CodeWrongAudience},
+		{name: "empty issuer beats empty audience", token: func(t testing.TB) string {
+			return mintWith(t, func(_, c map[string]any) { c["iss"] = ""; c["aud"] = []any{""} })
+		}, want: CodeWrongIssuer},
+		{name: "wrong audience beats expiry and iat", token: func(t testing.TB) string {
+			return mintWith(t, func(_, c map[string]any) { c["aud"] = "x"; c["exp"] = now - 3600; c["iat"] = now + 3600 })
+		}, want: CodeWrongAudience},
 		{name: "audience with another case", token: func(t testing.TB) string { return mintWith(t, setClaim("aud", strings.ToUpper(testAudience))) }, want: CodeWrongAudience},
 		{name: "expired by leeway + 1 s", token: func(t testing.TB) string { return mintWith(t, setClaim("exp", now-31)) }, want: CodeExpired},
 		{name: "expiry beats wrong server", token: func(t testing.TB) string {

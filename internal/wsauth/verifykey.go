@@ -2,7 +2,10 @@ package wsauth
 
 import "crypto/ed25519"
 
-// verifyKey is a trusted Ed25519 public key.
+// verifyKey is a trusted Ed25519 public key. jwt/v5's EdDSA method checks
+// signatures with it (crypto/ed25519): a key that is not 32 bytes is
+// invalid_key, any other failure (a key that is not a curve point
+// included) bad_signature.
 type verifyKey struct {
 	raw ed25519.PublicKey
 }
@@ -12,16 +15,3 @@ func newVerifyKey(raw ed25519.PublicKey) *verifyKey { return &verifyKey{raw: raw
 
 // equal reports whether k and o hold the same public key.
 func (k *verifyKey) equal(o *verifyKey) bool { return k.raw.Equal(o.raw) }
-
-// verify is step 8: the Ed25519 signature sig of msg, checked with
-// crypto/ed25519. A key that is not 32 bytes is invalid_key, any other
-// failure (a key that is not a curve point included) bad_signature.
-func (k *verifyKey) verify(msg string, sig []byte) *Error {
-	if len(k.raw) != ed25519.PublicKeySize {
-		return fail(CodeInvalidKey)
-	}
-	if !ed25519.Verify(k.raw, []byte(msg), sig) {
-		return fail(CodeBadSignature)
-	}
-	return nil
-}

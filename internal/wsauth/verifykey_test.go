@@ -1,8 +1,10 @@
 package wsauth
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"math/big"
 	"testing"
 
@@ -67,26 +69,56 @@ var pointEncodings = func() map[string][]byte {
 	return m
 }()
 
-// assertSameVerdict checks that the expanded-key verification agrees with
-// crypto/ed25519.Verify on (pub, msg, sig) and returns the verdict.
-func assertSameVerdict(t *testing.T, pub, msg, sig []byte) bool {
+// signingInput is the header and payload of a valid token: the message of
+// the signature tests.
+var signingInput = func() string {
+	h, err := json.Marshal(validHeader())
+	if err != nil {
+		panic(err)
+	}
+	c, err := json.Marshal(validClaims())
+	if err != nil {
+		panic(err)
+	}
+	return b64(h) + "." + b64(c)
+}()
+
+// verifySignature verifies the token signingInput.sig with pub as the
+// trusted key, through the verifier (jwt/v5's parser and EdDSA method)
+// without its cache, and returns its error.
+func verifySignature(t *testing.T, pub, sig []byte) *Error {
 	t.Helper()
+	v := newPEMVerifier(t, WithCacheSize(0))
+	v.pemKey = newVerifyKey(pub)
+	_, err := v.Verify(context.Background(), testRequest(signingInput+"."+b64(sig)))
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	return e
+}
+
+// assertSameVerdict checks that the verifier agrees with
+// crypto/ed25519.Verify on (pub, signingInput, sig) and returns the verdict.
+func assertSameVerdict(t *testing.T, pub, sig []byte) bool {
+	t.Helper()
+	msg := []byte(signingInput)
 	want := ed25519.Verify(pub, msg, sig)
-	e := newVerifyKey(pub).verify(string(msg), sig)
+	e := verifySignature(t, pub, sig)
 	if want {
-		assert.Nil(t, e, "crypto/ed25519 accepts pub=%x sig=%x msg=%x", pub, sig, msg)
-	} else if assert.NotNil(t, e, "crypto/ed25519 rejects pub=%x sig=%x msg=%x", pub, sig, msg) {
+		assert.Nil(t, e, "crypto/ed25519 accepts pub=%x sig=%x", pub, sig)
+	} else if assert.NotNil(t, e, "crypto/ed25519 rejects pub=%x sig=%x", pub, sig) {
 		assert.Equal(t, CodeBadSignature, e.Code)
 	}
 	return want
 }
 
-// TestVerifyKeyEdgeVectors compares the expanded-key verification with
-// crypto/ed25519 on every pair of edge encodings as public key and R, with S
+// TestVerifyKeyEdgeVectors compares the verifier with crypto/ed25519 on every pair of edge encodings as public key and R, with S
 // at the edges of [0, L] and beyond.
 func TestVerifyKeyEdgeVectors(t *testing.T) {
 	t.Parallel()
-	msg := []byte("edge")
+	msg := []byte(signingInput)
 	sValues := map[string][]byte{
 		"0":       make([]byte, 32),
 		"1":       scalarBytes(big.NewInt(1)),
@@ -100,7 +132,7 @@ func TestVerifyKeyEdgeVectors(t *testing.T) {
 		for rName, r := range pointEncodings {
 			for sName, s := range sValues {
 				sig := append(append([]byte{}, r...), s...)
-				if assertSameVerdict(t, a, msg, sig) {
+				if assertSameVerdict(t, a, sig) {
 					accepted++
 					t.Logf("accepted: A=%s R=%s S=%s", aName, rName, sName)
 				}
@@ -117,8 +149,7 @@ func TestVerifyKeyEdgeVectors(t *testing.T) {
 // forms and malformed lengths against crypto/ed25519.
 func TestVerifyKeyKnownSignatures(t *testing.T) {
 	t.Parallel()
-	msg := []byte("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0")
-	sig := ed25519.Sign(mainKey.priv, msg)
+	sig := ed25519.Sign(mainKey.priv, []byte(signingInput))
 	sPlusL := new(big.Int).Add(scalarInt(sig[32:]), groupOrder)
 	malleated := append(append([]byte{}, sig[:32]...), scalarBytes(sPlusL)...)
 	tests := []struct {
@@ -139,10 +170,10 @@ func TestVerifyKeyKnownSignatures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, assertSameVerdict(t, tt.pub, msg, tt.sig))
+			assert.Equal(t, tt.want, assertSameVerdict(t, tt.pub, tt.sig))
 		})
 	}
-	e := newVerifyKey(mainKey.pub[:31]).verify(string(msg), sig)
+	e := verifySignature(t, mainKey.pub[:31], sig)
 	require.NotNil(t, e)
 	assert.Equal(t, CodeInvalidKey, e.Code, "a key of the wrong size is invalid_key")
 }
@@ -151,7 +182,7 @@ func TestVerifyKeyKnownSignatures(t *testing.T) {
 // point verifies nothing, with bad_signature.
 func TestVerifyKeyUndecodableKeyFailsClosed(t *testing.T) {
 	t.Parallel()
-	e := newVerifyKey(pointEncodings["y = 2 (off the curve)"]).verify("m", make([]byte, 64))
+	e := verifySignature(t, pointEncodings["y = 2 (off the curve)"], make([]byte, 64))
 	require.NotNil(t, e)
 	assert.Equal(t, CodeBadSignature, e.Code)
 }
