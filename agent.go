@@ -37,8 +37,10 @@ type AgentSpec struct {
 	// an error), DisplayName to Name, A2UICatalogVersion to "<slug>.<Version>".
 	// When it lists neither Surfaces nor Actions, the agent declares the
 	// surfaces and actions whose handlers are registered (besides those the
-	// registration derives), and the registration is final when the server
-	// starts serving: register every handler before. When it lists them, a
+	// registration derives), each registration call updating the
+	// registration, and the registration is final when the server starts
+	// serving: register every handler before. ScheduledStart then declares
+	// job.start (unless derived), whose handler [Server.Start] requires. When it lists them, a
 	// handler must be declared and a declared id without a handler is logged
 	// at startup. An agent whose Registration is left empty and which gets
 	// no handler has no v2 registration (its card and its Studio registration
@@ -64,12 +66,13 @@ type Agent struct {
 	legacyID string
 	reg      *contracts.Registration
 	regJSON  json.RawMessage
-	regSpec  RegistrationSpec // with the defaults applied, for sealing
+	regSpec  RegistrationSpec // with the defaults applied, for the declarations of handlers
 	// auto: the registration lists no surface or action, so the handlers
-	// registered before the server serves declare them (seal). sealed: the
-	// registration is final.
+	// registered before the server serves declare them (declare). sealed:
+	// the registration is final.
 	auto, sealed bool
-	order        []string // handler ids in registration order, for auto declarations
+	order        []string                // handler ids in registration order, for auto declarations
+	derived      *contracts.Registration // of an auto agent: its registration before any handler (nil when none)
 
 	mu         sync.RWMutex
 	actions    map[string]ActionHandler
@@ -135,18 +138,29 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 	switch {
 	case reflect.ValueOf(spec.Registration).IsZero():
 		// Nothing declared yet: the agent has a registration only if
-		// handlers are registered before the server serves (seal).
+		// handlers are registered before the server serves (declare).
 	case a.auto && rs.ScheduledStart:
-		// Checked when the handlers are known (seal): job.start may be one of them.
+		// scheduled_start needs job.start: unless the registration derives
+		// it, ScheduledStart declares it, and Start reports it when no
+		// handler is registered for it (incomplete).
 		rs.ScheduledStart = false
+		if err := a.buildRegistration(rs); err != nil {
+			return nil, err
+		}
+		if !a.reg.Capabilities.HasAction(contracts.DefaultStartAction) {
+			a.regSpec.Actions = []ActionSpec{Action(contracts.DefaultStartAction)}
+		}
 		fallthrough
 	default:
-		if err := a.buildRegistration(rs); err != nil {
+		if err := a.buildRegistration(a.regSpec); err != nil {
 			return nil, err
 		}
 	}
 	if err := a.registerMethods(spec.Methods); err != nil {
 		return nil, err
+	}
+	if a.auto {
+		a.derived = a.reg
 	}
 	var capability *contracts.RuleCheckpoints
 	if a.reg != nil {
@@ -177,42 +191,74 @@ func (a *Agent) buildRegistration(rs RegistrationSpec) error {
 	return nil
 }
 
-// seal makes the registration final. For an agent whose registration lists
-// no surface or action, the registered handlers declare them: the surfaces
-// and the actions the registration does not already derive, in the order
-// their handlers were registered. The server seals its agents when it starts
-// serving; a handler registered afterwards must be declared.
-func (a *Agent) seal() error {
+// seal makes the registration final: a handler registered afterwards must
+// be declared. It cannot fail: each registration call has already built and
+// validated the registration it declares (declare), and what a registration
+// still lacks once sealed is reported by [Agent.incomplete]. The server seals
+// its agents when it starts or first serves.
+func (a *Agent) seal() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.sealed {
-		return nil
-	}
 	a.sealed = true
-	if !a.auto {
+}
+
+// declare rebuilds the registration of an agent whose registration lists no
+// surface or action from the handlers registered so far and the one being
+// registered (id, a surface or an action): the surfaces and the actions its
+// registration does not already derive, in the order their handlers were
+// registered. The registration calls run it under a.mu before recording the
+// handler, so that a handler the registration cannot declare is refused by
+// the call that registers it, and sealing has nothing left to fail.
+func (a *Agent) declare(id string, surface bool) error {
+	if !a.auto || a.sealed {
 		return nil
 	}
-	if len(a.order) > 0 || a.regSpec.ScheduledStart { // else nothing to add (and, when nothing is declared, no registration)
-		rs := a.regSpec
-		for _, id := range a.order {
-			if a.surfaces[id] != nil && !a.declared(id, true) {
-				rs.Surfaces = append(rs.Surfaces, SurfaceSpec{ID: id})
-			}
-			if a.actions[id] != nil && !a.sdkActions[id] && !a.declared(id, false) {
-				rs.Actions = append(rs.Actions, Action(id))
-			}
-		}
-		if err := a.buildRegistration(rs); err != nil {
-			return err
+	order := a.order
+	if a.actions[id] == nil && a.surfaces[id] == nil {
+		order = append(slices.Clip(order), id)
+	}
+	derives := func(id string, surface bool) bool {
+		switch {
+		case a.derived == nil:
+			return false
+		case surface:
+			return a.derived.Capabilities.HasSurface(id)
+		default:
+			return a.derived.Capabilities.HasAction(id)
 		}
 	}
-	// Idempotent took any action before sealing: each must now be declared.
+	rs := a.regSpec
+	rs.Surfaces, rs.Actions = slices.Clip(rs.Surfaces), slices.Clip(rs.Actions) // appended to: never a.regSpec's
+	for _, o := range order {
+		if (a.surfaces[o] != nil || o == id && surface) && !derives(o, true) {
+			rs.Surfaces = append(rs.Surfaces, SurfaceSpec{ID: o})
+		}
+		if (a.actions[o] != nil && !a.sdkActions[o] || o == id && !surface) && !derives(o, false) {
+			rs.Actions = append(rs.Actions, Action(o))
+		}
+	}
+	return a.buildRegistration(rs)
+}
+
+// incomplete reports what the registration lacks once sealed: an action taken
+// by Idempotent before sealing that no handler declared, and, on an agent
+// whose handlers declare its actions, a scheduled start without a handler for
+// job.start. [Server.Start] returns it; a server used as a plain http.Handler
+// logs it and serves the registration as it is.
+func (a *Agent) incomplete() error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var errs []error
+	if a.auto && a.regSpec.ScheduledStart && a.actions[contracts.DefaultStartAction] == nil {
+		errs = append(errs, fmt.Errorf("supervaizer: agent %q: AgentSpec.Registration: /scheduled_start: scheduled_start requires the action %q: no handler was registered for it",
+			a.slug, contracts.DefaultStartAction))
+	}
 	for _, id := range slices.Sorted(maps.Keys(a.idempotent)) {
 		if !a.declared(id, false) {
-			return fmt.Errorf("supervaizer: agent %q: Idempotent(%q): the action is not declared: no handler was registered for it", a.slug, id)
+			errs = append(errs, fmt.Errorf("supervaizer: agent %q: Idempotent(%q): the action is not declared: no handler was registered for it", a.slug, id))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Slug returns the agent slug derived from its name.
@@ -369,6 +415,9 @@ func (a *Agent) setAction(id string, h ActionHandler, replaceSDK bool) {
 	if _, dup := a.actions[id]; dup && !(replaceSDK && a.sdkActions[id]) {
 		panic(fmt.Sprintf("supervaizer: HandleAction: action %q of agent %q already has a handler", id, a.slug))
 	}
+	if err := a.declare(id, false); err != nil {
+		panic(fmt.Sprintf("supervaizer: HandleAction: action %q of agent %q: %v", id, a.slug, err))
+	}
 	a.record(id)
 	a.actions[id] = h
 	delete(a.sdkActions, id)
@@ -389,6 +438,9 @@ func (a *Agent) HandleSurface(id string, h SurfaceHandler) {
 	}
 	if !a.declaresSurface(id) {
 		panic(a.notDeclared("HandleSurface", "surface", id))
+	}
+	if err := a.declare(id, true); err != nil {
+		panic(fmt.Sprintf("supervaizer: HandleSurface: surface %q of agent %q: %v", id, a.slug, err))
 	}
 	a.record(id)
 	a.surfaces[id] = h

@@ -92,15 +92,22 @@ func (s *Server) attachBackend() store.Store {
 	return b.Store()
 }
 
-// startFollowing starts following the shared event log, if any: the last step
-// of NewServer, so that a failed NewServer leaves nothing running.
+// startFollowing starts following the shared event log, if any, when the
+// server starts or first serves (seal), unless Shutdown has begun: NewServer
+// starts no goroutine, so a Server built and dropped leaves nothing running.
 func (s *Server) startFollowing() {
 	if s.events == nil {
 		return
 	}
-	s.followDone = make(chan struct{})
+	s.followMu.Lock()
+	defer s.followMu.Unlock()
+	if s.closing.Load() {
+		return
+	}
+	done := make(chan struct{})
+	s.followDone = done
 	go func() {
-		defer close(s.followDone)
+		defer close(done)
 		// Every retained event goes to the broker's replay buffer, so that a
 		// client resuming here after another instance misses nothing.
 		_ = s.events.Follow(s.lifetime, 0, func(id uint64, name string, data []byte) {
@@ -177,13 +184,16 @@ func (s *Server) serveReadiness(w http.ResponseWriter, r *http.Request) {
 // stopFollowing waits, within ctx, for the follower of the event log to end
 // once the lifetime context is cancelled.
 func (s *Server) stopFollowing(ctx context.Context) error {
-	if s.followDone == nil {
+	s.followMu.Lock()
+	done := s.followDone
+	s.followMu.Unlock()
+	if done == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, followStopTimeout)
 	defer cancel()
 	select {
-	case <-s.followDone:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("supervaizer: the event log follower did not stop: %w", ctx.Err())

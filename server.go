@@ -82,7 +82,8 @@ type Server struct {
 	// without a Backend; eventsReady once its retained events are read.
 	events      EventLog
 	eventsReady atomic.Bool
-	followDone  chan struct{} // closed when the follower ends
+	followMu    sync.Mutex    // guards followDone: seal starts the follower, Shutdown waits for it
+	followDone  chan struct{} // closed when the follower ends; nil until it starts
 	storeName   string        // for the startup log
 	eventsName  string
 
@@ -200,7 +201,6 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	for _, a := range agents {
 		s.checkLanes(a)
 	}
-	s.startFollowing() // backend.go
 	return s, nil
 }
 
@@ -312,7 +312,10 @@ func (s *Server) checkLanes(a *Agent) {
 	}
 }
 
-// Start finishes the startup sequence before serving: when attached to Studio
+// Start finishes the startup sequence before serving: it makes the
+// registrations final and reports what they still lack (a scheduled start
+// whose job.start has no handler, an action taken by [Agent.Idempotent] that
+// no handler declared; see [AgentSpec].Registration); when attached to Studio
 // it posts server.register, validates the handshake (installing Studio's
 // audience and agent ids) and looks up the agents, returning
 // the first failure (a configuration that can never authorize a call is
@@ -348,13 +351,11 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // ServeHTTP implements http.Handler. The first call makes the registrations
-// final, like [Server.Start]; if that fails (see [AgentSpec].Registration),
-// every request is answered 500 and the error is logged once.
+// final, like [Server.Start]; what they still lack (see [Server.Start]) is
+// logged, never answered to a caller: each registration call has already
+// refused what the registration cannot declare.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.seal() != nil {
-		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
-		return
-	}
+	_ = s.seal() // logged by seal; Start returns it
 	s.warnMissingHandlers()
 	// POST /a2a, the call path, skips the router: the same chain as its
 	// route (security headers, write key, serveA2A) without chi's routing
@@ -367,24 +368,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.router.ServeHTTP(w, r)
 }
 
-// seal makes the registration of every agent final (the handlers registered
-// so far declare the surfaces and actions of an agent whose registration
-// lists none) and rebuilds the local preview from them. It runs once, when
-// the server starts serving.
+// seal makes the registration of every agent final, rebuilds the local
+// preview from them and starts the server's background work (startFollowing,
+// backend.go). It runs once, when the server starts or first serves, and
+// cannot fail: it returns what the registrations lack ([Agent.incomplete]),
+// which it also logs, for Start to report.
 func (s *Server) seal() error {
 	s.sealOnce.Do(func() {
 		auto := false
+		var errs []error
 		for _, a := range s.agents {
-			if err := a.seal(); err != nil {
-				s.sealErr = err
-				s.logger.Error("the registration cannot be completed from the registered handlers", slog.String("error", err.Error()))
-				return
-			}
+			a.seal()
+			errs = append(errs, a.incomplete())
 			auto = auto || a.auto
 		}
 		if auto && s.preview != nil {
-			s.preview, s.sealErr = s.newPreview()
+			// The registrations were validated when declared and the
+			// preview's pages when NewServer built it: keep that one if
+			// this fails all the same.
+			if p, err := s.newPreview(); err != nil {
+				s.logger.Error("the local preview keeps the registrations known at NewServer", slog.String("error", err.Error()))
+			} else {
+				s.preview = p
+			}
 		}
+		if s.sealErr = errors.Join(errs...); s.sealErr != nil {
+			s.logger.Error("the registration is incomplete", slog.String("error", s.sealErr.Error()))
+		}
+		s.startFollowing() // backend.go
 	})
 	return s.sealErr
 }
