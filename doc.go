@@ -71,7 +71,8 @@
 // [NewSurfaceResult] with an a2ui document ([StaticSurface] for a document that
 // does not depend on the request). [RegisterResource] and
 // [RegisterDataset] serve typed resources (also over the DataResource REST
-// routes) and datasets.
+// routes) and datasets, whose handlers, scopes and imports are in package
+// [github.com/supervaize/supervaizer-go/resource].
 //
 // # Several agents on one server
 //

@@ -61,23 +61,6 @@ func StepAwaitingSubmitted(jobID, caseID, stepID, status string) Effect {
 	return Effect{Type: "step.awaiting.submitted", JobID: jobID, CaseID: caseID, StepID: stepID, Status: status}
 }
 
-// resourceListed is the resource.listed effect of resource.<id>.list.
-func resourceListed(resource string, items []map[string]any) Effect {
-	if items == nil {
-		items = []map[string]any{}
-	}
-	return Effect{Type: "resource.listed", Resource: resource, Items: items}
-}
-
-// datasetQueried is the dataset.queried effect of dataset.<id>.query.
-func datasetQueried(dataset string, rows []map[string]any) Effect {
-	if rows == nil {
-		rows = []map[string]any{}
-	}
-	n := len(rows)
-	return Effect{Type: "dataset.queried", Dataset: dataset, Count: &n, Rows: rows}
-}
-
 // agentRefreshed is the agent.refreshed effect of agent.refresh.
 func agentRefreshed() Effect { return Effect{Type: "agent.refreshed"} }
 

@@ -23,6 +23,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/ssetest"
+	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -82,8 +83,8 @@ var handlerErrorKinds = map[string]error{
 	"blocked":                &supervaizer.BlockedError{OccurrenceID: "secret-occ", Phase: "before", Status: supervaizer.CheckpointStop},
 	"recovery_required":      &supervaizer.RecoveryRequiredError{OccurrenceID: "secret-occ", Reason: supervaizer.RecoveryOccurrenceActive},
 	"checkpoint_request":     &supervaizer.CheckpointRequestError{StatusCode: 502, Body: "secret-body"},
-	"resource_error":         &supervaizer.ResourceError{Code: "duplicate_email", Message: "secret-resource"},
-	"not_found":              fmt.Errorf("contact: %w", supervaizer.ErrNotFound),
+	"resource_error":         &resource.Error{Code: "duplicate_email", Message: "secret-resource"},
+	"not_found":              fmt.Errorf("contact: %w", resource.ErrNotFound),
 	"context_canceled":       context.Canceled,
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -45,15 +46,15 @@ func parityServer(t *testing.T) (*svtest.TestServer, *atomic.Int64) {
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "People", Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	var stored atomic.Int64
-	supervaizer.RegisterResource(agent, "people", supervaizer.Resource[parityPerson]{
-		Create: func(_ context.Context, _ supervaizer.ResourceContext, p parityPerson) (parityPerson, error) {
+	supervaizer.RegisterResource(agent, "people", resource.Handlers[parityPerson]{
+		Create: func(_ context.Context, _ resource.Context, p parityPerson) (parityPerson, error) {
 			stored.Add(1)
 			p.ID = "p-1"
 			return p, nil
 		},
-		Import: func(_ context.Context, _ supervaizer.ResourceContext, b supervaizer.ImportBatch[parityPerson]) (supervaizer.ImportReport[parityPerson], error) {
+		Import: func(_ context.Context, _ resource.Context, b resource.ImportBatch[parityPerson]) (resource.ImportReport[parityPerson], error) {
 			stored.Add(int64(len(b.Items)))
-			return supervaizer.ImportReport[parityPerson]{Count: len(b.Items)}, nil
+			return resource.ImportReport[parityPerson]{Count: len(b.Items)}, nil
 		},
 		ImportDocument: &a2ui.ResourceImport{
 			ID: "people.import", Title: "Import people", Resource: "people",

@@ -14,7 +14,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/resource"
+	"github.com/supervaize/supervaizer-go/resource"
 )
 
 func TestDataResourceAuthorization(t *testing.T) {
@@ -94,7 +94,7 @@ func TestDataResourceNeverBypassesInLocalMode(t *testing.T) {
 	srv.ServeHTTP(w, r)
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), `"resource.listed"`)
-	assert.Equal(t, supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: "ws-1"}, store.lastContext(t).Scope)
+	assert.Equal(t, resource.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: "ws-1"}, store.lastContext(t).Scope)
 }
 
 func TestDataResourceRoutesNotMountedOutsideLocalOrAttached(t *testing.T) {
@@ -170,7 +170,7 @@ func TestDataResourceRequestContextReachesHandler(t *testing.T) {
 	require.NotNil(t, rc.Workspace)
 	assert.Equal(t, resAlpha.id, rc.Workspace.WorkspaceID)
 	assert.Equal(t, []string{"resource.contacts.list"}, rc.Workspace.Scopes)
-	assert.Equal(t, supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: resAlphaRef, ByRef: true}, rc.Scope)
+	assert.Equal(t, resource.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: resAlphaRef, ByRef: true}, rc.Scope)
 }
 
 func TestDataResourceRouting(t *testing.T) {
@@ -208,11 +208,11 @@ func TestDataResourceRouting(t *testing.T) {
 func TestDataResourceHandlerFailures(t *testing.T) {
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: resAgentName, Version: "1.0.0", Registration: resRegistration(t)})
 	require.NoError(t, err)
-	supervaizer.RegisterResource(agent, "contacts", supervaizer.Resource[resContact]{
-		List: func(context.Context, supervaizer.ResourceContext, supervaizer.ListQuery) ([]resContact, error) {
+	supervaizer.RegisterResource(agent, "contacts", resource.Handlers[resContact]{
+		List: func(context.Context, resource.Context, resource.ListQuery) ([]resContact, error) {
 			panic("secret detail")
 		},
-		Get: func(context.Context, supervaizer.ResourceContext, string) (resContact, error) {
+		Get: func(context.Context, resource.Context, string) (resContact, error) {
 			return resContact{}, context.DeadlineExceeded
 		},
 	})

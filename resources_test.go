@@ -22,7 +22,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/resource"
+	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -56,22 +56,22 @@ type resContact struct {
 type resStore struct {
 	mu      sync.Mutex
 	seq     int
-	items   map[supervaizer.ScopeKey]map[string]resContact
-	batches []supervaizer.ImportBatch[resContact]
-	seen    []supervaizer.ResourceContext
+	items   map[resource.ScopeKey]map[string]resContact
+	batches []resource.ImportBatch[resContact]
+	seen    []resource.Context
 	calls   atomic.Int64
 }
 
 func newResStore() *resStore {
-	return &resStore{items: map[supervaizer.ScopeKey]map[string]resContact{}}
+	return &resStore{items: map[resource.ScopeKey]map[string]resContact{}}
 }
 
-func (s *resStore) record(rc supervaizer.ResourceContext) {
+func (s *resStore) record(rc resource.Context) {
 	s.calls.Add(1)
 	s.seen = append(s.seen, rc)
 }
 
-func (s *resStore) lastContext(t *testing.T) supervaizer.ResourceContext {
+func (s *resStore) lastContext(t *testing.T) resource.Context {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,7 +79,7 @@ func (s *resStore) lastContext(t *testing.T) supervaizer.ResourceContext {
 	return s.seen[len(s.seen)-1]
 }
 
-func (s *resStore) add(rc supervaizer.ResourceContext, c resContact) resContact {
+func (s *resStore) add(rc resource.Context, c resContact) resContact {
 	s.seq++
 	c.ID = fmt.Sprintf("c-%04d", s.seq)
 	if s.items[rc.Scope] == nil {
@@ -89,21 +89,21 @@ func (s *resStore) add(rc supervaizer.ResourceContext, c resContact) resContact 
 	return c
 }
 
-func (s *resStore) scopes() []supervaizer.ScopeKey {
+func (s *resStore) scopes() []resource.ScopeKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var keys []supervaizer.ScopeKey
+	var keys []resource.ScopeKey
 	for k := range s.items {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b supervaizer.ScopeKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(keys, func(a, b resource.ScopeKey) int { return strings.Compare(a.String(), b.String()) })
 	return keys
 }
 
 // resource implements every operation on the store.
-func (s *resStore) resource() supervaizer.Resource[resContact] {
-	return supervaizer.Resource[resContact]{
-		List: func(_ context.Context, rc supervaizer.ResourceContext, q supervaizer.ListQuery) ([]resContact, error) {
+func (s *resStore) resource() resource.Handlers[resContact] {
+	return resource.Handlers[resContact]{
+		List: func(_ context.Context, rc resource.Context, q resource.ListQuery) ([]resContact, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.record(rc)
@@ -117,52 +117,52 @@ func (s *resStore) resource() supervaizer.Resource[resContact] {
 			out = out[min(q.Offset, len(out)):]
 			return out[:min(q.Limit, len(out))], nil
 		},
-		Get: func(_ context.Context, rc supervaizer.ResourceContext, id string) (resContact, error) {
+		Get: func(_ context.Context, rc resource.Context, id string) (resContact, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.record(rc)
 			c, ok := s.items[rc.Scope][id]
 			if !ok {
-				return c, supervaizer.ErrNotFound
+				return c, resource.ErrNotFound
 			}
 			return c, nil
 		},
-		Create: func(_ context.Context, rc supervaizer.ResourceContext, c resContact) (resContact, error) {
+		Create: func(_ context.Context, rc resource.Context, c resContact) (resContact, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.record(rc)
 			if c.Email == "taken@example.com" {
-				return c, &supervaizer.ResourceError{Code: "duplicate_email", Message: "this e-mail is already a contact", Field: "email", Status: http.StatusConflict}
+				return c, &resource.Error{Code: "duplicate_email", Message: "this e-mail is already a contact", Field: "email", Status: http.StatusConflict}
 			}
 			return s.add(rc, c), nil
 		},
-		Update: func(_ context.Context, rc supervaizer.ResourceContext, id string, c resContact) (resContact, error) {
+		Update: func(_ context.Context, rc resource.Context, id string, c resContact) (resContact, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.record(rc)
 			if _, ok := s.items[rc.Scope][id]; !ok {
-				return c, fmt.Errorf("update %s: %w", id, supervaizer.ErrNotFound)
+				return c, fmt.Errorf("update %s: %w", id, resource.ErrNotFound)
 			}
 			c.ID = id
 			s.items[rc.Scope][id] = c
 			return c, nil
 		},
-		Delete: func(_ context.Context, rc supervaizer.ResourceContext, id string) error {
+		Delete: func(_ context.Context, rc resource.Context, id string) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.record(rc)
 			if _, ok := s.items[rc.Scope][id]; !ok {
-				return supervaizer.ErrNotFound
+				return resource.ErrNotFound
 			}
 			delete(s.items[rc.Scope], id)
 			return nil
 		},
-		Import: func(_ context.Context, rc supervaizer.ResourceContext, b supervaizer.ImportBatch[resContact]) (supervaizer.ImportReport[resContact], error) {
+		Import: func(_ context.Context, rc resource.Context, b resource.ImportBatch[resContact]) (resource.ImportReport[resContact], error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.record(rc)
 			s.batches = append(s.batches, b)
-			rep := supervaizer.ImportReport[resContact]{Summary: map[string]any{"created": len(b.Items)}}
+			rep := resource.ImportReport[resContact]{Summary: map[string]any{"created": len(b.Items)}}
 			for _, c := range b.Items {
 				rep.Items = append(rep.Items, s.add(rc, c))
 			}
@@ -228,18 +228,18 @@ func newResFixture(tb testing.TB, opts ...supervaizer.Option) *resFixture {
 	f := &resFixture{contacts: newResStore(), notes: newResStore(), tasks: newResStore(), leads: newResStore()}
 	supervaizer.RegisterResource(agent, "contacts", f.contacts.resource())
 	notes := f.notes.resource()
-	supervaizer.RegisterResource(agent, "notes", supervaizer.Resource[resContact]{List: notes.List, Create: notes.Create})
+	supervaizer.RegisterResource(agent, "notes", resource.Handlers[resContact]{List: notes.List, Create: notes.Create})
 	tasks := f.tasks.resource()
-	supervaizer.RegisterResource(agent, "tasks", supervaizer.Resource[resContact]{List: tasks.List})
+	supervaizer.RegisterResource(agent, "tasks", resource.Handlers[resContact]{List: tasks.List})
 	leads := f.leads.resource()
 	doc := *leads.ImportDocument
 	doc.ID, doc.Resource, doc.Submit.Action = "leads.import", "leads", "resource.leads.import"
 	doc.Fields = a2ui.ResourceFields(a2ui.IntegerField("campaign", "Campaign", a2ui.Required()))
-	supervaizer.RegisterResource(agent, "leads", supervaizer.Resource[resContact]{
+	supervaizer.RegisterResource(agent, "leads", resource.Handlers[resContact]{
 		Import: leads.Import, ImportDocument: &doc, PartialImport: true,
-		ImportLimits: supervaizer.ImportLimits{MaxBytes: 256, MaxRows: 4},
+		ImportLimits: resource.ImportLimits{MaxBytes: 256, MaxRows: 4},
 	})
-	supervaizer.RegisterDataset(agent, "contact_stats", func(_ context.Context, rc supervaizer.ResourceContext, q supervaizer.DatasetQuery) ([]resStat, error) {
+	supervaizer.RegisterDataset(agent, "contact_stats", func(_ context.Context, rc resource.Context, q resource.DatasetQuery) ([]resStat, error) {
 		f.statsCalls.Add(1)
 		f.contacts.mu.Lock()
 		n := len(f.contacts.items[rc.Scope])
@@ -441,7 +441,7 @@ func TestResourceIsolationAcrossTransportsAndWorkspaces(t *testing.T) {
 
 	// The store holds exactly two partitions: alpha by its agent_workspace_ref,
 	// beta by its workspace id.
-	assert.Equal(t, []supervaizer.ScopeKey{
+	assert.Equal(t, []resource.ScopeKey{
 		{Level: contracts.ScopeWorkspace, Workspace: resAlphaRef, ByRef: true},
 		{Level: contracts.ScopeWorkspace, Workspace: resBeta.id},
 	}, f.contacts.scopes())
@@ -474,7 +474,7 @@ func TestResourceRefAndWorkspaceIDNeverShareAPartition(t *testing.T) {
 	assert.Empty(t, f.listBoth(t, gamma))
 	rc := f.contacts.lastContext(t)
 	assert.Equal(t, "ref:ws-b", rc.Scope.String())
-	assert.Equal(t, []supervaizer.ScopeKey{{Level: contracts.ScopeWorkspace, Workspace: resBeta.id}}, f.contacts.scopes())
+	assert.Equal(t, []resource.ScopeKey{{Level: contracts.ScopeWorkspace, Workspace: resBeta.id}}, f.contacts.scopes())
 }
 
 func TestResourceForgedContextChangesNothing(t *testing.T) {
@@ -586,7 +586,7 @@ func TestResourceScopeAndRequiredContext(t *testing.T) {
 	assert.Empty(t, res.Effects[0].Items, "another mission's notes are not listed")
 	res = f.invoke(t, resAlpha, "resource.notes.list", nil, inMission("m-1"))
 	assert.Equal(t, []string{"m1@a.test"}, emails(res.Effects[0].Items))
-	assert.Equal(t, supervaizer.ScopeKey{Level: contracts.ScopeMission, Workspace: resAlphaRef, ByRef: true, Mission: "m-1"}, f.notes.lastContext(t).Scope)
+	assert.Equal(t, resource.ScopeKey{Level: contracts.ScopeMission, Workspace: resAlphaRef, ByRef: true, Mission: "m-1"}, f.notes.lastContext(t).Scope)
 
 	// REST: without X-Supervaize-Mission-Id, 400 naming it; with it, the same partition.
 	w := f.rest(t, resAlpha, http.MethodGet, "notes", "list", "", "")
@@ -754,7 +754,7 @@ func TestResourcePartialImport(t *testing.T) {
 	batch := f.leads.batches[0]
 	f.leads.mu.Unlock()
 	assert.Equal(t, []int{1, 3}, batch.Rows)
-	assert.Equal(t, []supervaizer.ImportRowError{{Row: 2, Column: "age", Code: "type", Message: "must be an integer"}}, batch.Errors)
+	assert.Equal(t, []resource.ImportRowError{{Row: 2, Column: "age", Code: "type", Message: "must be an integer"}}, batch.Errors)
 	assert.Equal(t, map[string]any{"campaign": json.Number("7")}, batch.Fields)
 
 	// REST: contextual fields come from the query, numbers as json.Number too.
@@ -822,7 +822,7 @@ func TestRegisterResourceSetupErrors(t *testing.T) {
 		require.NoError(t, err)
 		return a
 	}
-	list := func(context.Context, supervaizer.ResourceContext, supervaizer.ListQuery) ([]resContact, error) {
+	list := func(context.Context, resource.Context, resource.ListQuery) ([]resContact, error) {
 		return nil, nil
 	}
 	goodDoc := newResStore().resource().ImportDocument
@@ -832,44 +832,44 @@ func TestRegisterResourceSetupErrors(t *testing.T) {
 		panic string
 	}{
 		{"undeclared resource", func(a *supervaizer.Agent) {
-			supervaizer.RegisterResource(a, "nope", supervaizer.Resource[resContact]{List: list})
+			supervaizer.RegisterResource(a, "nope", resource.Handlers[resContact]{List: list})
 		}, "not declared"},
 		{"undeclared operation", func(a *supervaizer.Agent) {
-			supervaizer.RegisterResource(a, "tasks", supervaizer.Resource[resContact]{
-				Delete: func(context.Context, supervaizer.ResourceContext, string) error { return nil }})
+			supervaizer.RegisterResource(a, "tasks", resource.Handlers[resContact]{
+				Delete: func(context.Context, resource.Context, string) error { return nil }})
 		}, `operation "delete"`},
 		{"twice", func(a *supervaizer.Agent) {
-			supervaizer.RegisterResource(a, "tasks", supervaizer.Resource[resContact]{List: list})
-			supervaizer.RegisterResource(a, "tasks", supervaizer.Resource[resContact]{List: list})
+			supervaizer.RegisterResource(a, "tasks", resource.Handlers[resContact]{List: list})
+			supervaizer.RegisterResource(a, "tasks", resource.Handlers[resContact]{List: list})
 		}, "already"},
 		{"action already handled", func(a *supervaizer.Agent) {
 			a.HandleAction("resource.tasks.list", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 				return supervaizer.OK(), nil
 			})
-			supervaizer.RegisterResource(a, "tasks", supervaizer.Resource[resContact]{List: list})
+			supervaizer.RegisterResource(a, "tasks", resource.Handlers[resContact]{List: list})
 		}, `action "resource.tasks.list" already has a handler`},
 		{"item type", func(a *supervaizer.Agent) {
-			supervaizer.RegisterResource(a, "tasks", supervaizer.Resource[string]{
-				List: func(context.Context, supervaizer.ResourceContext, supervaizer.ListQuery) ([]string, error) {
+			supervaizer.RegisterResource(a, "tasks", resource.Handlers[string]{
+				List: func(context.Context, resource.Context, resource.ListQuery) ([]string, error) {
 					return nil, nil
 				}})
 		}, "JSON object"},
 		{"import without document", func(a *supervaizer.Agent) {
-			supervaizer.RegisterResource(a, "contacts", supervaizer.Resource[resContact]{Import: newResStore().resource().Import})
+			supervaizer.RegisterResource(a, "contacts", resource.Handlers[resContact]{Import: newResStore().resource().Import})
 		}, "ImportDocument"},
 		{"import document of another resource", func(a *supervaizer.Agent) {
-			supervaizer.RegisterResource(a, "leads", supervaizer.Resource[resContact]{Import: newResStore().resource().Import, ImportDocument: goodDoc})
+			supervaizer.RegisterResource(a, "leads", resource.Handlers[resContact]{Import: newResStore().resource().Import, ImportDocument: goodDoc})
 		}, `not "leads"`},
 		{"xlsx-only document", func(a *supervaizer.Agent) {
 			doc := *goodDoc
 			doc.AcceptedFormats = []string{contracts.ImportFormatXLSX}
-			supervaizer.RegisterResource(a, "contacts", supervaizer.Resource[resContact]{Import: newResStore().resource().Import, ImportDocument: &doc})
+			supervaizer.RegisterResource(a, "contacts", resource.Handlers[resContact]{Import: newResStore().resource().Import, ImportDocument: &doc})
 		}, "accept csv"},
 		{"negative limits", func(a *supervaizer.Agent) {
-			supervaizer.RegisterResource(a, "contacts", supervaizer.Resource[resContact]{List: list, ImportLimits: supervaizer.ImportLimits{MaxRows: -1}})
+			supervaizer.RegisterResource(a, "contacts", resource.Handlers[resContact]{List: list, ImportLimits: resource.ImportLimits{MaxRows: -1}})
 		}, "negative"},
 		{"undeclared dataset", func(a *supervaizer.Agent) {
-			supervaizer.RegisterDataset(a, "nope", func(context.Context, supervaizer.ResourceContext, supervaizer.DatasetQuery) ([]resStat, error) {
+			supervaizer.RegisterDataset(a, "nope", func(context.Context, resource.Context, resource.DatasetQuery) ([]resStat, error) {
 				return nil, nil
 			})
 		}, "not declared"},
@@ -877,7 +877,7 @@ func TestRegisterResourceSetupErrors(t *testing.T) {
 			supervaizer.RegisterDataset[resStat](a, "contact_stats", nil)
 		}, "nil query"},
 		{"row type", func(a *supervaizer.Agent) {
-			supervaizer.RegisterDataset(a, "contact_stats", func(context.Context, supervaizer.ResourceContext, supervaizer.DatasetQuery) ([]int, error) {
+			supervaizer.RegisterDataset(a, "contact_stats", func(context.Context, resource.Context, resource.DatasetQuery) ([]int, error) {
 				return nil, nil
 			})
 		}, "JSON object"},
@@ -900,7 +900,7 @@ func TestRegisterResourceSetupErrors(t *testing.T) {
 	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: resAgentName, Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	assert.PanicsWithValue(t, `supervaizer: RegisterResource("r") on agent "contacts-agent": requires_context key "campaign.id" is not one the SDK can check (known keys: agent_workspace_ref, case.id, case_id, job.id, job_id, mission.id, mission.metadata, mission_id, step.id, step_id, workspace.id, workspace.slug, workspace_id, workspace_slug)`,
-		func() { supervaizer.RegisterResource(a, "r", supervaizer.Resource[resContact]{List: list}) })
+		func() { supervaizer.RegisterResource(a, "r", resource.Handlers[resContact]{List: list}) })
 }
 
 func TestResourceDeclaredOperationWithoutImplementation(t *testing.T) {
@@ -1013,15 +1013,15 @@ func ExampleRegisterResource() {
 	}
 	// The agent's storage: partitioned by the verified scope key, and nothing else.
 	var mu sync.Mutex
-	store := map[supervaizer.ScopeKey][]Contact{}
-	supervaizer.RegisterResource(agent, "contacts", supervaizer.Resource[Contact]{
-		List: func(_ context.Context, rc supervaizer.ResourceContext, q supervaizer.ListQuery) ([]Contact, error) {
+	store := map[resource.ScopeKey][]Contact{}
+	supervaizer.RegisterResource(agent, "contacts", resource.Handlers[Contact]{
+		List: func(_ context.Context, rc resource.Context, q resource.ListQuery) ([]Contact, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			items := store[rc.Scope]
 			return items[min(q.Offset, len(items)):], nil
 		},
-		Create: func(_ context.Context, rc supervaizer.ResourceContext, c Contact) (Contact, error) {
+		Create: func(_ context.Context, rc resource.Context, c Contact) (Contact, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			c.ID = fmt.Sprintf("c-%d", len(store[rc.Scope])+1)
@@ -1053,7 +1053,7 @@ func ExampleRegisterDataset() {
 		Label string `json:"label"`
 		Value int    `json:"value"`
 	}
-	supervaizer.RegisterDataset(agent, "progress", func(_ context.Context, rc supervaizer.ResourceContext, q supervaizer.DatasetQuery) ([]Metric, error) {
+	supervaizer.RegisterDataset(agent, "progress", func(_ context.Context, rc resource.Context, q resource.DatasetQuery) ([]Metric, error) {
 		// Read rc.Scope's rows only; restrict them to q.JobID when it is set.
 		rows := []Metric{{"Sources read", 42}, {"Drafts", 3}}
 		return rows[min(q.Offset, len(rows)):], nil

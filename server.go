@@ -489,7 +489,7 @@ func (s *Server) routes() http.Handler {
 	r.Get(ReadinessPath, s.serveReadiness)
 	if s.cfg.localMode || s.cfg.studioAttached {
 		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", s.serveContract)
-		s.mountDataResources(r) // DataResource REST routes (internal/resource)
+		s.mountDataResources(r) // DataResource REST routes (package resource)
 	}
 	// Studio registration refresh: 503 when not attached (studio_register.go).
 	r.With(s.requireKey(ScopeWrite)).Post(studio.RegistrationRefreshPath, s.serveRegistrationRefresh)

@@ -16,6 +16,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -361,8 +362,8 @@ func TestCodeOfReportsTheCodeSent(t *testing.T) {
 		{"*Error unauthorized, wrapped", fmt.Errorf("w: %w", wireError(t, supervaizer.CodeUnauthorized, "no", nil))},
 		{"*Error action not registered", wireError(t, supervaizer.CodeActionNotRegistered, "nope", nil)},
 		{"blocked", &supervaizer.BlockedError{OccurrenceID: "o", Phase: "before", Status: supervaizer.CheckpointStop}},
-		{"resource error", &supervaizer.ResourceError{Code: "duplicate_email", Message: "taken"}},
-		{"not found", supervaizer.ErrNotFound},
+		{"resource error", &resource.Error{Code: "duplicate_email", Message: "taken"}},
+		{"not found", resource.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

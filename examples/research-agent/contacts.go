@@ -11,6 +11,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/resource"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -31,7 +32,7 @@ const codeDuplicateEmail = "duplicate_email"
 // errDuplicateEmail is the business error of a create or update that loses
 // the address of a workspace to another contact.
 func errDuplicateEmail() error {
-	return &supervaizer.ResourceError{Code: codeDuplicateEmail, Field: "email",
+	return &resource.Error{Code: codeDuplicateEmail, Field: "email",
 		Message: "another contact of this workspace has this e-mail address", Status: 409}
 }
 
@@ -100,7 +101,7 @@ func contactImportDocument() *a2ui.ResourceImport {
 // verified scope (rc.Scope) and reads and writes inside it only: the SDK
 // builds it from the workspace token, never from a slug of the request.
 func (a *app) registerContacts() {
-	supervaizer.RegisterResource(a.srv, resourceContacts, supervaizer.Resource[contact]{
+	supervaizer.RegisterResource(a.srv, resourceContacts, resource.Handlers[contact]{
 		List:           a.listContacts,
 		Create:         a.createContact,
 		Update:         a.updateContact,
@@ -113,7 +114,7 @@ func (a *app) registerContacts() {
 }
 
 // listContacts returns a page of the scope's contacts, narrowed by q.Search.
-func (a *app) listContacts(ctx context.Context, rc supervaizer.ResourceContext, q supervaizer.ListQuery) ([]contact, error) {
+func (a *app) listContacts(ctx context.Context, rc resource.Context, q resource.ListQuery) ([]contact, error) {
 	search := strings.ToLower(strings.TrimSpace(q.Search))
 	var out []contact
 	skip := q.Offset
@@ -139,7 +140,7 @@ func (a *app) listContacts(ctx context.Context, rc supervaizer.ResourceContext, 
 }
 
 // createContact stores a new contact with an id of its own.
-func (a *app) createContact(ctx context.Context, rc supervaizer.ResourceContext, c contact) (contact, error) {
+func (a *app) createContact(ctx context.Context, rc resource.Context, c contact) (contact, error) {
 	c = normalize(c)
 	c.ID = uuid.NewString()
 	scope := rc.Scope.String()
@@ -161,7 +162,7 @@ func (a *app) createContact(ctx context.Context, rc supervaizer.ResourceContext,
 
 // updateContact replaces the contact id of the scope. It starts again when
 // another writer changed the stored contact since it was read.
-func (a *app) updateContact(ctx context.Context, rc supervaizer.ResourceContext, id string, c contact) (contact, error) {
+func (a *app) updateContact(ctx context.Context, rc resource.Context, id string, c contact) (contact, error) {
 	scope := rc.Scope.String()
 	key := contactKey(scope, id)
 	c = normalize(c)
@@ -178,7 +179,7 @@ func (a *app) updateContact(ctx context.Context, rc supervaizer.ResourceContext,
 			}
 		}
 		if !found || old.Void {
-			return contact{}, supervaizer.ErrNotFound
+			return contact{}, resource.ErrNotFound
 		}
 		if c.Email != old.Email {
 			if err := a.claimEmail(ctx, scope, c.Email, id); err != nil {
@@ -201,10 +202,10 @@ func (a *app) updateContact(ctx context.Context, rc supervaizer.ResourceContext,
 // importContacts applies an uploaded file whose rows all passed the SDK's
 // checks: a row whose e-mail address is known updates that contact, any other
 // row creates one.
-func (a *app) importContacts(ctx context.Context, rc supervaizer.ResourceContext, batch supervaizer.ImportBatch[contact]) (supervaizer.ImportReport[contact], error) {
+func (a *app) importContacts(ctx context.Context, rc resource.Context, batch resource.ImportBatch[contact]) (resource.ImportReport[contact], error) {
 	scope := rc.Scope.String()
 	var (
-		rep              supervaizer.ImportReport[contact]
+		rep              resource.ImportReport[contact]
 		created, updated int
 	)
 	for i, row := range batch.Items {
@@ -219,9 +220,9 @@ func (a *app) importContacts(ctx context.Context, rc supervaizer.ResourceContext
 		} else {
 			c, err = a.createContact(ctx, rc, row)
 		}
-		var re *supervaizer.ResourceError
+		var re *resource.Error
 		if errors.As(err, &re) {
-			rep.Errors = append(rep.Errors, supervaizer.ImportRowError{Row: batch.Rows[i], Column: re.Field, Code: re.Code, Message: re.Message})
+			rep.Errors = append(rep.Errors, resource.ImportRowError{Row: batch.Rows[i], Column: re.Field, Code: re.Code, Message: re.Message})
 			continue
 		}
 		if err != nil {

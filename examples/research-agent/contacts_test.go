@@ -10,20 +10,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/resource"
 )
 
 // contactsRC is the resource context of a contacts call from workspace ws.
-func contactsRC(ws string) supervaizer.ResourceContext {
-	return supervaizer.ResourceContext{Resource: resourceContacts,
-		Scope: supervaizer.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: ws}}
+func contactsRC(ws string) resource.Context {
+	return resource.Context{Resource: resourceContacts,
+		Scope: resource.ScopeKey{Level: contracts.ScopeWorkspace, Workspace: ws}}
 }
 
 // requireDuplicate requires the business error of a taken address.
 func requireDuplicate(t *testing.T, err error) {
 	t.Helper()
-	var re *supervaizer.ResourceError
+	var re *resource.Error
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, codeDuplicateEmail, re.Code)
 }
@@ -31,7 +31,7 @@ func requireDuplicate(t *testing.T, err error) {
 // holders returns the contacts of ws with the address.
 func holders(t *testing.T, a *app, ws, email string) []contact {
 	t.Helper()
-	all, err := a.listContacts(t.Context(), contactsRC(ws), supervaizer.ListQuery{Limit: 1000})
+	all, err := a.listContacts(t.Context(), contactsRC(ws), resource.ListQuery{Limit: 1000})
 	require.NoError(t, err)
 	var out []contact
 	for _, c := range all {
@@ -156,7 +156,7 @@ func TestCreateTakesOverStaleClaim(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, stored)
 	_, err = a.updateContact(ctx, rc, "ghost", contact{Name: "G", Email: "g@example.com"})
-	assert.ErrorIs(t, err, supervaizer.ErrNotFound)
+	assert.ErrorIs(t, err, resource.ErrNotFound)
 
 	// Ada moves to a new address: the old one is free again, the new one not.
 	_, err = a.updateContact(ctx, rc, ada.ID, contact{Name: "Ada", Email: "ada@new.example"})
@@ -172,7 +172,7 @@ func TestCreateTakesOverStaleClaim(t *testing.T) {
 	emails, err := a.contactEmails(ctx, scope)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ada@example.com", "ada@new.example"}, emails)
-	all, err := a.listContacts(ctx, rc, supervaizer.ListQuery{Limit: 10})
+	all, err := a.listContacts(ctx, rc, resource.ListQuery{Limit: 10})
 	require.NoError(t, err)
 	assert.Len(t, all, 2, "the void record of the fenced create is no contact")
 }

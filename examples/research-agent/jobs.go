@@ -14,6 +14,7 @@ import (
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/resource"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -198,14 +199,14 @@ func defaultGoal(topic string) string {
 // workspaceScope is the partition every job, contact and metric lives in: the
 // agent-side record Studio bound the workspace to (agent_workspace_ref), else
 // the verified workspace id, written as the SDK writes a workspace-level
-// supervaizer.ScopeKey (so jobs and the contacts resource share it). It comes
+// resource.ScopeKey (so jobs and the contacts resource share it). It comes
 // from the verified token only, never from a slug or an id of the request
 // body; the two namespaces never mix.
 func workspaceScope(ws *supervaizer.Workspace) (string, bool) {
 	if ws == nil || ws.WorkspaceID == "" {
 		return "", false
 	}
-	k := supervaizer.ScopeKey{Level: "workspace", Workspace: ws.WorkspaceID}
+	k := resource.ScopeKey{Level: "workspace", Workspace: ws.WorkspaceID}
 	if ws.AgentWorkspaceRef != nil && *ws.AgentWorkspaceRef != "" {
 		k.Workspace, k.ByRef = *ws.AgentWorkspaceRef, true
 	}
@@ -213,8 +214,8 @@ func workspaceScope(ws *supervaizer.Workspace) (string, bool) {
 }
 
 // workspaceOf is the workspace-level partition of a resource or dataset scope.
-func workspaceOf(k supervaizer.ScopeKey) string {
-	return supervaizer.ScopeKey{Level: "workspace", Workspace: k.Workspace, ByRef: k.ByRef}.String()
+func workspaceOf(k resource.ScopeKey) string {
+	return resource.ScopeKey{Level: "workspace", Workspace: k.Workspace, ByRef: k.ByRef}.String()
 }
 
 // jobStore keeps job records in the store, one key per (scope, job id). The

@@ -5,6 +5,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/resource"
 )
 
 // progressRow is one row of the progress_metrics dataset: the number of jobs
@@ -27,7 +28,7 @@ func (a *app) registerProgress() {
 
 // queryProgress counts the mission's jobs by stage, inside the verified
 // workspace only (restricted to q.JobID when a job-level dashboard asks).
-func (a *app) queryProgress(ctx context.Context, rc supervaizer.ResourceContext, q supervaizer.DatasetQuery) ([]progressRow, error) {
+func (a *app) queryProgress(ctx context.Context, rc resource.Context, q resource.DatasetQuery) ([]progressRow, error) {
 	counts := map[string]int{}
 	err := a.jobs.each(ctx, workspaceOf(rc.Scope), func(j *jobRecord) error {
 		if j.MissionID == rc.Scope.Mission && (q.JobID == "" || j.ID == q.JobID) {

@@ -74,7 +74,7 @@ func TestParseImportCSV(t *testing.T) {
 			if maxRows == 0 {
 				maxRows = DefaultImportMaxRows
 			}
-			p, oe := ParseCSV(impColumns, []byte(tt.csv), maxRows)
+			p, oe := parseCSV(impColumns, []byte(tt.csv), maxRows)
 			if tt.wantHTTP != 0 {
 				require.NotNil(t, oe)
 				assert.Equal(t, tt.wantHTTP, oe.Status)
@@ -103,15 +103,15 @@ func TestImportRowErrorsAreCapped(t *testing.T) {
 	for range n {
 		b.WriteString(",1\n") // no e-mail: one error per row
 	}
-	p, oe := ParseCSV(impColumns[:2], []byte(b.String()), n)
+	p, oe := parseCSV(impColumns[:2], []byte(b.String()), n)
 	require.Nil(t, oe)
 	assert.Len(t, p.Errs, maxReportedRowErrors)
 	assert.Equal(t, 250, p.More)
-	rejected := Rejected(p.Errs, p.More)
+	rejected := rejected(p.Errs, p.More)
 	last := rejected.Errs[len(rejected.Errs)-1]
 	assert.Equal(t, ImportCodeTooManyErrors, last.Code)
 	assert.Contains(t, rejected.Detail, fmt.Sprint(n))
-	assert.Len(t, RowErrorObjects(p.Errs, p.More), maxReportedRowErrors+1)
+	assert.Len(t, rowErrorObjects(p.Errs, p.More), maxReportedRowErrors+1)
 }
 
 func TestDecimalNumber(t *testing.T) {
@@ -125,13 +125,13 @@ func TestDecimalNumber(t *testing.T) {
 }
 
 func TestImportFormats(t *testing.T) {
-	assert.Nil(t, CheckFormat(""))
-	assert.Nil(t, CheckFormat(" CSV "))
-	xlsx := CheckFormat("xlsx")
+	assert.Nil(t, checkFormat(""))
+	assert.Nil(t, checkFormat(" CSV "))
+	xlsx := checkFormat("xlsx")
 	require.NotNil(t, xlsx)
 	assert.Equal(t, http.StatusUnsupportedMediaType, xlsx.Status)
 	assert.Contains(t, xlsx.Detail, "XLSX")
-	assert.NotNil(t, CheckFormat("json"))
+	assert.NotNil(t, checkFormat("json"))
 }
 
 func FuzzParseImportCSV(f *testing.F) {
@@ -143,7 +143,7 @@ func FuzzParseImportCSV(f *testing.F) {
 		f.Add([]byte(s), uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, maxRows uint8) {
-		p, oe := ParseCSV(impColumns, data, int(maxRows)+1)
+		p, oe := parseCSV(impColumns, data, int(maxRows)+1)
 		if oe != nil {
 			require.NotEmpty(t, oe.Errs)
 			require.True(t, oe.Status == http.StatusUnprocessableEntity || oe.Status == http.StatusRequestEntityTooLarge)
@@ -175,7 +175,7 @@ func BenchmarkParseImportCSV(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		p, oe := ParseCSV(impColumns, data, DefaultImportMaxRows)
+		p, oe := parseCSV(impColumns, data, DefaultImportMaxRows)
 		if oe != nil || len(p.Rows) != 1000 {
 			b.Fatal("unexpected parse result")
 		}

@@ -117,7 +117,7 @@ func badHeader(name, format string, args ...any) *ContextHeaderError {
 
 // ParseDataResourceContext reads the DataResource context of r. verified is
 // the verified workspace context of the call (the first non-nil one is used;
-// default: [WorkspaceFrom] on the request's context). The error is always a
+// default: supervaizer.WorkspaceFrom on the request's context). The error is always a
 // *[ContextHeaderError] answered with HTTP 400 when the mission-metadata
 // header is present and: there is no X-Supervaize-Mission-Id, the value
 // exceeds [MaxMissionMetadataHeaderBytes], it is not base64url (padding

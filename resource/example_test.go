@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	"github.com/supervaize/supervaizer-go/internal/resource"
+	"github.com/supervaize/supervaizer-go/resource"
 )
 
 // ContextHeaders writes the DataResource context headers, the mission

@@ -1,7 +1,3 @@
-// Package resource holds the engine of DataResource calls that has no author
-// vocabulary of its own: the refusal of an operation (its HTTP status and
-// result errors), the CSV checks of an import and the DataResource context
-// headers (workspace, mission, mission metadata).
 package resource
 
 import (
@@ -50,7 +46,7 @@ const (
 
 // ImportLimits bounds an uploaded import file. A zero field takes its
 // default. On POST /a2a the content also travels inside the JSON-RPC body,
-// bounded by [WithMaxBodyBytes] (base64 content is a third larger than the
+// bounded by supervaizer.WithMaxBodyBytes (base64 content is a third larger than the
 // file).
 type ImportLimits struct {
 	MaxBytes int64 // largest file, in bytes; default DefaultImportMaxBytes
@@ -58,7 +54,7 @@ type ImportLimits struct {
 }
 
 // Resolved fills the defaults; negative limits are a setup error.
-func (l ImportLimits) Resolved() (ImportLimits, error) {
+func (l ImportLimits) resolved() (ImportLimits, error) {
 	if l.MaxBytes < 0 || l.MaxRows < 0 {
 		return l, fmt.Errorf("ImportLimits must not be negative (MaxBytes %d, MaxRows %d)", l.MaxBytes, l.MaxRows)
 	}
@@ -90,7 +86,7 @@ func (e ImportRowError) Error() string {
 	return s + ": " + e.Message
 }
 
-// ImportBatch is the checked content of an import, handed to Resource.Import.
+// ImportBatch is the checked content of an import, handed to Handlers.Import.
 //
 // An import reads a CSV file and checks it against the columns of the
 // resource's ResourceImport document before any author code sees a row. Only
@@ -130,18 +126,18 @@ func (e ImportRowError) Error() string {
 // By default an import is all or nothing: any row error answers a status
 // "error" result (HTTP 422) with [contracts.ErrorImportRejected] then one entry per row
 // error (code, "row N, column C: message", field = column, row), and Import
-// is not called. With Resource.PartialImport, Import receives the rows that
+// is not called. With Handlers.PartialImport, Import receives the rows that
 // passed and the others' errors in Errors. File errors (encoding, header,
 // missing required column, malformed CSV, size) always refuse the whole file.
 type ImportBatch[T any] struct {
 	Items  []T            // the rows that passed the checks, decoded, in file order
 	Rows   []int          // Rows[i] is the data row number of Items[i]
 	Fields map[string]any // the values of the document's contextual fields, checked
-	// Errors lists the rows left out; set only with Resource.PartialImport.
+	// Errors lists the rows left out; set only with Handlers.PartialImport.
 	Errors []ImportRowError
 }
 
-// ImportReport is what Resource.Import returns; it becomes the
+// ImportReport is what Handlers.Import returns; it becomes the
 // resource.imported effect.
 type ImportReport[T any] struct {
 	Items   []T              // the items created or updated, echoed to Studio
@@ -156,33 +152,33 @@ type ImportReport[T any] struct {
 	JobState *contracts.JobState
 }
 
-// CheckFormat accepts "csv" (the default) only.
-func CheckFormat(format string) *OpError {
+// checkFormat accepts "csv" (the default) only.
+func checkFormat(format string) *opError {
 	switch f := strings.ToLower(strings.TrimSpace(format)); f {
 	case "", contracts.ImportFormatCSV:
 		return nil
 	case contracts.ImportFormatXLSX:
-		return UnsupportedFormat("XLSX files are not supported by this SDK: upload the file as CSV")
+		return unsupportedFormat("XLSX files are not supported by this SDK: upload the file as CSV")
 	default:
-		return UnsupportedFormat("unsupported import format: only csv is accepted")
+		return unsupportedFormat("unsupported import format: only csv is accepted")
 	}
 }
 
-// UnsupportedFormat refuses a file that is not CSV (HTTP 415).
-func UnsupportedFormat(msg string) *OpError {
-	return &OpError{Status: http.StatusUnsupportedMediaType, Detail: msg,
+// unsupportedFormat refuses a file that is not CSV (HTTP 415).
+func unsupportedFormat(msg string) *opError {
+	return &opError{Status: http.StatusUnsupportedMediaType, Detail: msg,
 		Errs: []contracts.ResultError{{Code: contracts.ErrorUnsupportedImportFormat, Message: msg}}}
 }
 
-// TooLarge refuses a file over the size limit (HTTP 413).
-func TooLarge(msg string) *OpError {
-	return &OpError{Status: http.StatusRequestEntityTooLarge, Detail: "Import file too large: " + msg,
+// tooLarge refuses a file over the size limit (HTTP 413).
+func tooLarge(msg string) *opError {
+	return &opError{Status: http.StatusRequestEntityTooLarge, Detail: "Import file too large: " + msg,
 		Errs: []contracts.ResultError{{Code: contracts.ErrorImportTooLarge, Message: msg}}}
 }
 
-// Rejected is the all-or-nothing refusal: one import_rejected entry,
+// rejected is the all-or-nothing refusal: one import_rejected entry,
 // then each row error (code, "row N: message", field = column, row).
-func Rejected(rowErrs []ImportRowError, more int) *OpError {
+func rejected(rowErrs []ImportRowError, more int) *opError {
 	n := len(rowErrs) + more
 	detail := fmt.Sprintf("Import rejected: %d row error(s), nothing was applied", n)
 	errs := []contracts.ResultError{{Code: contracts.ErrorImportRejected, Message: detail}}
@@ -192,7 +188,7 @@ func Rejected(rowErrs []ImportRowError, more int) *OpError {
 	if more > 0 {
 		errs = append(errs, rowResultError(tooManyErrors(more)))
 	}
-	return &OpError{Status: http.StatusUnprocessableEntity, Detail: detail, Errs: errs}
+	return &opError{Status: http.StatusUnprocessableEntity, Detail: detail, Errs: errs}
 }
 
 func tooManyErrors(more int) ImportRowError {
@@ -204,8 +200,8 @@ func rowResultError(e ImportRowError) contracts.ResultError {
 		Extra: contracts.Extra{"row": json.RawMessage(strconv.Itoa(e.Row))}}
 }
 
-// RowErrorObjects returns the row errors as the objects of an effect's errors.
-func RowErrorObjects(errs []ImportRowError, more int) []map[string]any {
+// rowErrorObjects returns the row errors as the objects of an effect's errors.
+func rowErrorObjects(errs []ImportRowError, more int) []map[string]any {
 	if more > 0 {
 		errs = append(slices.Clip(errs), tooManyErrors(more))
 	}
@@ -220,15 +216,15 @@ func RowErrorObjects(errs []ImportRowError, more int) []map[string]any {
 	return out
 }
 
-// Parsed is a CSV file checked against the columns.
-type Parsed struct {
+// parsed is a CSV file checked against the columns.
+type parsed struct {
 	Rows []map[string]any // the rows that passed, keyed by column id
 	Nums []int            // their data row numbers
 	Errs []ImportRowError // row errors, at most maxReportedRowErrors
 	More int              // row errors beyond those listed
 }
 
-func (p *Parsed) add(e ImportRowError) {
+func (p *parsed) add(e ImportRowError) {
 	if len(p.Errs) < maxReportedRowErrors {
 		p.Errs = append(p.Errs, e)
 	} else {
@@ -238,14 +234,14 @@ func (p *Parsed) add(e ImportRowError) {
 
 // fileError is a refusal of the whole file (row 0 or a malformed row),
 // whatever the partial-import setting.
-func fileError(errs ...ImportRowError) *OpError { return Rejected(errs, 0) }
+func fileError(errs ...ImportRowError) *opError { return rejected(errs, 0) }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// ParseCSV checks data against columns: header, then every row. File
+// parseCSV checks data against columns: header, then every row. File
 // problems (encoding, header, missing required columns, malformed CSV, too
-// many rows) are an *OpError; row problems are listed in the result.
-func ParseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*Parsed, *OpError) {
+// many rows) are an *opError; row problems are listed in the result.
+func parseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*parsed, *opError) {
 	if !utf8.Valid(data) {
 		return nil, fileError(ImportRowError{Code: ImportCodeEncoding, Message: "the file is not UTF-8 text"})
 	}
@@ -264,7 +260,7 @@ func ParseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*Pars
 		return nil, oe
 	}
 	width := len(header)
-	p := &Parsed{}
+	p := &parsed{}
 	for n := 1; ; n++ {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -274,7 +270,7 @@ func ParseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*Pars
 			return nil, fileError(ImportRowError{Row: n, Code: ImportCodeMalformed, Message: "not valid CSV: " + csvReason(err)})
 		}
 		if n > maxRows {
-			return nil, TooLarge(fmt.Sprintf("the file has more than %d data rows", maxRows))
+			return nil, tooLarge(fmt.Sprintf("the file has more than %d data rows", maxRows))
 		}
 		if blankRecord(rec) {
 			continue
@@ -297,7 +293,7 @@ func ParseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*Pars
 				}
 				continue
 			}
-			v, msg := ConvertCell(col.Type, cell)
+			v, msg := convertCell(col.Type, cell)
 			if msg != "" {
 				p.add(ImportRowError{Row: n, Column: col.ID, Code: ImportCodeType, Message: msg})
 				ok = false
@@ -316,7 +312,7 @@ func ParseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*Pars
 // mapHeader returns, for each column, the index of its header cell (-1 when
 // absent). A cell names a column by exact id, else by id or label ignoring
 // case. Missing required columns and columns named twice refuse the file.
-func mapHeader(columns []contracts.ImportColumn, header []string) ([]int, *OpError) {
+func mapHeader(columns []contracts.ImportColumn, header []string) ([]int, *opError) {
 	pos := make([]int, len(columns))
 	for i := range pos {
 		pos[i] = -1
@@ -372,9 +368,9 @@ func csvReason(err error) string {
 	return "unreadable"
 }
 
-// ConvertCell converts a trimmed, non-empty cell to the column type. It
+// convertCell converts a trimmed, non-empty cell to the column type. It
 // returns the value, or a message when the cell is not of the type.
-func ConvertCell(typ, s string) (any, string) {
+func convertCell(typ, s string) (any, string) {
 	switch typ {
 	case contracts.FieldInteger:
 		v, err := strconv.ParseInt(s, 10, 64)
@@ -444,22 +440,22 @@ func decimalNumber(s string) bool {
 	return i == n
 }
 
-// OpError is a refusal of a resource or dataset call, with its HTTP status
+// opError is a refusal of a resource or dataset call, with its HTTP status
 // on the DataResource routes and the errors of its status "error" result.
-type OpError struct {
+type opError struct {
 	Status int
 	Detail string
 	Errs   []contracts.ResultError
 }
 
-func (e *OpError) Error() string { return e.Detail }
+func (e *opError) Error() string { return e.Detail }
 
-// Result is the status "error" result of the refusal.
-func (e *OpError) Result() *contracts.ActionResult {
+// result is the status "error" result of the refusal.
+func (e *opError) result() *contracts.ActionResult {
 	return &contracts.ActionResult{Status: contracts.StatusError, Effects: []contracts.Effect{}, Errors: slices.Clone(e.Errs)}
 }
 
-// Body is the JSON body of the refusal on the DataResource routes.
-func (e *OpError) Body() map[string]any {
+// body is the JSON body of the refusal on the DataResource routes.
+func (e *opError) body() map[string]any {
 	return map[string]any{"detail": e.Detail, "errors": e.Errs}
 }
