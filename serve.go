@@ -8,7 +8,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/supervaize/supervaizer-go/internal/sse"
 )
 
 // envAddr is the environment variable [Server.ListenAndServe] reads for the
@@ -26,19 +29,42 @@ const (
 	defaultIdleTimeout       = 120 * time.Second // an idle keep-alive connection is closed after this
 	defaultMaxHeaderBytes    = 64 << 10          // request headers larger than this are answered 431
 	defaultShutdownTimeout   = 15 * time.Second  // how long a stop waits for calls in progress
+	defaultMaxConnections    = 2048              // connections Serve keeps open at once
 )
 
 // HTTPSettings are the limits of the HTTP server the SDK runs. A zero field
-// takes its default. There is no write timeout: GET /a2a/events is a
-// long-lived stream (net/http lifts the read deadline once a request is read,
-// so ReadTimeout does not cut a stream; a stream whose client stops reading is
-// dropped by the event broker).
+// takes its default. There is no server-wide write timeout: GET /a2a/events is
+// a long-lived stream (net/http lifts the read deadline once a request is
+// read, so ReadTimeout does not cut a stream). Each write to a stream has its
+// own deadline instead (EventWriteTimeout): a client that stops reading is
+// disconnected then, and the events queued for it released.
+//
+// The Event limits are enforced by the [Server] handler itself, whichever http.Server serves it; MaxConnections by [Server.Serve]
+// and [Server.ListenAndServe] only (a server of your own limits its own
+// listener).
 type HTTPSettings struct {
 	ReadHeaderTimeout time.Duration // default 10 s
 	ReadTimeout       time.Duration // default 60 s
 	IdleTimeout       time.Duration // default 120 s
 	MaxHeaderBytes    int           // default 64 KiB
 	ShutdownTimeout   time.Duration // default 15 s
+	// MaxConnections bounds the connections Serve keeps open at once; beyond
+	// it, new connections wait in the listen backlog until one closes, so
+	// idle or half-open connections cannot exhaust the process. Default 2,048.
+	MaxConnections int
+	// MaxEventStreams bounds the event streams open at once (GET /a2a/events
+	// and the preview's stream); beyond it a new stream is answered 503 with
+	// Retry-After. Default 1,000.
+	MaxEventStreams int
+	// EventWriteTimeout bounds each write to an event stream: a client that
+	// reads nothing for that long is disconnected, and the events queued for
+	// it released; it resumes with Last-Event-ID. Default 30 s.
+	EventWriteTimeout time.Duration
+	// EventQueueBytes bounds the memory of the events waiting for one event
+	// stream, as [WithSSEQueueSize] bounds their number: the oldest queued
+	// events are dropped first (the newest is always kept, alone if larger).
+	// Default 4 MiB.
+	EventQueueBytes int
 }
 
 // withDefaults fills the zero fields.
@@ -52,9 +78,16 @@ func (h HTTPSettings) withDefaults() HTTPSettings {
 	def(&h.ReadTimeout, defaultReadTimeout)
 	def(&h.IdleTimeout, defaultIdleTimeout)
 	def(&h.ShutdownTimeout, defaultShutdownTimeout)
-	if h.MaxHeaderBytes == 0 {
-		h.MaxHeaderBytes = defaultMaxHeaderBytes
+	def(&h.EventWriteTimeout, sse.DefaultWriteTimeout)
+	defInt := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
+		}
 	}
+	defInt(&h.MaxHeaderBytes, defaultMaxHeaderBytes)
+	defInt(&h.MaxConnections, defaultMaxConnections)
+	defInt(&h.MaxEventStreams, sse.DefaultMaxStreams)
+	defInt(&h.EventQueueBytes, sse.DefaultQueueBytes)
 	return h
 }
 
@@ -66,7 +99,8 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 // fields keep their defaults. Negative values are an error of [NewServer].
 func WithHTTPSettings(h HTTPSettings) Option {
 	return func(c *config) {
-		if h.ReadHeaderTimeout < 0 || h.ReadTimeout < 0 || h.IdleTimeout < 0 || h.ShutdownTimeout < 0 || h.MaxHeaderBytes < 0 {
+		if h.ReadHeaderTimeout < 0 || h.ReadTimeout < 0 || h.IdleTimeout < 0 || h.ShutdownTimeout < 0 || h.MaxHeaderBytes < 0 ||
+			h.MaxConnections < 0 || h.MaxEventStreams < 0 || h.EventWriteTimeout < 0 || h.EventQueueBytes < 0 {
 			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithHTTPSettings(%+v): limits must not be negative", h))
 		}
 		c.http = h
@@ -130,7 +164,8 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // and returns nil. It first runs [Server.Start] (registration with Studio when
 // attached, the startup log naming the address, mode and API key); a failure
 // there is returned and ln closed. It serves with [Server.NewHTTPServer]'s
-// limits. When ctx is cancelled it stops accepting connections, closes the SSE
+// limits, keeping at most MaxConnections connections open at once. When ctx
+// is cancelled it stops accepting connections, closes the SSE
 // streams, waits for the calls in progress (at most the ShutdownTimeout of
 // [HTTPSettings]) and returns nil, or the error of a stop that did not finish
 // in time. A failing listener ends it with that error.
@@ -143,7 +178,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := s.NewHTTPServer()
 	hs.Addr = ln.Addr().String()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	limited := newLimitListener(ln, s.cfg.http.withDefaults().MaxConnections)
+	go func() { errc <- hs.Serve(limited) }()
 
 	var serveErr error
 	select {
@@ -169,5 +205,64 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("supervaizer: stop: %w", err)
 	}
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller stopped")
+	return nil
+}
+
+// limitListener keeps at most cap(sem) accepted connections open at once:
+// Accept waits until one of them is closed (as golang.org/x/net/netutil's
+// LimitListener, which the SDK does not depend on).
+type limitListener struct {
+	net.Listener
+	sem       chan struct{} // one token per open connection
+	done      chan struct{} // closed by Close: a waiting Accept returns
+	closeOnce sync.Once
+}
+
+func newLimitListener(ln net.Listener, n int) *limitListener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+// Accept waits for a free slot, then accepts a connection that frees it when
+// closed.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, sem: l.sem}, nil
+}
+
+// Close closes the listener and ends an Accept waiting for a slot.
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+// limitConn frees its listener's slot when closed, once.
+type limitConn struct {
+	net.Conn
+	sem     chan struct{}
+	release sync.Once
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.release.Do(func() { <-c.sem })
+	return err
+}
+
+// CloseWrite half-closes a TCP connection, as net/http does before closing
+// one whose request body it did not read (so the client reads the answer).
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
 	return nil
 }

@@ -1,10 +1,12 @@
 package supervaizer_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -243,4 +245,47 @@ func TestListenAndServeAddress(t *testing.T) {
 	_, err = supervaizer.NewServer([]*supervaizer.Agent{agent}, supervaizer.WithEnv(emptyEnv), supervaizer.WithLocalMode(true),
 		supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{IdleTimeout: -time.Second}))
 	require.ErrorContains(t, err, "must not be negative")
+}
+
+// TestServeConnectionLimit: Serve keeps at most HTTPSettings.MaxConnections
+// connections open; a further one is served only once another closes. It
+// fails on the code before issue 27 row 10, which served every connection.
+func TestServeConnectionLimit(t *testing.T) {
+	sa := newServeAgent(t, supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{MaxConnections: 2}))
+	base, stop := sa.serve(t)
+	addr := strings.TrimPrefix(base, "http://")
+	get := func(c net.Conn) {
+		_, err := io.WriteString(c, "GET /.well-known/agent-card.json HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
+		require.NoError(t, err)
+	}
+	status := func(c net.Conn, wait time.Duration) (string, error) {
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(wait)))
+		return bufio.NewReader(c).ReadString('\n')
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	open := []net.Conn{dial(), dial()}
+	for _, c := range open {
+		get(c)
+		line, err := status(c, 10*time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, "HTTP/1.1 200 OK\r\n", line)
+	}
+
+	third := dial() // the kernel completes the handshake; Serve does not accept it yet
+	get(third)
+	_, err := status(third, 300*time.Millisecond)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "a third connection was served beyond MaxConnections: 2")
+	assert.True(t, ne.Timeout())
+
+	require.NoError(t, open[0].Close())
+	line, err := status(third, 10*time.Second)
+	require.NoError(t, err, "the waiting connection is served once another closes")
+	assert.Equal(t, "HTTP/1.1 200 OK\r\n", line)
+	require.NoError(t, stop())
 }

@@ -183,7 +183,9 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.broker = sse.NewBroker(sse.Options{
-		QueueSize: cfg.sseQueue, ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
+		QueueSize:  cfg.sseQueue, // and the stream limits of WithHTTPSettings (serve.go):
+		QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout, MaxStreams: cfg.http.MaxEventStreams,
+		ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 		Shared: cfg.backend != nil, // fed by the shared event log (backend.go)
 	})

@@ -473,3 +473,41 @@ func TestSSEReplayBounds(t *testing.T) {
 		assert.ErrorContains(t, err, "WithSSEReplay")
 	}
 }
+
+// TestSSEStreamLimits: HTTPSettings.MaxEventStreams bounds the open streams
+// (503 with Retry-After beyond it, a stream again once one ends), and the
+// stream limits refuse invalid values at construction. The limit fails on the
+// code before issue 27 row 10, which accepted any number of streams.
+func TestSSEStreamLimits(t *testing.T) {
+	h := newHarness(t, withServerOptions(
+		supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{MaxEventStreams: 1, EventWriteTimeout: time.Second, EventQueueBytes: 1 << 20})))
+	ts, client := newHTTPServer(t, h.srv)
+	first := openEvents(t, client, ts.URL, testReadKey, nil)
+	require.Equal(t, "supervaizer.connected", first.next(t).Name)
+
+	refused := openEvents(t, client, ts.URL, testReadKey, nil)
+	assert.Equal(t, http.StatusServiceUnavailable, refused.resp.StatusCode)
+	assert.Equal(t, "5", refused.resp.Header.Get("Retry-After"))
+	refused.close()
+
+	first.close()
+	require.Eventually(t, func() bool {
+		c := openEvents(t, client, ts.URL, testReadKey, nil)
+		defer c.close()
+		return c.resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 10*time.Millisecond, "a stream is accepted once the open one ended")
+
+	tests := []struct {
+		opt  supervaizer.Option
+		want string
+	}{
+		{supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{EventQueueBytes: -1}), "must not be negative"},
+		{supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{MaxEventStreams: -1}), "must not be negative"},
+		{supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{EventWriteTimeout: -time.Second}), "must not be negative"},
+		{supervaizer.WithHTTPSettings(supervaizer.HTTPSettings{MaxConnections: -1}), "must not be negative"},
+	}
+	for _, tt := range tests {
+		_, err := supervaizer.NewServer([]*supervaizer.Agent{newTestAgent(t, testAgentName)}, tt.opt, supervaizer.WithLocalMode(true))
+		assert.ErrorContains(t, err, tt.want)
+	}
+}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +15,15 @@ import (
 const (
 	// DefaultQueueSize is the number of events queued for one subscriber (spec: 100).
 	DefaultQueueSize = 100
+	// DefaultQueueBytes bounds the memory of the events queued for one subscriber
+	// (4 MiB, open questions item 67).
+	DefaultQueueBytes = 4 << 20
+	// DefaultWriteTimeout is how long one write to a stream may take (30 s, open
+	// questions item 67): a client that stops reading is disconnected after it.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultMaxStreams is the number of streams open at once beyond which a new
+	// one is answered 503 with Retry-After.
+	DefaultMaxStreams = 1000
 	// DefaultReplaySize is the number of recent events kept for Last-Event-ID replay.
 	DefaultReplaySize = 1024
 	// DefaultReplayBytes bounds the memory of the events kept for replay (16 MiB).
@@ -22,6 +31,10 @@ const (
 	// DefaultHeartbeat is the silence after which a heartbeat event is sent (spec: 15 s).
 	DefaultHeartbeat = 15 * time.Second
 )
+
+// retryAfter is the Retry-After, in seconds, of a stream refused because
+// MaxStreams are open.
+const retryAfter = "5"
 
 // Publisher is the publishing side of the stream, implemented by [*Broker]. Code that
 // emits events depends on this interface so that a cross-instance fan-out can be plugged
@@ -74,6 +87,20 @@ type Options struct {
 	// QueueSize bounds the events waiting to be written to one subscriber; when the queue
 	// is full the oldest queued event is dropped. Default: DefaultQueueSize.
 	QueueSize int
+	// QueueBytes bounds the memory of the events waiting to be written to one
+	// subscriber (payload and framing, as allocated): the oldest queued events are
+	// dropped first; the newest is always kept, so an event larger than QueueBytes
+	// on its own waits alone. Default: DefaultQueueBytes.
+	QueueBytes int
+	// WriteTimeout bounds each write to a stream, flush included: a client that
+	// reads nothing for that long is disconnected, and the events its stream holds
+	// are released; it resumes with Last-Event-ID. It applies where the
+	// ResponseWriter supports write deadlines ([net/http.ResponseController]), as
+	// net/http's does. Default: DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// MaxStreams bounds the streams open at once: beyond it ServeHTTP answers 503
+	// with Retry-After. Default: DefaultMaxStreams.
+	MaxStreams int
 	// ReplaySize bounds the number of recent events kept for Last-Event-ID
 	// replay. Default: DefaultReplaySize.
 	ReplaySize int
@@ -103,10 +130,13 @@ type Options struct {
 // [Publisher] and [net/http.Handler]; its methods are safe for concurrent use.
 // Create one with [NewBroker].
 type Broker struct {
-	queueSize int
-	heartbeat time.Duration
-	logger    *slog.Logger
-	shared    bool
+	queueSize    int
+	queueBytes   int
+	writeTimeout time.Duration
+	maxStreams   int
+	heartbeat    time.Duration
+	logger       *slog.Logger
+	shared       bool
 
 	mu     sync.Mutex
 	ids    IDSource
@@ -122,12 +152,17 @@ type Broker struct {
 type subscriber struct {
 	idx  int                      // position in Broker.subs, guarded by Broker.mu
 	wake chan struct{}            // capacity 1, signalled when the queue stops being empty
-	rc   *http.ResponseController // used by Shutdown to interrupt a blocked write
+	rc   *http.ResponseController // sets the deadline of each write
 
-	// writing is set while the stream writes. Shutdown interrupts only streams that are
-	// writing, so that idle streams end cleanly (with the final chunk).
-	writing atomic.Bool
-	// interrupted records that Shutdown set a past write deadline; guarded by Broker.mu.
+	// wmu orders the stream's own write deadlines with the past deadline Shutdown
+	// sets to interrupt a blocked write: a write starts, with its deadline, only
+	// before Shutdown marks the stream interrupted.
+	wmu sync.Mutex
+	// writing is set while the stream writes; guarded by wmu. Shutdown interrupts
+	// only streams that are writing, so that idle streams end cleanly (with the
+	// final chunk).
+	writing bool
+	// interrupted records that Shutdown ended the stream; guarded by wmu.
 	interrupted bool
 	// seen is, on a shared broker (Options.Shared), the Last-Event-ID the stream
 	// resumed from (0 otherwise); guarded by Broker.mu. An event with an id up to
@@ -143,6 +178,15 @@ type subscriber struct {
 func NewBroker(opts Options) *Broker {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = DefaultQueueSize
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = DefaultQueueBytes
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
 	}
 	if opts.ReplaySize <= 0 {
 		opts.ReplaySize = DefaultReplaySize
@@ -160,14 +204,17 @@ func NewBroker(opts Options) *Broker {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Broker{
-		queueSize: opts.QueueSize,
-		heartbeat: opts.Heartbeat,
-		logger:    opts.Logger,
-		shared:    opts.Shared,
-		ids:       opts.IDs,
-		replay:    ring{buf: make([]*event, opts.ReplaySize), maxBytes: opts.ReplayBytes},
-		done:      make(chan struct{}),
-		idle:      make(chan struct{}),
+		queueSize:    opts.QueueSize,
+		queueBytes:   opts.QueueBytes,
+		writeTimeout: opts.WriteTimeout,
+		maxStreams:   opts.MaxStreams,
+		heartbeat:    opts.Heartbeat,
+		logger:       opts.Logger,
+		shared:       opts.Shared,
+		ids:          opts.IDs,
+		replay:       ring{buf: make([]*event, opts.ReplaySize), maxBytes: opts.ReplayBytes},
+		done:         make(chan struct{}),
+		idle:         make(chan struct{}),
 	}
 }
 
@@ -251,7 +298,10 @@ func (b *Broker) Subscribers() int {
 // fails or the broker is shut down. The stream starts with a supervaizer.connected event,
 // then the events retained after the id in a valid Last-Event-ID header, then live events.
 //
-// It answers 500 if w cannot flush (not even through Unwrap) and 503 after Shutdown.
+// Each write has the deadline Options.WriteTimeout: a client that stops reading is
+// disconnected, and its queued events released. It answers 500 if w cannot flush (not
+// even through Unwrap), 503 after Shutdown, and 503 with Retry-After while
+// Options.MaxStreams streams are open.
 func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if !canFlush(w) {
@@ -261,8 +311,16 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	after, resume := ParseLastEventID(r.Header.Get("Last-Event-ID"))
 	rc := http.NewResponseController(w)
-	sub, backlog, ok := b.subscribe(rc, after, resume)
-	if !ok {
+	sub, backlog, err := b.subscribe(rc, after, resume)
+	switch err {
+	case nil:
+	case errTooManyStreams:
+		b.logger.LogAttrs(ctx, slog.LevelWarn, "sse stream refused: too many open streams",
+			slog.Int("max_streams", b.maxStreams), slog.String("remote_addr", r.RemoteAddr))
+		w.Header().Set("Retry-After", retryAfter)
+		writeError(w, http.StatusServiceUnavailable, "too many event streams")
+		return
+	default:
 		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
 	}
@@ -292,11 +350,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	now := time.Now()
 	for _, s := range b.subs {
-		// A write may be blocked on a client that does not read: a past deadline makes it
-		// fail. Where deadlines are unsupported the write ends on its own.
-		if s.writing.Load() && s.rc.SetWriteDeadline(now) == nil {
-			s.interrupted = true
-		}
+		s.interrupt(now)
 	}
 	b.mu.Unlock()
 
@@ -310,18 +364,22 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 
 // subscribe registers a stream and, when resume is set, returns the retained events with
 // an id greater than after. Both happen under one lock, so every event is either in the
-// backlog or queued, never both and never neither. ok is false after Shutdown.
-func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume bool) (sub *subscriber, backlog []*event, ok bool) {
+// backlog or queued, never both and never neither. It fails with errShutdown after
+// Shutdown and with errTooManyStreams while MaxStreams streams are open.
+func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume bool) (sub *subscriber, backlog []*event, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, nil, false
+		return nil, nil, errShutdown
+	}
+	if len(b.subs) >= b.maxStreams {
+		return nil, nil, errTooManyStreams
 	}
 	sub = &subscriber{
 		idx:  len(b.subs),
 		wake: make(chan struct{}, 1),
 		rc:   rc,
-		q:    newQueue(b.queueSize),
+		q:    newQueue(b.queueSize, b.queueBytes),
 	}
 	b.subs = append(b.subs, sub)
 	if resume {
@@ -330,7 +388,7 @@ func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume boo
 		}
 		backlog = b.replay.after(after)
 	}
-	return sub, backlog, true
+	return sub, backlog, nil
 }
 
 // unsubscribe removes sub; it is the last thing a subscribed ServeHTTP call does.
@@ -342,15 +400,46 @@ func (b *Broker) unsubscribe(sub *subscriber) {
 	b.subs[sub.idx], moved.idx = moved, sub.idx
 	b.subs[last] = nil
 	b.subs = b.subs[:last]
-	if sub.interrupted {
-		// The stream may have finished its write before the deadline hit: lift the
-		// deadline so that the server can still end the response cleanly. A write that
-		// did fail has already broken the connection for good.
-		_ = sub.rc.SetWriteDeadline(time.Time{})
-	}
 	if b.closed && len(b.subs) == 0 {
 		close(b.idle)
 	}
+}
+
+// interrupt ends the stream for Shutdown: a write in progress, which may be blocked on a
+// client that does not read, gets a past deadline and fails; a later write does not
+// start. Where deadlines are unsupported the write ends on its own.
+func (s *subscriber) interrupt(now time.Time) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.interrupted = true
+	if s.writing {
+		_ = s.rc.SetWriteDeadline(now)
+	}
+}
+
+// startWrite marks the stream writing, with a write deadline of timeout from now,
+// unless Shutdown interrupted it.
+func (s *subscriber) startWrite(timeout time.Duration) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.interrupted {
+		return errShutdown
+	}
+	s.writing = true
+	// Unsupported deadlines (a ResponseWriter that is not net/http's) leave the
+	// write unbounded, as it was before the deadline existed.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(timeout))
+	return nil
+}
+
+// endWrite marks the write done and lifts its deadline, so that an idle stream's
+// connection has none when the response ends (the server writes the final chunk).
+// A write that failed has already broken the connection for good.
+func (s *subscriber) endWrite() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.writing = false
+	_ = s.rc.SetWriteDeadline(time.Time{})
 }
 
 // next pops the oldest queued event (nil if none) and returns the number of events the
@@ -442,19 +531,14 @@ func (st *stream) writeEvent(e *event) error {
 	return nil
 }
 
-// write writes the parts of one frame and flushes them to the client.
-//
-// The writing flag is raised before checking for shutdown, and Shutdown closes done
-// before reading the flag, so a write that starts during Shutdown is either skipped here
-// or interrupted by Shutdown.
+// write writes the parts of one frame and flushes them to the client, within
+// Options.WriteTimeout. A write that starts during Shutdown is either skipped here or
+// interrupted by Shutdown (subscriber.wmu orders the two).
 func (st *stream) write(parts ...[]byte) error {
-	st.sub.writing.Store(true)
-	defer st.sub.writing.Store(false)
-	select {
-	case <-st.b.done:
-		return errShutdown
-	default:
+	if err := st.sub.startWrite(st.b.writeTimeout); err != nil {
+		return err
 	}
+	defer st.sub.endWrite()
 	for _, p := range parts {
 		if _, err := st.w.Write(p); err != nil {
 			return err
@@ -463,8 +547,13 @@ func (st *stream) write(parts ...[]byte) error {
 	return st.rc.Flush()
 }
 
-// errShutdown ends a stream that was about to write when the broker shut down.
-var errShutdown = errors.New("sse: broker shut down")
+var (
+	// errShutdown ends a stream that was about to write when the broker shut down,
+	// and refuses a stream after Shutdown.
+	errShutdown = errors.New("sse: broker shut down")
+	// errTooManyStreams refuses a stream while Options.MaxStreams are open.
+	errTooManyStreams = errors.New("sse: too many open streams")
+)
 
 // canFlush reports whether http.ResponseController.Flush can flush w, following Unwrap
 // the same way.
@@ -564,8 +653,11 @@ func (r *ring) after(id uint64) []*event {
 
 // failReason describes, for the log, why a write ended the stream.
 func failReason(err error) string {
-	if errors.Is(err, errShutdown) {
+	switch {
+	case errors.Is(err, errShutdown):
 		return "shutdown"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "write timed out: the client stopped reading"
 	}
 	return "write failed"
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -565,4 +566,102 @@ func TestLogsSlowClientAndClose(t *testing.T) {
 	<-served
 	assert.Contains(t, buf.String(), "sse stream closed")
 	assert.Contains(t, buf.String(), "reason=\"client gone\"")
+}
+
+func TestNewBrokerStreamLimitDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		opts         Options
+		queueBytes   int
+		writeTimeout time.Duration
+		maxStreams   int
+	}{
+		{"zero", Options{}, DefaultQueueBytes, DefaultWriteTimeout, DefaultMaxStreams},
+		{"negative", Options{QueueBytes: -1, WriteTimeout: -time.Second, MaxStreams: -1},
+			DefaultQueueBytes, DefaultWriteTimeout, DefaultMaxStreams},
+		{"set", Options{QueueBytes: 1 << 10, WriteTimeout: time.Second, MaxStreams: 3}, 1 << 10, time.Second, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := NewBroker(tt.opts)
+			assert.Equal(t, tt.queueBytes, b.queueBytes)
+			assert.Equal(t, tt.writeTimeout, b.writeTimeout)
+			assert.Equal(t, tt.maxStreams, b.maxStreams)
+		})
+	}
+	assert.Equal(t, 4<<20, DefaultQueueBytes, "open questions item 67: 4 MiB")
+	assert.Equal(t, 30*time.Second, DefaultWriteTimeout, "open questions item 67: 30 s")
+}
+
+// TestWriteTimeoutDisconnectsClientThatStopsReading: a client that reads nothing is
+// disconnected once a write has waited WriteTimeout, its subscription and queue
+// released, while a healthy client keeps receiving every event. It fails on the code
+// before issue 27 row 5, where a write had no deadline: the stuck stream stayed
+// subscribed, holding its queue, for as long as the client kept the connection.
+func TestWriteTimeoutDisconnectsClientThatStopsReading(t *testing.T) {
+	var logs proctest.Buffer
+	b := NewBroker(Options{IDs: NewSequence(0), WriteTimeout: 300 * time.Millisecond, Heartbeat: time.Hour, Logger: newTextLogger(&logs)})
+	var closed atomic.Int32
+	ts := httptest.NewUnstartedServer(b)
+	ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, b.Shutdown(ctx))
+	})
+	dialStuck(t, ts)
+	waitSubscribers(t, b, 1)
+	healthy := connect(t, testContext(t), ts.URL, "")
+	waitSubscribers(t, b, 2)
+
+	payload := []byte(`"` + strings.Repeat("x", 64<<10) + `"`)
+	deadline := time.Now().Add(15 * time.Second)
+	for b.Subscribers() == 2 {
+		require.True(t, time.Now().Before(deadline), "the client that stopped reading was never disconnected")
+		id := b.Publish("bulk", payload)
+		ev, err := readEvent(healthy)
+		require.NoError(t, err)
+		require.Equal(t, strconv.FormatUint(id, 10), ev.ID, "the healthy client gets every event")
+	}
+	id := b.Publish(EventEffect, []byte(`{"after":"drop"}`))
+	ev, err := readEvent(healthy)
+	require.NoError(t, err)
+	assert.Equal(t, strconv.FormatUint(id, 10), ev.ID, "the healthy client keeps its stream")
+	assert.Eventually(t, func() bool { return closed.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the server closed the connection of the client that stopped reading, and only that one")
+	assert.Contains(t, logs.String(), "write timed out", "the log says why the stream ended")
+}
+
+// TestMaxStreams: beyond MaxStreams open streams a new one gets 503 with
+// Retry-After; once a stream ends, a new one is accepted. It fails on the code
+// before issue 27 row 10, which accepted any number of streams.
+func TestMaxStreams(t *testing.T) {
+	b, ts := newTestServer(t, Options{MaxStreams: 2, Heartbeat: time.Hour})
+	first, cancelFirst := context.WithCancel(testContext(t))
+	connect(t, first, ts.URL, "")
+	connect(t, testContext(t), ts.URL, "")
+	waitSubscribers(t, b, 2)
+
+	resp, err := http.Get(ts.URL)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "5", resp.Header.Get("Retry-After"))
+	assert.JSONEq(t, `{"detail":"too many event streams"}`, string(body))
+	assert.Equal(t, 2, b.Subscribers(), "the refused stream was never counted")
+
+	cancelFirst()
+	waitSubscribers(t, b, 1)
+	connect(t, testContext(t), ts.URL, "")
+	waitSubscribers(t, b, 2)
 }

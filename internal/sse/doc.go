@@ -19,9 +19,13 @@
 // Each stream starts with a supervaizer.connected event and, after Heartbeat without any
 // event, gets a supervaizer.heartbeat event; neither carries an id.
 //
-// Publish never waits for a subscriber. Each subscriber has a bounded queue (QueueSize,
-// default 100); when it is full the oldest queued event is dropped, so a slow client loses
-// old events but never slows the publisher or the other clients.
+// Publish never waits for a subscriber. Each subscriber has a queue bounded in events
+// (QueueSize, default 100) and in memory (QueueBytes, default 4 MiB); when it is full the
+// oldest queued event is dropped, so a slow client loses old events but never slows the
+// publisher or the other clients. Each write to a stream has a deadline (WriteTimeout,
+// default 30 s): a client that stops reading is disconnected and the events its stream
+// holds are released. At most MaxStreams streams (default 1,000) are open at once; beyond
+// it a new stream is answered 503 with Retry-After.
 //
 // # Replay
 //

@@ -8,6 +8,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
@@ -87,7 +88,7 @@ func TestLimitIdleSubscriberMemoryOverLoopback(t *testing.T) {
 		<-r.Context().Done()
 	})
 	bareCost := perSubscriber(t, bare, n, nil)
-	b := NewBroker(Options{Heartbeat: time.Hour})
+	b := NewBroker(Options{Heartbeat: time.Hour, MaxStreams: n})
 	brokerCost := perSubscriber(t, b, n, b)
 	sdk := brokerCost - bareCost
 	t.Logf("per idle subscriber at %d: net/http streaming handler %d B, broker %d B, SDK-attributable %d B",
@@ -201,9 +202,10 @@ func memPerSubscriber(before *runtime.MemStats, n int) int64 {
 }
 
 // TestLimitStuckClientPublishLatency: with a stream blocked in a write, no
-// Publish takes long. Streams have no write deadline, so a Publish that waited
-// for the stuck client would never return: the bound only separates "returns"
-// from "waits", with room for a loaded machine's scheduling. The latency itself
+// Publish takes long. The stream's write deadline (30 s by default) outlasts
+// the test, so a Publish that waited for the stuck client would wait that
+// long: the bound only separates "returns" from "waits", with room for a
+// loaded machine's scheduling. The latency itself
 // is measured by BenchmarkPublish.
 func TestLimitStuckClientPublishLatency(t *testing.T) {
 	lat := publishPastStuckClient(t)
@@ -244,4 +246,51 @@ func TestLimitSetIDDoesNotAllocate(t *testing.T) {
 		assert.Zero(t, allocs, "name of %d bytes", len(name))
 		assert.Equal(t, "id: 18446744073709551615\nevent: "+name+"\ndata: ", string(e.head))
 	}
+}
+
+// TestLimitSilentClientsMemory: 3 clients that stop reading and 60 events of
+// 2 MiB (issue 27 row 5). While their writes are blocked, the broker's heap
+// stays under 3 queues of DefaultQueueBytes + the DefaultReplayBytes replay
+// budget + 8 MiB (the event each blocked write holds, and slack); once a write
+// has waited WriteTimeout the three are disconnected and their events
+// released. It fails on the code before that fix: queues were bounded by count
+// only and writes had no deadline, so the 60 events (120 MiB) stayed pinned for
+// as long as the clients kept their connections.
+func TestLimitSilentClientsMemory(t *testing.T) {
+	const (
+		streams, events, size = 3, 60, 2 << 20
+		writeTimeout          = 2 * time.Second
+		budget                = streams*DefaultQueueBytes + DefaultReplayBytes + 8<<20
+	)
+	b := NewBroker(Options{WriteTimeout: writeTimeout, Heartbeat: time.Hour})
+	ts := httptest.NewServer(b)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, b.Shutdown(ctx))
+	})
+	for range streams {
+		dialStuck(t, ts)
+	}
+	waitSubscribers(t, b, streams)
+	before := heapInUse()
+
+	for i := range events {
+		data := bytes.Repeat([]byte{'a' + byte(i%26)}, size)
+		data[0], data[size-1] = '"', '"'
+		b.Publish(EventEffect, data)
+	}
+	published := time.Now()
+	blocked := int64(heapInUse()) - int64(before)
+	t.Logf("heap with %d silent clients after %d events of %d bytes: %d bytes (budget %d)", streams, events, size, blocked, budget)
+	assert.Less(t, blocked, int64(budget), "silent clients pin events beyond their queues' bounds")
+	assert.Equal(t, streams, b.Subscribers(), "the writes are blocked within their deadline")
+
+	require.Eventually(t, func() bool { return b.Subscribers() == 0 }, writeTimeout+5*time.Second, 10*time.Millisecond,
+		"clients that stopped reading were not disconnected")
+	dropped := time.Since(published)
+	released := int64(heapInUse()) - int64(before)
+	t.Logf("silent clients disconnected %v after the last event (write timeout %v); heap then %d bytes", dropped, writeTimeout, released)
+	assert.Less(t, released, int64(DefaultReplayBytes)+8<<20, "the disconnected clients' events were not released")
 }

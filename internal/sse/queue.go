@@ -3,36 +3,36 @@ package sse
 // minQueueAlloc is the first storage size of a queue that receives an event.
 const minQueueAlloc = 4
 
-// queue is a FIFO ring of events bounded to limit entries. When it is full, push drops the
-// oldest entry. Storage is allocated on the first push and doubles up to limit, so an idle
-// subscriber holds no storage and one that keeps up holds very little.
+// queue is a FIFO ring of events bounded to limit entries and maxBytes of event memory
+// (as [event.size] counts it). When a push would exceed either bound, the oldest entries
+// are dropped first; the newest event is always kept, so an event larger than maxBytes on
+// its own is queued alone. Storage is allocated on the first push and doubles up to
+// limit, so an idle subscriber holds no storage and one that keeps up holds very little.
 //
 // A queue is not safe for concurrent use; subscriber guards it with its mutex.
 type queue struct {
-	buf     []*event
-	head    int // index of the oldest entry
-	n       int // number of entries
-	limit   int
-	dropped uint64 // entries dropped since the queue was made
+	buf      []*event
+	head     int // index of the oldest entry
+	n        int // number of entries
+	limit    int
+	bytes    int    // memory of the queued events
+	maxBytes int    // 0: no byte bound
+	dropped  uint64 // entries dropped since the queue was made
 }
 
-func newQueue(limit int) queue { return queue{limit: limit} }
+func newQueue(limit, maxBytes int) queue { return queue{limit: limit, maxBytes: maxBytes} }
 
-// push appends e, dropping the oldest entry if the queue holds limit entries.
+// push appends e, dropping the oldest entries as the bounds require.
 // It reports whether the queue was empty before.
 func (q *queue) push(e *event) (wasEmpty bool) {
 	wasEmpty = q.n == 0
-	if q.n == len(q.buf) && len(q.buf) < q.limit {
-		q.grow()
-	}
-	if q.n == len(q.buf) { // full at limit: overwrite the oldest
-		q.buf[q.head] = e
-		q.head++
-		if q.head == len(q.buf) {
-			q.head = 0
-		}
+	size := e.size()
+	for q.n > 0 && (q.n == q.limit || q.maxBytes > 0 && q.bytes+size > q.maxBytes) {
+		q.pop()
 		q.dropped++
-		return wasEmpty
+	}
+	if q.n == len(q.buf) {
+		q.grow()
 	}
 	i := q.head + q.n
 	if i >= len(q.buf) {
@@ -40,6 +40,7 @@ func (q *queue) push(e *event) (wasEmpty bool) {
 	}
 	q.buf[i] = e
 	q.n++
+	q.bytes += size
 	return wasEmpty
 }
 
@@ -55,6 +56,7 @@ func (q *queue) pop() *event {
 		q.head = 0
 	}
 	q.n--
+	q.bytes -= e.size()
 	return e
 }
 

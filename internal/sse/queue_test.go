@@ -28,7 +28,7 @@ func TestQueueDropOldest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			q := newQueue(tt.limit)
+			q := newQueue(tt.limit, 0)
 			half := tt.push / 2
 			for id := 1; id <= half; id++ {
 				q.push(&event{id: uint64(id)})
@@ -54,7 +54,7 @@ func TestQueueDropOldest(t *testing.T) {
 
 func TestQueueStorageIsLazy(t *testing.T) {
 	t.Parallel()
-	q := newQueue(DefaultQueueSize)
+	q := newQueue(DefaultQueueSize, 0)
 	assert.Nil(t, q.buf, "an idle queue holds no storage")
 	assert.True(t, q.push(&event{id: 1}), "was empty")
 	assert.False(t, q.push(&event{id: 2}), "was not empty")
@@ -70,7 +70,7 @@ func TestQueueStorageIsLazy(t *testing.T) {
 
 func TestQueuePopClearsSlot(t *testing.T) {
 	t.Parallel()
-	q := newQueue(4)
+	q := newQueue(4, 0)
 	q.push(&event{id: 1})
 	q.pop()
 	for _, e := range q.buf {
@@ -85,4 +85,42 @@ func seq(from, to uint64) []uint64 {
 		s = append(s, i)
 	}
 	return s
+}
+
+// TestQueueByteBound: the queue keeps the newest events within maxBytes, dropping the
+// oldest first, and always keeps the newest event even when it alone is larger.
+func TestQueueByteBound(t *testing.T) {
+	t.Parallel()
+	const kib = 1 << 10
+	tests := []struct {
+		name        string
+		maxBytes    int
+		payloads    []int    // payload sizes of events 1, 2, …
+		want        []uint64 // what is left, oldest first
+		wantDropped uint64
+	}{
+		{"under the bound", 8 * kib, []int{kib, kib, kib}, []uint64{1, 2, 3}, 0},
+		{"over the bound drops the oldest", 4 * kib, []int{kib, kib, kib, kib, kib}, []uint64{3, 4, 5}, 2},
+		{"one large event evicts everything before it", 4 * kib, []int{kib, kib, 3 * kib}, []uint64{3}, 2},
+		{"an event larger than the bound is kept alone", 4 * kib, []int{kib, 8 * kib}, []uint64{2}, 1},
+		{"the next event evicts the oversized one", 4 * kib, []int{8 * kib, kib}, []uint64{2}, 1},
+		{"2 MiB events under the 4 MiB default keep one", DefaultQueueBytes, []int{2 << 20, 2 << 20, 2 << 20}, []uint64{3}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			q := newQueue(DefaultQueueSize, tt.maxBytes)
+			for i, n := range tt.payloads {
+				q.push(&event{id: uint64(i + 1), data: make([]byte, n)})
+				assert.True(t, q.len() == 1 || q.bytes <= tt.maxBytes, "within the bound unless one event alone exceeds it")
+			}
+			var got []uint64
+			for e := q.pop(); e != nil; e = q.pop() {
+				got = append(got, e.id)
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.wantDropped, q.dropped)
+			assert.Zero(t, q.bytes, "an empty queue counts no memory")
+		})
+	}
 }
