@@ -13,7 +13,6 @@ import (
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/checkpoint"
-	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 	"github.com/supervaize/supervaizer-go/internal/slug"
 )
 
@@ -294,18 +293,8 @@ func (a *Agent) StudioAgentID() (string, bool) {
 }
 
 // linkStudioAgent records the id Studio assigned to the agent. It fails when the
-// agent is already linked to a different id ("agent id mismatch"). The Studio
-// handshake calls it; svtest's FakeStudio.Link does too, through sdkhook.
-func init() {
-	sdkhook.LinkStudioAgent = func(agent any, id string) error {
-		a, ok := agent.(*Agent)
-		if !ok || a == nil {
-			return fmt.Errorf("supervaizer: link a Studio agent id: %T is not a *supervaizer.Agent", agent)
-		}
-		return a.linkStudioAgent(id)
-	}
-}
-
+// agent is already linked to a different id ("agent id mismatch"). The
+// registration handshake and the agent lookup call it (attach.go).
 func (a *Agent) linkStudioAgent(id string) error {
 	if strings.TrimSpace(id) == "" {
 		return fmt.Errorf("supervaizer: agent %q: Studio agent id must not be blank", a.slug)

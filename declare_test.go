@@ -58,19 +58,20 @@ func TestRegistrationDefaultsFromTheAgent(t *testing.T) {
 
 // TestHandlersDeclareSurfacesAndActions: a registration that lists no
 // surface and no action declares those whose handlers are registered before
-// the server serves, in registration order, after the derived ones it
-// already has; the card and the calls agree; a handler registered once the
-// server serves is refused.
+// the server serves (before svtest links the agent through the registration
+// handshake, which sends the final registration), in registration order,
+// after the derived ones it already has; the card and the calls agree; a
+// handler registered once the server serves is refused.
 func TestHandlersDeclareSurfacesAndActions(t *testing.T) {
 	agent, err := sv.NewAgent(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0",
 		Registration: sv.RegistrationSpec{JobPolicy: &contracts.JobPolicy{Sync: &contracts.JobSyncPolicy{}}}})
 	require.NoError(t, err)
+	agent.HandleSurface("job.start", sv.StaticSurface(startForm))
+	agent.HandleAction("job.start", okAction)
+	agent.HandleAction("job.sync", okAction) // derived: declared once
+	agent.HandleAction("job.stop", okAction)
+	agent.HandleSurface("case.step.detail", sv.StaticSurface(startForm))
 	ts := svtest.NewTestServer(t, []*sv.Agent{agent})
-	ts.Server.HandleSurface("job.start", sv.StaticSurface(startForm))
-	ts.Server.HandleAction("job.start", okAction)
-	ts.Server.HandleAction("job.sync", okAction) // derived: declared once
-	ts.Server.HandleAction("job.stop", okAction)
-	ts.Server.HandleSurface("case.step.detail", sv.StaticSurface(startForm))
 
 	res, err := ts.LoadSurface(t.Context(), ts.SurfaceRequest("job.start"))
 	require.NoError(t, err)

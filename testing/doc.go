@@ -1,6 +1,10 @@
 // Package testing is the test kit for Supervaizer agents: testing an agent is
-// as easy as httptest. It builds only on the public API of the SDK. Import it
-// under the alias svtest, beside the standard library's testing:
+// as easy as httptest. It builds only on the public API of the SDK and the
+// real protocol, as a user's code would: it imports no internal package, its
+// fake Studio links agents through the registration handshake, and the
+// JSON-RPC errors it reads are decoded into *[supervaizer.Error] with
+// encoding/json. It registers no flag. Import it under the alias svtest,
+// beside the standard library's testing:
 //
 //	import svtest "github.com/supervaize/supervaizer-go/testing"
 //
@@ -17,7 +21,10 @@
 //
 // [NewTestServer] gives a [supervaizer.Server] isolated from the process
 // environment, with a known API key and a [FakeStudio] whose settings it
-// trusts. [TestServer.Invoke] and [TestServer.LoadSurface] send calls through
+// trusts; its agents are linked to their Studio agent ids by the fake
+// Studio's answer to the registration handshake ([FakeStudio.Link]), which
+// makes their registrations final, as Server.Start does: register handlers
+// first. [TestServer.Invoke] and [TestServer.LoadSurface] send calls through
 // the real pipeline with a freshly minted workspace token, and return JSON-RPC
 // errors as *[supervaizer.Error], so [supervaizer.CodeOf] works.
 //

@@ -24,7 +24,8 @@ const shutdownTimeout = 5 * time.Second
 
 // TestServer is a [supervaizer.Server] set up for tests: isolated from the
 // process environment, with a known API key and a [FakeStudio] whose settings
-// it trusts and to which every agent is linked. Its helpers send calls through
+// it trusts and to which every agent is linked by Studio's registration
+// handshake ([FakeStudio.Link]). Its helpers send calls through
 // the real pipeline (API key, envelope, request model, workspace token,
 // handler, result validation), in memory through ServeHTTP; [TestServer.URL]
 // serves it over HTTP when a test needs a network client. It is safe for
@@ -63,9 +64,13 @@ func NewTestServer(t testing.TB, agents []*supervaizer.Agent, opts ...supervaize
 // The server reads no environment variable (an empty [supervaizer.WithEnv]),
 // has the write key [DefaultAPIKey], the server id studio is bound to, the
 // workspace-authorization settings of [FakeStudio.Settings] and a fresh
-// in-memory store (idempotency records); every agent is linked to studio
-// ([FakeStudio.Link] with its existing or default Studio agent id). opts are
-// applied after these defaults, so they can replace them:
+// in-memory store (idempotency records). Before the server is built, every
+// agent is linked to studio by the registration handshake ([FakeStudio.Link]
+// with its existing or default Studio agent id), which, as Server.Start does
+// in production, makes its registration final: register the handlers of an
+// agent whose registration lists no surface and no action before calling
+// NewTestServer. opts are applied after these defaults, so they can replace
+// them:
 // for example supervaizer.WithWorkspaceAuth(studio.JWKSSettings(studio.ServerID()))
 // verifies tokens through the JWKS. An invalid configuration ends the test. At
 // the end of the test Server.Shutdown runs, then the HTTP server, if started,

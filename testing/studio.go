@@ -20,7 +20,6 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/sdkhook"
 )
 
 // Defaults of the fake Studio and of the requests a [TestServer] builds.
@@ -241,32 +240,55 @@ func (s *FakeStudio) bind(serverID string) supervaizer.WorkspaceAuthSettings {
 	return supervaizer.WorkspaceAuthSettings{Enabled: true, Issuer: s.Issuer(), Audience: audiencePrefix + serverID}
 }
 
-// Link links agent to the Studio agent id studioAgentID, as Studio's
-// registration handshake does: it links the agent as the handshake does
-// and makes the id the agent_id of the tokens minted for the agent. An empty
-// studioAgentID keeps the id the agent is already linked to, else uses
-// [DefaultStudioAgentID]. A link that the agent refuses (it is linked to
-// another id) ends the test.
+// Link links agent to the Studio agent id studioAgentID through Studio's
+// registration handshake, as in production: a controller serving agent,
+// attached to a fake Studio API of s, runs Server.Start (server.register,
+// the handshake binding the agent's slug to studioAgentID, the agent
+// lookup), then shuts down; the id becomes the agent_id of the tokens minted
+// for the agent. An empty studioAgentID keeps the id the agent is already
+// linked to, else uses [DefaultStudioAgentID]; an agent already linked to the
+// id needs no handshake. A link that the SDK refuses (the agent is linked to
+// another id: "agent id mismatch") ends the test.
+//
+// Call Link after registering the agent's handlers and before building the
+// server that serves it, as [NewTestServer] does: like Server.Start, the
+// handshake sends the agent's registration, which is final from then on; and
+// the linking controller, like any server, gives an agent with rule
+// checkpoints its own checkpoint runtime, which only a server built
+// afterwards replaces. A controller attached to a [FakeStudioAPI]
+// ([NewAttachedTestServer], or Server.Start with
+// [FakeStudioAPI.ServerOptions]) is linked by its own handshake and needs no
+// Link.
 func (s *FakeStudio) Link(agent *supervaizer.Agent, studioAgentID string) {
 	s.t.Helper()
 	if agent == nil {
 		s.t.Fatalf("svtest: FakeStudio.Link: nil agent")
 		return
 	}
+	known, linked := agent.StudioAgentID()
 	if studioAgentID == "" {
-		if id, ok := agent.StudioAgentID(); ok {
-			studioAgentID = id
-		} else {
+		studioAgentID = known
+		if !linked {
 			studioAgentID = DefaultStudioAgentID(agent.Slug())
 		}
 	}
-	if err := sdkhook.LinkStudioAgent(agent, studioAgentID); err != nil {
-		s.t.Fatalf("svtest: FakeStudio.Link: %v", err)
+	s.mu.Lock()
+	prev, had := s.agents[agent.Slug()]
+	s.agents[agent.Slug()] = studioAgentID // what the handshake announces
+	s.mu.Unlock()
+	if linked && known == studioAgentID {
 		return
 	}
-	s.mu.Lock()
-	s.agents[agent.Slug()] = studioAgentID
-	s.mu.Unlock()
+	if err := s.handshake(agent); err != nil {
+		s.mu.Lock()
+		if had {
+			s.agents[agent.Slug()] = prev
+		} else {
+			delete(s.agents, agent.Slug())
+		}
+		s.mu.Unlock()
+		s.t.Fatalf("svtest: FakeStudio.Link: %v", err)
+	}
 }
 
 // StudioAgentID returns the Studio agent id of the agent slug: the id it was

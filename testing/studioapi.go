@@ -158,15 +158,7 @@ func NewFakeStudioAPI(t testing.TB, studio *FakeStudio, opts ...APIOption) *Fake
 		t.Fatalf("svtest: NewFakeStudioAPI: the account key and the workspace id must not be blank")
 		return nil
 	}
-	f := &FakeStudioAPI{
-		t: t, studio: studio, key: cfg.accountKey, ws: cfg.workspaceID,
-		changed:   make(chan struct{}),
-		agents:    map[string]AgentDetail{},
-		tokens:    map[string]string{},
-		decisions: map[decisionKey]string{},
-		announced: map[caseKey]bool{},
-		receipts:  map[string]string{},
-	}
+	f := newFakeStudioAPI(t, studio, cfg)
 	f.srv = httptest.NewServer(f)
 	f.decoy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		f.decoys.Add(1)
@@ -177,6 +169,19 @@ func NewFakeStudioAPI(t testing.TB, studio *FakeStudio, opts ...APIOption) *Fake
 		f.decoy.Close()
 	})
 	return f
+}
+
+// newFakeStudioAPI returns the fake API's state, not yet served.
+func newFakeStudioAPI(t testing.TB, studio *FakeStudio, cfg apiConfig) *FakeStudioAPI {
+	return &FakeStudioAPI{
+		t: t, studio: studio, key: cfg.accountKey, ws: cfg.workspaceID,
+		changed:   make(chan struct{}),
+		agents:    map[string]AgentDetail{},
+		tokens:    map[string]string{},
+		decisions: map[decisionKey]string{},
+		announced: map[caseKey]bool{},
+		receipts:  map[string]string{},
+	}
 }
 
 // Studio returns the fake Studio whose identity the API serves.

@@ -14,9 +14,12 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/studio"
 )
+
+// ruleSnapshotVersion is the version of the rule snapshots Studio sends
+// (checkpoints.md §2: it must be 1).
+const ruleSnapshotVersion = 1
 
 // Wildcards of [FakeStudioAPI.SetDecision].
 const (
@@ -86,7 +89,7 @@ func (f *FakeStudioAPI) RuleSnapshot(hash string) map[string]any {
 	f.mu.Unlock()
 	return map[string]any{
 		"hash":             hash,
-		"version":          checkpoint.RuleSnapshotVersion,
+		"version":          ruleSnapshotVersion,
 		"checkpoint_token": token,
 		"checkpoint_url":   f.decoy.URL + studio.RuleCheckpointsPath,
 	}
