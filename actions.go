@@ -93,7 +93,7 @@ type inputError struct{ e *Error }
 
 func (i *inputError) Error() string { return i.e.message }
 
-// Unwrap exposes the *Error, so CodeOf reports -32602.
+// Unwrap exposes the *Error to errors.As; CodeOf reports its -32602.
 func (i *inputError) Unwrap() error { return i.e }
 
 // invalidInput is the -32602 error of input that breaks the action's input type.

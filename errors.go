@@ -83,16 +83,24 @@ func (e *Error) Unwrap() error { return e.err }
 func (e *Error) Data() any { return e.data }
 
 // CodeOf returns the code of the JSON-RPC error err stands for, exactly the
-// code sent on the wire: 0 for nil, the code of an *Error found in the chain
-// (one the server sent or a client received), and [CodeInternalError] for
-// any other error, which is what a handler's error becomes.
+// code sent on the wire: 0 for nil; the code of err itself when it is an
+// *Error (one the server sent, or a client received and returned as is); and
+// [CodeInternalError] for any other error, which is what a handler's error
+// becomes — an *Error wrapped by a handler (fmt.Errorf("…: %w", err)) included,
+// since the dispatcher sends -32603 for it too (spec item 61). The -32602 of
+// the SDK's own input validation inside a typed handler ([HandleActionFor]),
+// returned as is, reports -32602.
 func CodeOf(err error) Code {
-	if err == nil {
+	switch e := err.(type) {
+	case nil:
 		return 0
-	}
-	var e *Error
-	if errors.As(err, &e) {
+	case *Error:
+		if e == nil {
+			return CodeInternalError
+		}
 		return e.code
+	case *inputError:
+		return e.e.code
 	}
 	return CodeInternalError
 }

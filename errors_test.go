@@ -1,14 +1,17 @@
 package supervaizer_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
 // TestErrorUnmarshalJSON: a client reads the JSON-RPC error object into the
@@ -52,7 +55,7 @@ func TestErrorUnmarshalJSON(t *testing.T) {
 			assert.Equal(t, tt.wantData, e.Data())
 			assert.NoError(t, e.Unwrap(), "the logged cause never travels")
 			var as *supervaizer.Error
-			require.ErrorAs(t, errors.Join(errors.New("call"), &e), &as)
+			require.ErrorAs(t, errors.Join(errors.New("call"), &e), &as, "errors.As finds a wrapped *Error")
 			assert.Equal(t, tt.wantCode, supervaizer.CodeOf(as))
 		})
 	}
@@ -72,4 +75,42 @@ func TestErrorUnmarshalJSONNull(t *testing.T) {
 	require.NoError(t, resp.Error.UnmarshalJSON([]byte(" null ")))
 	assert.Equal(t, supervaizer.CodeUnauthorized, supervaizer.CodeOf(resp.Error))
 	assert.Equal(t, "m", resp.Error.Error())
+}
+
+// TestCodeOfAWrappedError: CodeOf reports the code the dispatcher sends for
+// an error a handler returns (spec item 61). A handler that wraps the -32030
+// a client read (fmt.Errorf("x: %w", err)) is answered -32603, and CodeOf of
+// what it returned says -32603; before the fix CodeOf found the wrapped
+// *Error in the chain and reported -32030.
+func TestCodeOfAWrappedError(t *testing.T) {
+	t.Parallel()
+	var received supervaizer.Error
+	require.NoError(t, json.Unmarshal([]byte(`{"code":-32030,"message":"Unauthorized","data":{"code":"workspace_authorization_expired"}}`), &received))
+
+	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newTestAgent(t, "writer")})
+	var returned error
+	ts.Server.HandleAction("job.start", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		returned = fmt.Errorf("call the other agent: %w", &received)
+		return nil, returned
+	})
+	_, err := ts.Invoke(t.Context(), ts.Request("job.start", map[string]any{}))
+	require.Error(t, err)
+	assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err), "the code on the wire")
+	assert.Equal(t, supervaizer.CodeOf(err), supervaizer.CodeOf(returned), "CodeOf of what the handler returned is the code sent")
+
+	tests := []struct {
+		name string
+		err  error
+		want supervaizer.Code
+	}{
+		{"nil", nil, 0},
+		{"received as is", &received, supervaizer.CodeUnauthorized},
+		{"wrapped", fmt.Errorf("x: %w", &received), supervaizer.CodeInternalError},
+		{"joined", errors.Join(errors.New("a"), &received), supervaizer.CodeInternalError},
+		{"typed nil", (*supervaizer.Error)(nil), supervaizer.CodeInternalError},
+		{"plain", errors.New("database down"), supervaizer.CodeInternalError},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, supervaizer.CodeOf(tt.err), tt.name)
+	}
 }
