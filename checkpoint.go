@@ -174,7 +174,7 @@ func (s *Server) attachRuleCheckpoints(st store.Store) {
 		if !a.checkpoints.Declared() {
 			continue
 		}
-		if s.cfg.store == nil {
+		if s.cfg.store == nil && s.cfg.backend == nil { // WithBackend's store is shared and durable
 			s.logger.Warn("rule checkpoints are declared but no store is configured (WithStore): their progress is kept in memory, "+
 				"so after a restart a started effect is no longer known and could be run again", slog.String("agent_slug", a.slug))
 		}

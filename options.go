@@ -217,8 +217,10 @@ func WithPublicURL(u string) Option { return func(c *config) { c.publicURL = u }
 
 // WithAPIKey adds a transport API key (X-API-Key) with its scope; repeat it for
 // several keys. Default: SUPERVAIZER_API_KEY with the write scope; in local mode
-// [LocalModeAPIKey]; otherwise a generated key whose fingerprint is logged and
-// which is exported as SUPERVAIZER_API_KEY.
+// [LocalModeAPIKey]; otherwise a key generated for this process only, whose
+// fingerprint is logged with a warning naming SUPERVAIZER_API_KEY, the
+// variable that keeps a key across restarts. The SDK never changes the
+// process environment (spec item 63).
 func WithAPIKey(key string, scope KeyScope) Option {
 	return func(c *config) { c.apiKeys = append(c.apiKeys, apiKey{key: key, scope: scope}) }
 }
