@@ -205,6 +205,7 @@ func invokeLocal(t *testing.T, srv *sv.Server, slug, action, input string) strin
 	}})
 	require.NoError(t, err)
 	r := httptest.NewRequest("POST", "/a2a", strings.NewReader(string(body)))
+	r.Host = "localhost" // local mode answers only loopback hosts
 	r.Header.Set(sv.HeaderAPIKey, sv.LocalModeAPIKey)
 	w := httptest.NewRecorder()
 	srv.ServeHTTP(w, r)

@@ -444,6 +444,7 @@ func (f *cpFixture) tryInvoke(params map[string]any) (cpRPC, error) {
 		return cpRPC{}, err
 	}
 	r := httptest.NewRequest(http.MethodPost, "/a2a", bytes.NewReader(body))
+	r.Host = "localhost" // local mode answers only loopback hosts
 	r.Header.Set(sv.HeaderAPIKey, sv.LocalModeAPIKey)
 	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()

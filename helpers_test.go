@@ -446,6 +446,7 @@ type rpcCall struct {
 // newRPCRequest builds a POST /a2a request.
 func newRPCRequest(ctx context.Context, c rpcCall) *http.Request {
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/a2a", bytes.NewReader(c.body))
+	r.Host = "127.0.0.1:8080" // a local-mode server answers only loopback hosts
 	r.Header.Set("Content-Type", "application/json")
 	if c.key != "" {
 		r.Header.Set(supervaizer.HeaderAPIKey, c.key)

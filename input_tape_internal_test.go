@@ -86,6 +86,7 @@ func TestTypedHandlerGetsTheBodysTape(t *testing.T) {
 				`"agent_slug":"tape-agent","surface":"job.start","action":"job.start","input":{"topic_id":"t-1"}}},` +
 				tt.extraKey + `:1}`
 			r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+			r.Host = "localhost" // local mode answers only loopback hosts
 			r.Header.Set(HeaderAPIKey, LocalModeAPIKey)
 			w := httptest.NewRecorder()
 			srv.ServeHTTP(w, r)

@@ -20,10 +20,11 @@ const previewPath = preview.Prefix
 // WithPreview turns the local preview at /_preview/ on or off. Default: on
 // in local mode, answering only loopback connections addressed as localhost
 // or a loopback IP; off otherwise. WithPreview(true) also serves it outside
-// local mode and on any connection: anyone who reaches it can then call the
-// agent's actions with the controller's key, so put it behind your own access
-// control (outside local mode workspace tokens are still verified, so most
-// calls are refused without one).
+// local mode and on any connection, and then every preview route, its event
+// stream included, requires a write-scoped X-API-Key (401 without, 403 with a
+// read key), as the preview calls the agent's actions with the controller's
+// key: reach it through a proxy that adds the header. Outside local mode
+// workspace tokens are still verified, so most calls are refused without one.
 // It is never served when the controller is attached to Studio. The preview
 // calls POST /a2a in-process with the controller's key; the page never sees
 // a key or a token.
@@ -60,10 +61,17 @@ func (s *Server) mountPreview(r chi.Router) {
 	if s.preview == nil {
 		return
 	}
-	// Through s.preview: seal rebuilds it from the final registrations.
-	r.Handle(previewPath+"*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.preview.ServeHTTP(w, r) }))
-	r.Get(previewPath[:len(previewPath)-1], func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, previewPath, http.StatusFound)
+	// Outside local mode every preview route, the event stream included,
+	// needs the write key (spec item 68): the preview runs actions with it.
+	r.Group(func(r chi.Router) {
+		if !s.cfg.localMode {
+			r.Use(s.requireKey(ScopeWrite))
+		}
+		// Through s.preview: seal rebuilds it from the final registrations.
+		r.Handle(previewPath+"*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.preview.ServeHTTP(w, r) }))
+		r.Get(previewPath[:len(previewPath)-1], func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, previewPath, http.StatusFound)
+		})
 	})
 }
 

@@ -180,16 +180,46 @@ func TestPreviewAnswersOnlyLoopbackHosts(t *testing.T) {
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a non-loopback Host is refused")
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a non-loopback Host is refused (local mode, spec item 68)")
 
 	explicit := previewServer(t, previewAgent(t, &calls, nil), sv.WithPreview(true), sv.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t))))
 	req, err = http.NewRequest(http.MethodGet, explicit.URL+"/_preview/", nil)
 	require.NoError(t, err)
 	req.Host = "controller.internal"
+	req.Header.Set(sv.HeaderAPIKey, previewKey)
 	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "WithPreview(true) serves any host")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "WithPreview(true) serves any host, with the key")
+}
+
+// TestPreviewOutsideLocalModeNeedsTheKey: WithPreview(true) outside local
+// mode requires a write-scoped API key on every preview route, the event
+// stream included (spec item 68). Before the fix /_preview/events served the
+// whole event stream to anyone.
+func TestPreviewOutsideLocalModeNeedsTheKey(t *testing.T) {
+	var calls atomic.Int64
+	const readKey = "preview-read-key-0123456789"
+	ts := previewServer(t, previewAgent(t, &calls, nil), sv.WithPreview(true), sv.WithAPIKey(readKey, sv.ScopeRead),
+		sv.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t))))
+	for _, path := range []string{"/_preview", "/_preview/", "/_preview/events", "/_preview/api/invoke", "/_preview/agents/preview-agent"} {
+		t.Run(path, func(t *testing.T) {
+			status, _, _ := get(t, ts.URL+path, nil)
+			assert.Equal(t, http.StatusUnauthorized, status, "no key")
+			status, _, _ = get(t, ts.URL+path, http.Header{sv.HeaderAPIKey: {readKey}})
+			assert.Equal(t, http.StatusForbidden, status, "a read key")
+		})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/_preview/events", nil)
+	require.NoError(t, err)
+	req.Header.Set(sv.HeaderAPIKey, previewKey)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the write key opens the stream")
+	assert.Zero(t, calls.Load())
 }
 
 func TestPreviewInvokeGoesThroughTheA2APipeline(t *testing.T) {

@@ -153,6 +153,9 @@ func (s *Server) NewHTTPServer() *http.Server {
 //	}
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	addr := s.listenAddr()
+	if err := s.checkLocalListenAddr(addr); err != nil { // local.go
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("supervaizer: listen on %s (set %s or use WithAddr): %w", addr, envAddr, err)
@@ -171,6 +174,10 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // in time. A failing listener ends it with that error.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base := "http://" + ln.Addr().String()
+	if err := s.checkLocalListen(ln.Addr()); err != nil { // local.go
+		_ = ln.Close()
+		return err
+	}
 	if err := s.start(ctx, base); err != nil {
 		_ = ln.Close()
 		return errors.Join(err, s.Shutdown(context.WithoutCancel(ctx)))

@@ -359,6 +359,9 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = s.seal() // logged by seal; Start returns it
 	s.warnMissingHandlers()
+	if s.refuseNonLocalHost(w, r) { // local.go
+		return
+	}
 	// POST /a2a, the call path, skips the router: the same chain as its
 	// route (security headers, write key, serveA2A) without chi's routing
 	// context, which costs a copy of the request. A request already routed

@@ -308,6 +308,9 @@ func (ts *TestServer) Call(ctx context.Context, method string, params any, token
 		return ts.callRemote(ctx, body, token)
 	}
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/a2a", bytes.NewReader(body))
+	// An in-process call comes from this machine: a local-mode server
+	// answers only loopback hosts.
+	r.Host, r.RemoteAddr = "127.0.0.1", "127.0.0.1:1"
 	setCallHeaders(r, ts.APIKey, token)
 	w := httptest.NewRecorder()
 	ts.Server.ServeHTTP(w, r)

@@ -32,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/supervaize/supervaizer-go/internal/loopback"
 )
 
 // Prefix is the path the preview is served under.
@@ -200,34 +202,13 @@ func (h *Handler) allowed(r *http.Request) bool {
 		return true
 	}
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-		if !loopbackAddr(la.String()) {
+		if !loopback.Addr(la.String()) {
 			return false
 		}
-	} else if !loopbackAddr(r.RemoteAddr) {
+	} else if !loopback.Addr(r.RemoteAddr) {
 		return false
 	}
-	return loopbackHost(r.Host)
-}
-
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
-
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return loopback.Host(r.Host)
 }
 
 // sameOrigin refuses cross-site calls to the JSON endpoints: they must be
