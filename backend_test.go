@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,4 +294,30 @@ func getBody(t *testing.T, c *http.Client, url string) (int, string) {
 	t.Helper()
 	code, _, body := httpGet(t, c, url)
 	return code, string(body)
+}
+
+// TestNoCheckpointStoreWarningWithABackend: rule checkpoints use the store of
+// WithBackend (PostgreSQL), so the startup log does not warn that they have
+// none, as it does without any store (issue 27 row 9: before the fix it
+// warned with a backend too).
+func TestNoCheckpointStoreWarningWithABackend(t *testing.T) {
+	const warning = "rule checkpoints are declared but no store is configured"
+	for _, tc := range []struct {
+		name string
+		opts []supervaizer.Option
+		warn bool
+	}{
+		{"no store", nil, true},
+		{"WithStore", []supervaizer.Option{supervaizer.WithStore(store.NewMemory())}, false},
+		{"WithBackend", []supervaizer.Option{supervaizer.WithBackend(newMemBackend())}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := newCPLogs()
+			opts := append([]supervaizer.Option{supervaizer.WithEnv(emptyEnv), supervaizer.WithLocalMode(true), supervaizer.WithLogger(logs.logger())}, tc.opts...)
+			srv, err := supervaizer.NewServer([]*supervaizer.Agent{cpRegistration(t, cpAgentSlug, cpAgentName)}, opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+			assert.Equal(t, tc.warn, strings.Contains(logs.String(), warning), logs.String())
+		})
+	}
 }
