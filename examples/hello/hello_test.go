@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,18 +75,26 @@ func readmeCurl(t *testing.T) (headers map[string]string, body string) {
 	return headers, m[1]
 }
 
+// printedCurl matches the curl hello prints: the address it bound, then /a2a.
+var printedCurl = regexp.MustCompile(`try: curl -s (\S+)/a2a `)
+
 // TestHelloAnswersTheReadmeCurl builds hello, runs it with no configuration
-// (only SUPERVAIZER_ADDR, so the test does not depend on port 8080 being
-// free), sends the README's own curl for job.start and expects status "ok",
-// then stops it with SIGINT and expects exit status 0.
+// but SUPERVAIZER_ADDR=127.0.0.1:0 (it binds a free port, so no test picks a
+// port for it), checks that the curl it prints names the address it bound,
+// sends the README's curl for job.start there and expects status "ok", then
+// stops it with SIGINT and expects exit status 0. It fails on the hello that
+// printed 127.0.0.1:8080 whatever it bound (issue 29).
 func TestHelloAnswersTheReadmeCurl(t *testing.T) {
-	addr := proctest.FreeAddr(t)
-	proc := proctest.Start(t, proctest.Build(t, "hello"), []string{"SUPERVAIZER_ADDR=" + addr})
+	proc := proctest.Start(t, proctest.Build(t, "hello"), []string{"SUPERVAIZER_ADDR=127.0.0.1:0"})
+	url := proc.AwaitURL(t)
+	m := printedCurl.FindStringSubmatch(proc.Output())
+	require.NotNil(t, m, "hello prints its curl before it serves\n%s", proc.Output())
+	assert.Equal(t, url, "http://"+m[1], "the printed curl names the address hello bound")
 
 	headers, body := readmeCurl(t)
 	var status string
 	proc.AwaitServing(t, "an answer to the README's curl", func() bool {
-		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/a2a", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, "http://"+m[1]+"/a2a", strings.NewReader(body))
 		require.NoError(t, err)
 		for k, v := range headers {
 			req.Header.Set(k, v)
@@ -113,6 +122,20 @@ func TestHelloAnswersTheReadmeCurl(t *testing.T) {
 	assert.Contains(t, text, "mode=local")
 
 	proc.Stop(t, syscall.SIGINT)
+}
+
+// TestHelloPrintsNoCurlWhenTheAddressIsTaken: with its address taken, hello
+// exits with an error naming it and prints no curl, which would reach the
+// server that holds the port. It fails on the hello that printed its curl
+// before listening (issue 29).
+func TestHelloPrintsNoCurlWhenTheAddressIsTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = taken.Close() })
+	proc := proctest.Start(t, proctest.Build(t, "hello"), []string{"SUPERVAIZER_ADDR=" + taken.Addr().String()})
+	assert.Error(t, proc.Wait(t), "hello exits with an error")
+	assert.Contains(t, proc.Output(), taken.Addr().String())
+	assert.NotContains(t, proc.Output(), "try: curl")
 }
 
 // TestHelloNamesFewSDKNames: the smallest agent needs at most 12 distinct

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"log"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,13 +34,17 @@ func main() {
 	sv.HandleActionFor(srv, "job.start", func(ctx context.Context, req *sv.ActionRequest, in StartInput) (*sv.ActionResult, error) {
 		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"greeting": "Hello, " + in.Name})), nil // replayed by idempotency_key
 	})
-	log.Print(`try: curl -s 127.0.0.1:8080/a2a -H 'X-API-Key: local-dev' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,` +
+	ln, err := net.Listen("tcp", srv.NewHTTPServer().Addr) // SUPERVAIZER_ADDR, default 127.0.0.1:8080
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Print(`try: curl -s ` + ln.Addr().String() + `/a2a -H 'X-API-Key: local-dev' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,` +
 		`"method":"supervaizer/action.invoke","params":{"action_request":{"request_id":"r1","actor":{"user_id":"me"},` +
 		`"workspace":{"id":"ws-1"},"mission_id":"m1","agent_slug":"hello-agent","surface":"job.start",` +
 		`"action":"job.start","job_id":"job-1","idempotency_key":"k1","input":{"name":"Ada"}}}}'`)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := srv.ListenAndServe(ctx); err != nil { // SUPERVAIZER_ADDR, default 127.0.0.1:8080
+	if err := srv.Serve(ctx, ln); err != nil {
 		log.Fatal(err)
 	}
 }

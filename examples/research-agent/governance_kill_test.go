@@ -94,14 +94,13 @@ func TestGovernedDeliveryRealKill(t *testing.T) {
 			}
 
 			c := newCrashCell(t, mode)
-			addr := proctest.FreeAddr(t)
 			var env []string
 			for key, v := range c.env {
 				env = append(env, key+"="+v)
 			}
-			env = append(env, "SUPERVAIZER_ADDR="+addr, "RESEARCH_AGENT_CRASH_AT_WRITE="+strconv.Itoa(k))
+			env = append(env, "SUPERVAIZER_ADDR=127.0.0.1:0", "RESEARCH_AGENT_CRASH_AT_WRITE="+strconv.Itoa(k))
 			proc := proctest.Start(t, bin, env)
-			base := "http://" + addr
+			base := proc.AwaitURL(t)
 			alive := func() bool {
 				resp, err := http.Get(base + a2a.AgentsListPath)
 				if err != nil {

@@ -1,6 +1,6 @@
 // Package proctest runs the module's binaries in tests: build the main package
-// of the current directory, start it with a given environment, wait until it
-// serves, stop it with a signal and require a clean exit. Buffer, the
+// of the current directory, start it with a given environment (listening on
+// port 0), read the address it bound from its log, wait until it serves, stop it with a signal and require a clean exit. Buffer, the
 // concurrency-safe output collector it uses, also serves tests that capture a
 // logger's output.
 package proctest
@@ -8,12 +8,10 @@ package proctest
 import (
 	"bytes"
 	"errors"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -49,43 +47,10 @@ func (s *Buffer) String() string {
 	return s.b.String()
 }
 
-// FreeAddr returns a loopback address with a port no one listens on, for a
-// process under test to listen on. The port is drawn below the kernel's
-// ephemeral range (ip_local_port_range on Linux), where the ports of
-// outgoing connections and of listeners on port 0 come from: in a suite that
-// runs many packages at once, a port freed in that range is soon handed to
-// someone else, while one below it stays free until a process asks for it
-// by number.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	for range 200 {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(minFixedPort+rand.IntN(ephemeralLow()-minFixedPort)))
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			require.NoError(t, ln.Close())
-			return addr
-		}
-	}
-	t.Fatalf("proctest: no free port found in [%d, %d)", minFixedPort, ephemeralLow())
-	return ""
-}
-
-// minFixedPort is the lowest port FreeAddr draws.
-const minFixedPort = 10000
-
-// ephemeralLow is the first port of the kernel's ephemeral range: Linux's
-// ip_local_port_range, else 32768 (Linux's default; BSD and macOS start
-// higher).
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if lo, err := strconv.Atoi(f[0]); err == nil && lo > minFixedPort+1000 {
-				return lo
-			}
-		}
-	}
-	return 32768
-}
+// readyURL matches the SDK's line naming the address the process bound, after
+// binding: "controller ready" (Serve ran Start), or "controller listening"
+// (Start ran before Serve), and the URL it names.
+var readyURL = regexp.MustCompile(`controller (?:ready|listening)\b.*\burl=(http://[^\s"]+)`)
 
 // Build builds the main package of the current directory into a temporary
 // directory of t, with the go build flags given (such as "-tags", "x"), and
@@ -143,6 +108,24 @@ func Start(t testing.TB, bin string, env []string) *Process {
 // error.
 func (p *Process) Output() string { return p.Stdout.String() + p.Stderr.String() }
 
+// AwaitURL waits until the process logs the SDK's "controller ready" or
+// "controller listening" line with a URL and returns that URL (http://host:port). A process under test listens
+// on port 0 (SUPERVAIZER_ADDR=127.0.0.1:0) and reports the address it bound
+// this way, so that no test picks a port for another process. It fails the
+// test when the process exits first or ServeTimeout passes.
+func (p *Process) AwaitURL(t testing.TB) string {
+	t.Helper()
+	var url string
+	p.AwaitServing(t, "the controller's URL", func() bool {
+		if m := readyURL.FindStringSubmatch(p.Output()); m != nil {
+			url = m[1]
+			return true
+		}
+		return false
+	})
+	return url
+}
+
 // AwaitServing calls serving every 50 ms until it reports true, and fails the
 // test when the process exits first or ServeTimeout passes; what names the
 // awaited state in the failure.
@@ -159,6 +142,19 @@ func (p *Process) AwaitServing(t testing.TB, what string, serving func() bool) {
 		time.Sleep(pollInterval)
 	}
 	t.Logf("%s after %s", what, time.Since(p.started).Round(time.Millisecond))
+}
+
+// Wait waits for the process to exit on its own, at most StopTimeout, and
+// returns the error of its exit (nil for status 0).
+func (p *Process) Wait(t testing.TB) error {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(StopTimeout):
+		require.FailNowf(t, "no exit", "no exit within %s\noutput:\n%s", StopTimeout, p.Output())
+		return nil
+	}
 }
 
 // Stop sends sig and requires exit status 0 within StopTimeout.
