@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 )
 
 // ActionRequest is a supervaizer/action.invoke request. Its
@@ -58,7 +59,7 @@ func HandleActionFor[In any](r HandlerRegistry, id string, h func(ctx context.Co
 	if h == nil {
 		panic(fmt.Sprintf("supervaizer: HandleActionFor(%q) on agent %q: nil handler", id, a.slug))
 	}
-	iv, err := contracts.NewInputValidator(reflect.TypeFor[In](), toleratedInputKeys[id]...)
+	iv, err := validate.NewInput(reflect.TypeFor[In](), toleratedInputKeys[id]...)
 	if err != nil {
 		panic(fmt.Sprintf("supervaizer: HandleActionFor(%q) on agent %q: %v", id, a.slug, err))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/internal/slug"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 )
 
 // AgentSpec describes an agent served by the controller.
@@ -109,7 +110,7 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 			"the name's letters and digits transliterated to ASCII, and a character without a "+
 			"transliteration (emoji, private use, some rare scripts) is dropped", spec.Name)
 	}
-	v := contracts.DefaultValidator()
+	v := validate.Default()
 	if spec.Introduction != nil {
 		if _, err := v.ValidateValue(contracts.ModelIntroduction, spec.Introduction); err != nil {
 			return nil, fmt.Errorf("supervaizer: agent %q introduction: %w", a.slug, err)
@@ -182,7 +183,7 @@ func (a *Agent) buildRegistration(rs RegistrationSpec) error {
 				contracts.ActionDefinition{ID: id, Mutating: true, Scope: contracts.ScopeJob, Kind: contracts.KindCommand})
 		}
 	}
-	raw, err := contracts.DefaultValidator().ValidateValue(contracts.ModelRegistration, reg)
+	raw, err := validate.Default().ValidateValue(contracts.ModelRegistration, reg)
 	if err != nil {
 		return fmt.Errorf("supervaizer: agent %q: AgentSpec.Registration: %w", a.slug, err)
 	}

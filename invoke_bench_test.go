@@ -10,6 +10,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 )
 
 // benchWriter is the cheapest ResponseWriter: it keeps the status and the
@@ -127,7 +128,7 @@ func benchInvoke(b *testing.B, body []byte, bodyCap int, want []byte) {
 // result of BenchmarkInvokeJobState: encode it once and validate those bytes
 // (compiled schema, then the Go rules).
 func BenchmarkEncodeValidateJobState(b *testing.B) {
-	v := contracts.DefaultValidator()
+	v := validate.Default()
 	res := fixture.SyncResult("job-77")
 	buf, err := v.AppendValue(nil, contracts.ModelActionResult, res)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
@@ -159,7 +160,7 @@ func BuildRegistration(spec RegistrationSpec) (*contracts.Registration, error) {
 	if len(b.problems) > 0 {
 		return nil, &contracts.ValidationError{Model: contracts.ModelRegistration, Problems: b.problems}
 	}
-	if _, err := contracts.DefaultValidator().ValidateValue(contracts.ModelRegistration, reg); err != nil {
+	if _, err := validate.Default().ValidateValue(contracts.ModelRegistration, reg); err != nil {
 		return nil, err
 	}
 	return reg, nil

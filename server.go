@@ -19,11 +19,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/supervaize/supervaizer-go/a2a"
-	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -71,7 +71,7 @@ type Server struct {
 	verifier  WorkspaceVerifier
 	tokens    *wsauth.Verifier // the built-in verifier, nil when replaced
 	localAuth bool             // local-mode bypass of workspace authorization
-	validator *contracts.Validator
+	validator *validate.Validator
 	broker    *sse.Broker
 	idem      *idempotency
 	router    http.Handler
@@ -147,7 +147,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		bySlug:    make(map[string]*Agent, len(agents)),
 		logger:    cfg.logger,
 		cfg:       cfg,
-		validator: contracts.DefaultValidator(),
+		validator: validate.Default(),
 		lifetime:  lifetime,
 		stop:      stop,
 		startedCh: make(chan struct{}),

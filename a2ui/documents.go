@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 )
 
 // Submit is the submit button of a document: the action Studio invokes with
@@ -43,9 +44,10 @@ type WidgetData = contracts.WidgetData
 // spec).
 type Visualization = contracts.Visualization
 
-// validate validates doc, a pointer to the Go type of model m.
-func validate(m contracts.Model, doc any) error {
-	_, err := contracts.DefaultValidator().ValidateValue(m, doc)
+// validateDoc validates doc, a pointer to the Go type of model m, with the
+// SDK's validator (the contracts schema and Go rules, compiled).
+func validateDoc(m contracts.Model, doc any) error {
+	_, err := validate.Default().ValidateValue(m, doc)
 	return err
 }
 
@@ -70,7 +72,9 @@ func (f *Form) UnmarshalJSON(b []byte) error { return (*contracts.FormDocument)(
 // Validate checks the document against the contract. It returns a
 // *[contracts.ValidationError] listing each problem (path and rule name), or
 // an error when the document cannot be marshalled.
-func (f Form) Validate() error { return validate(contracts.ModelForm, (*contracts.FormDocument)(&f)) }
+func (f Form) Validate() error {
+	return validateDoc(contracts.ModelForm, (*contracts.FormDocument)(&f))
+}
 
 // DocumentReview is a DocumentReview document, used by
 // review workflows on an awaiting step: the reviewed content, the submit
@@ -92,7 +96,7 @@ func (d *DocumentReview) UnmarshalJSON(b []byte) error {
 // *[contracts.ValidationError] listing each problem (path and rule name), or
 // an error when the document cannot be marshalled.
 func (d DocumentReview) Validate() error {
-	return validate(contracts.ModelDocumentReview, (*contracts.DocumentReviewDocument)(&d))
+	return validateDoc(contracts.ModelDocumentReview, (*contracts.DocumentReviewDocument)(&d))
 }
 
 // ResourceImport is a ResourceImport document, the import
@@ -117,7 +121,7 @@ func (r *ResourceImport) UnmarshalJSON(b []byte) error {
 // *[contracts.ValidationError] listing each problem (path and rule name), or
 // an error when the document cannot be marshalled.
 func (r ResourceImport) Validate() error {
-	return validate(contracts.ModelResourceImport, (*contracts.ResourceImportDocument)(&r))
+	return validateDoc(contracts.ModelResourceImport, (*contracts.ResourceImportDocument)(&r))
 }
 
 // Dashboard is a Dashboard document, returned by the
@@ -139,7 +143,7 @@ func (d *Dashboard) UnmarshalJSON(b []byte) error {
 // *[contracts.ValidationError] listing each problem (path and rule name), or
 // an error when the document cannot be marshalled.
 func (d Dashboard) Validate() error {
-	return validate(contracts.ModelDashboard, (*contracts.DashboardDocument)(&d))
+	return validateDoc(contracts.ModelDashboard, (*contracts.DashboardDocument)(&d))
 }
 
 // modelConfigurator names the Configurator document in validation errors.

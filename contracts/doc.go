@@ -41,8 +41,13 @@
 // # Validation
 //
 // [Validator] validates raw JSON (numbers stay exact) with
-// santhosh-tekuri/jsonschema as the reference implementation; each problem is
-// one line with a JSON Pointer path and the rule broken, never the input value.
-// [InputValidator] does the same for an agent's own action input type, strict
-// by default (unknown keys refused).
+// santhosh-tekuri/jsonschema, the reference implementation, then runs the Go
+// rules ([Validator.Check]); each problem is one line with a JSON Pointer path
+// and the rule broken, never the input value. [InputValidator] does the same
+// for an agent's own action input type, strict by default (unknown keys
+// refused).
+//
+// This package is the truth, not the hot path: the SDK's dispatcher validates
+// and encodes with its own compiled validator and append-style encoder, which
+// the SDK's tests hold to this package's verdicts and to encoding/json's bytes.
 package contracts

@@ -9,8 +9,6 @@ import (
 	"slices"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // InputValidator validates the input of an action against the JSON Schema
@@ -21,7 +19,6 @@ import (
 // omitempty/omitzero; `sv` tags add rules (see the package documentation).
 type InputValidator struct {
 	schema *jsonschema.Schema
-	fast   *cschema // compiled.go; nil when the schema leaves the compiled subset
 	doc    []byte
 }
 
@@ -51,11 +48,7 @@ func NewInputValidator(t reflect.Type, tolerated ...string) (*InputValidator, er
 	if err != nil {
 		return nil, fmt.Errorf("contracts: compile the input schema of %s: %w", t, err)
 	}
-	iv := &InputValidator{schema: s, doc: doc}
-	if fs, errs := compileFast(inst, ""); errs[0] == nil {
-		iv.fast = fs[0]
-	}
-	return iv, nil
+	return &InputValidator{schema: s, doc: doc}, nil
 }
 
 func inputSchema(t reflect.Type, tolerated []string) (doc []byte, err error) {
@@ -91,38 +84,6 @@ func (v *InputValidator) Schema() []byte { return slices.Clone(v.doc) }
 // Validate validates raw input. The problems are located under "input"
 // (loc ["input", "topic_id"], path "/input/topic_id").
 func (v *InputValidator) Validate(raw []byte) []Problem {
-	if v.fast != nil {
-		t := wire.Get()
-		sure := t.Parse(raw) && v.validTape(t, 0)
-		wire.Put(t)
-		if sure {
-			return nil
-		}
-	}
-	return v.validateReference(raw)
-}
-
-// ValidateAt is [InputValidator.Validate] of the value at node of t, a
-// document the SDK's dispatcher parsed once (package internal/wire).
-func (v *InputValidator) ValidateAt(t *wire.Tape, node int32) []Problem {
-	if v.validTape(t, node) {
-		return nil
-	}
-	return v.validateReference(t.Raw(node))
-}
-
-// validTape reports whether the compiled schema is sure that the value at
-// node of the parsed t is valid.
-func (v *InputValidator) validTape(t *wire.Tape, node int32) bool {
-	if v.fast == nil || !t.Plain() {
-		return false
-	}
-	valid, sure := v.fast.checkAt(t, node)
-	return valid && sure
-}
-
-// validateReference validates raw with the reference validator.
-func (v *InputValidator) validateReference(raw []byte) []Problem {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return []Problem{{Loc: []any{"input"}, Msg: "not valid JSON", Type: "json", Path: "/input"}}

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/supervaize/supervaizer-go/internal/fold"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Extra holds the keys of an open model that its Go type does not declare.
@@ -41,7 +41,7 @@ func infoOf(t reflect.Type) *typeInfo {
 			continue
 		}
 		ti.declared[name] = struct{}{}
-		ti.folded[fold.Key(name)] = name
+		ti.folded[foldKey(name)] = name
 		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
 		if !omit && f.Type.Kind() == reflect.Slice && f.Type != rawMessageType {
 			ti.nilSlice = append(ti.nilSlice, i)
@@ -139,7 +139,7 @@ func unmarshalOpen(data []byte, v any) (Extra, error) {
 		if _, ok := ti.declared[k]; ok {
 			continue
 		}
-		if real, ok := ti.folded[fold.Key(k)]; ok {
+		if real, ok := ti.folded[foldKey(k)]; ok {
 			if folded == nil || k < folded.key { // report the same key on every run
 				folded = &foldedKeyError{key: k, declared: real}
 			}
@@ -166,4 +166,35 @@ func (e *foldedKeyError) Error() string { return "contracts: " + e.message() }
 
 func (e *foldedKeyError) message() string {
 	return fmt.Sprintf("key %q differs from %q only in letter case", e.key, e.declared)
+}
+
+// foldKey folds a key the way encoding/json matches object keys to struct
+// fields (the folding of bytes.EqualFold): two keys fold alike exactly when
+// encoding/json would read them into the same field. strings.ToLower is not
+// enough: the long s (U+017F) matches "s" and the Kelvin sign (U+212A) "k".
+func foldKey(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			b.WriteByte(byte(r))
+			continue
+		}
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+// foldRune returns the smallest rune of r's case-folding orbit.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
 }

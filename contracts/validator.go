@@ -13,8 +13,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-
-	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // Model names a wire model the Validator validates.
@@ -58,6 +56,16 @@ var modelTypes = map[Model]reflect.Type{
 	ModelDocumentReview:    reflect.TypeFor[DocumentReviewDocument](),
 	ModelResourceImport:    reflect.TypeFor[ResourceImportDocument](),
 	ModelDashboard:         reflect.TypeFor[DashboardDocument](),
+}
+
+// New returns a pointer to a new zero value of the Go type of m (the value
+// [Validator.Decode] fills), or nil when m is not a model.
+func (m Model) New() any {
+	t, ok := modelTypes[m]
+	if !ok {
+		return nil
+	}
+	return reflect.New(t).Interface()
 }
 
 // Models lists every model with a root schema, sorted by name.
@@ -153,7 +161,6 @@ func (e *ValidationError) Error() string {
 // safe for concurrent use.
 type Validator struct {
 	schemas map[Model]*jsonschema.Schema
-	fast    map[Model]*cschema // compiled.go; a model without one uses schemas only
 }
 
 var (
@@ -183,17 +190,13 @@ func NewValidator() (*Validator, error) {
 	if err := c.AddResource(SchemaID, doc); err != nil {
 		return nil, fmt.Errorf("contracts: add schema: %w", err)
 	}
-	v := &Validator{schemas: map[Model]*jsonschema.Schema{}, fast: map[Model]*cschema{}}
+	v := &Validator{schemas: map[Model]*jsonschema.Schema{}}
 	for m := range modelTypes {
 		s, err := c.Compile(SchemaID + "#/$defs/" + string(m))
 		if err != nil {
 			return nil, fmt.Errorf("contracts: compile %s: %w", m, err)
 		}
 		v.schemas[m] = s
-		if fs, errs := compileFast(doc, "/$defs/"+string(m)); errs[0] == nil {
-			v.fast[m] = fs[0]
-			bindOrder(modelTypes[m], fs[0], map[bindKey]bool{})
-		}
 	}
 	return v, nil
 }
@@ -225,10 +228,7 @@ func (v *Validator) Decode(m Model, raw []byte, dst any) error {
 	if err := v.checkDst(m, dst); err != nil {
 		return err
 	}
-	if handled, err := v.decodeFast(m, raw, dst); handled {
-		return err
-	}
-	val, err := v.decodeReference(m, raw)
+	val, err := v.decode(m, raw)
 	if err != nil {
 		return err
 	}
@@ -249,99 +249,51 @@ func (v *Validator) checkDst(m Model, dst any) error {
 }
 
 // ValidateValue marshals value (the model's Go type, a pointer to it, or any
-// value that marshals to the model, such as a map) and validates the JSON. It
-// returns the JSON that was validated.
+// value that marshals to the model, such as a map) with encoding/json and
+// validates the JSON. It returns the JSON that was validated.
 func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
-	raw, err := v.AppendValue(make([]byte, 0, 1024), m, value)
+	raw, err := json.Marshal(value)
 	if err != nil {
+		return nil, fmt.Errorf("contracts: marshal %s: %w", m, err)
+	}
+	if err := v.validateSchema(m, raw); err != nil {
+		return nil, err
+	}
+	if err := v.checkEncoded(m, value, raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
 }
 
-// AppendValue is [Validator.ValidateValue] appending the JSON to dst: it
-// returns dst extended with the encoded value, or dst unchanged and the
-// error. The value is encoded once; the appended bytes are what was
-// validated.
-func (v *Validator) AppendValue(dst []byte, m Model, value any) ([]byte, error) {
-	out, _, err := v.appendValue(dst, m, value, nil)
-	return out, err
-}
-
-// AppendResult is [Validator.AppendValue] of an action result that also
-// returns its "effects" value, a subslice of the appended bytes, as the
-// validation read it (nil when it could not tell; the caller then finds it
-// in out itself).
-func (v *Validator) AppendResult(dst []byte, res *ActionResult) (out, effects []byte, err error) {
-	start := len(dst)
-	out, at, err := v.appendValue(dst, ModelActionResult, res, []byte("effects"))
-	if err != nil || at[0] < 0 {
-		return out, nil, err
+// Check runs the rules of model m that JSON Schema cannot express (unique
+// ids, min <= max, cross references) on value, a pointer to the model's Go
+// type, and returns a *ValidationError listing the problems. It is the second
+// half of [Validator.Validate], for a caller that validated the JSON of value
+// against [Schema] with another implementation.
+func (v *Validator) Check(m Model, value any) error {
+	if err := v.checkDst(m, value); err != nil {
+		return err
 	}
-	return out, out[start+at[0] : start+at[1] : start+at[1]], nil
-}
-
-// appendValue is AppendValue; at is where the value of the top-level key
-// member is in the appended bytes, when the compiled validator judged the
-// tape the encoder built, else {-1, -1}.
-func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (_ []byte, at [2]int, _ error) {
-	at = [2]int{-1, -1}
-	start := len(dst)
-	var (
-		raw   []byte
-		built *wire.Tape // the tape the encoder built of raw, if it could
-	)
-	if v.fast != nil {
-		t := wire.Get()
-		defer wire.Put(t)
-		out, ok, tapeOK := appendValueTape(dst, value, t)
-		if ok {
-			dst, raw = out, out[start:]
-			if tapeOK {
-				built = t
-			}
-		} else {
-			b, err := json.Marshal(value)
-			if err != nil {
-				return dst[:start], at, fmt.Errorf("contracts: marshal %s: %w", m, err)
-			}
-			dst = append(out[:start], b...)
-			raw = dst[start:]
-		}
-	} else {
-		b, err := json.Marshal(value)
-		if err != nil {
-			return dst, at, fmt.Errorf("contracts: marshal %s: %w", m, err)
-		}
-		dst = append(dst, b...)
-		raw = dst[start:]
-	}
-	var err error
-	switch {
-	case built == nil:
-		err = v.validateSchema(m, raw)
-	case !v.fastValidTape(m, built):
-		err = v.referenceSchema(m, raw)
-	case member != nil:
-		if i, found := built.Member(0, member); found {
-			at = [2]int{int(built.Nodes[i].Start), int(built.Nodes[i].End)}
-		}
-	}
-	if err != nil {
-		return dst[:start], at, err
-	}
-	// Run the Go rules on the typed value when we have it (a typed setup plan is
-	// only visible there), else on the decoded JSON.
-	if r, ok := value.(*ActionResult); ok && r != nil && m == ModelActionResult {
+	if r, ok := value.(*ActionResult); ok {
 		c := getChecks(v)
 		r.check(c, c.root())
 		problems := c.problems
 		putChecks(c)
 		if len(problems) > 0 {
-			return dst[:start], at, &ValidationError{Model: m, Problems: problems}
+			return &ValidationError{Model: m, Problems: problems}
 		}
-		return dst, at, nil
+		return nil
 	}
+	if ps := checkValue(v, value); len(ps) > 0 {
+		return &ValidationError{Model: m, Problems: ps}
+	}
+	return nil
+}
+
+// checkEncoded runs the Go rules of m on value, whose JSON raw passed the
+// schema: on the typed value when it is the model's Go type (a typed setup
+// plan is only visible there), else on raw decoded.
+func (v *Validator) checkEncoded(m Model, value any, raw []byte) error {
 	typed := reflect.ValueOf(value)
 	if typed.Kind() == reflect.Pointer && !typed.IsNil() {
 		typed = typed.Elem()
@@ -352,35 +304,15 @@ func (v *Validator) appendValue(dst []byte, m Model, value any, member []byte) (
 			p.Elem().Set(typed)
 			typed = p.Elem()
 		}
-		if ps := checkValue(v, typed.Addr().Interface()); len(ps) > 0 {
-			return dst[:start], at, &ValidationError{Model: m, Problems: ps}
-		}
-		return dst, at, nil
+		return v.Check(m, typed.Addr().Interface())
 	}
-	if _, err := v.decodeChecked(m, raw); err != nil {
-		return dst[:start], at, err
-	}
-	return dst, at, nil
+	_, err := v.decodeChecked(m, raw)
+	return err
 }
 
+// decode validates raw with the reference validator and decodes it.
 func (v *Validator) decode(m Model, raw []byte) (any, error) {
-	if t, ok := modelTypes[m]; ok {
-		val := reflect.New(t).Interface()
-		if handled, err := v.decodeFast(m, raw, val); handled {
-			if err != nil {
-				return nil, err
-			}
-			return val, nil
-		}
-	}
-	return v.decodeReference(m, raw)
-}
-
-// decodeReference validates raw with the reference validator and decodes it.
-// Its callers have already asked the compiled validator, which could not
-// decide: asking it again would parse and check raw a second time.
-func (v *Validator) decodeReference(m Model, raw []byte) (any, error) {
-	if err := v.referenceSchema(m, raw); err != nil {
+	if err := v.validateSchema(m, raw); err != nil {
 		return nil, err
 	}
 	return v.decodeChecked(m, raw)
@@ -398,18 +330,9 @@ func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 	return val, nil
 }
 
-// validateSchema validates raw against the schema of m: with the compiled
-// validator when it is sure, else with the reference validator.
-func (v *Validator) validateSchema(m Model, raw []byte) error {
-	if v.fastValid(m, raw) {
-		return nil
-	}
-	return v.referenceSchema(m, raw)
-}
-
-// referenceSchema validates raw against the schema of m with the reference
+// validateSchema validates raw against the schema of m with the reference
 // validator and reports every problem.
-func (v *Validator) referenceSchema(m Model, raw []byte) error {
+func (v *Validator) validateSchema(m Model, raw []byte) error {
 	s, ok := v.schemas[m]
 	if !ok {
 		return fmt.Errorf("contracts: unknown model %q", m)
@@ -620,7 +543,7 @@ func pointer(loc []string) string {
 	var b strings.Builder
 	for _, s := range loc {
 		b.WriteByte('/')
-		b.WriteString(wire.PointerToken(s))
+		b.WriteString(pointerToken(s))
 	}
 	return b.String()
 }
@@ -699,7 +622,7 @@ func schemaDescription(schemaURL string) string {
 	var node any = schemaDoc
 	desc := ""
 	for seg := range strings.SplitSeq(strings.TrimPrefix(frag, "/"), "/") {
-		seg = wire.UnescapePointerToken(seg)
+		seg = unescapePointerToken(seg)
 		switch n := node.(type) {
 		case map[string]any:
 			node = n[seg]
@@ -719,4 +642,20 @@ func schemaDescription(schemaURL string) string {
 		}
 	}
 	return desc
+}
+
+// pointerToken escapes s as one JSON Pointer reference token (RFC 6901).
+func pointerToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// unescapePointerToken is the inverse of pointerToken.
+func unescapePointerToken(tok string) string {
+	if !strings.Contains(tok, "~") {
+		return tok
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 }

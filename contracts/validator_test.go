@@ -79,35 +79,6 @@ func TestValidateValue(t *testing.T) {
 	assert.ErrorContains(t, err, "marshal")
 }
 
-// TestAppendResult: the result's effects come back as the bytes of its
-// "effects" value in the appended JSON, after what dst held.
-func TestAppendResult(t *testing.T) {
-	v := contracts.DefaultValidator()
-	tests := []struct {
-		name string
-		res  *contracts.ActionResult
-	}{
-		{"no effects", &contracts.ActionResult{Status: contracts.StatusOK}},
-		{"effects", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{
-			{Type: "job.synced", JobID: "j1", Data: map[string]any{"k": "]}\"", "n": []any{1, "x"}}}, {Type: "b"}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, effects, err := v.AppendResult([]byte("prefix"), tt.res)
-			require.NoError(t, err)
-			require.True(t, len(out) > len("prefix"))
-			assert.Equal(t, "prefix", string(out[:len("prefix")]))
-			var m map[string]json.RawMessage
-			require.NoError(t, json.Unmarshal(out[len("prefix"):], &m))
-			require.NotNil(t, effects)
-			assert.Equal(t, string(m["effects"]), string(effects))
-			assert.Equal(t, len(effects), cap(effects), "capacity clipped")
-		})
-	}
-	_, _, err := v.AppendResult(nil, &contracts.ActionResult{Status: "maybe"})
-	assert.Error(t, err)
-}
-
 // A typed setup plan is validated by every rule of the protocol, which only the Go
 // value shows: on the wire a plan is a plain object that passes through.
 func TestTypedSetupPlanOnlyInValues(t *testing.T) {
@@ -188,4 +159,49 @@ func TestConcurrentValidation(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestCheck: the Go rules alone, on a decoded value, as Validate runs them
+// after the schema.
+func TestCheck(t *testing.T) {
+	v := contracts.DefaultValidator()
+	badCost := &contracts.ActionResult{Status: contracts.StatusOK, DryRun: &contracts.DryRunOutcome{}}
+	require.NoError(t, json.Unmarshal([]byte(`{"status":"ok","dry_run":{"cost_incurred":{"status":"estimated","min":3,"max":1}}}`), badCost))
+	tests := []struct {
+		name  string
+		m     contracts.Model
+		value any
+		want  string // "" for no error
+	}{
+		{"valid result", contracts.ModelActionResult, &contracts.ActionResult{Status: contracts.StatusOK}, ""},
+		{"rule broken", contracts.ModelActionResult, badCost, "/dry_run/cost_incurred/max: max must be greater than or equal to min (min_le_max)"},
+		{"schema is not checked", contracts.ModelActionResult, &contracts.ActionResult{Status: "maybe"}, ""},
+		{"rule of another model", contracts.ModelCostEstimate, &contracts.CostEstimate{Status: "estimated", Min: ptr(3.0), Max: ptr(1.0)}, "min_le_max"},
+		{"not a pointer", contracts.ModelActionResult, contracts.ActionResult{Status: contracts.StatusOK}, "needs a *ActionResult"},
+		{"another model's type", contracts.ModelJobState, &contracts.ActionResult{}, "needs a *JobState"},
+		{"unknown model", contracts.Model("Nope"), &contracts.ActionResult{}, `unknown model "Nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := v.Check(tt.m, tt.value)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// TestModelNew: every model makes the value Decode fills.
+func TestModelNew(t *testing.T) {
+	for _, m := range contracts.Models() {
+		dst := m.New()
+		require.NotNil(t, dst, m)
+		// null is refused as a problem of the document, not as a wrong dst.
+		var ve *contracts.ValidationError
+		assert.ErrorAs(t, contracts.DefaultValidator().Decode(m, []byte("null"), dst), &ve, m)
+	}
+	assert.Nil(t, contracts.Model("Nope").New())
+	assert.IsType(t, &contracts.ActionRequest{}, contracts.ModelActionRequest.New())
 }

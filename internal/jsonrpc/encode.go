@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/encode"
 )
 
 // AppendResult appends the success response {"jsonrpc":"2.0","id":…,"result":…}
@@ -100,4 +100,4 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 // appendString appends s as a JSON string literal escaped like
 // encoding/json without HTML escaping: quotes, backslashes, control
 // characters, U+2028 and U+2029; invalid UTF-8 becomes \ufffd.
-func appendString(dst []byte, s string) []byte { return contracts.AppendJSONString(dst, s, false) }
+func appendString(dst []byte, s string) []byte { return encode.AppendString(dst, s, false) }

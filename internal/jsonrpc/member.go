@@ -3,7 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 
-	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/encode"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
@@ -28,5 +28,5 @@ func Member(obj []byte, key string) (value json.RawMessage, ok bool) {
 // encoding/json.Marshal writes it: like [AppendError]'s strings, and in
 // addition <, > and & escaped as \u003c, \u003e and \u0026.
 func AppendHTMLString(dst []byte, s string) []byte {
-	return contracts.AppendJSONString(dst, s, true)
+	return encode.AppendString(dst, s, true)
 }

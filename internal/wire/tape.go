@@ -17,7 +17,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/big"
-	"strconv"
 	"sync"
 	"unicode/utf8"
 )
@@ -554,8 +553,9 @@ func (t *Tape) Member(obj int32, name []byte) (int32, bool) {
 
 // RepeatedKeys calls fn, in order, with each member (key node) of the
 // object at obj whose key, after unescaping, equals the key of an earlier
-// member; fn returns false to stop. This is the SDK's one duplicate-key
-// check.
+// member; fn returns false to stop. This is the duplicate-key check of
+// every tape; package contracts, which imports nothing of the SDK, reads
+// keys with encoding/json's tokens on its reference path instead.
 func (t *Tape) RepeatedKeys(obj int32, fn func(m int32) bool) {
 	nd := t.Nodes[obj]
 	if nd.N < 2 {
@@ -608,60 +608,6 @@ func (t *Tape) repeatedKeys(obj int32, escaped bool, fn func(m int32) bool) {
 			continue
 		}
 		t.keys[string(key)] = struct{}{}
-	}
-}
-
-// firstRepeated returns the first member of the object at obj that repeats
-// an earlier key, or 0.
-func (t *Tape) firstRepeated(obj int32) int32 {
-	var first int32
-	t.RepeatedKeys(obj, func(m int32) bool { first = m; return false })
-	return first
-}
-
-// RepeatedKeyPath returns the location of the first key (in document order)
-// that repeats an earlier key of its object: the keys and array indexes
-// from the root down to it. ok is false when no key is repeated.
-func (t *Tape) RepeatedKeyPath() (loc []string, ok bool) {
-	if !t.Repeated {
-		return nil, false
-	}
-	first := int32(-1)
-	for i := range t.Nodes {
-		if t.Nodes[i].Kind != Object {
-			continue
-		}
-		if m := t.firstRepeated(int32(i)); m > 0 && (first < 0 || m < first) {
-			first = m
-		}
-	}
-	if first < 0 {
-		return nil, false
-	}
-	// Walk down from the root to the container of first.
-	for i := int32(0); ; {
-		nd := t.Nodes[i]
-		if nd.Kind == Object {
-			for m := i + 1; m < nd.Next; m = t.Nodes[m+1].Next {
-				if m == first {
-					return append(loc, string(t.Str(m))), true
-				}
-				if v := m + 1; first > v && first < t.Nodes[v].Next {
-					loc, i = append(loc, string(t.Str(m))), v
-					break
-				}
-			}
-			continue
-		}
-		// An array: first is inside one of its elements.
-		n := 0
-		for e := i + 1; e < nd.Next; e = t.Nodes[e].Next {
-			if first > e && first < t.Nodes[e].Next {
-				loc, i = append(loc, strconv.Itoa(n)), e
-				break
-			}
-			n++
-		}
 	}
 }
 

@@ -67,9 +67,9 @@ func TestRepeatedKeysInLargeObject(t *testing.T) {
 	defer Put(tp)
 	require.True(t, tp.Parse([]byte(b.String())))
 	assert.True(t, tp.Repeated)
-	loc, ok := tp.RepeatedKeyPath()
-	assert.True(t, ok)
-	assert.Equal(t, []string{"k7"}, loc)
+	var repeated []string
+	tp.RepeatedKeys(0, func(m int32) bool { repeated = append(repeated, string(tp.Str(m))); return true })
+	assert.Equal(t, []string{"k7"}, repeated)
 	require.True(t, tp.Parse([]byte(strings.Replace(b.String(), `"k7":2`, `"k40":2`, 1))))
 	assert.False(t, tp.Repeated)
 }
@@ -192,4 +192,12 @@ func TestBuilderMatchesParse(t *testing.T) {
 	assert.False(t, b.ParseValue([]byte("[\"\xff\"]"), 0), "invalid UTF-8")
 	b.Begin()
 	assert.False(t, b.ParseValue([]byte(`[1] 2`), 0), "more than one value")
+}
+
+// firstRepeated returns the first member of the object at obj that repeats
+// an earlier key, or 0.
+func (t *Tape) firstRepeated(obj int32) int32 {
+	var first int32
+	t.RepeatedKeys(obj, func(m int32) bool { first = m; return false })
+	return first
 }

@@ -1,4 +1,4 @@
-package contracts
+package validate
 
 import (
 	"bytes"
@@ -1098,4 +1098,19 @@ func bindOrder(t reflect.Type, s *cschema, seen map[bindKey]bool) {
 type bindKey struct {
 	t reflect.Type
 	s *cschema
+}
+
+// newCompiler returns a reference compiler that asserts formats, including
+// "nonblank" (as package contracts registers it).
+func newCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: "nonblank", Validate: func(v any) error {
+		if s, ok := v.(string); ok && strings.TrimSpace(s) == "" {
+			return errors.New("blank")
+		}
+		return nil
+	}})
+	return c
 }

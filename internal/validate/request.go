@@ -1,10 +1,11 @@
-package contracts
+package validate
 
 import (
 	"encoding/json"
 	"reflect"
-	"unsafe"
+	"strings"
 
+	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/fold"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -16,25 +17,26 @@ import (
 // gives up (the caller then uses UnmarshalJSON) on anything it does not
 // handle: a key that differs from a declared key only in letter case, or a
 // value of a type the schema should have refused. The differential tests
-// (fastpath_test.go) compare both decoders over the corpus and under fuzzing.
+// (request_test.go) compare both decoders over the corpus and under fuzzing.
 
 // requestDecoder decodes the values of one document.
 type requestDecoder struct {
 	t   *wire.Tape
 	s   string // the document as one string: unescaped strings are substrings of it
-	own []byte // a private copy of the document: raw values are subslices of it
+	own []byte // the document's bytes: raw values are subslices of it
 }
 
-// newRequestDecoder reads t. Raw values (the input, extra keys) and strings
-// are views of a private copy of the document, or of t.Src itself when
-// aliasSrc is set (the caller owns t.Src and never changes it: the body the
-// dispatcher read, so that the request is decoded without copying it).
+// newRequestDecoder reads t. Raw values (the input, extra keys) are views of
+// a private copy of the document, or of t.Src itself when aliasSrc is set
+// (the caller owns t.Src and never changes it: the body the dispatcher read).
+// Strings are substrings of one string copy of the document: one allocation
+// for all of them.
 func newRequestDecoder(t *wire.Tape, aliasSrc bool) *requestDecoder {
 	d := &requestDecoder{t: t, own: t.Src}
 	if !aliasSrc {
 		d.own = append([]byte(nil), t.Src...)
 	}
-	d.s = unsafe.String(unsafe.SliceData(d.own), len(d.own)) // d.own never changes
+	d.s = string(d.own)
 	return d
 }
 
@@ -76,13 +78,13 @@ func (d *requestDecoder) key(m int32) string {
 
 // extra records an undeclared key, or fails on a key that differs from a
 // declared one only in letter case (unmarshalOpen refuses it).
-func (d *requestDecoder) extra(ti *typeInfo, m int32, dst *Extra) bool {
+func (d *requestDecoder) extra(ti foldedKeys, m int32, dst *contracts.Extra) bool {
 	k := d.key(m)
-	if _, folded := ti.folded[fold.Key(k)]; folded {
+	if _, folded := ti[fold.Key(k)]; folded {
 		return false
 	}
 	if *dst == nil {
-		*dst = Extra{}
+		*dst = contracts.Extra{}
 	}
 	(*dst)[k] = d.raw(m + 1)
 	return true
@@ -91,27 +93,44 @@ func (d *requestDecoder) extra(ti *typeInfo, m int32, dst *Extra) bool {
 // requestFields points at the fields of an ActionRequest or SurfaceRequest;
 // action and idempotencyKey are nil for a SurfaceRequest.
 type requestFields struct {
-	info                                     *typeInfo
+	info                                     foldedKeys
 	requestID, missionID, agentSlug, surface *string
 	action, idempotencyKey                   *string
 	draftSessionID, jobID, caseID, stepID    *string
-	actor                                    *Actor
-	workspace                                *WorkspaceRef
+	actor                                    *contracts.Actor
+	workspace                                *contracts.WorkspaceRef
 	input                                    *json.RawMessage
-	mission                                  **MissionContext
-	auth                                     **VerifiedWorkspaceContext
-	extra                                    *Extra
+	mission                                  **contracts.MissionContext
+	auth                                     **contracts.VerifiedWorkspaceContext
+	extra                                    *contracts.Extra
+}
+
+// foldedKeys holds the case-folded json keys of a struct's declared fields
+// (fold.Key): the keys UnmarshalJSON refuses when they differ from a declared
+// key only in letter case.
+type foldedKeys map[string]struct{}
+
+func foldedKeysOf(t reflect.Type) foldedKeys {
+	ks := foldedKeys{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && name != "-" && name != "" {
+			ks[fold.Key(name)] = struct{}{}
+		}
+	}
+	return ks
 }
 
 var (
-	actionRequestInfo  = infoOf(reflect.TypeFor[ActionRequest]())
-	surfaceRequestInfo = infoOf(reflect.TypeFor[SurfaceRequest]())
-	actorInfo          = infoOf(reflect.TypeFor[Actor]())
-	workspaceRefInfo   = infoOf(reflect.TypeFor[WorkspaceRef]())
-	missionInfo        = infoOf(reflect.TypeFor[MissionContext]())
+	actionRequestInfo  = foldedKeysOf(reflect.TypeFor[contracts.ActionRequest]())
+	surfaceRequestInfo = foldedKeysOf(reflect.TypeFor[contracts.SurfaceRequest]())
+	actorInfo          = foldedKeysOf(reflect.TypeFor[contracts.Actor]())
+	workspaceRefInfo   = foldedKeysOf(reflect.TypeFor[contracts.WorkspaceRef]())
+	missionInfo        = foldedKeysOf(reflect.TypeFor[contracts.MissionContext]())
 )
 
-func (r *ActionRequest) fields() requestFields {
+func actionRequestFields(r *contracts.ActionRequest) requestFields {
 	return requestFields{
 		info: actionRequestInfo, requestID: &r.RequestID, missionID: &r.MissionID, agentSlug: &r.AgentSlug,
 		surface: &r.Surface, action: &r.Action, idempotencyKey: &r.IdempotencyKey,
@@ -121,7 +140,7 @@ func (r *ActionRequest) fields() requestFields {
 	}
 }
 
-func (r *SurfaceRequest) fields() requestFields {
+func surfaceRequestFields(r *contracts.SurfaceRequest) requestFields {
 	return requestFields{
 		info: surfaceRequestInfo, requestID: &r.RequestID, missionID: &r.MissionID, agentSlug: &r.AgentSlug,
 		surface: &r.Surface, draftSessionID: &r.DraftSessionID, jobID: &r.JobID, caseID: &r.CaseID, stepID: &r.StepID,
@@ -191,7 +210,7 @@ func (d *requestDecoder) request(obj int32, f requestFields) bool {
 	return true
 }
 
-func (d *requestDecoder) actor(i int32, dst *Actor) bool {
+func (d *requestDecoder) actor(i int32, dst *contracts.Actor) bool {
 	t := d.t
 	if t.Nodes[i].Kind != wire.Object {
 		return false
@@ -210,7 +229,7 @@ func (d *requestDecoder) actor(i int32, dst *Actor) bool {
 	return true
 }
 
-func (d *requestDecoder) workspace(i int32, dst *WorkspaceRef) bool {
+func (d *requestDecoder) workspace(i int32, dst *contracts.WorkspaceRef) bool {
 	t := d.t
 	if t.Nodes[i].Kind != wire.Object {
 		return false
@@ -232,7 +251,7 @@ func (d *requestDecoder) workspace(i int32, dst *WorkspaceRef) bool {
 	return true
 }
 
-func (d *requestDecoder) mission(i int32, dst **MissionContext) bool {
+func (d *requestDecoder) mission(i int32, dst **contracts.MissionContext) bool {
 	t := d.t
 	switch t.Nodes[i].Kind {
 	case wire.Null:
@@ -242,7 +261,7 @@ func (d *requestDecoder) mission(i int32, dst **MissionContext) bool {
 	default:
 		return false
 	}
-	mc := &MissionContext{}
+	mc := &contracts.MissionContext{}
 	for m := i + 1; m < t.Nodes[i].Next; m = t.Nodes[m+1].Next {
 		var ok bool
 		switch d.key(m) {
@@ -271,13 +290,13 @@ func (d *requestDecoder) mission(i int32, dst **MissionContext) bool {
 // verified decodes a client-supplied workspace_authorization with its own
 // UnmarshalJSON: the dispatcher discards it, so it is rare and not worth a
 // second decoder.
-func (d *requestDecoder) verified(i int32, dst **VerifiedWorkspaceContext) bool {
+func (d *requestDecoder) verified(i int32, dst **contracts.VerifiedWorkspaceContext) bool {
 	switch d.t.Nodes[i].Kind {
 	case wire.Null:
 		*dst = nil
 		return true
 	case wire.Object:
-		vc := &VerifiedWorkspaceContext{}
+		vc := &contracts.VerifiedWorkspaceContext{}
 		if json.Unmarshal(d.raw(i), vc) != nil {
 			return false
 		}
@@ -286,99 +305,4 @@ func (d *requestDecoder) verified(i int32, dst **VerifiedWorkspaceContext) bool 
 	default:
 		return false
 	}
-}
-
-// fastValid reports whether the compiled validator is sure that raw is a
-// valid document of m. false means "ask the reference validator".
-func (v *Validator) fastValid(m Model, raw []byte) bool {
-	if v.fast[m] == nil {
-		return false
-	}
-	t := wire.Get()
-	defer wire.Put(t)
-	return t.Parse(raw) && v.fastValidTape(m, t)
-}
-
-// fastValidTape is fastValid on t, the tape of the document.
-func (v *Validator) fastValidTape(m Model, t *wire.Tape) bool {
-	fs := v.fast[m]
-	if fs == nil || !t.Plain() {
-		return false
-	}
-	valid, sure := fs.check(t)
-	return valid && sure
-}
-
-// decodeFast validates raw with the compiled validator and decodes it into
-// dst, a pointer to the Go type of m, from the tape when m is a request model.
-// dst is only written when err is nil. handled is false when the fast path cannot
-// decide; the caller then takes the reference path (which also produces the
-// problems of an invalid document).
-func (v *Validator) decodeFast(m Model, raw []byte, dst any) (handled bool, err error) {
-	if v.fast[m] == nil {
-		return false, nil
-	}
-	t := wire.Get()
-	defer wire.Put(t)
-	if !t.Parse(raw) || !t.Plain() {
-		return false, nil
-	}
-	return v.decodeTape(m, t, 0, false, dst)
-}
-
-// DecodeAt is [Validator.Decode] of the value at node of t, a document the
-// SDK's dispatcher parsed once (package internal/wire): the value is
-// validated and decoded from the tape, without parsing its bytes again. The
-// decoded value's strings and raw fields (such as ActionRequest.Input) alias
-// t.Src, which the caller must own and never change.
-func (v *Validator) DecodeAt(m Model, t *wire.Tape, node int32, dst any) error {
-	if err := v.checkDst(m, dst); err != nil {
-		return err
-	}
-	if v.fast[m] != nil && t.Plain() {
-		if handled, err := v.decodeTape(m, t, node, true, dst); handled {
-			return err
-		}
-	}
-	val, err := v.decodeReference(m, t.Raw(node))
-	if err != nil {
-		return err
-	}
-	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(val).Elem())
-	return nil
-}
-
-// decodeTape is decodeFast on the plain tape t, at node.
-func (v *Validator) decodeTape(m Model, t *wire.Tape, node int32, aliasSrc bool, dst any) (handled bool, err error) {
-	if valid, sure := v.fast[m].checkAt(t, node); !valid || !sure {
-		return false, nil
-	}
-	// The schema passed: only decoding and the Go rules remain.
-	c := checks{v: v}
-	switch dst := dst.(type) {
-	case *ActionRequest:
-		var r ActionRequest
-		if t.Nodes[node].Kind == wire.Object && newRequestDecoder(t, aliasSrc).request(node, r.fields()) {
-			if r.check(&c, path{}); len(c.problems) > 0 {
-				return true, &ValidationError{Model: m, Problems: c.problems}
-			}
-			*dst = r
-			return true, nil
-		}
-	case *SurfaceRequest:
-		var r SurfaceRequest
-		if t.Nodes[node].Kind == wire.Object && newRequestDecoder(t, aliasSrc).request(node, r.fields()) {
-			if r.check(&c, path{}); len(c.problems) > 0 {
-				return true, &ValidationError{Model: m, Problems: c.problems}
-			}
-			*dst = r
-			return true, nil
-		}
-	}
-	val, err := v.decodeChecked(m, t.Raw(node))
-	if err != nil {
-		return true, err
-	}
-	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(val).Elem())
-	return true, nil
 }

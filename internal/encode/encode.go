@@ -1,4 +1,26 @@
-package contracts
+// Package encode is the append-style encoder of the contracts models: it
+// writes exactly the bytes json.Marshal writes for them (their MarshalJSON
+// methods, then encoding/json's compaction and HTML escaping), without calling
+// json.Marshal and without re-scanning what it wrote, and can build the tape
+// (package internal/wire) of what it writes, so that the compiled validator
+// (package internal/validate) checks the result without parsing it. It is the
+// SDK's hot-path serializer; package contracts stays the wire truth.
+//
+// Each Go type gets an encoding plan once (a function built from reflection);
+// encoding a value runs the plan. The models whose MarshalJSON is "the
+// declared fields, nil always-written slices as [], defaults for some empty
+// fields, then the undeclared keys" are described by a [modelSpec] in
+// [modelSpecs] and encoded from their fields. Plain structs of package
+// contracts (no MarshalJSON) are encoded as encoding/json encodes structs. A
+// type with a MarshalJSON of another shape (and any type of another package
+// that has one) is encoded by calling it, as encoding/json does. A free-form
+// value of a type the plans do not cover (a struct of another package, an
+// array, a map with non-string keys) is handed to json.Marshal, which writes
+// the same bytes it would have in place; a value json.Marshal refuses (a
+// channel, NaN, invalid raw JSON, a cycle) makes the encoder give up, and the
+// caller then reports json.Marshal's error. The tests compare this encoder
+// with json.Marshal over the contracts corpus, targeted cases and fuzzing.
+package encode
 
 import (
 	"bytes"
@@ -12,31 +34,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
-	"unsafe"
 
+	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
-
-// This file is the one append-style encoder of the contracts models: it writes
-// exactly the bytes json.Marshal writes for them (their MarshalJSON methods,
-// then encoding/json's compaction and HTML escaping), without calling
-// json.Marshal and without re-scanning what it wrote. Each Go type gets an
-// encoding plan once (a function built from reflection); encoding a value runs
-// the plan.
-//
-// The models whose MarshalJSON is "the declared fields, nil always-written
-// slices as [], defaults for some empty fields, then the undeclared keys" are
-// described by a [modelSpec] in [modelSpecs] and encoded from their fields.
-// Plain structs of this package (no MarshalJSON) are encoded as encoding/json
-// encodes structs. A type with a MarshalJSON of another shape (and any type of
-// another package that has one) is encoded by calling it, as encoding/json
-// does. A free-form value of a type the plans do not cover (a struct of
-// another package, an array, a map with non-string keys) is handed to
-// json.Marshal, which writes the same bytes it would have in place; a value
-// json.Marshal refuses (a channel, NaN, invalid raw JSON, a cycle) makes the
-// encoder give up, and the caller then reports json.Marshal's error.
-// encode_test.go compares this encoder with json.Marshal over the contracts
-// corpus, targeted cases and FuzzEncoder.
 
 // maxEncodeDepth bounds the nesting of values encoded here; deeper values (or
 // cycles) are left to json.Marshal, which reports cycles.
@@ -101,18 +102,18 @@ func opaque(f encFunc) encFunc {
 	}
 }
 
-// appendValue appends v as json.Marshal(v) writes it; ok is false when the
+// Append appends v as json.Marshal(v) writes it; ok is false when the
 // caller must use json.Marshal instead (which then reports an error or, for
 // a value outside the plans, writes it).
-func appendValue(dst []byte, v any) ([]byte, bool) {
-	out, ok, _ := appendValueTape(dst, v, nil)
+func Append(dst []byte, v any) (out []byte, ok bool) {
+	out, ok, _ = AppendTape(dst, v, nil)
 	return out, ok
 }
 
-// appendValueTape is appendValue building, when t is not nil, the tape of
-// the appended document on t (Parse's tape of out[len(dst):]); tapeOK is
-// false when it could not (the caller then parses the document).
-func appendValueTape(dst []byte, v any, t *wire.Tape) (out []byte, ok, tapeOK bool) {
+// AppendTape is [Append] building, when t is not nil, the tape of the
+// appended document on t (Parse's tape of out[len(dst):]); tapeOK is false
+// when it could not (the caller then parses the document).
+func AppendTape(dst []byte, v any, t *wire.Tape) (out []byte, ok, tapeOK bool) {
 	e := encoder{b: dst, ok: true, t: t, base: len(dst)}
 	if t != nil {
 		t.Begin()
@@ -150,7 +151,7 @@ var (
 func specs() map[reflect.Type]*modelSpec {
 	modelSpecsOnce.Do(func() {
 		result, open := &modelSpec{result: true}, &modelSpec{}
-		formats, err := json.Marshal(DefaultImportFormats())
+		formats, err := json.Marshal(contracts.DefaultImportFormats())
 		if err != nil {
 			panic("contracts: encode the default import formats: " + err.Error())
 		}
@@ -161,45 +162,45 @@ func specs() map[reflect.Type]*modelSpec {
 			}
 			return s
 		}
-		caseSpec := def("lane", strconv.Quote(DefaultLane))
+		caseSpec := def("lane", strconv.Quote(contracts.DefaultLane))
 		caseSpec.result = true
 		modelSpecs = map[reflect.Type]*modelSpec{
 			// Action results and the job_state snapshot.
-			reflect.TypeFor[ActionResult]():  result,
-			reflect.TypeFor[Effect]():        result,
-			reflect.TypeFor[ReplaySafety]():  result,
-			reflect.TypeFor[ResultError]():   result,
-			reflect.TypeFor[JobState]():      result,
-			reflect.TypeFor[Job]():           result,
-			reflect.TypeFor[Information]():   result,
-			reflect.TypeFor[Cost]():          result,
-			reflect.TypeFor[JobDisplay]():    result,
-			reflect.TypeFor[JobSource]():     result,
-			reflect.TypeFor[Case]():          caseSpec,
-			reflect.TypeFor[Step]():          result,
-			reflect.TypeFor[Awaiting]():      result,
-			reflect.TypeFor[ArtifactRef]():   result,
-			reflect.TypeFor[Field]():         open,
-			reflect.TypeFor[AwaitingField](): open,
-			reflect.TypeFor[FieldOption]():   open,
-			reflect.TypeFor[OptionsSource](): def("type", `"resource"`, "value_field", `"id"`),
+			reflect.TypeFor[contracts.ActionResult]():  result,
+			reflect.TypeFor[contracts.Effect]():        result,
+			reflect.TypeFor[contracts.ReplaySafety]():  result,
+			reflect.TypeFor[contracts.ResultError]():   result,
+			reflect.TypeFor[contracts.JobState]():      result,
+			reflect.TypeFor[contracts.Job]():           result,
+			reflect.TypeFor[contracts.Information]():   result,
+			reflect.TypeFor[contracts.Cost]():          result,
+			reflect.TypeFor[contracts.JobDisplay]():    result,
+			reflect.TypeFor[contracts.JobSource]():     result,
+			reflect.TypeFor[contracts.Case]():          caseSpec,
+			reflect.TypeFor[contracts.Step]():          result,
+			reflect.TypeFor[contracts.Awaiting]():      result,
+			reflect.TypeFor[contracts.ArtifactRef]():   result,
+			reflect.TypeFor[contracts.Field]():         open,
+			reflect.TypeFor[contracts.AwaitingField](): open,
+			reflect.TypeFor[contracts.FieldOption]():   open,
+			reflect.TypeFor[contracts.OptionsSource](): def("type", `"resource"`, "value_field", `"id"`),
 			// Setup plans and previews.
-			reflect.TypeFor[PlanValue]():    {custom: encodePlanValue},
-			reflect.TypeFor[SetupPlan]():    def("confirmation_required", "true"),
-			reflect.TypeFor[SetupStep]():    def("status", strconv.Quote(StepPending)),
-			reflect.TypeFor[CostEstimate](): open,
+			reflect.TypeFor[contracts.PlanValue]():    {custom: encodePlanValue},
+			reflect.TypeFor[contracts.SetupPlan]():    def("confirmation_required", "true"),
+			reflect.TypeFor[contracts.SetupStep]():    def("status", strconv.Quote(contracts.StepPending)),
+			reflect.TypeFor[contracts.CostEstimate](): open,
 			// Surface results and their documents.
-			reflect.TypeFor[SurfaceResult]():          open,
-			reflect.TypeFor[FormDocument]():           def("type", strconv.Quote(DocumentForm)),
-			reflect.TypeFor[Submit]():                 open,
-			reflect.TypeFor[Preview]():                open,
-			reflect.TypeFor[DocumentReviewDocument](): def("type", strconv.Quote(DocumentReview)),
-			reflect.TypeFor[ReviewContent]():          open,
-			reflect.TypeFor[ReviewCheck]():            open,
-			reflect.TypeFor[ResourceImportDocument](): def("type", strconv.Quote(DocumentResourceImport), "accepted_formats", string(formats)),
-			reflect.TypeFor[ImportColumn]():           def("type", strconv.Quote(FieldString)),
-			reflect.TypeFor[DashboardDocument]():      def("type", strconv.Quote(DocumentDashboard)),
-			reflect.TypeFor[DashboardDataset]():       open,
+			reflect.TypeFor[contracts.SurfaceResult]():          open,
+			reflect.TypeFor[contracts.FormDocument]():           def("type", strconv.Quote(contracts.DocumentForm)),
+			reflect.TypeFor[contracts.Submit]():                 open,
+			reflect.TypeFor[contracts.Preview]():                open,
+			reflect.TypeFor[contracts.DocumentReviewDocument](): def("type", strconv.Quote(contracts.DocumentReview)),
+			reflect.TypeFor[contracts.ReviewContent]():          open,
+			reflect.TypeFor[contracts.ReviewCheck]():            open,
+			reflect.TypeFor[contracts.ResourceImportDocument](): def("type", strconv.Quote(contracts.DocumentResourceImport), "accepted_formats", string(formats)),
+			reflect.TypeFor[contracts.ImportColumn]():           def("type", strconv.Quote(contracts.FieldString)),
+			reflect.TypeFor[contracts.DashboardDocument]():      def("type", strconv.Quote(contracts.DocumentDashboard)),
+			reflect.TypeFor[contracts.DashboardDataset]():       open,
 		}
 	})
 	return modelSpecs
@@ -208,10 +209,10 @@ func specs() map[reflect.Type]*modelSpec {
 // encodePlanValue writes a PlanValue as its MarshalJSON does: the typed plan,
 // else the raw plan, else {}.
 func encodePlanValue(e *encoder, v reflect.Value) {
-	p := v.Addr().Interface().(*PlanValue)
+	p := v.Addr().Interface().(*contracts.PlanValue)
 	switch {
 	case p.Plan != nil:
-		encoderOf(reflect.TypeFor[SetupPlan]())(e, reflect.ValueOf(p.Plan).Elem())
+		encoderOf(reflect.TypeFor[contracts.SetupPlan]())(e, reflect.ValueOf(p.Plan).Elem())
 	case p.Raw != nil:
 		e.raw(p.Raw)
 	default:
@@ -269,7 +270,7 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 	numberType        = reflect.TypeFor[json.Number]()
 	anyMapType        = reflect.TypeFor[map[string]any]()
-	contractsPkg      = reflect.TypeFor[Extra]().PkgPath()
+	contractsPkg      = reflect.TypeFor[contracts.Extra]().PkgPath()
 )
 
 func newEncFunc(t reflect.Type) encFunc {
@@ -485,12 +486,10 @@ func marshalEnc(e *encoder, v reflect.Value) {
 // fieldPlan is how one struct field is written.
 type fieldPlan struct {
 	index     int
-	offset    uintptr      // of the field in the struct
-	kind      reflect.Kind // of the field's type
-	str       bool         // a string planned as encodeString
-	key       string       // `,"name":` (the separator, then the key)
-	keyLen    int          // the length of the key's string literal in key
-	keyEsc    bool         // the literal has an escape sequence
+	str       bool   // a string planned as encodeString
+	key       string // `,"name":` (the separator, then the key)
+	keyLen    int    // the length of the key's string literal in key
+	keyEsc    bool   // the literal has an escape sequence
 	omitEmpty bool
 	emptyAs   string // written for a nil slice or map ("[]", "{}"), if set
 	def       string // written for an empty value (a default), if set
@@ -514,7 +513,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
-		if spec != nil && f.Name == "Extra" && f.Type == reflect.TypeFor[Extra]() && tag == "-" {
+		if spec != nil && f.Name == "Extra" && f.Type == reflect.TypeFor[contracts.Extra]() && tag == "-" {
 			extraIdx = i
 			continue
 		}
@@ -530,7 +529,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		}
 		var key encoder
 		key.str(name)
-		fp := fieldPlan{index: i, offset: f.Offset, kind: f.Type.Kind(), key: "," + string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
+		fp := fieldPlan{index: i, key: "," + string(key.b) + ":", keyLen: len(key.b), keyEsc: bytes.IndexByte(key.b[1:len(key.b)-1], '\\') >= 0, omitEmpty: strings.Contains(opts, "omitempty"), enc: encoderOf(f.Type)}
 		if spec != nil {
 			if slices.Contains(ti.nilSlice, i) {
 				fp.emptyAs = "[]"
@@ -559,16 +558,11 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 		obj := e.open(wire.Object, '{')
 		obj.compare = !distinct
 		var n int32
-		// An addressable struct's string fields are read in place, without
-		// going through reflect.Value.
-		var base unsafe.Pointer
-		if v.CanAddr() {
-			base = v.Addr().UnsafePointer()
-		}
 		for i := range fields {
 			fp := &fields[i]
-			if fp.str && base != nil && fp.def == "" {
-				s := *(*string)(unsafe.Add(base, fp.offset))
+			fv := v.Field(fp.index)
+			if fp.str && fp.def == "" {
+				s := fv.String()
 				if fp.omitEmpty && s == "" {
 					continue
 				}
@@ -577,10 +571,6 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 				e.str(s)
 				continue
 			}
-			if base != nil && fp.omitEmpty && fp.def == "" && emptyAt(fp.kind, unsafe.Add(base, fp.offset)) {
-				continue // what isEmptyValue(v.Field(fp.index)) says, read in place
-			}
-			fv := v.Field(fp.index)
 			lit := ""
 			switch {
 			case fp.def != "" && isEmptyValue(fv):
@@ -601,42 +591,10 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 			}
 		}
 		if extraIdx >= 0 {
-			n += e.extra(ti, v.Field(extraIdx).Interface().(Extra), result, n == 0)
+			n += e.extra(ti, v.Field(extraIdx).Interface().(contracts.Extra), result, n == 0)
 		}
 		e.closeObject(obj, n)
 	}
-}
-
-// emptyAt is isEmptyValue for a value of kind k at p, for the kinds whose
-// emptiness is one word or less (a nil pointer or interface, a slice's
-// length, a zero boolean or number); false for the others (strings, maps,
-// arrays, structs), which the caller tests with isEmptyValue.
-func emptyAt(k reflect.Kind, p unsafe.Pointer) bool {
-	switch k {
-	case reflect.Pointer:
-		return *(*unsafe.Pointer)(p) == nil
-	case reflect.Interface:
-		return (*[2]unsafe.Pointer)(p)[0] == nil // no type (or itab): a nil interface
-	case reflect.Slice:
-		return len(*(*[]byte)(p)) == 0 // every slice header has the same layout
-	case reflect.Bool:
-		return !*(*bool)(p)
-	case reflect.Int, reflect.Uint, reflect.Uintptr:
-		return *(*uint)(p) == 0
-	case reflect.Int8, reflect.Uint8:
-		return *(*uint8)(p) == 0
-	case reflect.Int16, reflect.Uint16:
-		return *(*uint16)(p) == 0
-	case reflect.Int32, reflect.Uint32:
-		return *(*uint32)(p) == 0
-	case reflect.Int64, reflect.Uint64:
-		return *(*uint64)(p) == 0
-	case reflect.Float32:
-		return *(*float32)(p) == 0
-	case reflect.Float64:
-		return *(*float64)(p) == 0
-	}
-	return false
 }
 
 // member appends the key of a field preceded, unless it is the object's
@@ -693,7 +651,7 @@ func (e *encoder) enter() bool {
 // encoder's compaction write them: keys sorted, values compacted and
 // HTML-escaped; nulls dropped in a result model. first says no key was
 // written before.
-func (e *encoder) extra(ti *typeInfo, extra Extra, result, first bool) (n int32) {
+func (e *encoder) extra(ti *typeInfo, extra contracts.Extra, result, first bool) (n int32) {
 	if len(extra) == 0 {
 		return 0
 	}
@@ -962,17 +920,17 @@ func word(s string) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// AppendJSONString appends s as a JSON string literal escaped as
+// AppendString appends s as a JSON string literal escaped as
 // encoding/json escapes it: quotes, backslashes and control characters,
 // U+2028 and U+2029, invalid UTF-8 as \ufffd, and with escapeHTML (the
 // default of json.Marshal) <, > and & as \u003c, \u003e and \u0026. It is
 // the one string escaper of the SDK's encoders.
-func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
+func AppendString(b []byte, s string, escapeHTML bool) []byte {
 	b, _ = appendJSONString(b, s, escapeHTML)
 	return b
 }
 
-// appendJSONString is AppendJSONString; esc reports an escape sequence written.
+// appendJSONString is AppendString; esc reports an escape sequence written.
 func appendJSONString(b []byte, s string, escapeHTML bool) (_ []byte, esc bool) {
 	b = append(b, '"')
 	safe := &safeASCII
@@ -1031,3 +989,37 @@ func appendJSONString(b []byte, s string, escapeHTML bool) (_ []byte, esc bool) 
 	b = append(b, s[start:]...)
 	return append(b, '"'), esc
 }
+
+// typeInfo is what the plan of an open model needs to know about its struct
+// type, as contracts' MarshalJSON methods read it from the json tags.
+type typeInfo struct {
+	declared map[string]struct{} // json keys of the declared fields
+	nilSlice []int               // fields whose nil slice is written as []
+	nilMap   []int               // fields whose nil map is written as {}
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// infoOf reads the typeInfo of the struct type t.
+func infoOf(t reflect.Type) *typeInfo {
+	ti := &typeInfo{declared: map[string]struct{}{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" || name == "" {
+			continue
+		}
+		ti.declared[name] = struct{}{}
+		omit := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+		if !omit && f.Type.Kind() == reflect.Slice && f.Type != rawMessageType {
+			ti.nilSlice = append(ti.nilSlice, i)
+		}
+		if !omit && f.Type.Kind() == reflect.Map && f.Tag.Get("sv") != "" {
+			ti.nilMap = append(ti.nilMap, i)
+		}
+	}
+	return ti
+}
+
+// isNull reports whether the raw value val is null.
+func isNull(val json.RawMessage) bool { return string(bytes.TrimSpace(val)) == "null" }

@@ -1,73 +1,79 @@
-package contracts
+package validate
 
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/contractstest"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // The differential tests of the fast path: the compiled validator
-// (compiled.go) against the reference validator (santhosh-tekuri/jsonschema),
-// and the tape decoder (fastpath.go) against UnmarshalJSON, over the contracts
+// (compiled.go) against the reference validator (package contracts, with
+// santhosh-tekuri/jsonschema), and the tape decoder (request.go) against UnmarshalJSON, over the contracts
 // corpus, mutations of its valid documents, and fuzzing.
 
-// referenceValidator is a Validator without the fast path.
-func referenceValidator(tb testing.TB) *Validator {
+// referenceValidator is the reference validator of package contracts.
+func referenceValidator(tb testing.TB) *contracts.Validator {
 	tb.Helper()
-	v, err := NewValidator()
+	v, err := contracts.NewValidator()
 	require.NoError(tb, err)
-	v.fast = nil
 	return v
 }
 
-// corpusDoc is one document of testdata/corpus.
-type corpusDoc struct {
-	name  string // <Model>/<valid|invalid>/<file>
-	model Model
-	valid bool
-	raw   []byte
-}
-
-func loadCorpus(tb testing.TB) []corpusDoc {
-	tb.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "corpus", "*", "*", "*.json"))
-	require.NoError(tb, err)
-	require.NotEmpty(tb, files)
-	docs := make([]corpusDoc, 0, len(files))
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		require.NoError(tb, err)
-		rel, err := filepath.Rel(filepath.Join("testdata", "corpus"), f)
-		require.NoError(tb, err)
-		parts := strings.Split(filepath.ToSlash(rel), "/")
-		docs = append(docs, corpusDoc{name: strings.TrimSuffix(filepath.ToSlash(rel), ".json"),
-			model: Model(parts[0]), valid: parts[1] == "valid", raw: raw})
+// referenceSchemas are the models' schemas compiled by the reference
+// implementation (santhosh-tekuri/jsonschema) alone.
+var referenceSchemas = sync.OnceValues(func() (map[contracts.Model]*jsonschema.Schema, error) {
+	doc, err := schemaDoc(contracts.Schema())
+	if err != nil {
+		return nil, err
 	}
-	return docs
-}
+	c := newCompiler()
+	if err := c.AddResource(contracts.SchemaID, doc); err != nil {
+		return nil, err
+	}
+	out := map[contracts.Model]*jsonschema.Schema{}
+	for _, m := range contracts.Models() {
+		if out[m], err = c.Compile(contracts.SchemaID + "#/$defs/" + string(m)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+})
 
 // referenceSchemaVerdict is the reference validator's verdict on the schema
-// alone (no Go rules).
-func referenceSchemaVerdict(ref *Validator, m Model, raw []byte) bool {
-	err := ref.validateSchema(m, raw)
-	return err == nil
+// alone (no Go rules); a number the reference cannot compare is invalid, as
+// contracts reports it.
+func referenceSchemaVerdict(tb testing.TB, m contracts.Model, raw []byte) (valid bool) {
+	tb.Helper()
+	schemas, err := referenceSchemas()
+	require.NoError(tb, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			valid = false
+		}
+	}()
+	return schemas[m].Validate(inst) == nil
 }
 
 // fastVerdict is the compiled validator's verdict; sure is false when it
 // leaves the document to the reference.
-func fastVerdict(tb testing.TB, v *Validator, m Model, raw []byte) (valid, sure bool) {
+func fastVerdict(tb testing.TB, v *Validator, m contracts.Model, raw []byte) (valid, sure bool) {
 	tb.Helper()
 	fs := v.fast[m]
 	require.NotNil(tb, fs, "model %s has no compiled schema", m)
@@ -82,13 +88,14 @@ func fastVerdict(tb testing.TB, v *Validator, m Model, raw []byte) (valid, sure 
 // sameOutcome checks that the fast and the reference validators answer
 // Validate, and Decode for the request models, identically: same error
 // (problems, locations and messages included) and same decoded value.
-func sameOutcome(tb testing.TB, fast, ref *Validator, m Model, raw []byte, name string) {
+func sameOutcome(tb testing.TB, fast *Validator, ref *contracts.Validator, m contracts.Model, raw []byte, name string) {
 	tb.Helper()
 	assert.Equal(tb, ref.Validate(m, raw), fast.Validate(m, raw), "%s: Validate differs", name)
-	typ, ok := modelTypes[m]
-	if !ok {
+	val := m.New()
+	if val == nil {
 		return
 	}
+	typ := reflect.TypeOf(val).Elem()
 	got, want := reflect.New(typ), reflect.New(typ)
 	gotErr, wantErr := fast.Decode(m, raw, got.Interface()), ref.Decode(m, raw, want.Interface())
 	assert.Equal(tb, wantErr, gotErr, "%s: Decode error differs", name)
@@ -98,99 +105,26 @@ func sameOutcome(tb testing.TB, fast, ref *Validator, m Model, raw []byte, name 
 }
 
 func TestCompiledValidatorCoversEveryModel(t *testing.T) {
-	v := DefaultValidator()
-	for _, m := range Models() {
+	v := Default()
+	for _, m := range contracts.Models() {
 		assert.NotNil(t, v.fast[m], "model %s has no compiled schema: it always takes the reference path", m)
 	}
 }
 
 func TestCompiledValidatorAgreesOnCorpus(t *testing.T) {
-	fast, ref := DefaultValidator(), referenceValidator(t)
-	for _, d := range loadCorpus(t) {
-		want := referenceSchemaVerdict(ref, d.model, d.raw)
-		got, sure := fastVerdict(t, fast, d.model, d.raw)
+	fast, ref := Default(), referenceValidator(t)
+	for _, d := range contractstest.LoadCorpus(t) {
+		want := referenceSchemaVerdict(t, d.Model, d.Raw)
+		got, sure := fastVerdict(t, fast, d.Model, d.Raw)
 		if sure {
-			assert.Equal(t, want, got, "%s: compiled verdict differs from the reference", d.name)
+			assert.Equal(t, want, got, "%s: compiled verdict differs from the reference", d.Name)
 		}
 		if want {
 			// Every schema-valid document of the corpus must be decided on the fast path.
-			assert.True(t, sure && got, "%s: the compiled validator does not accept a valid document", d.name)
+			assert.True(t, sure && got, "%s: the compiled validator does not accept a valid document", d.Name)
 		}
-		sameOutcome(t, fast, ref, d.model, d.raw, d.name)
+		sameOutcome(t, fast, ref, d.Model, d.Raw, d.Name)
 	}
-}
-
-// mutations returns variants of the JSON document raw: every value replaced by
-// values of other types and lengths, every key removed, renamed to a
-// case-variant, duplicated or completed by an unknown sibling, capped at
-// limit variants (a deterministic spread over the document).
-func mutations(tb testing.TB, raw []byte, limit int) [][]byte {
-	tb.Helper()
-	var doc any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	require.NoError(tb, dec.Decode(&doc))
-	replacements := []any{nil, true, json.Number("0"), json.Number("-1"), json.Number("1.5"), json.Number("2.0"),
-		json.Number("1e3"), "", " ", "x", "ok", "2026-01-02T03:04:05Z", "not a date", strings.Repeat("é", 301),
-		[]any{}, []any{"a", "a"}, []any{map[string]any{}}, map[string]any{}, map[string]any{"id": "x"}}
-	// Two walks: the first counts the variants, the second encodes an even
-	// spread of at most limit of them (encoding every variant of a large
-	// registration would dominate the test).
-	var out [][]byte
-	n, stride := 0, 1
-	emit := func(v any) {
-		if n++; (n-1)%stride != 0 || len(out) >= limit {
-			return
-		}
-		b, err := json.Marshal(v)
-		require.NoError(tb, err)
-		out = append(out, b)
-	}
-	// Walk every location; at each, emit the document with the location changed.
-	var walk func(set func(any), v any)
-	walk = func(set func(any), v any) {
-		for _, r := range replacements {
-			set(r)
-			emit(doc)
-		}
-		set(v)
-		switch v := v.(type) {
-		case map[string]any:
-			keys := make([]string, 0, len(v))
-			for k := range v {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				child := v[k]
-				delete(v, k)
-				emit(doc)
-				v[strings.ToUpper(k)] = child
-				emit(doc)
-				delete(v, strings.ToUpper(k))
-				v["zz_unknown"] = child
-				emit(doc)
-				delete(v, "zz_unknown")
-				v[k] = child
-				walk(func(n any) { v[k] = n }, child)
-				v[k] = child
-			}
-		case []any:
-			for i := range v {
-				walk(func(n any) { v[i] = n }, v[i])
-			}
-		}
-	}
-	stride = 1 << 62 // counting walk: encode nothing
-	walk(func(n any) { doc = n }, doc)
-	stride, n = max(1, (n+limit-1)/limit), 0
-	walk(func(n any) { doc = n }, doc)
-	// A duplicated key and an escaped key, which the tape refuses.
-	if i := bytes.IndexByte(raw, '{'); i >= 0 {
-		out = append(out, slices.Concat(raw[:i+1], []byte(`"status":"ok","status":1,`), raw[i+1:]))
-		out = append(out, slices.Concat(raw[:i+1], []byte(`"st\u0061tus":"ok",`), raw[i+1:]))
-	}
-	return out
 }
 
 func TestCompiledValidatorAgreesOnMutations(t *testing.T) {
@@ -198,20 +132,20 @@ func TestCompiledValidatorAgreesOnMutations(t *testing.T) {
 	if testing.Short() {
 		limit = 40
 	}
-	fast, ref := DefaultValidator(), referenceValidator(t)
+	fast, ref := Default(), referenceValidator(t)
 	decided, total := 0, 0
-	for _, d := range loadCorpus(t) {
-		if !d.valid {
+	for _, d := range contractstest.LoadCorpus(t) {
+		if !d.Valid {
 			continue
 		}
 		n := limit
-		if d.model == ModelRegistration {
+		if d.Model == contracts.ModelRegistration {
 			n = limit / 4 // large documents: keep the test fast
 		}
-		for i, mut := range mutations(t, d.raw, n) {
-			name := d.name + "#" + strconv.Itoa(i)
-			want := referenceSchemaVerdict(ref, d.model, mut)
-			got, sure := fastVerdict(t, fast, d.model, mut)
+		for i, mut := range contractstest.Mutations(t, d.Raw, n) {
+			name := d.Name + "#" + strconv.Itoa(i)
+			want := referenceSchemaVerdict(t, d.Model, mut)
+			got, sure := fastVerdict(t, fast, d.Model, mut)
 			total++
 			if sure {
 				decided++
@@ -219,7 +153,7 @@ func TestCompiledValidatorAgreesOnMutations(t *testing.T) {
 					continue
 				}
 			}
-			sameOutcome(t, fast, ref, d.model, mut, name)
+			sameOutcome(t, fast, ref, d.Model, mut, name)
 		}
 	}
 	t.Logf("%d mutated documents, %d decided by the compiled validator", total, decided)
@@ -229,8 +163,8 @@ func TestCompiledValidatorAgreesOnMutations(t *testing.T) {
 func TestDecodedRequestDoesNotShareCallerBytes(t *testing.T) {
 	raw := []byte(`{"request_id":"r","actor":{"user_id":"u"},"workspace":{"id":"w"},"mission_id":"m",` +
 		`"agent_slug":"a","surface":"s","action":"x","input":{"k":1},"extra_key":[1]}`)
-	var req ActionRequest
-	require.NoError(t, DefaultValidator().Decode(ModelActionRequest, raw, &req))
+	var req contracts.ActionRequest
+	require.NoError(t, Default().Decode(contracts.ModelActionRequest, raw, &req))
 	for i := range raw {
 		raw[i] = ' '
 	}
@@ -247,16 +181,16 @@ func TestDecodedRequestDoesNotShareCallerBytes(t *testing.T) {
 // arbitrary documents of every model: the compiled verdict (when it is sure),
 // Validate's problems and Decode's values.
 func FuzzCompiledValidator(f *testing.F) {
-	models := Models()
-	for _, d := range loadCorpus(f) {
-		if i := slices.Index(models, d.model); i >= 0 && len(d.raw) < 4096 {
-			f.Add(uint8(i), d.raw)
+	models := contracts.Models()
+	for _, d := range contractstest.LoadCorpus(f) {
+		if i := slices.Index(models, d.Model); i >= 0 && len(d.Raw) < 4096 {
+			f.Add(uint8(i), d.Raw)
 		}
 	}
-	fast, ref := DefaultValidator(), referenceValidator(f)
+	fast, ref := Default(), referenceValidator(f)
 	f.Fuzz(func(t *testing.T, mi uint8, raw []byte) {
 		m := models[int(mi)%len(models)]
-		want := referenceSchemaVerdict(ref, m, raw)
+		want := referenceSchemaVerdict(t, m, raw)
 		if got, sure := fastVerdict(t, fast, m, raw); sure && got != want {
 			t.Fatalf("%s: compiled verdict %t, reference %t on %q", m, got, want, raw)
 		}
@@ -295,15 +229,14 @@ var diffInputSeeds = []string{
 }
 
 func TestInputValidatorAgreesWithReference(t *testing.T) {
-	iv, err := NewInputValidator(reflect.TypeFor[diffInput](), "rule_snapshot")
+	iv, err := NewInput(reflect.TypeFor[diffInput](), "rule_snapshot")
 	require.NoError(t, err)
 	require.NotNil(t, iv.fast, "the derived input schema must compile")
-	ref := *iv
-	ref.fast = nil
+	ref := iv.Reference()
 	decided, total := 0, 0
 	for _, seed := range diffInputSeeds {
 		require.Empty(t, iv.Validate([]byte(seed)))
-		for _, mut := range mutations(t, []byte(seed), 2000) {
+		for _, mut := range contractstest.Mutations(t, []byte(seed), 2000) {
 			total++
 			want := ref.Validate(mut)
 			tp := wire.Get()
@@ -327,10 +260,9 @@ func FuzzInputValidator(f *testing.F) {
 	for _, s := range diffInputSeeds {
 		f.Add([]byte(s))
 	}
-	iv, err := NewInputValidator(reflect.TypeFor[diffInput](), "rule_snapshot")
+	iv, err := NewInput(reflect.TypeFor[diffInput](), "rule_snapshot")
 	require.NoError(f, err)
-	ref := *iv
-	ref.fast = nil
+	ref := iv.Reference()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		want := ref.Validate(raw)
 		tp := wire.Get()
@@ -350,7 +282,7 @@ func TestHugeNumberIsAProblemNotAPanic(t *testing.T) {
 	type in struct {
 		D float64 `json:"d" sv:"minimum=1"`
 	}
-	iv, err := NewInputValidator(reflect.TypeFor[in]())
+	iv, err := NewInput(reflect.TypeFor[in]())
 	require.NoError(t, err)
 	ps := iv.Validate([]byte(`{"d":1e10000000}`))
 	require.Len(t, ps, 1)
@@ -358,8 +290,8 @@ func TestHugeNumberIsAProblemNotAPanic(t *testing.T) {
 	assert.Empty(t, iv.Validate([]byte(`{"d":1e3}`)))
 
 	doc := []byte(`{"min":1e10000000}`)
-	err = DefaultValidator().Validate(ModelCostEstimate, doc)
-	var ve *ValidationError
+	err = Default().Validate(contracts.ModelCostEstimate, doc)
+	var ve *contracts.ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "number", ve.Problems[0].Type)
 }
@@ -439,12 +371,12 @@ func TestFieldTableNext(t *testing.T) {
 // the result models carry the order of their Go fields: a job written by the
 // encoder finds each key's rule at the place expected.
 func TestBindOrderFollowsTheStructFields(t *testing.T) {
-	v := DefaultValidator()
-	root := v.fast[ModelActionResult]
+	v := Default()
+	root := v.fast[contracts.ModelActionResult]
 	require.NotNil(t, root)
 	job := objectSchemaAt(t, root, "job_state", "job")
 	var want []string
-	jt := reflect.TypeFor[Job]()
+	jt := reflect.TypeFor[contracts.Job]()
 	for i := range jt.NumField() {
 		name, _, _ := strings.Cut(jt.Field(i).Tag.Get("json"), ",")
 		if name != "" && name != "-" && job.lookup.index([]byte(name)) >= 0 {

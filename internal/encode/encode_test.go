@@ -1,4 +1,4 @@
-package contracts
+package encode
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/contractstest"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
@@ -20,7 +22,7 @@ import (
 func assertEncodesLikeMarshal(tb testing.TB, r any, name string) (handled bool) {
 	tb.Helper()
 	want, wantErr := json.Marshal(r)
-	got, ok := appendValue(nil, r)
+	got, ok := Append(nil, r)
 	if wantErr != nil {
 		assert.False(tb, ok, "%s: json.Marshal fails (%v) but the fast encoder did not give up", name, wantErr)
 		return false
@@ -40,7 +42,7 @@ func assertBuiltTapeMatchesParse(tb testing.TB, r any, name string) {
 	prefix := []byte(`{"jsonrpc":"2.0","result":`)
 	built := wire.Get()
 	defer wire.Put(built)
-	out, ok, tapeOK := appendValueTape(prefix, r, built)
+	out, ok, tapeOK := AppendTape(prefix, r, built)
 	if !ok || !tapeOK {
 		assert.True(tb, ok, "%s: the encoder gives up with a tape", name)
 		var parsed wire.Tape
@@ -57,35 +59,36 @@ func assertBuiltTapeMatchesParse(tb testing.TB, r any, name string) {
 // TestEncoderMatchesMarshalOnCorpus decodes every corpus document (and
 // mutations of it) into its model and compares the encoder with json.Marshal.
 func TestEncoderMatchesMarshalOnCorpus(t *testing.T) {
-	seen := map[Model]bool{}
-	for _, d := range loadCorpus(t) {
-		typ, ok := modelTypes[d.model]
-		if !ok {
+	seen := map[contracts.Model]bool{}
+	for _, d := range contractstest.LoadCorpus(t) {
+		val := d.Model.New()
+		if val == nil {
 			continue
 		}
+		typ := reflect.TypeOf(val).Elem()
 		v := reflect.New(typ)
-		if json.Unmarshal(d.raw, v.Interface()) != nil {
+		if json.Unmarshal(d.Raw, v.Interface()) != nil {
 			continue
 		}
-		seen[d.model] = true
-		handled := assertEncodesLikeMarshal(t, v.Interface(), d.name)
-		if d.valid {
-			assert.True(t, handled, "%s: the encoder gives up on a valid document", d.name)
+		seen[d.Model] = true
+		handled := assertEncodesLikeMarshal(t, v.Interface(), d.Name)
+		if d.Valid {
+			assert.True(t, handled, "%s: the encoder gives up on a valid document", d.Name)
 		}
 		// By value too: a value that is not addressable.
-		assertEncodesLikeMarshal(t, v.Elem().Interface(), d.name+" (value)")
+		assertEncodesLikeMarshal(t, v.Elem().Interface(), d.Name+" (value)")
 		n := 40
-		if d.model == ModelActionResult || d.model == ModelJobState {
+		if d.Model == contracts.ModelActionResult || d.Model == contracts.ModelJobState {
 			n = 150
 		}
-		for i, mut := range mutations(t, d.raw, n) {
+		for i, mut := range contractstest.Mutations(t, d.Raw, n) {
 			m := reflect.New(typ)
 			if json.Unmarshal(mut, m.Interface()) == nil {
-				assertEncodesLikeMarshal(t, m.Interface(), d.name+"#"+string(rune('0'+i%10)))
+				assertEncodesLikeMarshal(t, m.Interface(), d.Name+"#"+string(rune('0'+i%10)))
 			}
 		}
 	}
-	for _, m := range []Model{ModelActionResult, ModelSurfaceResult, ModelJobState, ModelSetupPlan, ModelRegistration, ModelField} {
+	for _, m := range []contracts.Model{contracts.ModelActionResult, contracts.ModelSurfaceResult, contracts.ModelJobState, contracts.ModelSetupPlan, contracts.ModelRegistration, contracts.ModelField} {
 		assert.True(t, seen[m], "the corpus has no %s document", m)
 	}
 }
@@ -114,14 +117,14 @@ func TestResultPathNeedsNoMarshalJSON(t *testing.T) {
 			walk(typ.Field(i).Type, seen)
 		}
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[ActionResult](), reflect.TypeFor[SurfaceResult](), reflect.TypeFor[FormDocument](),
-		reflect.TypeFor[DocumentReviewDocument](), reflect.TypeFor[ResourceImportDocument](), reflect.TypeFor[DashboardDocument]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[contracts.ActionResult](), reflect.TypeFor[contracts.SurfaceResult](), reflect.TypeFor[contracts.FormDocument](),
+		reflect.TypeFor[contracts.DocumentReviewDocument](), reflect.TypeFor[contracts.ResourceImportDocument](), reflect.TypeFor[contracts.DashboardDocument]()} {
 		seen := map[reflect.Type]bool{}
 		// Drafts and dry runs (rare answers of preview actions), dashboard
 		// widgets and resource fields keep their MarshalJSON, whose shapes
 		// are not field lists.
-		for _, typ := range []reflect.Type{reflect.TypeFor[FieldDraft](), reflect.TypeFor[DryRunOutcome](),
-			reflect.TypeFor[Widget](), reflect.TypeFor[ResourceField]()} {
+		for _, typ := range []reflect.Type{reflect.TypeFor[contracts.FieldDraft](), reflect.TypeFor[contracts.DryRunOutcome](),
+			reflect.TypeFor[contracts.Widget](), reflect.TypeFor[contracts.ResourceField]()} {
 			seen[typ] = true
 		}
 		walk(typ, seen)
@@ -135,15 +138,15 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 	cyclic["self"] = cyclic
 	for _, tc := range []struct {
 		name    string
-		r       *ActionResult
+		r       *contracts.ActionResult
 		handled bool
 	}{
-		{"empty", &ActionResult{}, true},
-		{"minimal", &ActionResult{Status: StatusOK}, true},
-		{"tricky strings", &ActionResult{Status: tricky, ExternalRef: tricky, ObservedAt: tricky,
-			Effects: []Effect{{Type: tricky, Message: tricky, Data: map[string]any{tricky: tricky}}},
-			Errors:  []ResultError{{Code: tricky, Message: tricky, Field: tricky}}}, true},
-		{"every effect field", &ActionResult{Status: StatusOK, Effects: []Effect{{
+		{"empty", &contracts.ActionResult{}, true},
+		{"minimal", &contracts.ActionResult{Status: contracts.StatusOK}, true},
+		{"tricky strings", &contracts.ActionResult{Status: tricky, ExternalRef: tricky, ObservedAt: tricky,
+			Effects: []contracts.Effect{{Type: tricky, Message: tricky, Data: map[string]any{tricky: tricky}}},
+			Errors:  []contracts.ResultError{{Code: tricky, Message: tricky, Field: tricky}}}, true},
+		{"every effect field", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{
 			Type: "t", JobID: "j", CaseID: "c", StepID: "s", Resource: "r", Dataset: "d", ArtifactID: "a",
 			Status: "st", Message: "m", Count: &count,
 			Item: map[string]any{"b": 1, "a": nil}, Summary: map[string]any{"x": true}, Case: map[string]any{"id": "c"},
@@ -151,24 +154,24 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 			Items: []map[string]any{nil, {}, {"k": []any{1.5, "x", nil, map[string]any{"z": 1}}}},
 			Rows:  []map[string]any{{"r": int64(-7)}}, Errors: []map[string]any{{"e": int32(3)}}, Gaps: []map[string]any{{"g": float32(0.1)}},
 		}}}, true},
-		{"empty maps are omitted", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{}, Items: []map[string]any{}}}}, true},
-		{"floats", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{
-			"a": 1e21, "b": 1e20, "c": 1e-7, "d": 1e-6, "e": -0.0, "f": 0.1, "g": 123456789.125, "h": float32(1e-7),
+		{"empty maps are omitted", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{}, Items: []map[string]any{}}}}, true},
+		{"floats", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{
+			"a": 1e21, "b": 1e20, "c": 1e-7, "d": 1e-6, "e": math.Copysign(0, -1), "f": 0.1, "g": 123456789.125, "h": float32(1e-7),
 			"i": float32(3.4e38), "j": -1e-300, "k": math.MaxFloat64,
 		}}}}, true},
-		{"nan", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}}, false},
-		{"inf in a nested list", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": []any{math.Inf(1)}}}}}, false},
-		{"cycle", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: cyclic}}}, false},
-		{"unsupported value", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"c": make(chan int)}}}}, false},
-		{"typed sub-documents", &ActionResult{Status: StatusOK,
-			JobState:     &JobState{Job: Job{ID: "j", AgentSlug: "a", MissionID: "m", Status: "active"}},
-			ReplaySafety: &ReplaySafety{StableExternalIDsRequired: true, Extra: Extra{"z": json.RawMessage(` { "a" : "<b>" } `), "dedupe_keys": json.RawMessage(`1`)}},
-			Draft:        &FieldDraft{}, DryRun: &DryRunOutcome{}, SetupPlan: &PlanValue{}}, true},
-		{"extras", &ActionResult{Status: StatusOK, Extra: Extra{
+		{"nan", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}}, false},
+		{"inf in a nested list", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{"x": []any{math.Inf(1)}}}}}, false},
+		{"cycle", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: cyclic}}}, false},
+		{"unsupported value", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{"c": make(chan int)}}}}, false},
+		{"typed sub-documents", &contracts.ActionResult{Status: contracts.StatusOK,
+			JobState:     &contracts.JobState{Job: contracts.Job{ID: "j", AgentSlug: "a", MissionID: "m", Status: "active"}},
+			ReplaySafety: &contracts.ReplaySafety{StableExternalIDsRequired: true, Extra: contracts.Extra{"z": json.RawMessage(` { "a" : "<b>" } `), "dedupe_keys": json.RawMessage(`1`)}},
+			Draft:        &contracts.FieldDraft{}, DryRun: &contracts.DryRunOutcome{}, SetupPlan: &contracts.PlanValue{}}, true},
+		{"extras", &contracts.ActionResult{Status: contracts.StatusOK, Extra: contracts.Extra{
 			"b": json.RawMessage(`[1, 2,  {"x" : "&\u2028"}]`), "a": json.RawMessage(` null `), "status": json.RawMessage(`"shadow"`),
 			"<k>": json.RawMessage(`"v"`)}}, true},
-		{"invalid extra", &ActionResult{Status: StatusOK, Extra: Extra{"b": json.RawMessage(`{`)}}, false},
-		{"empty extra", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Extra: Extra{"x": nil}}}}, false},
+		{"invalid extra", &contracts.ActionResult{Status: contracts.StatusOK, Extra: contracts.Extra{"b": json.RawMessage(`{`)}}, false},
+		{"empty extra", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Extra: contracts.Extra{"x": nil}}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.handled, assertEncodesLikeMarshal(t, tc.r, tc.name))
@@ -178,66 +181,45 @@ func TestEncoderMatchesMarshal(t *testing.T) {
 
 // encodeModel returns json.Marshal(value), encoded by the encoder when it can.
 func encodeModel(value any) ([]byte, error) {
-	if b, ok := appendValue(make([]byte, 0, 1024), value); ok {
+	if b, ok := Append(make([]byte, 0, 1024), value); ok {
 		return b, nil
 	}
 	return json.Marshal(value)
 }
 
 func TestEncodeModelFallsBack(t *testing.T) {
-	for _, v := range []any{nil, (*ActionResult)(nil), ActionResult{Status: StatusOK}, map[string]any{"status": "ok"}} {
+	for _, v := range []any{nil, (*contracts.ActionResult)(nil), contracts.ActionResult{Status: contracts.StatusOK}, map[string]any{"status": "ok"}} {
 		want, err := json.Marshal(v)
 		require.NoError(t, err)
 		got, err := encodeModel(v)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got))
 	}
-	_, err := encodeModel(&ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}})
+	_, err := encodeModel(&contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{"x": math.NaN()}}}})
 	assert.Error(t, err)
 }
 
 // FuzzResultEncoder compares the encoder with json.Marshal on results
 // decoded from arbitrary JSON and on free-form values built from the input.
 func FuzzResultEncoder(f *testing.F) {
-	for _, d := range loadCorpus(f) {
-		if d.model == ModelActionResult {
-			f.Add(d.raw, "x<y>&\u2028", 1.5)
+	for _, d := range contractstest.LoadCorpus(f) {
+		if d.Model == contracts.ModelActionResult {
+			f.Add(d.Raw, "x<y>&\u2028", 1.5)
 		}
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, s string, x float64) {
-		var r ActionResult
+		var r contracts.ActionResult
 		if json.Unmarshal(raw, &r) == nil {
 			assertEncodesLikeMarshal(t, &r, "decoded")
 		}
-		built := &ActionResult{Status: s, SyncCursor: s, Effects: []Effect{{Type: s, Message: s,
+		built := &contracts.ActionResult{Status: s, SyncCursor: s, Effects: []contracts.Effect{{Type: s, Message: s,
 			Data:  map[string]any{s: x, "s": s, "l": []any{x, s, map[string]any{s: nil}}},
 			Items: []map[string]any{{s: float32(x)}}}}}
 		if json.Valid(raw) {
-			built.Extra = Extra{s: raw}
+			built.Extra = contracts.Extra{s: raw}
 		}
 		assertEncodesLikeMarshal(t, built, "built")
 	})
-}
-
-// TestAppendValueAppends checks that AppendValue extends dst with exactly
-// the bytes ValidateValue returns, and leaves dst unchanged on failure.
-func TestAppendValueAppends(t *testing.T) {
-	v := DefaultValidator()
-	res := &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "job.synced", JobID: "j"}},
-		JobState: &JobState{Job: Job{ID: "j", AgentSlug: "a", MissionID: "m", Status: "active", Source: JobSource{Type: SourceFreshStart}}}}
-	want, err := v.ValidateValue(ModelActionResult, res)
-	require.NoError(t, err)
-	got, err := v.AppendValue([]byte("prefix:"), ModelActionResult, res)
-	require.NoError(t, err)
-	assert.Equal(t, "prefix:"+string(want), string(got))
-
-	bad := &ActionResult{Status: "maybe"}
-	got, err = v.AppendValue([]byte("prefix:"), ModelActionResult, bad)
-	require.Error(t, err)
-	assert.Equal(t, "prefix:", string(got))
-	raw, err := v.ValidateValue(ModelActionResult, bad)
-	require.Error(t, err)
-	assert.Nil(t, raw)
 }
 
 // TestEncoderBuildsParseTape covers what the corpus rarely holds: extra keys
@@ -252,25 +234,25 @@ func TestEncoderBuildsParseTape(t *testing.T) {
 		name string
 		v    any
 	}{
-		{"escaped extra key", &Field{ID: "a", Label: "A", Extra: Extra{"x\"y": json.RawMessage(`1`), "é<": json.RawMessage(`{"a":[true,false,null]}`)}}},
-		{"repeated key in raw", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage(`{"k":1,"k":2}`)}}},
-		{"escaped key in raw", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage(`{"k\u0041":1}`)}}},
-		{"invalid UTF-8 in raw", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage("\"\xff\"")}}},
-		{"raw with spaces", &Field{ID: "a", Label: "A", Extra: Extra{"x": json.RawMessage(" [ 1 , 2.5e3 , -0 ] ")}}},
-		{"defaults", &ActionResult{Status: StatusOK, JobState: &JobState{Cases: []Case{{ID: "c"}}}}},
-		{"deep free-form", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"x": deep}}}}},
-		{"escaped strings", &ActionResult{Status: "a\"b\\c\n<\u2028>\xff", ExternalRef: "plain"}},
+		{"escaped extra key", &contracts.Field{ID: "a", Label: "A", Extra: contracts.Extra{"x\"y": json.RawMessage(`1`), "é<": json.RawMessage(`{"a":[true,false,null]}`)}}},
+		{"repeated key in raw", &contracts.Field{ID: "a", Label: "A", Extra: contracts.Extra{"x": json.RawMessage(`{"k":1,"k":2}`)}}},
+		{"escaped key in raw", &contracts.Field{ID: "a", Label: "A", Extra: contracts.Extra{"x": json.RawMessage(`{"k\u0041":1}`)}}},
+		{"invalid UTF-8 in raw", &contracts.Field{ID: "a", Label: "A", Extra: contracts.Extra{"x": json.RawMessage("\"\xff\"")}}},
+		{"raw with spaces", &contracts.Field{ID: "a", Label: "A", Extra: contracts.Extra{"x": json.RawMessage(" [ 1 , 2.5e3 , -0 ] ")}}},
+		{"defaults", &contracts.ActionResult{Status: contracts.StatusOK, JobState: &contracts.JobState{Cases: []contracts.Case{{ID: "c"}}}}},
+		{"deep free-form", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{"x": deep}}}}},
+		{"escaped strings", &contracts.ActionResult{Status: "a\"b\\c\n<\u2028>\xff", ExternalRef: "plain"}},
 		{"nil", nil},
-		{"numbers and booleans in free-form values", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{
-			"f": []any{1.5, 3.0, -0.0, 1e21, 1e-7, 123456789.0, float32(0.1), float64(-2)},
+		{"numbers and booleans in free-form values", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{
+			"f": []any{1.5, 3.0, math.Copysign(0, -1), 1e21, 1e-7, 123456789.0, float32(0.1), float64(-2)},
 			"i": []any{0, -1, int64(1 << 62), uint8(7), uint64(1 << 63), int16(-3)},
 			"b": []any{true, false, nil, []any{}, map[string]any{}, []any(nil), map[string]any(nil)},
 			"m": map[string]int{"z": 1, "a": -2}, "n": map[string]float32{"x": 2.5}, "u": map[string]bool{"t": true},
 		}}}}},
-		{"map keys equal once escaped", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{
+		{"map keys equal once escaped", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{
 			"k\xff": 1, "k\xfe": 2, "<": map[string]string{"a\xff": "x", "a\xfe": "y"},
 		}}}}},
-		{"map keys with escapes but distinct", &ActionResult{Status: StatusOK, Effects: []Effect{{Type: "t", Data: map[string]any{"a<": 1, "a>": 2}}}}},
+		{"map keys with escapes but distinct", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "t", Data: map[string]any{"a<": 1, "a>": 2}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertBuiltTapeMatchesParse(t, tc.v, tc.name)
@@ -278,9 +260,9 @@ func TestEncoderBuildsParseTape(t *testing.T) {
 	}
 }
 
-// FuzzAppendJSONString compares the string escaper with encoding/json, with
+// FuzzAppendString compares the string escaper with encoding/json, with
 // and without HTML escaping, at every offset of the 8-byte word it tests.
-func FuzzAppendJSONString(f *testing.F) {
+func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "plain ascii text, long enough", "x<y>&\u2028\u2029\xff\x00\x1f\"\\", "é\tab\ncdefghij\x7f", strings.Repeat("a", 7) + "<" + strings.Repeat("b", 9)} {
 		f.Add(s)
 	}
@@ -296,37 +278,35 @@ func FuzzAppendJSONString(f *testing.F) {
 			for cut := range min(len(s), 9) {
 				want.Reset()
 				require.NoError(t, enc.Encode(s[cut:]))
-				require.Equal(t, strings.TrimSuffix(want.String(), "\n"), string(AppendJSONString(nil, s[cut:], html)), "html %v, %q", html, s[cut:])
+				require.Equal(t, strings.TrimSuffix(want.String(), "\n"), string(AppendString(nil, s[cut:], html)), "html %v, %q", html, s[cut:])
 			}
 		}
 	})
 }
 
-// TestEmptyAtMatchesIsEmptyValue checks the in-place omitempty test against
-// encoding/json's, zero and non-zero, for every kind it reads.
-func TestEmptyAtMatchesIsEmptyValue(t *testing.T) {
+// TestIsEmptyValueMatchesOmitempty checks the encoder's omitempty test
+// against encoding/json's, zero and non-zero, for every kind.
+func TestIsEmptyValueMatchesOmitempty(t *testing.T) {
 	one := 1
 	for _, v := range []any{
 		(*int)(nil), &one, []string(nil), []string{}, make([]string, 0, 4), []string{"a"}, []byte{}, []byte{0},
 		false, true, 0, -1, int8(0), int8(-128), int16(0), int16(256), int32(0), int32(1 << 30), int64(0), int64(-1 << 62),
 		uint(0), uint(7), uint8(0), uint8(255), uint16(0), uint16(1), uint32(0), uint32(1 << 31), uint64(0), uint64(1 << 63), uintptr(0), uintptr(9),
-		float32(0), float32(math.Copysign(0, -1)), float32(0.5), 0.0, math.Copysign(0, -1), 1e-300, math.NaN(),
-		Extra(nil), Extra{}, "", "ok",
+		float32(0), float32(math.Copysign(0, -1)), float32(0.5), 0.0, math.Copysign(0, -1), 1e-300,
+		contracts.Extra(nil), contracts.Extra{}, "", "ok", map[string]int{}, [0]int{}, [1]int{},
 	} {
 		rv := reflect.New(reflect.TypeOf(v)).Elem()
 		rv.Set(reflect.ValueOf(v))
-		want := isEmptyValue(rv)
-		got := emptyAt(rv.Kind(), rv.Addr().UnsafePointer())
-		switch rv.Kind() {
-		case reflect.String, reflect.Map:
-			assert.False(t, got, "%T %v: not read in place", v, v)
-		default:
-			assert.Equal(t, want, got, "%T %v", v, v)
-		}
+		// encoding/json's verdict: the field is left out of the object.
+		st := reflect.New(reflect.StructOf([]reflect.StructField{{Name: "V", Type: rv.Type(), Tag: `json:"v,omitempty"`}})).Elem()
+		st.Field(0).Set(rv)
+		b, err := json.Marshal(st.Interface())
+		require.NoError(t, err, "%T %v", v, v)
+		assert.Equal(t, string(b) == "{}", isEmptyValue(rv), "%T %v", v, v)
 	}
 	var nilIface, setIface any = nil, 0
 	for _, v := range []*any{&nilIface, &setIface} {
 		rv := reflect.ValueOf(v).Elem()
-		assert.Equal(t, isEmptyValue(rv), emptyAt(reflect.Interface, rv.Addr().UnsafePointer()), "interface %v", *v)
+		assert.Equal(t, *v == nil, isEmptyValue(rv), "interface %v", *v)
 	}
 }

@@ -1,0 +1,62 @@
+package validate_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/validate"
+)
+
+// TestAppendResult: the result's effects come back as the bytes of its
+// "effects" value in the appended JSON, after what dst held.
+func TestAppendResult(t *testing.T) {
+	v := validate.Default()
+	tests := []struct {
+		name string
+		res  *contracts.ActionResult
+	}{
+		{"no effects", &contracts.ActionResult{Status: contracts.StatusOK}},
+		{"effects", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{
+			{Type: "job.synced", JobID: "j1", Data: map[string]any{"k": "]}\"", "n": []any{1, "x"}}}, {Type: "b"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, effects, err := v.AppendResult([]byte("prefix"), tt.res)
+			require.NoError(t, err)
+			require.True(t, len(out) > len("prefix"))
+			assert.Equal(t, "prefix", string(out[:len("prefix")]))
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(out[len("prefix"):], &m))
+			require.NotNil(t, effects)
+			assert.Equal(t, string(m["effects"]), string(effects))
+			assert.Equal(t, len(effects), cap(effects), "capacity clipped")
+		})
+	}
+	_, _, err := v.AppendResult(nil, &contracts.ActionResult{Status: "maybe"})
+	assert.Error(t, err)
+}
+
+// TestAppendValueAppends checks that AppendValue extends dst with exactly
+// the bytes ValidateValue returns, and leaves dst unchanged on failure.
+func TestAppendValueAppends(t *testing.T) {
+	v := validate.Default()
+	res := &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "job.synced", JobID: "j"}},
+		JobState: &contracts.JobState{Job: contracts.Job{ID: "j", AgentSlug: "a", MissionID: "m", Status: "active", Source: contracts.JobSource{Type: contracts.SourceFreshStart}}}}
+	want, err := v.ValidateValue(contracts.ModelActionResult, res)
+	require.NoError(t, err)
+	got, err := v.AppendValue([]byte("prefix:"), contracts.ModelActionResult, res)
+	require.NoError(t, err)
+	assert.Equal(t, "prefix:"+string(want), string(got))
+
+	bad := &contracts.ActionResult{Status: "maybe"}
+	got, err = v.AppendValue([]byte("prefix:"), contracts.ModelActionResult, bad)
+	require.Error(t, err)
+	assert.Equal(t, "prefix:", string(got))
+	raw, err := v.ValidateValue(contracts.ModelActionResult, bad)
+	require.Error(t, err)
+	assert.Nil(t, raw)
+}
