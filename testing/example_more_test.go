@@ -82,7 +82,7 @@ func ExampleDefaultStudioAgentID() {
 		studio := svtest.NewFakeStudio(t)
 		fmt.Println(svtest.DefaultStudioAgentID("research-agent"), studio.StudioAgentID("research-agent"))
 
-		studio.Link(exampleAgent(), "sa-4f1c") // as the handshake does with Studio's own id
+		studio.Link(exampleAgent(), "sa-4f1c") // through the registration handshake, with Studio's own id
 		fmt.Println(studio.StudioAgentID("research-agent"))
 	})
 	// Output:

@@ -385,6 +385,25 @@ func TestFakeStudioLink(t *testing.T) {
 	refusing.Link(a, "studio-agent-other")
 	require.Len(t, rec.messages(), 1)
 	assert.Contains(t, rec.messages()[0], "agent id mismatch")
+	assert.Contains(t, rec.messages()[0], "registration handshake failed", "the SDK's handshake refused it")
+	assert.Equal(t, svtest.DefaultStudioAgentID(agentSlug), refusing.StudioAgentID(agentSlug), "a refused link is not recorded")
 	refusing.Link(nil, "x")
 	assert.Len(t, rec.messages(), 2)
+}
+
+// TestFakeStudioLinkIsTheHandshake: Link goes through Server.Start and
+// Studio's registration handshake, so the agent's registration is final
+// afterwards, as in production.
+func TestFakeStudioLinkIsTheHandshake(t *testing.T) {
+	t.Parallel()
+	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Auto Agent", Version: "1.0.0"})
+	require.NoError(t, err)
+	a.HandleAction(echoAction, echo)
+	svtest.NewFakeStudio(t).Link(a, "studio-auto")
+	id, ok := a.StudioAgentID()
+	require.True(t, ok)
+	assert.Equal(t, "studio-auto", id)
+	require.NotNil(t, a.Registration(), "the handlers declared the registration Studio received")
+	assert.True(t, a.Registration().Capabilities.HasAction(echoAction))
+	assert.Panics(t, func() { a.HandleAction("late", echo) }, "the registration is final after the handshake")
 }
