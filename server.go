@@ -19,7 +19,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/supervaize/supervaizer-go/a2a"
-	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
@@ -34,8 +33,8 @@ const Version = "0.1.0"
 
 // JSON-RPC methods served on POST /a2a.
 const (
-	MethodActionInvoke = jsonrpc.MethodActionInvoke
-	MethodSurfaceLoad  = jsonrpc.MethodSurfaceLoad
+	MethodActionInvoke = "supervaizer/action.invoke"
+	MethodSurfaceLoad  = "supervaizer/surface.load"
 )
 
 // HTTP headers of the protocol.

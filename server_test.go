@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -335,4 +336,11 @@ func TestA2AServedAlikeRoutedOrNot(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestMethodNamesMatchTheParser: the public method names are the ones the
+// dispatcher's parser recognizes.
+func TestMethodNamesMatchTheParser(t *testing.T) {
+	assert.Equal(t, jsonrpc.MethodActionInvoke, supervaizer.MethodActionInvoke)
+	assert.Equal(t, jsonrpc.MethodSurfaceLoad, supervaizer.MethodSurfaceLoad)
 }
