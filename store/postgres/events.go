@@ -45,13 +45,21 @@ const (
 // follows the log to hand every instance's events to its own SSE broker. Get
 // it from [DB.EventLog].
 //
-// Ids come from a counter row that each append increments in the transaction
+// Ids come from a counter row that each append advances in the transaction
 // that inserts the event, so appends commit one after the other in id order:
 // a follower that has read id n has read every id below n that will ever
 // exist, and never skips one. (A SEQUENCE would hand out ids outside the
 // transactions, which could then commit out of order.) Ids keep increasing
 // across instances and restarts; an append whose transaction fails leaves a
 // gap, which is harmless.
+//
+// An id is the previous id + 1, or, when greater, the database clock in Unix
+// milliseconds shifted left by 20 bits: the form of the ids of the SDK's
+// in-process event stream (a boot time shifted left by 20 bits, then + 1 per
+// event). Ids therefore compare across backends: a client that resumes with
+// Last-Event-ID from an in-process stream receives the events this log took
+// after it, and one that resumes on an in-process stream with an id from this
+// log receives what that stream took after it.
 //
 // The insert notifies a channel of the schema (LISTEN/NOTIFY) on commit;
 // followers wake up and read the new events from the table, in id order. A

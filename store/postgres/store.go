@@ -39,9 +39,13 @@ func newStatements(schema string) statements {
 	events, seq, pruned := schema+".events", schema+".event_seq", schema+".event_pruned"
 	return statements{
 		// The counter row stays locked until the transaction commits: appends
-		// commit one after the other, in id order.
+		// commit one after the other, in id order. An id is the previous one
+		// + 1, or the database clock in Unix milliseconds shifted left by
+		// sse.BootEpochBits (20) if that is greater: the ids of the in-process
+		// stream have the same form (its boot time), so ids compare across
+		// backends (open questions item 67).
 		append: statement{"sv_ev_append", `WITH c AS (
-	UPDATE ` + seq + ` SET last_id = last_id + 1 RETURNING last_id
+	UPDATE ` + seq + ` SET last_id = greatest(last_id + 1, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint << 20) RETURNING last_id
 ), ins AS (
 	INSERT INTO ` + events + ` (id, name, data) SELECT last_id, $1, $2 FROM c RETURNING id
 )
