@@ -17,7 +17,8 @@ import (
 // gives up (the caller then uses UnmarshalJSON) on anything it does not
 // handle: a key that differs from a declared key only in letter case, or a
 // value of a type the schema should have refused. The differential tests
-// (request_test.go) compare both decoders over the corpus and under fuzzing.
+// (compiled_test.go, sameOutcome) compare both decoders over the corpus, its
+// mutations and under fuzzing.
 
 // requestDecoder decodes the values of one document.
 type requestDecoder struct {

@@ -72,9 +72,6 @@ func New(ref *contracts.Validator) (*Validator, error) {
 	return v, nil
 }
 
-// Reference returns the reference validator v falls back to.
-func (v *Validator) Reference() *contracts.Validator { return v.ref }
-
 // Validate is [contracts.Validator.Validate].
 func (v *Validator) Validate(m contracts.Model, raw []byte) error {
 	dst := m.New()
