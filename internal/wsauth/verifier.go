@@ -463,16 +463,22 @@ func (v *Verifier) check(cl *claims, exp *expected, r Request) (*Context, *Error
 	if len(missing) > 0 {
 		return nil, missingScopes(missing)
 	}
-	// 22. One allocation holds the context and the strings its pointers
-	// refer to; nothing is shared with the cached claims.
+	// 22. One allocation holds the context, the strings its pointers refer
+	// to and, up to blockScopes of them, its scopes; nothing is shared with
+	// the cached claims.
 	out := &contextBlock{Context: Context{
 		GrantID:     cl.grantID,
 		WorkspaceID: cl.workspaceID,
 		AgentID:     cl.agentID,
 		AgentSlug:   cl.agentSlug,
 		ServerID:    cl.serverID,
-		Scopes:      slices.Clone(cl.scopes),
 	}}
+	if n := len(cl.scopes); n <= len(out.scopes) {
+		copy(out.scopes[:], cl.scopes)
+		out.Scopes = out.scopes[:n:n] // an append reallocates
+	} else {
+		out.Scopes = slices.Clone(cl.scopes)
+	}
 	if cl.workspaceSlug != nil {
 		out.workspaceSlug = *cl.workspaceSlug
 		out.WorkspaceSlug = &out.workspaceSlug
@@ -484,11 +490,14 @@ func (v *Verifier) check(cl *claims, exp *expected, r Request) (*Context, *Error
 	return &out.Context, nil
 }
 
-// contextBlock is a Context with the storage of its two optional strings.
+// contextBlock is a Context with the storage of its two optional strings
+// and of up to four scopes (a token usually grants a method and an action
+// or surface, for a call or two).
 type contextBlock struct {
 	Context
 	workspaceSlug     string
 	agentWorkspaceRef string
+	scopes            [4]string
 }
 
 // satAdd returns a + b (b >= 0), saturating at math.MaxInt64.

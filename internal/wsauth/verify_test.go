@@ -561,6 +561,19 @@ func TestVerifyAccepts(t *testing.T) {
 				return &c
 			}()},
 		{name: "no required scopes", header: func(t testing.TB) string { return mintWith(t, nil) }, req: func(r *Request) { r.Scopes = nil }, want: full},
+		{name: "more scopes than the context block holds", header: func(t testing.TB) string {
+			return mintWith(t, setClaim("scopes", []any{testInvokeScope, "job.start", "job.sync", "job.stop", "job.delete"}))
+		}, want: func() *Context {
+			c := *full
+			c.Scopes = []string{testInvokeScope, "job.start", "job.sync", "job.stop", "job.delete"}
+			return &c
+		}()},
+		{name: "one scope", header: func(t testing.TB) string { return mintWith(t, setClaim("scopes", []any{testInvokeScope})) },
+			req: func(r *Request) { r.Scopes = []string{testInvokeScope} }, want: func() *Context {
+				c := *full
+				c.Scopes = []string{testInvokeScope}
+				return &c
+			}()},
 		{name: "JWKS", jwks: true, header: func(t testing.TB) string { return mintWith(t, nil) }, want: full},
 	}
 	srv := newJWKSServer(t, mainKey.jwk(testKID))
