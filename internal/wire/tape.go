@@ -2,9 +2,10 @@
 // flat list of nodes that point into its bytes. Everything that reads JSON on
 // the request path reads the tape: the JSON-RPC envelope
 // (internal/jsonrpc), the request models and the agent's input (the
-// compiled validator and the request decoder of package contracts), and the
-// duplicate-key check with its location. No other scanner, unescaper or
-// duplicate-key check exists in the SDK.
+// compiled validator and the request decoder of internal/validate), and the
+// duplicate-key check. The reference path of package contracts, which
+// imports nothing of the SDK, reads with encoding/json and
+// santhosh-tekuri/jsonschema instead.
 //
 // Parse accepts exactly the documents encoding/json accepts (json.Valid)
 // that are also valid UTF-8: a body it refuses is a parse error. What a
@@ -111,7 +112,7 @@ func (t *Tape) Parse(src []byte) bool {
 }
 
 // A writer that knows the structure of what it writes (the encoder of
-// package contracts) builds the tape as it writes instead of parsing its
+// internal/encode) builds the tape as it writes instead of parsing its
 // output afterwards: Begin, then Open and Close around each array and object,
 // AddKey for each key, Leaf for each string or null, ParseValue for any other
 // value it writes (parsed in place, as Parse would), and Finish. Offsets are
