@@ -30,6 +30,9 @@ const (
 	DefaultReplayBytes = 16 << 20
 	// DefaultHeartbeat is the silence after which a heartbeat event is sent (spec: 15 s).
 	DefaultHeartbeat = 15 * time.Second
+	// DefaultResumeGrace bounds how far a shared broker's fan-out may lag the
+	// instance a resuming client comes from (see Options.Shared).
+	DefaultResumeGrace = 3 * time.Second
 )
 
 // retryAfter is the Retry-After, in seconds, of a stream refused because
@@ -120,10 +123,17 @@ type Options struct {
 	// Shared tells that the broker is fed by [Broker.Deliver] from a log that
 	// other brokers (other instances) follow too: a client resuming with an
 	// id this broker has not delivered yet comes from a broker that was
-	// ahead, so the events up to that id, delivered here later, are not sent
-	// to it again. An unshared broker numbers its own events and sends a
-	// client resuming from an unknown later id every live event.
+	// ahead, so the events up to that id, delivered here within ResumeGrace,
+	// are not sent to it again. An id this broker has not reached by then was
+	// issued by no instance (it comes from another backend, say) and is
+	// treated as unknown: the client receives every live event, those of the
+	// grace period included. An unshared broker numbers its own events and
+	// sends a client resuming from an unknown later id every live event.
 	Shared bool
+	// ResumeGrace is how long a shared broker waits to reach the id of a
+	// client that resumes ahead of it (see Shared). Default:
+	// DefaultResumeGrace.
+	ResumeGrace time.Duration
 }
 
 // Broker fans published events out to Server-Sent Events streams. It implements
@@ -137,6 +147,7 @@ type Broker struct {
 	heartbeat    time.Duration
 	logger       *slog.Logger
 	shared       bool
+	resumeGrace  time.Duration
 
 	mu     sync.Mutex
 	ids    IDSource
@@ -164,11 +175,16 @@ type subscriber struct {
 	writing bool
 	// interrupted records that Shutdown ended the stream; guarded by wmu.
 	interrupted bool
-	// seen is, on a shared broker (Options.Shared), the Last-Event-ID the stream
-	// resumed from (0 otherwise); guarded by Broker.mu. An event with an id up to
-	// it is not queued: the client has it from the instance it comes from, which
-	// was ahead of this one.
-	seen uint64
+	// ahead is, on a shared broker (Options.Shared), the Last-Event-ID the stream
+	// resumed from when the broker had not delivered that id yet (0 otherwise);
+	// guarded by Broker.mu. Events with a lower id are held, not queued, until
+	// the broker delivers an id at least as high, within Options.ResumeGrace:
+	// the client came from an instance that was ahead and has them, so they are
+	// dropped. Otherwise no instance issued the id (it comes from another
+	// backend, say): it is unknown (open questions item 67), and the held
+	// events are queued, as every later one.
+	ahead uint64
+	held  queue // guarded by Broker.mu
 
 	mu sync.Mutex
 	q  queue
@@ -200,6 +216,9 @@ func NewBroker(opts Options) *Broker {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
+	if opts.ResumeGrace <= 0 {
+		opts.ResumeGrace = DefaultResumeGrace
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -211,6 +230,7 @@ func NewBroker(opts Options) *Broker {
 		heartbeat:    opts.Heartbeat,
 		logger:       opts.Logger,
 		shared:       opts.Shared,
+		resumeGrace:  opts.ResumeGrace,
 		ids:          opts.IDs,
 		replay:       ring{buf: make([]*event, opts.ReplaySize), maxBytes: opts.ReplayBytes},
 		done:         make(chan struct{}),
@@ -272,8 +292,18 @@ func (b *Broker) deliverLocked(e *event) {
 	b.lastID = e.id
 	b.replay.add(e)
 	for _, s := range b.subs {
-		if e.id <= s.seen {
-			continue
+		if s.ahead != 0 {
+			if e.id < s.ahead {
+				s.held.push(e)
+				continue
+			}
+			// The client's id is reached: it was issued, and the client has
+			// the held events, and this one if it bears that id.
+			known := e.id == s.ahead
+			s.ahead, s.held = 0, queue{}
+			if known {
+				continue
+			}
 		}
 		s.mu.Lock()
 		wasEmpty := s.q.push(e)
@@ -329,6 +359,14 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.logger.LogAttrs(ctx, slog.LevelDebug, "sse stream opened",
 		slog.String("remote_addr", r.RemoteAddr), slog.Int("replayed", len(backlog)))
 	st := stream{b: b, w: w, rc: rc, sub: sub}
+	b.mu.Lock()
+	ahead := sub.ahead != 0
+	b.mu.Unlock()
+	if ahead {
+		grace := time.NewTimer(b.resumeGrace)
+		defer grace.Stop()
+		st.grace = grace.C
+	}
 	reason := st.run(ctx, backlog)
 	b.logger.LogAttrs(ctx, slog.LevelDebug, "sse stream closed",
 		slog.String("remote_addr", r.RemoteAddr), slog.String("reason", reason),
@@ -383,12 +421,33 @@ func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume boo
 	}
 	b.subs = append(b.subs, sub)
 	if resume {
-		if b.shared {
-			sub.seen = after
+		if b.shared && after > b.lastID {
+			sub.ahead, sub.held = after, newQueue(b.queueSize, b.queueBytes)
 		}
 		backlog = b.replay.after(after)
 	}
 	return sub, backlog, nil
+}
+
+// releaseHeld ends the ResumeGrace of a stream that resumed ahead of the broker
+// and is still ahead: its id was issued by no instance, so it is unknown, and
+// the events held meanwhile are queued.
+func (b *Broker) releaseHeld(s *subscriber) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.ahead == 0 {
+		return
+	}
+	s.mu.Lock()
+	for e := s.held.pop(); e != nil; e = s.held.pop() {
+		s.q.push(e)
+	}
+	s.mu.Unlock()
+	s.ahead, s.held = 0, queue{}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 // unsubscribe removes sub; it is the last thing a subscribed ServeHTTP call does.
@@ -456,8 +515,9 @@ type stream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	sub     *subscriber
-	sent    uint64 // published events written
-	dropped uint64 // events the queue dropped
+	sent    uint64           // published events written
+	dropped uint64           // events the queue dropped
+	grace   <-chan time.Time // fires at the end of the ResumeGrace of a stream resumed ahead
 }
 
 // run writes the stream and returns why it ended.
@@ -509,6 +569,9 @@ func (st *stream) run(ctx context.Context, backlog []*event) (reason string) {
 		}
 		select {
 		case <-st.sub.wake:
+		case <-st.grace:
+			st.grace = nil
+			st.b.releaseHeld(st.sub)
 		case <-heartbeat.C:
 			if err := st.write(heartbeatFrame); err != nil {
 				return failReason(err)

@@ -49,5 +49,7 @@
 // PostgreSQL's event table, sequence and LISTEN/NOTIFY); each instance hands the events it
 // receives to its local [Broker.Deliver] with their shared ids, and the local broker keeps
 // serving streams, queues and replay unchanged. [Broker.LastID] tells the fan-out where a
-// local broker stands.
+// local broker stands. On such a broker (Options.Shared), a client that resumes with an id
+// the broker has not reached within ResumeGrace (default 3 s) comes from no instance of
+// the log: its id is unknown, and it receives every live event (open questions item 67).
 package sse
