@@ -175,6 +175,10 @@ type subscriber struct {
 	writing bool
 	// interrupted records that Shutdown ended the stream; guarded by wmu.
 	interrupted bool
+	// noDeadline records that the ResponseWriter does not support write
+	// deadlines, so that writes stop asking (each refusal allocates an error);
+	// guarded by wmu.
+	noDeadline bool
 	// ahead is, on a shared broker (Options.Shared), the Last-Event-ID the stream
 	// resumed from when the broker had not delivered that id yet (0 otherwise);
 	// guarded by Broker.mu. Events with a lower id are held, not queued, until
@@ -487,7 +491,9 @@ func (s *subscriber) startWrite(timeout time.Duration) error {
 	s.writing = true
 	// Unsupported deadlines (a ResponseWriter that is not net/http's) leave the
 	// write unbounded, as it was before the deadline existed.
-	_ = s.rc.SetWriteDeadline(time.Now().Add(timeout))
+	if !s.noDeadline && errors.Is(s.rc.SetWriteDeadline(time.Now().Add(timeout)), http.ErrNotSupported) {
+		s.noDeadline = true
+	}
 	return nil
 }
 
@@ -498,7 +504,9 @@ func (s *subscriber) endWrite() {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.writing = false
-	_ = s.rc.SetWriteDeadline(time.Time{})
+	if !s.noDeadline {
+		_ = s.rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 // next pops the oldest queued event (nil if none) and returns the number of events the

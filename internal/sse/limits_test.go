@@ -294,3 +294,17 @@ func TestLimitSilentClientsMemory(t *testing.T) {
 	t.Logf("silent clients disconnected %v after the last event (write timeout %v); heap then %d bytes", dropped, writeTimeout, released)
 	assert.Less(t, released, int64(DefaultReplayBytes)+8<<20, "the disconnected clients' events were not released")
 }
+
+// TestLimitWriteWithoutDeadlineSupportDoesNotAllocate: a stream whose
+// ResponseWriter does not support write deadlines (a wrapper without Unwrap, a
+// test writer) stops asking for one after the first refusal, which allocates
+// an error each time: its writes allocate nothing.
+func TestLimitWriteWithoutDeadlineSupportDoesNotAllocate(t *testing.T) {
+	w := &discardWriter{header: http.Header{}}
+	sub := &subscriber{rc: http.NewResponseController(w)}
+	st := stream{b: NewBroker(Options{}), w: w, rc: sub.rc, sub: sub}
+	frame := []byte("data: {}\n\n")
+	require.NoError(t, st.write(frame)) // learns that deadlines are unsupported
+	assert.True(t, sub.noDeadline)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = st.write(frame) }))
+}
