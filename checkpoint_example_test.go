@@ -214,7 +214,7 @@ func ExampleAgent_OnRuleCheckpointDecision() {
 		`"surface":"mission.agent","action":"rule.checkpoint.resume","job_id":"job-77","case_id":"case-1",` +
 		`"input":{"checkpoint_id":"cp_51e2","occurrence_id":"send-brief-job-77-case-1","phase":"before","status":"allow",` +
 		`"snapshot_hash":"rs_9a41c0","input_hash":"ih_77d0","decision_id":"dec_03"}}}`
-	r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/a2a", strings.NewReader(body))
 	r.Header.Set(sv.HeaderAPIKey, sv.LocalModeAPIKey)
 	r.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()

@@ -91,7 +91,7 @@ func TestHandlersDeclareSurfacesAndActions(t *testing.T) {
 	assert.Equal(t, []string{"job.start", "job.stop", "job.sync"}, ids, "declared in registration order, then derived")
 
 	w := httptest.NewRecorder()
-	ts.Server.ServeHTTP(w, httptest.NewRequest(http.MethodGet, a2a.CardPath("hello-agent"), nil))
+	ts.Server.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://localhost"+a2a.CardPath("hello-agent"), nil))
 	require.Equal(t, http.StatusOK, w.Code)
 	var card struct {
 		Supervaizer struct {
@@ -130,7 +130,7 @@ func TestSealErrors(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `/scheduled_start: scheduled_start requires the action "job.start"`)
 	w := httptest.NewRecorder()
-	srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, a2a.CardPath("hello-agent"), nil))
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://localhost"+a2a.CardPath("hello-agent"), nil))
 	assert.Equal(t, http.StatusOK, w.Code)
 
 	srv, err = sv.New(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0", Registration: sv.RegistrationSpec{ScheduledStart: true}},

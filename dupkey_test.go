@@ -20,7 +20,7 @@ func TestDuplicateParamsKeyRefused(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"request_id":"r","actor":{"user_id":"u"},` +
 		`"workspace":{"id":"w"},"mission_id":"m","agent_slug":"research-agent","surface":"job.start",` +
 		`"action":"job.sync","action":"workspace_binding.options"}}`
-	r := httptest.NewRequest("POST", "/a2a", strings.NewReader(body))
+	r := httptest.NewRequest("POST", "http://localhost/a2a", strings.NewReader(body))
 	r.Header.Set("x-api-key", sv.LocalModeAPIKey) // header names are case-insensitive
 	w := httptest.NewRecorder()
 	srv.ServeHTTP(w, r)

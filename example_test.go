@@ -44,7 +44,7 @@ func exampleServer() *supervaizer.Server {
 // exampleCall posts a JSON-RPC call to srv as Studio would and prints the response.
 func exampleCall(srv *supervaizer.Server, method, params string) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
-	r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/a2a", strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set(supervaizer.HeaderAPIKey, supervaizer.LocalModeAPIKey)
 	w := httptest.NewRecorder()
@@ -55,10 +55,10 @@ func exampleCall(srv *supervaizer.Server, method, params string) {
 func ExampleNewServer() {
 	srv := exampleServer() // BuildRegistration, NewAgent, NewServer
 	w := httptest.NewRecorder()
-	srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://research.example.com/.well-known/agents.json", nil))
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://localhost:8080/.well-known/agents.json", nil))
 	fmt.Println(w.Code, w.Body.String())
 	// Output:
-	// 200 {"schema_version":"a2a_2023_v1","agents":[{"name":"Research Agent","description":"Turns a question into a sourced brief.","developer":"Supervaize","version":"1.0.0","agent_card_url":"http://research.example.com/.well-known/agents/v1.0.0/research-agent_agent.json"}]}
+	// 200 {"schema_version":"a2a_2023_v1","agents":[{"name":"Research Agent","description":"Turns a question into a sourced brief.","developer":"Supervaize","version":"1.0.0","agent_card_url":"http://localhost:8080/.well-known/agents/v1.0.0/research-agent_agent.json"}]}
 }
 
 func ExampleHandleActionFor() {

@@ -74,7 +74,7 @@ func TestDataResourceNeverBypassesInLocalMode(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 
-	r := httptest.NewRequest(http.MethodGet, resPath("contacts", ""), nil)
+	r := httptest.NewRequest(http.MethodGet, "http://localhost"+resPath("contacts", ""), nil)
 	r.Header.Set(supervaizer.HeaderAPIKey, "k")
 	r.Header.Set(resource.HeaderWorkspaceID, "ws-1")
 	w := httptest.NewRecorder()
@@ -87,7 +87,7 @@ func TestDataResourceNeverBypassesInLocalMode(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"action_request":{"request_id":"r1",
 		"actor":{"user_id":"u"},"workspace":{"id":"ws-1"},"mission_id":"m","agent_slug":"contacts-agent",
 		"surface":"s","action":"resource.contacts.list","input":{}}}}`
-	r = httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+	r = httptest.NewRequest(http.MethodPost, "http://localhost/a2a", strings.NewReader(body))
 	r.Header.Set(supervaizer.HeaderAPIKey, "k")
 	r.Header.Set("Content-Type", "application/json")
 	w = httptest.NewRecorder()
@@ -104,7 +104,7 @@ func TestDataResourceRoutesNotMountedOutsideLocalOrAttached(t *testing.T) {
 		supervaizer.WithAPIKey("k", supervaizer.ScopeWrite), supervaizer.WithServerID("srv-1"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	r := httptest.NewRequest(http.MethodGet, resPath("contacts", ""), nil)
+	r := httptest.NewRequest(http.MethodGet, "http://localhost"+resPath("contacts", ""), nil)
 	r.Header.Set(supervaizer.HeaderAPIKey, "k")
 	w := httptest.NewRecorder()
 	srv.ServeHTTP(w, r)

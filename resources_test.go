@@ -295,7 +295,7 @@ func (f *resFixture) do(tb testing.TB, c resCall) *httptest.ResponseRecorder {
 	if c.body != "" {
 		body = strings.NewReader(c.body)
 	}
-	r := httptest.NewRequest(c.method, c.path, body)
+	r := httptest.NewRequest(c.method, "http://localhost"+c.path, body)
 	if c.contentType == "" && c.body != "" {
 		c.contentType = "application/json"
 	}
@@ -953,7 +953,7 @@ func BenchmarkResourceListREST(b *testing.B) {
 	header.Set(resource.HeaderWorkspaceSlug, resAlpha.slug)
 	b.ReportAllocs()
 	for b.Loop() {
-		r := httptest.NewRequest(http.MethodGet, resPath("contacts", ""), nil)
+		r := httptest.NewRequest(http.MethodGet, "http://localhost"+resPath("contacts", ""), nil)
 		r.Header = header.Clone()
 		w := httptest.NewRecorder()
 		f.ts.Server.ServeHTTP(w, r)
@@ -980,7 +980,7 @@ func resExampleInvoke(srv *supervaizer.Server, action, input string) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"action_request":{
 		"request_id":"r-1","actor":{"user_id":"u-1"},"workspace":{"id":"ws-1"},"mission_id":"m-1",
 		"agent_slug":"contacts-agent","surface":"mission.agent.resource.contacts","action":"` + action + `","input":` + input + `}}}`
-	r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/a2a", strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set(supervaizer.HeaderAPIKey, supervaizer.LocalModeAPIKey)
 	w := httptest.NewRecorder()

@@ -57,7 +57,7 @@ func TestBodySizeLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := &readGuard{r: bytes.NewReader(tt.body)}
-			r := httptest.NewRequest(http.MethodPost, "/a2a", g)
+			r := httptest.NewRequest(http.MethodPost, "http://localhost/a2a", g)
 			r.ContentLength = tt.contentLength
 			r.Header.Set("Content-Type", "application/json")
 			r.Header.Set(supervaizer.HeaderAPIKey, testWriteKey)
@@ -94,7 +94,7 @@ func TestBodySizeLimit(t *testing.T) {
 	t.Run("default limit is 4 MiB", func(t *testing.T) {
 		d := newHarness(t)
 		for length, want := range map[int64]int{4 << 20: http.StatusOK, 4<<20 + 1: http.StatusRequestEntityTooLarge} {
-			r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader("{}"))
+			r := httptest.NewRequest(http.MethodPost, "http://localhost/a2a", strings.NewReader("{}"))
 			r.ContentLength = length // announced, refused before the body is read when above the limit
 			r.Header.Set(supervaizer.HeaderAPIKey, testWriteKey)
 			w := httptest.NewRecorder()
@@ -194,7 +194,7 @@ func TestSecurityHeaders(t *testing.T) {
 	t.Run("can be turned off", func(t *testing.T) {
 		off := newHarness(t, withServerOptions(supervaizer.WithSecurityHeaders(false)))
 		w := httptest.NewRecorder()
-		off.srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/health", nil))
+		off.srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://localhost/.well-known/health", nil))
 		require.Equal(t, http.StatusOK, w.Code)
 		for k := range securityHeaders {
 			assert.Empty(t, w.Header().Get(k), k)
@@ -216,7 +216,7 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 		{http.MethodPost, "/.well-known/health", http.StatusMethodNotAllowed, "Method Not Allowed"},
 	} {
 		w := httptest.NewRecorder()
-		h.srv.ServeHTTP(w, httptest.NewRequest(c.method, c.path, nil))
+		h.srv.ServeHTTP(w, httptest.NewRequest(c.method, "http://localhost"+c.path, nil))
 		assert.Equal(t, c.status, w.Code, "%s %s", c.method, c.path)
 		assert.JSONEq(t, `{"detail":"`+c.detail+`"}`, w.Body.String())
 	}
@@ -226,7 +226,7 @@ func TestNotFoundAndMethodNotAllowed(t *testing.T) {
 func TestControllerContractRoute(t *testing.T) {
 	h := newHarness(t, withoutWorkspaceAuth(), withServerOptions(supervaizer.WithLocalMode(true)))
 	get := func(key string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodGet, "/api/supervaizer/contract", nil)
+		r := httptest.NewRequest(http.MethodGet, "http://localhost/api/supervaizer/contract", nil)
 		if key != "" {
 			r.Header.Set(supervaizer.HeaderAPIKey, key)
 		}
