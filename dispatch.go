@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -76,8 +77,14 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		*buf, err = s.invokeAction(r, t, req.ParamsNode, *buf)
 	case MethodSurfaceLoad:
 		*buf, err = s.loadSurface(r, t, req.ParamsNode, *buf)
+	case a2atask.MethodMessageSend: // the A2A task methods (a2atasks.go)
+		*buf, err = s.a2aSend(r, t, req.ParamsNode, *buf)
+	case a2atask.MethodTasksGet:
+		*buf, err = s.a2aGet(r, t, req.ParamsNode, *buf)
+	case a2atask.MethodTasksCancel:
+		*buf, err = s.a2aCancel(r, t, req.ParamsNode, *buf)
 	default:
-		err = newError(contracts.CodeMethodNotFound, "Method not found: "+req.Method, nil)
+		err = methodNotFound(req.Method)
 	}
 	if err != nil {
 		s.writeRPCError(w, req.ID, err)
@@ -176,11 +183,34 @@ func (s *Server) invokeAction(r *http.Request, t *wire.Tape, params int32, dst [
 	if err != nil {
 		return dst, requestError("Invalid Supervaizer v2 action request", err)
 	}
+	input := int32(-1)
+	if node >= 0 {
+		if in, ok := t.Member(node, []byte("input")); ok {
+			input = in
+		}
+	}
+	return s.invoke(r, &req, t, input, nil, dst)
+}
+
+// invoke runs a decoded action request through the rest of the pipeline
+// (admission, handler lookup, idempotency layer, handler, result validation,
+// task view, SSE publish) and appends the result to dst. The input of req is
+// at node input of t when input >= 0 (the body's one parse). call is nil
+// for action.invoke; for an A2A call it completes the request from the
+// verified workspace before the handler runs (the mapping's actor) and
+// receives what the task view read from the result (a2atasks.go).
+//
+// supervaizer/action.invoke and the A2A task methods (a2atasks.go) both come
+// through here: every check applies to both, once.
+func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input int32, a2a *a2aInvocation, dst []byte) ([]byte, *Error) {
 	ctx, ws, rpcErr := s.admit(r, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, MethodActionInvoke, req.Action)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
 	req.WorkspaceAuthorization = ws // never the client's
+	if a2a != nil {
+		a2aActor(req, ws)
+	}
 	a := s.bySlug[req.AgentSlug]
 	var h ActionHandler
 	if a != nil {
@@ -191,32 +221,36 @@ func (s *Server) invokeAction(r *http.Request, t *wire.Tape, params int32, dst [
 			map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 	}
 	call := withCall(ctx, a, ws)
-	if node >= 0 {
+	if input >= 0 {
 		call.tape = t
-		if in, ok := t.Member(node, []byte("input")); ok {
-			call.inputNode = in
-		}
+		call.inputNode = input
 	}
 	defer func() { call.tape = nil }() // t goes back to its pool after this call
 	ctx = call
 	start := time.Now()
 	n := len(dst)
 	var effects []byte
+	ran := false // the handler ran for this call, its answer not a replay
 	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
 		// The idempotency layer keeps the result it stores: its own buffer.
 		var raw []byte
-		raw, rpcErr = s.idem.run(ctx, &req, func(ctx context.Context) ([]byte, *Error) {
-			raw, _, err := s.runAction(ctx, h, &req, true, nil)
+		raw, rpcErr = s.idem.run(ctx, req, func(ctx context.Context) ([]byte, *Error) {
+			raw, _, err := s.runAction(ctx, h, req, true, nil)
+			ran = err == nil
 			return raw, err
 		})
 		dst = append(dst, raw...)
 	} else {
-		dst, effects, rpcErr = s.runAction(ctx, h, &req, false, dst)
+		dst, effects, rpcErr = s.runAction(ctx, h, req, false, dst)
+		ran = rpcErr == nil
 	}
 	if rpcErr != nil {
 		return dst[:n], rpcErr
 	}
-	s.publishEffects(ctx, &req, dst[n:], effects)
+	if ran { // a replayed answer never brings an older job state back
+		s.tasks.observe(ctx, req, dst[n:], a2a)
+	}
+	s.publishEffects(ctx, req, dst[n:], effects)
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
 	return dst, nil

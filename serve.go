@@ -65,6 +65,11 @@ type HTTPSettings struct {
 	// events are dropped first (the newest is always kept, alone if larger).
 	// Default 4 MiB.
 	EventQueueBytes int
+	// A2ABlocking bounds how long an A2A message/send with
+	// configuration.blocking waits for its task to be terminal or
+	// input-required before answering its current state. Default
+	// a2atask.DefaultBlockingTimeout (60 s).
+	A2ABlocking time.Duration
 }
 
 // withDefaults fills the zero fields.

@@ -73,6 +73,7 @@ type Server struct {
 	validator *validate.Validator
 	broker    *sse.Broker
 	idem      *idempotency
+	tasks     *taskView // the A2A task view (a2atasks.go)
 	router    http.Handler
 	a2aPost   http.Handler     // POST /a2a with the router's middleware, served before routing (ServeHTTP)
 	preview   *preview.Handler // the local preview, nil when not served (preview.go)
@@ -192,6 +193,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})
 	s.idem.track = s.inflight.Add
 	s.idem.life = lifetime
+	s.tasks = newTaskView(st, s.logger)
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	p, err := s.newPreview()    // the local preview (preview.go)
 	if err != nil {

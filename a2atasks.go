@@ -1,0 +1,746 @@
+package supervaizer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/encode"
+	"github.com/supervaize/supervaizer-go/internal/wire"
+	"github.com/supervaize/supervaizer-go/internal/wsauth"
+)
+
+// The A2A task methods on POST /a2a (spec open-questions item 65). An A2A
+// call is translated into the supervaizer/action.invoke request it maps to
+// and run by invoke (dispatch.go), the one pipeline: admission and token
+// scopes, handler lookup, input schema, idempotency record, result
+// validation, task view and SSE publish all happen there, once. What is here
+// is the translation: A2A params into an ActionRequest, the validated v2
+// result back into a Task or a Message, and the task view (a2atasks_view.go).
+
+// a2aStopAction is the action tasks/cancel maps to.
+const a2aStopAction = "job.stop"
+
+// a2aShape is the -32602 message of params that do not carry the one data
+// part an action call is.
+const a2aShape = `Invalid A2A message: params.message must carry exactly one data part {"kind":"data","data":{"action":"<action id>","input":{...}}}`
+
+// a2aTaskShape is the -32602 message of tasks/get, tasks/cancel and
+// tasks/resubscribe params without a task id.
+const a2aTaskShape = `Invalid A2A task params: params must be {"id":"<task id>"}`
+
+// emptyInput is the input of a call without one; never modified.
+var emptyInput = json.RawMessage("{}")
+
+// a2aMeta holds the params.metadata keys of the mapping ("" when absent).
+type a2aMeta struct {
+	workspaceID, userID, surface, agentSlug string
+}
+
+// a2aMessage is a decoded message/send or message/stream params object.
+type a2aMessage struct {
+	messageID, taskID, contextID, action string
+	input                                int32 // node of data.input on the tape, -1 when absent
+	blocking                             bool
+	meta                                 a2aMeta
+}
+
+// shapeError is the -32602 error of A2A params that break their shape: msg
+// names the expected shape, the problem where it breaks.
+func shapeError(msg string, loc []any, problem string) *Error {
+	var path strings.Builder
+	for _, l := range loc {
+		path.WriteByte('/')
+		switch v := l.(type) {
+		case string:
+			path.WriteString(wire.PointerToken(v))
+		case int:
+			path.WriteString(strconv.Itoa(v))
+		}
+	}
+	return invalidParams(msg, []contracts.Problem{{Loc: loc, Msg: problem, Type: "a2a_shape", Path: path.String()}})
+}
+
+// member returns the node of key in the object at obj.
+func member(t *wire.Tape, obj int32, key string) (int32, bool) {
+	return t.Member(obj, []byte(key))
+}
+
+// optString reads the optional string key of the object at obj: "" when
+// absent, ok false when present but not a string.
+func optString(t *wire.Tape, obj int32, key string) (string, bool) {
+	n, found := member(t, obj, key)
+	if !found {
+		return "", true
+	}
+	if t.Nodes[n].Kind != wire.String {
+		return "", false
+	}
+	return string(t.Str(n)), true
+}
+
+// isObject reports whether the node n is an object.
+func isObject(t *wire.Tape, n int32) bool { return t.Nodes[n].Kind == wire.Object }
+
+// parseMeta reads params.metadata (optional object; the mapping's keys are
+// strings when present).
+func parseMeta(t *wire.Tape, params int32, shape string) (a2aMeta, *Error) {
+	var m a2aMeta
+	md, ok := member(t, params, "metadata")
+	if !ok || t.Nodes[md].Kind == wire.Null {
+		return m, nil
+	}
+	if !isObject(t, md) {
+		return m, shapeError(shape, []any{"params", "metadata"}, "must be an object")
+	}
+	for _, f := range [...]struct {
+		key string
+		dst *string
+	}{
+		{a2atask.MetaWorkspaceID, &m.workspaceID}, {a2atask.MetaUserID, &m.userID},
+		{a2atask.MetaSurface, &m.surface}, {a2atask.MetaAgentSlug, &m.agentSlug},
+	} {
+		v, ok := optString(t, md, f.key)
+		if !ok {
+			return m, shapeError(shape, []any{"params", "metadata", f.key}, "must be a string")
+		}
+		*f.dst = v
+	}
+	return m, nil
+}
+
+// parseMessage reads message/send and message/stream params: exactly one
+// data part {"kind":"data","data":{"action":…,"input":{…}}}.
+func parseMessage(t *wire.Tape, params int32) (a2aMessage, *Error) {
+	m := a2aMessage{input: -1}
+	if params < 0 || !isObject(t, params) {
+		return m, shapeError(a2aShape, []any{"params"}, "params must be an object with a message")
+	}
+	if t.Repeated { // read differently by different decoders: refused, as in the request models
+		return m, shapeError(a2aShape, []any{"params"}, "a key is given twice")
+	}
+	msg, ok := member(t, params, "message")
+	if !ok || !isObject(t, msg) {
+		return m, shapeError(a2aShape, []any{"params", "message"}, "an object is required")
+	}
+	if m.messageID, ok = optString(t, msg, "messageId"); !ok || strings.TrimSpace(m.messageID) == "" {
+		return m, shapeError(a2aShape, []any{"params", "message", "messageId"}, "a non-blank string is required")
+	}
+	if m.taskID, ok = optString(t, msg, "taskId"); !ok {
+		return m, shapeError(a2aShape, []any{"params", "message", "taskId"}, "must be a string")
+	}
+	if m.contextID, ok = optString(t, msg, "contextId"); !ok {
+		return m, shapeError(a2aShape, []any{"params", "message", "contextId"}, "must be a string")
+	}
+	parts, ok := member(t, msg, "parts")
+	if !ok || t.Nodes[parts].Kind != wire.Array || t.Nodes[parts].N != 1 {
+		return m, shapeError(a2aShape, []any{"params", "message", "parts"}, "exactly one part is required")
+	}
+	part := parts + 1
+	if !isObject(t, part) {
+		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0}, "a data part is required")
+	}
+	if kind, ok := optString(t, part, "kind"); !ok || kind != "data" {
+		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "kind"}, `"data" is required`)
+	}
+	data, ok := member(t, part, "data")
+	if !ok || !isObject(t, data) {
+		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data"}, "an object is required")
+	}
+	for k := data + 1; k < t.Nodes[data].Next; k = t.Nodes[k+1].Next {
+		if name := t.Str(k); string(name) != "action" && string(name) != "input" {
+			return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data", string(name)}, "only action and input are allowed")
+		}
+	}
+	if m.action, ok = optString(t, data, "action"); !ok || strings.TrimSpace(m.action) == "" {
+		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data", "action"}, "a declared action id is required")
+	}
+	if in, ok := member(t, data, "input"); ok {
+		if !isObject(t, in) {
+			return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data", "input"}, "must be an object")
+		}
+		m.input = in
+	}
+	if cfg, ok := member(t, params, "configuration"); ok && t.Nodes[cfg].Kind != wire.Null {
+		if !isObject(t, cfg) {
+			return m, shapeError(a2aShape, []any{"params", "configuration"}, "must be an object")
+		}
+		if b, ok := member(t, cfg, "blocking"); ok {
+			switch t.Nodes[b].Kind {
+			case wire.True:
+				m.blocking = true
+			case wire.False, wire.Null:
+			default:
+				return m, shapeError(a2aShape, []any{"params", "configuration", "blocking"}, "must be a boolean")
+			}
+		}
+	}
+	meta, err := parseMeta(t, params, a2aShape)
+	m.meta = meta
+	return m, err
+}
+
+// parseTaskParams reads tasks/get, tasks/cancel and tasks/resubscribe
+// params: {"id": <task id>, "metadata": {…}}.
+func parseTaskParams(t *wire.Tape, params int32) (string, a2aMeta, *Error) {
+	if params < 0 || !isObject(t, params) {
+		return "", a2aMeta{}, shapeError(a2aTaskShape, []any{"params"}, "params must be an object with an id")
+	}
+	id, ok := optString(t, params, "id")
+	if !ok || strings.TrimSpace(id) == "" {
+		return "", a2aMeta{}, shapeError(a2aTaskShape, []any{"params", "id"}, "a non-blank string is required")
+	}
+	meta, err := parseMeta(t, params, a2aTaskShape)
+	return id, meta, err
+}
+
+// a2aAgent is the agent an A2A call addresses: metadata, else the primary one.
+func (s *Server) a2aAgent(meta a2aMeta) string {
+	if meta.agentSlug != "" {
+		return meta.agentSlug
+	}
+	return s.primary.slug
+}
+
+// a2aWorkspace is the workspace.id of an A2A call: metadata, else the
+// workspace_id claim of the token (the verifier then checks the token as for
+// any call), else in local mode "local".
+func (s *Server) a2aWorkspace(r *http.Request, meta a2aMeta) string {
+	if meta.workspaceID != "" {
+		return meta.workspaceID
+	}
+	if ws := tokenWorkspace(r.Header.Get(HeaderWorkspaceAuthorization)); ws != "" {
+		return ws
+	}
+	if s.localAuth {
+		return "local"
+	}
+	return ""
+}
+
+// tokenWorkspace reads the workspace_id claim of a workspace token without
+// verifying it: it only names the workspace the token is then verified
+// against. "" when there is no readable claim.
+func tokenWorkspace(header string) string {
+	tok := wsauth.ExtractToken(header)
+	if tok == "" {
+		return ""
+	}
+	segs := strings.Split(tok, ".")
+	if len(segs) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(segs[1], "="))
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		WorkspaceID string `json:"workspace_id"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return ""
+	}
+	return claims.WorkspaceID
+}
+
+// a2aDerive is prefix + the first 32 hex digits of SHA-256(workspace id +
+// "\n" + message id).
+func a2aDerive(prefix, workspaceID, messageID string) string {
+	h := sha256.New()
+	h.Write([]byte(workspaceID))
+	h.Write([]byte{'\n'})
+	h.Write([]byte(messageID))
+	var sum [sha256.Size]byte
+	return prefix + hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// a2aInvocation is an A2A call on its way through invoke: the task view's
+// reading of the result (read: the result had a job_state, view is its view).
+type a2aInvocation struct {
+	view jobView
+	read bool
+}
+
+// a2aActor completes an A2A request from its verified workspace: the actor,
+// unless metadata named one, is "a2a:" + the grant id ("local" in local mode).
+func a2aActor(req *ActionRequest, ws *Workspace) {
+	switch {
+	case req.Actor.UserID != "":
+	case ws == nil:
+		req.Actor.UserID = "a2a"
+	case ws.GrantID == contracts.LocalModeGrantID:
+		req.Actor.UserID = "local"
+	default:
+		req.Actor.UserID = "a2a:" + ws.GrantID
+	}
+}
+
+// a2aRequest builds the action.invoke request of an A2A call for action on
+// job jobID of mission missionID.
+func (s *Server) a2aRequest(r *http.Request, meta a2aMeta, requestID, action, jobID, missionID string) ActionRequest {
+	surface := meta.surface
+	if surface == "" {
+		surface = contracts.DefaultStartAction // the surface Studio sends for job.sync and job.stop
+	}
+	return ActionRequest{
+		RequestID: requestID, Actor: contracts.Actor{UserID: meta.userID},
+		Workspace: contracts.WorkspaceRef{ID: s.a2aWorkspace(r, meta)},
+		MissionID: missionID, AgentSlug: s.a2aAgent(meta), Surface: surface, Action: action,
+		Input: emptyInput, JobID: jobID,
+	}
+}
+
+// messageRequest maps message/send and message/stream onto action.invoke.
+func (s *Server) messageRequest(r *http.Request, t *wire.Tape, m *a2aMessage) ActionRequest {
+	req := s.a2aRequest(r, m.meta, m.messageID, m.action, m.taskID, m.contextID)
+	req.IdempotencyKey = m.messageID
+	if req.JobID == "" {
+		req.JobID = a2aDerive("a2a-", req.Workspace.ID, m.messageID)
+	}
+	if req.MissionID == "" {
+		req.MissionID = a2aDerive("a2a-ctx-", req.Workspace.ID, m.messageID)
+	}
+	if m.input >= 0 {
+		req.Input = t.Raw(m.input) // on the tape: typed input is validated there
+	}
+	return req
+}
+
+// isJobAction reports whether an error result of the action is a failed
+// task: the agent's start action, its job.sync and job.stop. (Declared
+// scopes do not tell: an action's scope defaults to "job".)
+func (s *Server) isJobAction(slug, action string) bool {
+	a := s.bySlug[slug]
+	if a == nil {
+		return false
+	}
+	switch action {
+	case contracts.DefaultStartAction, contracts.DefaultSyncAction, a2aStopAction:
+		return true
+	}
+	return a.reg != nil && a.reg.JobPolicy.Setup != nil && action == a.reg.JobPolicy.Setup.StartAction
+}
+
+// hasAction reports whether the agent has a handler for the action.
+func (s *Server) hasAction(slug, action string) bool {
+	a := s.bySlug[slug]
+	return a != nil && a.action(action) != nil
+}
+
+// a2aSend serves message/send: the mapped action.invoke call, its result as
+// a Task or a Message, appended to dst.
+func (s *Server) a2aSend(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
+	m, rpcErr := parseMessage(t, params)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	req := s.messageRequest(r, t, &m)
+	scratch := getResponseBuffer()
+	defer putResponseBuffer(scratch)
+	var call a2aInvocation
+	raw, rpcErr := s.invoke(r, &req, t, m.input, &call, (*scratch)[:0])
+	*scratch = raw
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	if !call.read { // a replayed answer, or a result without job_state
+		jobAction := s.isJobAction(req.AgentSlug, req.Action)
+		if !m.blocking {
+			return appendAnswer(dst, &req, raw, jobAction), nil
+		}
+		v, isTask := answerView(&req, raw, jobAction)
+		if !isTask || v.state == nil {
+			return appendAnswer(dst, &req, raw, jobAction), nil
+		}
+		call.view = v
+	}
+	if m.blocking && !call.view.taskState().Final() {
+		call.view = s.awaitFinal(r, &req, m.meta, call.view)
+	}
+	return appendTask(dst, &call.view, nil), nil
+}
+
+// awaitFinal waits, up to the blocking bound, until the task view shows the
+// job terminal or input-required. It refreshes through the agent's job.sync
+// when it has one (the token must carry that scope), and reads the view in
+// the store otherwise, which results and effects on any instance update.
+func (s *Server) awaitFinal(r *http.Request, req *ActionRequest, meta a2aMeta, v jobView) jobView {
+	ctx, cancel := context.WithTimeout(r.Context(), s.a2aBlocking())
+	defer cancel()
+	key := taskKey(recordWorkspace(req), req.AgentSlug, v.id)
+	sync := s.hasAction(req.AgentSlug, contracts.DefaultSyncAction)
+	tick := time.NewTicker(a2aPollInterval)
+	defer tick.Stop()
+	for !v.taskState().Final() {
+		changed := s.tasks.watch(key)
+		if nv, found, err := s.tasks.loadKey(ctx, key); err == nil && found {
+			v = nv
+		}
+		if v.taskState().Final() {
+			s.tasks.unwatch(key, changed)
+			break
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+			if sync {
+				if nv, ok := s.a2aSync(r, meta, v); ok {
+					v = nv
+				} else {
+					sync = false // the token cannot refresh: wait for the view
+				}
+			}
+		case <-ctx.Done():
+			s.tasks.unwatch(key, changed)
+			return v
+		}
+		s.tasks.unwatch(key, changed)
+	}
+	return v
+}
+
+// a2aPollInterval is how often a waiting call refreshes a job.
+const a2aPollInterval = 500 * time.Millisecond
+
+// a2aSync refreshes the view of a job through the agent's job.sync, as the
+// same caller (the same token and metadata). ok is false when the call
+// failed; the failure is not the caller's answer.
+func (s *Server) a2aSync(r *http.Request, meta a2aMeta, v jobView) (jobView, bool) {
+	req := s.a2aRequest(r, meta, "a2a-sync-"+uuid.NewString(), contracts.DefaultSyncAction, v.id, v.mission)
+	var call a2aInvocation
+	raw, rpcErr := s.invoke(r, &req, nil, -1, &call, nil)
+	if rpcErr != nil {
+		return v, false
+	}
+	if call.read {
+		return call.view, true
+	}
+	nv, isTask := answerView(&req, raw, true)
+	if !isTask || nv.state == nil {
+		return v, false
+	}
+	return nv, true
+}
+
+// a2aAuthorize admits a tasks/* call: the scopes of action.invoke for the
+// action when the agent has it, action.invoke alone otherwise.
+func (s *Server) a2aAuthorize(r *http.Request, meta a2aMeta, action string) (*Workspace, string, *Error) {
+	slug := s.a2aAgent(meta)
+	scopes := []string{MethodActionInvoke}
+	if s.hasAction(slug, action) {
+		scopes = append(scopes, action)
+	}
+	vc, rpcErr := s.authorize(r.Context(), r, contracts.WorkspaceRef{ID: s.a2aWorkspace(r, meta)}, slug, scopes)
+	return vc, slug, rpcErr
+}
+
+// taskNotFound is the -32001 answer for a task unknown in the caller's
+// workspace (a task of another workspace included: never a leak).
+func taskNotFound(id string) *Error {
+	return newError(a2atask.CodeTaskNotFound, "Task not found", map[string]any{"id": id})
+}
+
+// a2aTask reads the view of task id in the caller's verified workspace.
+func (s *Server) a2aTask(ctx context.Context, vc *Workspace, slug, id string) (jobView, *Error) {
+	v, found, err := s.tasks.loadKey(ctx, taskKey(vc.WorkspaceID, slug, id))
+	if err != nil {
+		s.logger.ErrorContext(ctx, "a2a task view: read failed", "error", err)
+		return v, newError(CodeInternalError, "Task view unavailable", nil)
+	}
+	if !found {
+		return v, taskNotFound(id)
+	}
+	return v, nil
+}
+
+// a2aGet serves tasks/get: the job's last validated job_state, refreshed
+// through job.sync when the agent has it.
+func (s *Server) a2aGet(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
+	id, meta, rpcErr := parseTaskParams(t, params)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	vc, slug, rpcErr := s.a2aAuthorize(r, meta, contracts.DefaultSyncAction)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	v, rpcErr := s.a2aTask(r.Context(), vc, slug, id)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	if s.hasAction(slug, contracts.DefaultSyncAction) {
+		if nv, ok := s.a2aSync(r, meta, v); ok {
+			v = nv
+		}
+	}
+	return appendTask(dst, &v, nil), nil
+}
+
+// a2aCancel serves tasks/cancel: the agent's job.stop on the job.
+func (s *Server) a2aCancel(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
+	id, meta, rpcErr := parseTaskParams(t, params)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	vc, slug, rpcErr := s.a2aAuthorize(r, meta, a2aStopAction)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	v, rpcErr := s.a2aTask(r.Context(), vc, slug, id)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	if !s.hasAction(slug, a2aStopAction) {
+		return dst, notCancelable(id, "the agent has no "+a2aStopAction+" action")
+	}
+	if v.taskState().Terminal() {
+		return dst, notCancelable(id, "the task is "+string(v.taskState()))
+	}
+	req := s.a2aRequest(r, meta, "a2a-cancel-"+uuid.NewString(), a2aStopAction, v.id, v.mission)
+	var call a2aInvocation
+	raw, rpcErr := s.invoke(r, &req, nil, -1, &call, nil)
+	if rpcErr != nil {
+		return dst, rpcErr
+	}
+	if status, _ := resultStatus(raw); status == contracts.StatusError {
+		return dst, notCancelable(id, "the agent refused to stop the job")
+	}
+	if call.read {
+		v = call.view
+	} else if nv, found, err := s.tasks.loadKey(r.Context(), taskKey(vc.WorkspaceID, slug, id)); err == nil && found {
+		v = nv
+	}
+	return appendTask(dst, &v, nil), nil
+}
+
+// notCancelable is the -32002 answer of tasks/cancel.
+func notCancelable(id, why string) *Error {
+	return newError(a2atask.CodeTaskNotCancelable, "Task cannot be canceled: "+why, map[string]any{"id": id})
+}
+
+// resultStatus reads a validated v2 result's status.
+func resultStatus(raw []byte) (string, bool) {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(raw) {
+		return "", false
+	}
+	s, ok := optString(t, 0, "status")
+	return s, ok
+}
+
+// jobView is what a task is made of: a job's id, mission, status and status
+// text, whether a step awaits a person, and its last validated job_state
+// (nil for a task without one: a failed start).
+type jobView struct {
+	id, mission, status, text string
+	awaiting                  bool
+	state                     []byte
+}
+
+// taskState maps the job status to the task state (a2atask.TaskState
+// documents the table): a submitted or working job with a step awaiting a
+// person is input-required.
+func (v *jobView) taskState() a2atask.TaskState {
+	st := stateOf(v.status)
+	if v.awaiting && (st == a2atask.StateSubmitted || st == a2atask.StateWorking) {
+		return a2atask.StateInputRequired
+	}
+	return st
+}
+
+// taskStates maps the conventional job statuses (lower case).
+var taskStates = map[string]a2atask.TaskState{
+	"pending": a2atask.StateSubmitted, "queued": a2atask.StateSubmitted, "submitted": a2atask.StateSubmitted,
+	"running": a2atask.StateWorking, "active": a2atask.StateWorking, "working": a2atask.StateWorking, "in_progress": a2atask.StateWorking,
+	"awaiting": a2atask.StateInputRequired, "awaiting_input": a2atask.StateInputRequired, "input_required": a2atask.StateInputRequired,
+	"completed": a2atask.StateCompleted, "complete": a2atask.StateCompleted, "done": a2atask.StateCompleted, "succeeded": a2atask.StateCompleted,
+	"failed": a2atask.StateFailed, "error": a2atask.StateFailed,
+	"stopped": a2atask.StateCanceled, "cancelled": a2atask.StateCanceled, "canceled": a2atask.StateCanceled,
+}
+
+// stateOf maps a job status to a task state.
+func stateOf(status string) a2atask.TaskState {
+	if st, ok := taskStates[status]; ok {
+		return st
+	}
+	if st, ok := taskStates[strings.ToLower(strings.TrimSpace(status))]; ok {
+		return st
+	}
+	return a2atask.StateUnknown
+}
+
+// readJobState reads the view of the job_state at node js of t.
+func readJobState(t *wire.Tape, js int32) jobView {
+	v := jobView{state: t.Raw(js)}
+	job, ok := member(t, js, "job")
+	if !ok || !isObject(t, job) {
+		return v
+	}
+	v.id, _ = optString(t, job, "id")
+	v.mission, _ = optString(t, job, "mission_id")
+	v.status, _ = optString(t, job, "status")
+	if d, ok := member(t, job, "display"); ok && isObject(t, d) {
+		v.text, _ = optString(t, d, "state_label")
+	}
+	cases, ok := member(t, js, "cases")
+	if !ok || t.Nodes[cases].Kind != wire.Array {
+		return v
+	}
+	for c := cases + 1; c < t.Nodes[cases].Next && !v.awaiting; c = t.Nodes[c].Next {
+		steps, ok := member(t, c, "steps")
+		if !ok || t.Nodes[steps].Kind != wire.Array {
+			continue
+		}
+		for st := steps + 1; st < t.Nodes[steps].Next; st = t.Nodes[st].Next {
+			if status, _ := optString(t, st, "status"); status == "awaiting" {
+				if _, ok := member(t, st, "awaiting"); ok {
+					v.awaiting = true
+					break
+				}
+			}
+		}
+	}
+	return v
+}
+
+// answerView reads the task a validated v2 result makes: its job_state's
+// view, or for an error result of a job action the failed task (state nil).
+// isTask is false when the result is answered with a Message.
+func answerView(req *ActionRequest, raw []byte, jobAction bool) (jobView, bool) {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(raw) || !isObject(t, 0) {
+		return jobView{}, false
+	}
+	if js, ok := member(t, 0, "job_state"); ok && isObject(t, js) {
+		v := readJobState(t, js)
+		v.state = bytes.Clone(v.state) // t goes back to its pool
+		return v, true
+	}
+	if status, _ := optString(t, 0, "status"); jobAction && status == contracts.StatusError {
+		return jobView{id: req.JobID, mission: req.MissionID, status: "failed"}, true
+	}
+	return jobView{}, false
+}
+
+// appendAnswer appends the A2A answer to a validated v2 result: a Task when
+// it carries a job_state, a failed Task for an error result of a job action
+// (the error's code and message in the status message's data part), else an
+// agent Message whose data part holds the result.
+func appendAnswer(dst []byte, req *ActionRequest, raw []byte, jobAction bool) []byte {
+	t := wire.Get()
+	defer wire.Put(t)
+	if t.Parse(raw) && isObject(t, 0) {
+		if js, ok := member(t, 0, "job_state"); ok && isObject(t, js) {
+			v := readJobState(t, js)
+			return appendTask(dst, &v, nil)
+		}
+		if status, _ := optString(t, 0, "status"); jobAction && status == contracts.StatusError {
+			v := jobView{id: req.JobID, mission: req.MissionID, status: "failed"}
+			return appendTask(dst, &v, firstError(t))
+		}
+	}
+	dst = append(dst, `{"kind":"message","role":"agent","messageId":`...)
+	dst = encode.AppendString(dst, "a2a-reply-"+req.RequestID, false)
+	dst = append(dst, `,"contextId":`...)
+	dst = encode.AppendString(dst, req.MissionID, false)
+	dst = append(dst, `,"parts":[{"kind":"data","data":`...)
+	dst = append(dst, raw...)
+	return append(dst, `}]}`...)
+}
+
+// firstError is {"code":…,"message":…} of the first error of the result on
+// t, for the data part of a failed task.
+func firstError(t *wire.Tape) []byte {
+	out := []byte(`{"code":`)
+	code, msg := "error", ""
+	if errs, ok := member(t, 0, "errors"); ok && t.Nodes[errs].Kind == wire.Array && t.Nodes[errs].N > 0 && isObject(t, errs+1) {
+		if c, _ := optString(t, errs+1, "code"); c != "" {
+			code = c
+		}
+		msg, _ = optString(t, errs+1, "message")
+	}
+	out = encode.AppendString(out, code, false)
+	out = append(out, `,"message":`...)
+	out = encode.AppendString(out, msg, false)
+	return append(out, '}')
+}
+
+// appendTask appends the Task of v: the state, a status message with the
+// status text (or with failure, a data part, for a failed task), the
+// job_state artifact and an empty history. Nothing in it depends on the
+// time: the same view is the same bytes.
+func appendTask(dst []byte, v *jobView, failure []byte) []byte {
+	state := v.taskState()
+	dst = append(dst, `{"kind":"task","id":`...)
+	dst = encode.AppendString(dst, v.id, false)
+	dst = append(dst, `,"contextId":`...)
+	dst = encode.AppendString(dst, v.mission, false)
+	dst = appendStatus(dst, v, state, failure)
+	if v.state != nil {
+		dst = append(dst, `,"artifacts":[`...)
+		dst = appendArtifact(dst, v.state)
+		dst = append(dst, ']')
+	}
+	return append(dst, `,"history":[]}`...)
+}
+
+// appendStatus appends ,"status":{…} of a task.
+func appendStatus(dst []byte, v *jobView, state a2atask.TaskState, failure []byte) []byte {
+	dst = append(dst, `,"status":{"state":`...)
+	dst = encode.AppendString(dst, string(state), false)
+	if v.text != "" || failure != nil {
+		dst = append(dst, `,"message":{"kind":"message","role":"agent","messageId":`...)
+		dst = encode.AppendString(dst, "a2a-status-"+v.id+"-"+string(state), false)
+		dst = append(dst, `,"taskId":`...)
+		dst = encode.AppendString(dst, v.id, false)
+		dst = append(dst, `,"contextId":`...)
+		dst = encode.AppendString(dst, v.mission, false)
+		if failure != nil {
+			dst = append(dst, `,"parts":[{"kind":"data","data":`...)
+			dst = append(dst, failure...)
+			dst = append(dst, `}]}`...)
+		} else {
+			dst = append(dst, `,"parts":[{"kind":"text","text":`...)
+			dst = encode.AppendString(dst, v.text, false)
+			dst = append(dst, `}]}`...)
+		}
+	}
+	return append(dst, '}')
+}
+
+// appendArtifact appends the job_state artifact holding state.
+func appendArtifact(dst, state []byte) []byte {
+	dst = append(dst, `{"artifactId":"`+a2atask.ArtifactJobState+`","name":"`+a2atask.ArtifactJobState+`","parts":[{"kind":"data","data":`...)
+	dst = append(dst, state...)
+	return append(dst, `}]}`...)
+}
+
+// a2aBlocking is the bound of a blocking message/send (HTTPSettings.A2ABlocking).
+func (s *Server) a2aBlocking() time.Duration {
+	if d := s.cfg.http.A2ABlocking; d > 0 {
+		return d
+	}
+	return a2atask.DefaultBlockingTimeout
+}
+
+// methodNotFound answers a method POST /a2a does not serve: -32003 for the
+// A2A push notification methods, -32601 for any other.
+func methodNotFound(method string) *Error {
+	if strings.HasPrefix(method, a2atask.MethodPushConfigPrefix) {
+		return newError(a2atask.CodePushNotificationNotSupported, "Push Notification is not supported", nil)
+	}
+	return newError(contracts.CodeMethodNotFound, "Method not found: "+method, nil)
+}

@@ -1,0 +1,211 @@
+package supervaizer
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/supervaize/supervaizer-go/internal/encode"
+	"github.com/supervaize/supervaizer-go/internal/wire"
+	"github.com/supervaize/supervaizer-go/store"
+)
+
+// The task view: the last validated job_state of every job per workspace,
+// kept in the configured store so that tasks/get answers after a restart and
+// on any instance sharing the store. It is updated by invoke (dispatch.go)
+// from every result the handler produced (a replayed answer never brings an
+// older state back): a result's job_state replaces the job's record; without
+// one, an effect naming a job_id and a status updates the status of a job
+// already in the view.
+//
+// Record key layout: (taskNamespace, workspace, agent, job id), the
+// workspace and the job id written as idempotency records write theirs
+// (idemKeyPart: literal, or hashed when long), so one workspace never reads
+// another's task. Value: {"status":…,"text":…,"job_state":…}.
+const taskNamespace = "a2a.task.ws"
+
+// maxViewRetries bounds the compare-and-swap retries of one update.
+const maxViewRetries = 8
+
+func taskKey(workspaceID, slug, jobID string) string {
+	return store.Key(taskNamespace, idemKeyPart(workspaceID), slug, idemKeyPart(jobID))
+}
+
+type taskView struct {
+	store  store.Store
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	watches map[string]map[chan struct{}]struct{}
+}
+
+func newTaskView(st store.Store, logger *slog.Logger) *taskView {
+	return &taskView{store: st, logger: logger, watches: map[string]map[chan struct{}]struct{}{}}
+}
+
+var (
+	keyJobState = []byte(`"job_state"`)
+	keyJobID    = []byte(`"job_id"`)
+)
+
+// observe updates the view from the validated result raw of req. For an A2A
+// call it hands the job_state's view to call, so that the answer is built
+// without reading raw again (its state is a view of raw).
+func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte, call *a2aInvocation) {
+	hasState := bytes.Contains(raw, keyJobState)
+	if !hasState && !bytes.Contains(raw, keyJobID) {
+		return // nothing about a job: no parse
+	}
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(raw) || !isObject(t, 0) {
+		return
+	}
+	ws := recordWorkspace(req)
+	if js, ok := member(t, 0, "job_state"); ok && isObject(t, js) {
+		v := readJobState(t, js)
+		if call != nil {
+			call.view, call.read = v, true
+		}
+		if v.id != "" {
+			tv.put(ctx, taskKey(ws, req.AgentSlug, v.id), func([]byte, bool) ([]byte, bool) {
+				return encodeRecord(v.status, v.text, v.state), true
+			})
+		}
+		return
+	}
+	effects, ok := member(t, 0, "effects")
+	if !ok || t.Nodes[effects].Kind != wire.Array {
+		return
+	}
+	for e := effects + 1; e < t.Nodes[effects].Next; e = t.Nodes[e].Next {
+		if !isObject(t, e) {
+			continue
+		}
+		job, _ := optString(t, e, "job_id")
+		status, _ := optString(t, e, "status")
+		if job == "" || status == "" {
+			continue
+		}
+		text, _ := optString(t, e, "message")
+		tv.put(ctx, taskKey(ws, req.AgentSlug, job), func(old []byte, found bool) ([]byte, bool) {
+			if !found {
+				return nil, false // only jobs already in the view
+			}
+			v, ok := decodeRecord(old)
+			if !ok {
+				return nil, false
+			}
+			return encodeRecord(status, text, v.state), true
+		})
+	}
+}
+
+// put writes the value next computes from the current one (found false:
+// none) under key, with compare-and-swap; next returns false to write
+// nothing. A value equal to the stored one is not written again.
+// Failures are logged: the view is a projection, never the call's outcome.
+func (tv *taskView) put(ctx context.Context, key string, next func(old []byte, found bool) ([]byte, bool)) {
+	for range maxViewRetries {
+		old, found, err := tv.store.Get(ctx, key)
+		if err != nil {
+			tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: read failed", slog.String("error", err.Error()))
+			return
+		}
+		val, ok := next(old, found)
+		if !ok {
+			return
+		}
+		if found && bytes.Equal(old, val) {
+			return // job.sync polls that return the same state cost no write
+		}
+		var stored bool
+		if !found {
+			_, stored, err = tv.store.PutIfAbsent(ctx, key, val)
+		} else {
+			stored, err = tv.store.CompareAndSwap(ctx, key, old, val)
+		}
+		if err != nil {
+			tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: write failed", slog.String("error", err.Error()))
+			return
+		}
+		if stored {
+			tv.mu.Lock()
+			for ch := range tv.watches[key] {
+				close(ch)
+			}
+			delete(tv.watches, key)
+			tv.mu.Unlock()
+			return
+		}
+	}
+	tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: too many concurrent updates", slog.String("key", key))
+}
+
+// watch returns a channel closed at the next write of key by this process.
+func (tv *taskView) watch(key string) chan struct{} {
+	ch := make(chan struct{})
+	tv.mu.Lock()
+	defer tv.mu.Unlock()
+	w := tv.watches[key]
+	if w == nil {
+		w = map[chan struct{}]struct{}{}
+		tv.watches[key] = w
+	}
+	w[ch] = struct{}{}
+	return ch
+}
+
+// unwatch forgets ch (a no-op once it was closed).
+func (tv *taskView) unwatch(key string, ch chan struct{}) {
+	tv.mu.Lock()
+	defer tv.mu.Unlock()
+	if w := tv.watches[key]; w != nil {
+		delete(w, ch)
+		if len(w) == 0 {
+			delete(tv.watches, key)
+		}
+	}
+}
+
+// loadKey reads the view of one job.
+func (tv *taskView) loadKey(ctx context.Context, key string) (jobView, bool, error) {
+	raw, found, err := tv.store.Get(ctx, key)
+	if err != nil || !found {
+		return jobView{}, false, err
+	}
+	v, ok := decodeRecord(raw)
+	return v, ok, nil
+}
+
+// encodeRecord is the stored value of a job's view.
+func encodeRecord(status, text string, state []byte) []byte {
+	out := make([]byte, 0, len(state)+len(status)+len(text)+48)
+	out = append(out, `{"status":`...)
+	out = encode.AppendString(out, status, false)
+	out = append(out, `,"text":`...)
+	out = encode.AppendString(out, text, false)
+	out = append(out, `,"job_state":`...)
+	out = append(out, state...)
+	return append(out, '}')
+}
+
+// decodeRecord reads a stored view: the job_state's, with the stored status
+// and text (an effect may have changed them since).
+func decodeRecord(raw []byte) (jobView, bool) {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(raw) || !isObject(t, 0) {
+		return jobView{}, false
+	}
+	js, ok := member(t, 0, "job_state")
+	if !ok || !isObject(t, js) {
+		return jobView{}, false
+	}
+	v := readJobState(t, js)
+	v.state = bytes.Clone(v.state)
+	v.status, _ = optString(t, 0, "status")
+	v.text, _ = optString(t, 0, "text")
+	return v, v.id != ""
+}
