@@ -182,7 +182,7 @@ func (s *Server) mountDataResources(r chi.Router) {
 			return withAgent(withWorkspace(ctx, ws), a), registeredResource(a, id)
 		},
 		Verify:   s.verifyDataResource,
-		ReadBody: s.readBody,
+		ReadJSON: s.readJSONBody,
 		Failed: func(ctx context.Context, agentSlug, action, requestID string, err error) {
 			s.handlerFailed(ctx, "resource", agentSlug, action, requestID, err)
 		},
@@ -210,6 +210,16 @@ func (s *Server) admitDataResource(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// readJSONBody reads the JSON body of a DataResource item: a Content-Type
+// other than JSON is answered 415, a body over the server's limit 413.
+func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"detail": "Content-Type must be application/json", "errors": nil})
+		return nil, false
+	}
+	return s.readBody(w, r)
 }
 
 // verifyDataResource verifies the workspace token of a REST call with the

@@ -561,8 +561,10 @@ func TestResourceItemChecks(t *testing.T) {
 	_, err = f.ts.Invoke(context.Background(), req)
 	assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err))
 	assert.Equal(t, http.StatusBadRequest, f.rest(t, resAlpha, http.MethodPost, "contacts", "create", "", `[1]`).Code)
-	assert.Equal(t, http.StatusUnsupportedMediaType, f.do(t, resCall{method: http.MethodPost, path: resPath("contacts", ""),
-		body: `{"email":"a@x.test"}`, contentType: "text/plain", ws: resAlpha, scopes: []string{"resource.contacts.create"}}).Code)
+	w := f.do(t, resCall{method: http.MethodPost, path: resPath("contacts", ""),
+		body: `{"email":"a@x.test"}`, contentType: "text/plain", ws: resAlpha, scopes: []string{"resource.contacts.create"}})
+	assert.Equal(t, http.StatusUnsupportedMediaType, w.Code)
+	assert.JSONEq(t, `{"detail":"Content-Type must be application/json","errors":null}`, w.Body.String())
 }
 
 func TestResourceScopeAndRequiredContext(t *testing.T) {

@@ -54,9 +54,10 @@ type Routes struct {
 	// Verify verifies the workspace token of r for the agent with the single
 	// scope; the error's message is answered with HTTP 403.
 	Verify func(ctx context.Context, r *http.Request, agentSlug, scope string) (*contracts.VerifiedWorkspaceContext, error)
-	// ReadBody reads a request body within the server's body limit; it
-	// answers itself and returns false when the body is refused.
-	ReadBody func(w http.ResponseWriter, r *http.Request) ([]byte, bool)
+	// ReadJSON reads the JSON body of an item (create, update) as the
+	// server reads its JSON bodies: Content-Type and size limit. It answers
+	// itself and returns false when the body is refused.
+	ReadJSON func(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	// Failed logs a failed (or panicking) handler of the action
 	// resource.<id>.<op> of the agent.
 	Failed func(ctx context.Context, agentSlug, action, requestID string, err error)
@@ -210,7 +211,7 @@ func (rt *Routes) run(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		item, err := b.get(ctx, rc, id)
 		return http.StatusOK, item, err
 	case OpCreate, OpUpdate:
-		body, ok := rt.readJSON(w, r)
+		body, ok := rt.ReadJSON(w, r)
 		if !ok {
 			return 0, nil, nil
 		}
@@ -236,27 +237,6 @@ func (rt *Routes) run(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		return http.StatusOK, importBody(out.effect, out.jobState), nil
 	}
 	return 0, nil, fmt.Errorf("supervaizer: unknown operation %q", c.op)
-}
-
-// readJSON reads the JSON body of an item: a Content-Type other than JSON is
-// answered 415, the body limit is the server's.
-func (rt *Routes) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
-		oe := &opError{Status: http.StatusUnsupportedMediaType, Detail: "Content-Type must be application/json"}
-		writeJSON(w, oe.Status, oe.body())
-		return nil, false
-	}
-	return rt.ReadBody(w, r)
-}
-
-// isJSONContentType accepts application/json and the application/*+json
-// media types.
-func isJSONContentType(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return false
-	}
-	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
 // panicError is a recovered handler panic, for the log.
