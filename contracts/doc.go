@@ -50,4 +50,6 @@
 // This package is the truth, not the hot path: the SDK's dispatcher validates
 // and encodes with its own compiled validator and append-style encoder, which
 // the SDK's tests hold to this package's verdicts and to encoding/json's bytes.
+// The compiled validator also serves the Go rules' own schema checks, through
+// [Validator.WithSchemaCheck].
 package contracts

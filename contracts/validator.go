@@ -161,6 +161,17 @@ func (e *ValidationError) Error() string {
 // safe for concurrent use.
 type Validator struct {
 	schemas map[Model]*jsonschema.Schema
+	sure    func(m Model, raw []byte) bool // see WithSchemaCheck; nil: the reference alone
+}
+
+// WithSchemaCheck returns a Validator that asks check, before the reference
+// validator, whether raw is a valid document of m against [Schema]. check
+// returns true only when it is sure of it; otherwise the reference decides,
+// and it alone reports problems. The SDK plugs its compiled validator in
+// here, for the sub-documents the Go rules validate (typed setup plans). v
+// itself is unchanged.
+func (v *Validator) WithSchemaCheck(check func(m Model, raw []byte) bool) *Validator {
+	return &Validator{schemas: v.schemas, sure: check}
 }
 
 var (
@@ -330,9 +341,13 @@ func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 	return val, nil
 }
 
-// validateSchema validates raw against the schema of m with the reference
-// validator and reports every problem.
+// validateSchema validates raw against the schema of m (the schema check of
+// WithSchemaCheck first, when it is sure) and reports every problem the
+// reference validator finds.
 func (v *Validator) validateSchema(m Model, raw []byte) error {
+	if v.sure != nil && v.sure(m, raw) {
+		return nil
+	}
 	s, ok := v.schemas[m]
 	if !ok {
 		return fmt.Errorf("contracts: unknown model %q", m)

@@ -205,3 +205,32 @@ func TestModelNew(t *testing.T) {
 	assert.Nil(t, contracts.Model("Nope").New())
 	assert.IsType(t, &contracts.ActionRequest{}, contracts.ModelActionRequest.New())
 }
+
+// TestWithSchemaCheck: the plugged check is asked first and can only accept;
+// the reference decides otherwise and reports the problems.
+func TestWithSchemaCheck(t *testing.T) {
+	ref := contracts.DefaultValidator()
+	invalid := []byte(`{"status":"maybe","effects":[]}`)
+	var asked []contracts.Model
+	tests := []struct {
+		name    string
+		sure    bool
+		wantErr bool
+	}{
+		{"a sure check accepts", true, false},
+		{"an unsure check leaves it to the reference", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked = nil
+			v := ref.WithSchemaCheck(func(m contracts.Model, raw []byte) bool {
+				asked = append(asked, m)
+				return tt.sure
+			})
+			err := v.Validate(contracts.ModelActionResult, invalid)
+			assert.Equal(t, tt.wantErr, err != nil, "%v", err)
+			assert.Equal(t, []contracts.Model{contracts.ModelActionResult}, asked)
+		})
+	}
+	assert.Error(t, ref.Validate(contracts.ModelActionResult, invalid), "the original Validator is unchanged")
+}

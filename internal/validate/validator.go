@@ -31,6 +31,7 @@ import (
 // faster. It is safe for concurrent use.
 type Validator struct {
 	ref   *contracts.Validator
+	rules *contracts.Validator         // ref with the compiled schemas: for the Go rules (Check)
 	fast  map[contracts.Model]*cschema // a model without one uses ref only
 	types map[contracts.Model]reflect.Type
 }
@@ -69,6 +70,9 @@ func New(ref *contracts.Validator) (*Validator, error) {
 			bindOrder(t, fs[0], map[bindKey]bool{})
 		}
 	}
+	// The Go rules validate typed sub-documents (setup plans) against the
+	// schema: with the compiled schemas first, as the documents themselves.
+	v.rules = ref.WithSchemaCheck(v.fastValid)
 	return v, nil
 }
 
@@ -194,7 +198,7 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 	// Run the Go rules on the typed value when we have it (a typed setup plan is
 	// only visible there), else on the decoded JSON.
 	if r, ok := value.(*contracts.ActionResult); ok && r != nil && m == contracts.ModelActionResult {
-		if err := v.ref.Check(m, r); err != nil {
+		if err := v.rules.Check(m, r); err != nil {
 			return dst[:start], at, err
 		}
 		return dst, at, nil
@@ -209,7 +213,7 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 			p.Elem().Set(typed)
 			typed = p.Elem()
 		}
-		if err := v.ref.Check(m, typed.Addr().Interface()); err != nil {
+		if err := v.rules.Check(m, typed.Addr().Interface()); err != nil {
 			return dst[:start], at, err
 		}
 		return dst, at, nil
@@ -233,7 +237,7 @@ func (v *Validator) decodeChecked(m contracts.Model, raw []byte) (any, error) {
 		}
 		return nil, fmt.Errorf("contracts: decode %s: %w", m, err)
 	}
-	if err := v.ref.Check(m, val); err != nil {
+	if err := v.rules.Check(m, val); err != nil {
 		return nil, err
 	}
 	return val, nil
@@ -279,7 +283,7 @@ func (v *Validator) decodeTape(m contracts.Model, t *wire.Tape, node int32, alia
 			// dst gets its value back when they fail.
 			old := *dst
 			*dst = r
-			if err := v.ref.Check(m, dst); err != nil {
+			if err := v.rules.Check(m, dst); err != nil {
 				*dst = old
 				return true, err
 			}
@@ -290,7 +294,7 @@ func (v *Validator) decodeTape(m contracts.Model, t *wire.Tape, node int32, alia
 		if t.Nodes[node].Kind == wire.Object && newRequestDecoder(t, aliasSrc).request(node, surfaceRequestFields(&r)) {
 			old := *dst
 			*dst = r
-			if err := v.ref.Check(m, dst); err != nil {
+			if err := v.rules.Check(m, dst); err != nil {
 				*dst = old
 				return true, err
 			}

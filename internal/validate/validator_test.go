@@ -60,3 +60,29 @@ func TestAppendValueAppends(t *testing.T) {
 	require.Error(t, err)
 	assert.Nil(t, raw)
 }
+
+// TestTypedPlanAgreesWithReference: the Go rules validate a typed setup plan
+// against the schema with the compiled schemas first; the verdicts and
+// problems are the reference's.
+func TestTypedPlanAgreesWithReference(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []contracts.SetupStep
+		valid bool
+	}{
+		{"valid plan", []contracts.SetupStep{{ID: "a", Title: "A"}, {ID: "b", Title: "B"}}, true},
+		{"id used twice (Go rule)", []contracts.SetupStep{{ID: "a", Title: "A"}, {ID: "a", Title: "Again"}}, false},
+		{"blank title (schema of the plan)", []contracts.SetupStep{{ID: "a", Title: " "}}, false},
+		{"unknown status (schema of the plan)", []contracts.SetupStep{{ID: "a", Title: "A", Status: "maybe"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := contracts.ActionResult{Status: contracts.StatusOK, SetupPlan: contracts.TypedPlan(contracts.SetupPlan{Steps: tt.steps})}
+			want, wantErr := contracts.DefaultValidator().ValidateValue(contracts.ModelActionResult, &res)
+			got, gotErr := validate.Default().ValidateValue(contracts.ModelActionResult, &res)
+			assert.Equal(t, wantErr, gotErr)
+			assert.Equal(t, string(want), string(got))
+			assert.Equal(t, tt.valid, gotErr == nil, "%v", gotErr)
+		})
+	}
+}
