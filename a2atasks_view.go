@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/supervaize/supervaizer-go/internal/encode"
+	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 	"github.com/supervaize/supervaizer-go/store"
 )
@@ -35,13 +36,17 @@ func taskKey(workspaceID, slug, jobID string) string {
 type taskView struct {
 	store  store.Store
 	logger *slog.Logger
+	// events carries each changed record to the A2A streams
+	// (a2atasks_stream.go); it keeps nothing for replay.
+	events *sse.Broker
 
 	mu      sync.Mutex
 	watches map[string]map[chan struct{}]struct{}
 }
 
-func newTaskView(st store.Store, logger *slog.Logger) *taskView {
-	return &taskView{store: st, logger: logger, watches: map[string]map[chan struct{}]struct{}{}}
+func newTaskView(st store.Store, logger *slog.Logger, streams sse.Options) *taskView {
+	streams.ReplaySize, streams.ReplayBytes = 1, 1 // nothing kept: a stream starts from the view
+	return &taskView{store: st, logger: logger, events: sse.NewBroker(streams), watches: map[string]map[chan struct{}]struct{}{}}
 }
 
 var (
@@ -131,6 +136,7 @@ func (tv *taskView) put(ctx context.Context, key string, next func(old []byte, f
 			return
 		}
 		if stored {
+			tv.events.Publish(key, taskEvent(key, val))
 			tv.mu.Lock()
 			for ch := range tv.watches[key] {
 				close(ch)

@@ -67,6 +67,10 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		s.writeRPCError(w, req.ID, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data))
 		return
 	}
+	if req.Method == a2atask.MethodMessageStream || req.Method == a2atask.MethodTasksResubscribe {
+		s.a2aStream(w, r, t, req) // text/event-stream (a2atasks_stream.go)
+		return
+	}
 	// The result is encoded (once) straight after the response's prefix.
 	buf := getResponseBuffer()
 	defer putResponseBuffer(buf)

@@ -193,7 +193,10 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})
 	s.idem.track = s.inflight.Add
 	s.idem.life = lifetime
-	s.tasks = newTaskView(st, s.logger)
+	s.tasks = newTaskView(st, s.logger, sse.Options{ // the A2A streams, with the limits of the event stream
+		QueueSize: cfg.sseQueue, QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout,
+		MaxStreams: cfg.http.MaxEventStreams, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
+	})
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	p, err := s.newPreview()    // the local preview (preview.go)
 	if err != nil {
@@ -418,7 +421,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if h := s.idem.holder; h != nil {
 		h.release(ctx)
 	}
-	err := s.broker.Shutdown(ctx)
+	err := errors.Join(s.broker.Shutdown(ctx), s.tasks.events.Shutdown(ctx))
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()

@@ -180,8 +180,9 @@ func (r SecurityRequirement) MarshalJSON() ([]byte, error) {
 
 // AgentCapabilities is the A2A capabilities object of a card.
 type AgentCapabilities struct {
-	// Streaming is false: message/stream is not served on /a2a (the Supervaizer
-	// event stream is the separate GET /a2a/events).
+	// Streaming is true: message/stream and tasks/resubscribe are served on
+	// /a2a as text/event-stream (package a2atask; the Supervaizer event stream
+	// is the separate GET /a2a/events).
 	Streaming bool `json:"streaming"`
 	// PushNotifications is false: push notifications are not implemented.
 	PushNotifications bool `json:"pushNotifications"`
@@ -209,6 +210,9 @@ type AgentSkill struct {
 	Description string `json:"description"`
 	// Tags is ["supervaizer", <scope>].
 	Tags []string `json:"tags"`
+	// InputModes is ["application/json"]: an A2A message calls the skill
+	// with one data part {"action": <id>, "input": {...}} (package a2atask).
+	InputModes []string `json:"inputModes,omitempty"`
 }
 
 // Developer is the legacy developer block of a card.
@@ -452,6 +456,7 @@ func NewAgentCard(in CardInput) (*AgentCard, error) {
 		Tools:          tools,
 		Authentication: Authentication{Type: "none", Description: authDescription},
 	}
+	card.Capabilities.Streaming = true // message/stream on /a2a (package a2atask)
 	if registration != nil {
 		card.Supervaizer = &SupervaizerExtension{V2: registration}
 		card.Capabilities.Extensions = []AgentExtension{{URI: ExtensionURI, Description: extensionDesc}}
@@ -609,7 +614,7 @@ func buildSkills(actions []ActionInfo) ([]AgentSkill, error) {
 		if strings.TrimSpace(desc) == "" {
 			desc = describeAction(a.ID, scope, a.Kind, a.Mutating)
 		}
-		skills = append(skills, AgentSkill{ID: a.ID, Name: name, Description: desc, Tags: []string{SkillTag, scope}})
+		skills = append(skills, AgentSkill{ID: a.ID, Name: name, Description: desc, Tags: []string{SkillTag, scope}, InputModes: []string{MediaTypeJSON}})
 	}
 	return skills, nil
 }

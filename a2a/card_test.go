@@ -138,18 +138,19 @@ func TestNewAgentCardDerivedMembers(t *testing.T) {
 	assert.Equal(t, []a2a.SecurityRequirement{{"apiKey": {}}}, card.Security)
 	assert.Equal(t, []string{"application/json"}, card.DefaultInputModes)
 	assert.Equal(t, []string{"application/json"}, card.DefaultOutputModes)
-	assert.False(t, card.Capabilities.Streaming)
+	assert.True(t, card.Capabilities.Streaming, "message/stream is served")
 	assert.False(t, card.Capabilities.PushNotifications)
 	assert.Equal(t, "Supervaize", card.Developer.Name)
+	json := []string{"application/json"}
 	assert.Equal(t, []a2a.AgentSkill{
-		{ID: "job.start", Name: "Start research", Description: "Starts a research job from a question.", Tags: []string{"supervaizer", "job"}},
+		{ID: "job.start", Name: "Start research", Description: "Starts a research job from a question.", Tags: []string{"supervaizer", "job"}, InputModes: json},
 		{ID: "resource.contacts.list", Name: "List contacts",
 			Description: `Supervaizer action "resource.contacts.list" (workspace scope, read-only), invoked with the JSON-RPC method supervaizer/action.invoke.`,
-			Tags:        []string{"supervaizer", "workspace"}},
+			Tags:        []string{"supervaizer", "workspace"}, InputModes: json},
 		{ID: "setup.goal.suggest", Name: "setup.goal.suggest",
 			Description: `Supervaizer help action "setup.goal.suggest" (mission scope, read-only), invoked with the JSON-RPC method supervaizer/action.invoke.`,
-			Tags:        []string{"supervaizer", "mission"}},
-	}, card.Skills)
+			Tags:        []string{"supervaizer", "mission"}, InputModes: json},
+	}, card.Skills, "each skill takes the JSON data part of an A2A message")
 	names := make([]string, 0, len(card.Tools))
 	for _, tool := range card.Tools {
 		names = append(names, tool.Name)

@@ -526,6 +526,11 @@ type stream struct {
 	sent    uint64           // published events written
 	dropped uint64           // events the queue dropped
 	grace   <-chan time.Time // fires at the end of the ResumeGrace of a stream resumed ahead
+	// filter, when set, makes a filtered stream (ServeStream): first is
+	// written instead of the connected event and the replay, each event is
+	// written as the frame filter makes of it, and heartbeats are comments.
+	filter StreamFunc
+	first  func() (frames []byte, end bool)
 }
 
 // run writes the stream and returns why it ended.
@@ -536,7 +541,17 @@ func (st *stream) run(ctx context.Context, backlog []*event) (reason string) {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	st.w.WriteHeader(http.StatusOK)
-	if err := st.write(connectedFrame); err != nil {
+	beat := heartbeatFrame
+	if st.filter != nil {
+		beat = commentHeartbeat
+		frames, end := st.first()
+		if err := st.write(frames); err != nil {
+			return failReason(err)
+		}
+		if end {
+			return "final"
+		}
+	} else if err := st.write(connectedFrame); err != nil {
 		return failReason(err)
 	}
 	for i, e := range backlog {
@@ -561,7 +576,18 @@ func (st *stream) run(ctx context.Context, backlog []*event) (reason string) {
 			if e == nil {
 				break
 			}
-			if err := st.writeEvent(e); err != nil {
+			if st.filter != nil {
+				frame, end := st.filter(e.data)
+				if frame != nil {
+					if err := st.write(frame); err != nil {
+						return failReason(err)
+					}
+					st.sent++
+				}
+				if end {
+					return "final"
+				}
+			} else if err := st.writeEvent(e); err != nil {
 				return failReason(err)
 			}
 			heartbeat.Reset(st.b.heartbeat)
@@ -581,7 +607,7 @@ func (st *stream) run(ctx context.Context, backlog []*event) (reason string) {
 			st.grace = nil
 			st.b.releaseHeld(st.sub)
 		case <-heartbeat.C:
-			if err := st.write(heartbeatFrame); err != nil {
+			if err := st.write(beat); err != nil {
 				return failReason(err)
 			}
 			heartbeat.Reset(st.b.heartbeat)
