@@ -55,6 +55,14 @@ type AgentSpec struct {
 	// action ids are appended to the registration when missing, and their
 	// handlers are registered by the SDK.
 	Methods *AgentMethods
+
+	// StudioAgentID is the id Studio gave the agent, which workspace tokens
+	// carry. A controller attached to Studio learns it from the registration
+	// handshake (a different id there is an error); a standalone controller
+	// verifying workspace tokens must be given it, here or, for a controller
+	// serving a single agent, by SUPERVAIZER_STUDIO_AGENT_ID, else
+	// [Server.Start] refuses to start.
+	StudioAgentID string
 }
 
 // Agent is one business agent served by a controller. Build it with [NewAgent],
@@ -104,6 +112,7 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 		actions:    map[string]ActionHandler{},
 		surfaces:   map[string]SurfaceHandler{},
 		sdkActions: map[string]bool{},
+		studioID:   strings.TrimSpace(spec.StudioAgentID),
 	}
 	if a.slug == "" {
 		return nil, fmt.Errorf("supervaizer: agent name %q derives an empty slug: the slug is made of "+

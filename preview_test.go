@@ -62,7 +62,9 @@ func previewAgent(t *testing.T, calls *atomic.Int64, seen chan<- previewCall) *s
 
 func previewServer(t *testing.T, a *sv.Agent, opts ...sv.Option) *httptest.Server {
 	t.Helper()
-	all := append([]sv.Option{sv.WithEnv(emptyEnv), sv.WithAPIKey(previewKey, sv.ScopeWrite)}, opts...)
+	// The Studio agent id a standalone controller verifying tokens is given.
+	env := envOf(map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": svtest.DefaultStudioAgentID(a.Slug())})
+	all := append([]sv.Option{sv.WithEnv(env), sv.WithAPIKey(previewKey, sv.ScopeWrite)}, opts...)
 	srv, err := sv.NewServer([]*sv.Agent{a}, all...)
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(t.Context()))

@@ -182,6 +182,9 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if err := s.resolveAuthorization(); err != nil {
 		return nil, err
 	}
+	if err := s.resolveStudioAgentIDs(); err != nil { // startup.go
+		return nil, err
+	}
 	s.broker = sse.NewBroker(sse.Options{
 		QueueSize:  cfg.sseQueue, // and the stream limits of WithHTTPSettings (serve.go):
 		QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout, MaxStreams: cfg.http.MaxEventStreams,

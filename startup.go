@@ -3,6 +3,7 @@ package supervaizer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -56,12 +57,55 @@ var errIncompleteLocalAuth = errors.New("supervaizer: local mode (SUPERVAIZER_LO
 	"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED=true, SUPERVAIZER_WORKSPACE_AUTH_ISSUER and SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY " +
 	"or SUPERVAIZER_WORKSPACE_AUTH_JWKS_URL to verify them")
 
-// checkCanAuthorize refuses a configuration under which the built-in verifier
-// can never accept a token and the local-mode bypass does not apply. A custom
-// [WorkspaceVerifier] is trusted to decide for itself.
-func (s *Server) checkCanAuthorize() error {
-	if s.cfg.verifier != nil || s.startup.auth.Enabled || s.localAuth {
+// envStudioAgentID names the variable holding the Studio agent id of the single
+// agent of a standalone controller (see [AgentSpec].StudioAgentID).
+const envStudioAgentID = "SUPERVAIZER_STUDIO_AGENT_ID"
+
+// resolveStudioAgentIDs links the single agent to SUPERVAIZER_STUDIO_AGENT_ID
+// when it is set; the variable cannot name the ids of several agents.
+func (s *Server) resolveStudioAgentIDs() error {
+	id := strings.TrimSpace(s.cfg.getenv(envStudioAgentID))
+	if id == "" {
 		return nil
+	}
+	if len(s.agents) > 1 {
+		return fmt.Errorf("supervaizer: %s holds the Studio agent id of a single agent, but this controller serves %d agents: "+
+			"unset it and set AgentSpec.StudioAgentID of each agent", envStudioAgentID, len(s.agents))
+	}
+	if err := s.agents[0].linkStudioAgent(id); err != nil {
+		return fmt.Errorf("supervaizer: %s: %w", envStudioAgentID, err)
+	}
+	return nil
+}
+
+// checkCanAuthorize refuses a configuration under which the built-in verifier
+// can never accept a token and the local-mode bypass does not apply: no
+// verification at all, or verification on a controller not attached to Studio
+// whose agents have no Studio agent id (every token names one; spec item 70).
+// A custom [WorkspaceVerifier] is trusted to decide for itself.
+func (s *Server) checkCanAuthorize() error {
+	if s.cfg.verifier != nil || s.localAuth {
+		return nil
+	}
+	if s.startup.auth.Enabled {
+		if s.cfg.studioAttached {
+			return nil // the registration handshake gives the ids
+		}
+		var missing []string
+		for _, a := range s.agents {
+			if _, ok := a.StudioAgentID(); !ok {
+				missing = append(missing, a.slug)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		return fmt.Errorf("supervaizer: this configuration can never authorize a call to agent %s: "+
+			"workspace tokens are verified and carry the Studio agent id, which a controller not attached to Studio must be given. "+
+			"Set %s to the agent's Studio agent id (a single agent) or AgentSpec.StudioAgentID of each agent; "+
+			"or attach the controller to Studio with SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID "+
+			"(its registration handshake gives the ids); see docs/deploying.md",
+			strings.Join(missing, ", "), envStudioAgentID)
 	}
 	if s.cfg.localMode {
 		return errIncompleteLocalAuth

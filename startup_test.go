@@ -29,6 +29,7 @@ func startupLogs(t *testing.T, opts ...supervaizer.Option) (*supervaizer.Server,
 
 func TestStartupExplainsItself(t *testing.T) {
 	const envKey = "env-controller-key-0123456789"
+	studioAgentID := svtest.DefaultStudioAgentID("research-agent")
 	for _, tc := range []struct {
 		name     string
 		env      map[string]string
@@ -36,7 +37,7 @@ func TestStartupExplainsItself(t *testing.T) {
 		mode     supervaizer.Mode
 		want     []string // substrings of the log
 		wantNot  []string
-		wantFail string // substring of Start's error
+		wantFail []string // substrings of Start's error
 	}{{
 		name:    "local mode prints the development key and says tokens are not verified",
 		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
@@ -45,14 +46,14 @@ func TestStartupExplainsItself(t *testing.T) {
 		wantNot: []string{"SUPERVAIZER_PUBLIC_URL", "mode=attached"},
 	}, {
 		name:    "local mode with verified tokens does not claim a bypass",
-		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
+		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZER_STUDIO_AGENT_ID": studioAgentID},
 		opts:    []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
 		mode:    supervaizer.ModeLocal,
 		want:    []string{`mode=local`, `workspace tokens are verified`, `issuer=` + testIssuer, `key_source=SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY`},
 		wantNot: []string{"not verified", "bypass", "BYPASS"},
 	}, {
 		name: "standalone is not called attached",
-		env:  map[string]string{"SUPERVAIZER_API_KEY": envKey},
+		env:  map[string]string{"SUPERVAIZER_API_KEY": envKey, "SUPERVAIZER_STUDIO_AGENT_ID": studioAgentID},
 		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
 		mode: supervaizer.ModeStandalone,
 		want: []string{`mode=standalone`, `api_key_fingerprint=` + studio.KeyFingerprint(envKey), `source=SUPERVAIZER_API_KEY`,
@@ -61,32 +62,48 @@ func TestStartupExplainsItself(t *testing.T) {
 		wantNot: []string{envKey, "attached to Studio\"", "not verified", "local preview"},
 	}, {
 		name: "a generated key is never printed and the fix is named",
+		env:  map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": studioAgentID},
 		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
 		mode: supervaizer.ModeStandalone,
 		want: []string{`source=generated`, `fix="set SUPERVAIZER_API_KEY"`},
 	}, {
 		name: "an option key is reported as such",
+		env:  map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": studioAgentID},
 		opts: []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t))), supervaizer.WithAPIKey(envKey, supervaizer.ScopeWrite)},
 		mode: supervaizer.ModeStandalone,
 		want: []string{`source=WithAPIKey`}, wantNot: []string{envKey},
 	}, {
 		name:     "nothing configured is refused",
 		mode:     supervaizer.ModeStandalone,
-		wantFail: "can never authorize a call",
+		wantFail: []string{"can never authorize a call", "SUPERVAIZER_LOCAL_MODE", "SUPERVAIZER_WORKSPACE_AUTH_"},
 	}, {
 		name:     "local mode with incomplete token settings is refused",
 		env:      map[string]string{"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZER_WORKSPACE_AUTH_ISSUER": "https://studio.example"},
 		mode:     supervaizer.ModeLocal,
-		wantFail: "SUPERVAIZER_WORKSPACE_AUTH_REQUIRED",
+		wantFail: []string{"SUPERVAIZER_WORKSPACE_AUTH_REQUIRED", "SUPERVAIZER_LOCAL_MODE", "SUPERVAIZER_WORKSPACE_AUTH_"},
+	}, {
+		// Spec item 70: tokens name the Studio agent id, which only the
+		// handshake or the configuration gives.
+		name:     "standalone verifying tokens without the Studio agent id is refused",
+		env:      map[string]string{"SUPERVAIZER_API_KEY": envKey},
+		opts:     []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
+		mode:     supervaizer.ModeStandalone,
+		wantFail: []string{"can never authorize a call to agent research-agent", "SUPERVAIZER_STUDIO_AGENT_ID", "AgentSpec.StudioAgentID", "SUPERVAIZE_API_URL", "SUPERVAIZE_API_KEY", "SUPERVAIZE_WORKSPACE_ID"},
+	}, {
+		name:     "local mode verifying tokens without the Studio agent id is refused",
+		env:      map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
+		opts:     []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t)))},
+		mode:     supervaizer.ModeLocal,
+		wantFail: []string{"SUPERVAIZER_STUDIO_AGENT_ID", "SUPERVAIZE_API_URL"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err, logs := startupLogs(t, append([]supervaizer.Option{supervaizer.WithEnv(envOf(tc.env))}, tc.opts...)...)
 			assert.Equal(t, tc.mode, srv.Mode())
-			if tc.wantFail != "" {
+			if len(tc.wantFail) > 0 {
 				require.Error(t, err)
-				assert.Contains(t, err.Error(), tc.wantFail)
-				assert.Contains(t, err.Error(), "SUPERVAIZER_LOCAL_MODE")
-				assert.Contains(t, err.Error(), "SUPERVAIZER_WORKSPACE_AUTH_")
+				for _, w := range tc.wantFail {
+					assert.Contains(t, err.Error(), w)
+				}
 				assert.NotContains(t, logs, "controller ready")
 				return
 			}
@@ -148,4 +165,93 @@ func TestStartupLogsToDefaultLogger(t *testing.T) {
 	require.NoError(t, srv.Start(context.Background()))
 	assert.Contains(t, logs.String(), "controller ready")
 	assert.Contains(t, logs.String(), "api_key=local-dev")
+}
+
+// TestStandaloneStudioAgentID: a standalone controller verifying workspace
+// tokens takes the Studio agent id of its agents from AgentSpec.StudioAgentID
+// or, for a single agent, SUPERVAIZER_STUDIO_AGENT_ID (spec item 70).
+func TestStandaloneStudioAgentID(t *testing.T) {
+	agent := func(t *testing.T, name, studioID string) *supervaizer.Agent {
+		a, err := supervaizer.NewAgent(supervaizer.AgentSpec{
+			Name: name, Version: testAgentVersion, Registration: testRegistrationSpec(strings.ToLower(strings.ReplaceAll(name, " ", "-"))),
+			StudioAgentID: studioID,
+		})
+		require.NoError(t, err)
+		return a
+	}
+	for _, tc := range []struct {
+		name       string
+		agents     func(t *testing.T) []*supervaizer.Agent
+		env        map[string]string
+		wantIDs    []string // each agent's Studio agent id after Start
+		newFails   []string // substrings of NewServer's error
+		startFails []string // substrings of Start's error
+	}{{
+		name:    "the variable, one agent",
+		agents:  func(t *testing.T) []*supervaizer.Agent { return []*supervaizer.Agent{agent(t, "Research Agent", "")} },
+		env:     map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": " ag-1 "},
+		wantIDs: []string{"ag-1"},
+	}, {
+		name: "the spec field, each agent",
+		agents: func(t *testing.T) []*supervaizer.Agent {
+			return []*supervaizer.Agent{agent(t, "Research Agent", "ag-1"), agent(t, "Other Agent", "ag-2")}
+		},
+		wantIDs: []string{"ag-1", "ag-2"},
+	}, {
+		name: "the variable agreeing with the spec field",
+		agents: func(t *testing.T) []*supervaizer.Agent {
+			return []*supervaizer.Agent{agent(t, "Research Agent", "ag-1")}
+		},
+		env:     map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": "ag-1"},
+		wantIDs: []string{"ag-1"},
+	}, {
+		name: "the variable with several agents",
+		agents: func(t *testing.T) []*supervaizer.Agent {
+			return []*supervaizer.Agent{agent(t, "Research Agent", ""), agent(t, "Other Agent", "")}
+		},
+		env:      map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": "ag-1"},
+		newFails: []string{"SUPERVAIZER_STUDIO_AGENT_ID", "serves 2 agents", "AgentSpec.StudioAgentID"},
+	}, {
+		name: "the variable contradicting the spec field",
+		agents: func(t *testing.T) []*supervaizer.Agent {
+			return []*supervaizer.Agent{agent(t, "Research Agent", "ag-1")}
+		},
+		env:      map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": "ag-9"},
+		newFails: []string{"SUPERVAIZER_STUDIO_AGENT_ID", "agent id mismatch"},
+	}, {
+		name: "one agent of two without an id",
+		agents: func(t *testing.T) []*supervaizer.Agent {
+			return []*supervaizer.Agent{agent(t, "Research Agent", "ag-1"), agent(t, "Other Agent", "")}
+		},
+		startFails: []string{"can never authorize a call to agent other-agent", "SUPERVAIZER_STUDIO_AGENT_ID"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			agents := tc.agents(t)
+			srv, err := supervaizer.NewServer(agents, supervaizer.WithEnv(envOf(tc.env)),
+				supervaizer.WithWorkspaceAuth(testWorkspaceAuth(svtest.NewFakeStudio(t))), supervaizer.WithLogger(slog.New(slog.DiscardHandler)))
+			if len(tc.newFails) > 0 {
+				require.Error(t, err)
+				for _, w := range tc.newFails {
+					assert.Contains(t, err.Error(), w)
+				}
+				return
+			}
+			require.NoError(t, err)
+			err = srv.Start(t.Context())
+			if len(tc.startFails) > 0 {
+				require.Error(t, err)
+				for _, w := range tc.startFails {
+					assert.Contains(t, err.Error(), w)
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, supervaizer.ModeStandalone, srv.Mode())
+			for i, a := range agents {
+				id, ok := a.StudioAgentID()
+				assert.True(t, ok)
+				assert.Equal(t, tc.wantIDs[i], id)
+			}
+		})
+	}
 }

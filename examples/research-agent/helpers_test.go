@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	sdkstudio "github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -55,21 +57,40 @@ func newHarness(t *testing.T) *harness {
 	return startHarness(t, studio, studioEnv(studio, t.TempDir()))
 }
 
-// startHarness starts the agent with env; every cleanup runs in the order
-// main uses: the SDK server, the HTTP server, then the store.
+// startHarness starts the agent with env, attached to a fake Studio API of
+// studio (unless env attaches it already) and started as main starts it
+// (app.Start: registration, handshake, then the resumed deliveries), so the
+// app's own server, with its checkpoint setup, is the one linked; every
+// cleanup runs in the order main uses: the SDK server, the HTTP server, then
+// the store.
 func startHarness(t testing.TB, studio *svtest.FakeStudio, env map[string]string) *harness {
 	t.Helper()
+	var handler http.Handler // the app's, set before any request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	if env[sdkstudio.EnvAPIURL] == "" {
+		env = maps.Clone(env)
+		maps.Copy(env, svtest.NewFakeStudioAPI(t, studio).Env()) // SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID
+		env["SUPERVAIZER_PUBLIC_URL"] = srv.URL                  // where the cards send callers
+		env["SUPERVAIZER_PRIVATE_KEY"] = svtest.ControllerKeyPEM(t)
+	}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		srv.Close()
+	}
 	require.NoError(t, err)
 	a, err := newApp(cfg)
+	if err != nil {
+		srv.Close()
+	}
 	require.NoError(t, err)
-	// Studio's registration handshake links the agent to its Studio id; the
-	// fake Studio does the same.
-	studio.Link(a.agent, "")
-	require.NoError(t, a.resumeDeliveries(a.bg)) // after the (fake) handshake, as Start does
-	h := &harness{t: t, app: a, studio: studio, srv: httptest.NewServer(a.Handler()), dbPath: cfg.DBPath}
+	handler = a.Handler()
+	h := &harness{t: t, app: a, studio: studio, srv: srv, dbPath: cfg.DBPath}
 	h.client = &client{t: t, base: h.srv.URL, studio: studio}
 	t.Cleanup(func() { h.stop() })
+	require.NoError(t, a.Start(t.Context()))
+	id, linked := a.agent.StudioAgentID()
+	require.True(t, linked, "linked by the registration handshake")
+	require.Equal(t, studio.StudioAgentID(agentSlug), id)
 	return h
 }
 
