@@ -22,6 +22,10 @@ SLUG_PYTHON ?= /usr/bin/python3
 # whose browser tests make test lists as not run, make browser-test runs).
 # ./... stops at a nested module, so each is tested from its own directory.
 MODULES := . store/postgres examples/research-agent e2e/preview
+# staticcheck, a pinned version run through the Go module proxy (go run
+# pkg@version), so that it never enters the go.mod of any module.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 # The A2A JavaScript SDK check: its package.json pins @a2a-js/sdk, and
@@ -33,7 +37,7 @@ A2A_JS_DIR = conformance/a2a-js
 help: ## List targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "%-16s %s\n",$$1,$$2}'
 
-test: lint ## Vet, gofmt, unit and end-to-end tests of every module with the race detector, every benchmark run once; lists the tests that did not run
+test: lint ## Vet, staticcheck, gofmt, unit and end-to-end tests of every module with the race detector, every benchmark run once; lists the tests that did not run
 	@for m in $(MODULES); do \
 	  echo "== go test -race ./... in $$m"; \
 	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/testreport || exit 1; \
@@ -47,13 +51,14 @@ test: lint ## Vet, gofmt, unit and end-to-end tests of every module with the rac
 	done
 	@echo "make test: cards checked against the A2A 0.2.6 and 0.3.0 structure; the published A2A schemas and SDK clients are checked by make conformance"
 
-lint: ## go vet (every module), gofmt, and go.mod/go.sum tidy (every module)
+lint: ## go vet and staticcheck (every module, and the conformance builds), gofmt, and go.mod/go.sum tidy (every module)
 	@for m in $(MODULES); do \
-	  echo "== go vet ./... in $$m"; (cd $$m && $(GO) vet ./...) || exit 1; \
+	  echo "== go vet ./... and staticcheck ./... in $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; \
 	done
 	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
-	cd $(EXAMPLE) && $(GO) vet -tags conformance .
+	$(STATICCHECK) -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
+	cd $(EXAMPLE) && $(GO) vet -tags conformance . && $(STATICCHECK) -tags conformance .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 
 fuzz: ## Run every fuzz target of FUZZPKGS (default ./...) for FUZZTIME (default 30s) each; stops at a failing input (written to testdata/fuzz)

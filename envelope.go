@@ -61,9 +61,6 @@ func StepAwaitingSubmitted(jobID, caseID, stepID, status string) Effect {
 	return Effect{Type: "step.awaiting.submitted", JobID: jobID, CaseID: caseID, StepID: stepID, Status: status}
 }
 
-// agentRefreshed is the agent.refreshed effect of agent.refresh.
-func agentRefreshed() Effect { return Effect{Type: "agent.refreshed"} }
-
 // WorkspaceBindingOption is one bindable agent-side record.
 type WorkspaceBindingOption struct {
 	Ref   string // the agent_workspace_ref Studio stores on the grant

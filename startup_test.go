@@ -16,15 +16,15 @@ import (
 )
 
 // startupLogs builds a server for the test agent with opts, runs Start and
-// returns its error and everything it logged.
-func startupLogs(t *testing.T, opts ...supervaizer.Option) (*supervaizer.Server, error, string) {
+// returns everything it logged and its error.
+func startupLogs(t *testing.T, opts ...supervaizer.Option) (*supervaizer.Server, string, error) {
 	t.Helper()
 	var logs proctest.Buffer
 	all := append([]supervaizer.Option{supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, opts...)
 	srv, err := supervaizer.NewServer([]*supervaizer.Agent{newTestAgent(t, "Research Agent")}, all...)
 	require.NoError(t, err)
 	err = srv.Start(context.Background())
-	return srv, err, logs.String()
+	return srv, logs.String(), err
 }
 
 func TestStartupExplainsItself(t *testing.T) {
@@ -97,7 +97,7 @@ func TestStartupExplainsItself(t *testing.T) {
 		wantFail: []string{"SUPERVAIZER_STUDIO_AGENT_ID", "SUPERVAIZE_API_URL"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err, logs := startupLogs(t, append([]supervaizer.Option{supervaizer.WithEnv(envOf(tc.env))}, tc.opts...)...)
+			srv, logs, err := startupLogs(t, append([]supervaizer.Option{supervaizer.WithEnv(envOf(tc.env))}, tc.opts...)...)
 			assert.Equal(t, tc.mode, srv.Mode())
 			if len(tc.wantFail) > 0 {
 				require.Error(t, err)
@@ -136,7 +136,7 @@ func TestStartupAttachedMode(t *testing.T) {
 }
 
 func TestStartupWarnsMissingHandlers(t *testing.T) {
-	srv, err, logs := startupLogs(t, supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"})))
+	srv, logs, err := startupLogs(t, supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"})))
 	require.NoError(t, err)
 	line := ""
 	for l := range strings.Lines(logs) {

@@ -29,7 +29,7 @@ type importOutcome struct {
 // and returns a copy the SDK keeps.
 func checkImportDocument(id string, doc *a2ui.ResourceImport) (*contracts.ResourceImportDocument, error) {
 	if doc == nil {
-		return nil, errors.New("Import is set without ImportDocument (the ResourceImport document whose columns rows are checked against)")
+		return nil, errors.New("an Import handler is set without ImportDocument (the ResourceImport document whose columns rows are checked against)")
 	}
 	if err := doc.Validate(); err != nil {
 		return nil, fmt.Errorf("ImportDocument: %w", err)

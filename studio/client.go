@@ -118,11 +118,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// empty reports whether none of the three credentials is set.
-func (c Config) empty() bool {
-	return c.APIURL == "" && c.APIKey == "" && c.WorkspaceID == ""
-}
-
 // Client is the controller's client for Supervaize Studio: controller events
 // (server.register, case events, …), the agent lookup, the context client and
 // billable consumption. Every call carries "Authorization: Api-Key <key>",

@@ -157,15 +157,6 @@ func rawItems(raw json.RawMessage) []json.RawMessage {
 	return items
 }
 
-func (r *registration) action(id string) (actionDef, bool) {
-	for _, a := range r.actions {
-		if a.ID == id {
-			return a, true
-		}
-	}
-	return actionDef{}, false
-}
-
 func (r *registration) surface(id string) (surfaceDef, bool) {
 	for _, s := range r.surfaces {
 		if s.ID == id {

@@ -92,7 +92,7 @@ func singleLine(name string) string {
 // a payload spanning several lines is sent as several data lines, which clients join back
 // with LF. data without line breaks is returned unchanged.
 func splitDataLines(data []byte) []byte {
-	if bytes.IndexAny(data, "\r\n") < 0 {
+	if !bytes.ContainsAny(data, "\r\n") {
 		return data
 	}
 	out := make([]byte, 0, len(data)+16)

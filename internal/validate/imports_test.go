@@ -3,7 +3,7 @@ package validate
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,18 +16,22 @@ import (
 // values through reflect, never through package unsafe.
 func TestNoUnsafe(t *testing.T) {
 	for _, dir := range []string{".", "../encode", "../wire", "../../contracts"} {
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ImportsOnly)
+		names, err := filepath.Glob(filepath.Join(dir, "*.go")) // whatever their build constraints
 		require.NoError(t, err, dir)
-		require.NotEmpty(t, pkgs, dir)
-		for _, pkg := range pkgs {
-			for name, f := range pkg.Files {
-				for _, imp := range f.Imports {
-					path, err := strconv.Unquote(imp.Path.Value)
-					require.NoError(t, err)
-					assert.NotEqual(t, "unsafe", path, "%s imports unsafe", name)
-				}
+		fset, parsed := token.NewFileSet(), 0
+		for _, name := range names {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+			require.NoError(t, err)
+			parsed++
+			for _, imp := range f.Imports {
+				path, err := strconv.Unquote(imp.Path.Value)
+				require.NoError(t, err)
+				assert.NotEqual(t, "unsafe", path, "%s imports unsafe", name)
 			}
 		}
+		require.NotZero(t, parsed, dir)
 	}
 }
