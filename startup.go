@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
 )
@@ -200,6 +201,53 @@ func (s *Server) logStartup(ctx context.Context) {
 		notSet("not attached to Studio: the controller does not register and sends no events", "set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID")
 	}
 	s.warnMissingHandlers()
+	s.warnMisnamedActions(ctx)
+}
+
+// protocolAction is an action id the protocol gives a role through the job
+// policy: declared without that policy, it is a plain action of that name.
+type protocolAction struct {
+	id   string
+	role func(p contracts.JobPolicy) bool // whether the policy gives id its role
+	fix  string
+}
+
+var protocolActions = []protocolAction{{
+	id:   contracts.DefaultSyncAction,
+	role: func(p contracts.JobPolicy) bool { return p.Sync != nil && p.Sync.Action == contracts.DefaultSyncAction },
+	fix:  "set RegistrationSpec.JobPolicy to &contracts.JobPolicy{Sync: &contracts.JobSyncPolicy{SupportedStatuses: …}} (job_policy.sync), or rename the action",
+}, {
+	id: contracts.DefaultPreviewAction,
+	role: func(p contracts.JobPolicy) bool {
+		return p.Setup != nil && p.Setup.PreviewAction == contracts.DefaultPreviewAction
+	},
+	fix: "set RegistrationSpec.JobPolicy to &contracts.JobPolicy{Setup: &contracts.JobSetupPolicy{}} (job_policy.setup), or rename the action",
+}, {
+	id: contracts.DefaultSubmitAction,
+	role: func(p contracts.JobPolicy) bool {
+		return p.Setup != nil && p.Setup.SubmitAction == contracts.DefaultSubmitAction
+	},
+	fix: "set RegistrationSpec.JobPolicy to &contracts.JobPolicy{Setup: &contracts.JobSetupPolicy{}} (job_policy.setup), or rename the action",
+}}
+
+// warnMisnamedActions logs, at startup, each declared action named as a
+// protocol-defined one (job.sync, job.preview, job.submit) that the job
+// policy does not make what its name says: Studio then treats it as a plain
+// action (job.sync without job_policy.sync is never called to sync a job).
+func (s *Server) warnMisnamedActions(ctx context.Context) {
+	for _, a := range s.agents {
+		if a.reg == nil {
+			continue
+		}
+		for _, d := range a.reg.Capabilities.Actions {
+			for _, pa := range protocolActions {
+				if d.ID == pa.id && !pa.role(a.reg.JobPolicy) {
+					s.logger.LogAttrs(ctx, slog.LevelWarn, "action "+pa.id+" is not what its name says: the job policy does not name it, so Studio treats it as a plain action",
+						slog.String("agent_slug", a.slug), slog.String("action", pa.id), slog.String("fix", pa.fix))
+				}
+			}
+		}
+	}
 }
 
 // logPreview says where the local preview is served (preview.go), under the

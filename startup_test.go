@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -251,6 +252,72 @@ func TestStandaloneStudioAgentID(t *testing.T) {
 				id, ok := a.StudioAgentID()
 				assert.True(t, ok)
 				assert.Equal(t, tc.wantIDs[i], id)
+			}
+		})
+	}
+}
+
+// TestStartupWarnsMisnamedProtocolActions: an action named as a
+// protocol-defined one that the job policy does not make what its name says
+// (job.sync without job_policy.sync: a plain mutating action Studio never
+// calls to sync a job) is a startup warning naming the fix (issue 29).
+func TestStartupWarnsMisnamedProtocolActions(t *testing.T) {
+	ok := func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		return supervaizer.OK(), nil
+	}
+	for _, tc := range []struct {
+		name    string
+		reg     supervaizer.RegistrationSpec
+		handled []string // actions given a handler
+		warned  []string // actions warned about
+	}{{
+		name:    "a job.sync handler without job_policy.sync",
+		handled: []string{"job.sync"},
+		warned:  []string{"job.sync"},
+	}, {
+		name:    "a job.sync handler with job_policy.sync",
+		reg:     supervaizer.RegistrationSpec{JobPolicy: &contracts.JobPolicy{Sync: &contracts.JobSyncPolicy{}}},
+		handled: []string{"job.sync"},
+	}, {
+		name:    "job.sync declared while job_policy.sync names another action",
+		reg:     supervaizer.RegistrationSpec{Actions: supervaizer.Actions("job.sync"), JobPolicy: &contracts.JobPolicy{Sync: &contracts.JobSyncPolicy{Action: "job.refresh"}}},
+		handled: []string{"job.sync", "job.refresh"},
+		warned:  []string{"job.sync"},
+	}, {
+		name:    "the setup actions without job_policy.setup",
+		handled: []string{"job.start.preview", "step.awaiting.submit", "job.start"},
+		warned:  []string{"job.start.preview", "step.awaiting.submit"},
+	}, {
+		name:    "the setup actions with job_policy.setup",
+		reg:     supervaizer.RegistrationSpec{JobPolicy: &contracts.JobPolicy{Setup: &contracts.JobSetupPolicy{}}},
+		handled: []string{"job.start.preview", "step.awaiting.submit", "job.start"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Sync Agent", Version: testAgentVersion, Registration: tc.reg})
+			require.NoError(t, err)
+			for _, id := range tc.handled {
+				a.HandleAction(id, ok)
+			}
+			var logs proctest.Buffer
+			srv, err := supervaizer.NewServer([]*supervaizer.Agent{a}, supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"})),
+				supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			require.NoError(t, err)
+			require.NoError(t, srv.Start(t.Context()))
+			var lines []string
+			for l := range strings.Lines(logs.String()) {
+				if strings.Contains(l, "is not what its name says") {
+					lines = append(lines, l)
+				}
+			}
+			require.Len(t, lines, len(tc.warned), logs.String())
+			for i, id := range tc.warned {
+				assert.Contains(t, lines[i], "level=WARN")
+				assert.Contains(t, lines[i], "action="+id)
+				assert.Contains(t, lines[i], "agent_slug=sync-agent")
+				assert.Contains(t, lines[i], "fix=\"set RegistrationSpec.JobPolicy")
+			}
+			if len(tc.warned) > 0 && tc.warned[0] == "job.sync" {
+				assert.Contains(t, lines[0], "JobSyncPolicy")
 			}
 		})
 	}
