@@ -31,6 +31,9 @@ SHELL := /bin/bash
 # The A2A JavaScript SDK check: its package.json pins @a2a-js/sdk, and
 # `npm ci` in this folder installs it (.ci/run does).
 A2A_JS_DIR = conformance/a2a-js
+# The A2A Go SDK client check: a module of its own (conformance/a2a-go/go.mod),
+# so the SDK's go.mod never requires the client.
+A2A_GO_DIR = conformance/a2a-go
 
 .DEFAULT_GOAL := help
 
@@ -78,7 +81,7 @@ fuzz: ## Run every fuzz target of FUZZPKGS (default ./...) for FUZZTIME (default
 	  done; \
 	done
 
-conformance: conformance-a2a conformance-a2a-js conformance-slug ## Checks against third-party specifications and SDKs (run by .ci/run after make test)
+conformance: conformance-a2a conformance-a2a-js conformance-a2a-go conformance-slug ## Checks against third-party specifications and SDKs (run by .ci/run after make test)
 
 conformance-a2a: ## Agent Cards against the published A2A JSON Schemas in A2A_SCHEMAS (default ../shared/schemas/a2a)
 	@test -f "$(A2A_SCHEMAS)/a2a-0.2.6.schema.json" && test -f "$(A2A_SCHEMAS)/a2a-0.3.0.schema.json" || { \
@@ -92,6 +95,9 @@ conformance-a2a-js: ## The example's Agent Card through the official A2A JavaScr
 	  echo "conformance-a2a-js: @a2a-js/sdk is not installed: run (cd $(A2A_JS_DIR) && npm ci)" >&2; exit 1; }
 	@mkdir -p .bin && $(GO) build -C $(EXAMPLE) -o $(CURDIR)/.bin/research-agent .
 	cd $(A2A_JS_DIR) && RESEARCH_AGENT_BIN="$(abspath .bin/research-agent)" node --test card.test.mjs
+
+conformance-a2a-go: ## The A2A task methods through the official A2A Go SDK client (github.com/a2aproject/a2a-go v0.3.3), a module of its own
+	cd $(A2A_GO_DIR) && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 
 conformance-slug: ## Slugs against the real python-slugify 4.0.0 (Debian python3-slugify, python3-text-unidecode; installed when missing)
 	@$(SLUG_PYTHON) -c 'import slugify, text_unidecode' 2>/dev/null || { \
