@@ -110,6 +110,12 @@ conformance-slug: ## Slugs against the real python-slugify 4.0.0 (Debian python3
 	  $(SLUG_PYTHON) internal/slug/pyref/slugref.py sweep "$$dir/sweep.json" && \
 	  SUPERVAIZER_SLUG_REFERENCE="$$dir" $(GO) test -tags conformance -count=1 -run Conformance -v ./internal/slug
 
+apicheck: ## Fail on an incompatible change of the exported API since api/supervaizer-go.apidiff that CHANGELOG.md's Unreleased section does not record under Breaking (internal/apicheck)
+	$(GO) run ./internal/apicheck
+
+apibaseline: ## Record the exported API as the baseline of make apicheck (at release time, after CHANGELOG.md gets its release section)
+	@mkdir -p api && $(GO) run ./internal/apicheck -record
+
 bench: ## Benchmarks with allocations, every module
 	@for m in $(MODULES); do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
 
@@ -136,4 +142,4 @@ loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
 loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min)
 	$(GO) run ./internal/loadcheck -backends
 
-.PHONY: help test lint fuzz bench cover run loadcheck loadcheck-backends conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug
+.PHONY: help test lint apicheck apibaseline fuzz bench cover run loadcheck loadcheck-backends conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug
