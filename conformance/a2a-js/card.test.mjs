@@ -1,7 +1,8 @@
 // Resolves the Agent Card of the running research-agent example with the
 // official A2A JavaScript SDK (@a2a-js/sdk, the version pinned in
 // package.json) and builds a client from it, with the SDK's default factory
-// and with its A2A 0.3 compatibility (legacyCompat) enabled.
+// and with its A2A 0.3 compatibility (legacyCompat) enabled; through the
+// latter it calls message/send, tasks/get and message/stream.
 //
 // Run by `make conformance-a2a-js`, which builds the example and passes its
 // path in RESEARCH_AGENT_BIN. The agent runs in local mode on a free loopback
@@ -166,13 +167,45 @@ describe('the client factory with legacyCompat', () => {
       return true;
     });
 
-    // With it the call reaches the JSON-RPC endpoint, which answers with a
-    // JSON-RPC error: message/send is not a Supervaizer method.
+    // With it the call reaches message/send, which answers -32602 naming the
+    // one data part an action call is: a text part calls no action.
     const keyed = await legacyFactory(withKey(header)).createFromUrl(base);
     await assert.rejects(keyed.sendMessage(message), (err) => {
       assert.doesNotMatch(String(err), /401/);
-      assert.match(String(err), /-32601|method not found/i);
+      assert.match(String(err), /-32602|exactly one data part/i);
       return true;
     });
+  });
+});
+
+// The A2A task methods through the legacyCompat client: message/send starts
+// a research job (a task awaiting the operator's review), tasks/get reads it,
+// message/stream follows another one to its first final state.
+describe('the A2A task methods', () => {
+  const start = (topic) => ({
+    message: {
+      messageId: randomBytes(8).toString('hex'), role: 1,
+      parts: [{ content: { $case: 'data', value: { action: 'job.start', input: { topic_id: topic } } } }],
+    },
+  });
+
+  test('message/send, tasks/get and message/stream', async () => {
+    const card = await new DefaultAgentCardResolver().resolve(base);
+    const client = await legacyFactory(withKey(card.securitySchemes.apiKey.name)).createFromUrl(base);
+    const sent = await client.sendMessage(start('ev-batteries'));
+    const task = sent.payload?.$case === 'task' ? sent.payload.value : sent;
+    assert.ok(task.id, `a task: ${JSON.stringify(sent)}`);
+    assert.equal(task.status.state, 6, 'input-required: the draft brief awaits review');
+    assert.equal(task.artifacts.length, 1);
+
+    const got = await client.getTask({ id: task.id });
+    assert.equal(got.id, task.id);
+    assert.equal(got.status.state, task.status.state);
+
+    const events = [];
+    for await (const event of client.sendMessageStream(start('solid-state'))) {
+      events.push(event.payload?.$case ?? event.kind);
+    }
+    assert.deepEqual(events, ['task'], 'a stream ends at input-required');
   });
 });
