@@ -14,7 +14,7 @@ import (
 // maxRootNames is the budget of exported names of the root package: what an
 // agent author learns. A subsystem with its own vocabulary lives in its own
 // package (studio, internal/checkpoint, resource), not here.
-const maxRootNames = 167
+const maxRootNames = 168
 
 // rootExportedNames lists the exported names of the root package's non-test
 // files: top-level funcs, methods on exported types, types, consts and vars.

@@ -64,10 +64,16 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	defer wire.Put(t)
 	req, rpcErr := jsonrpc.Decode(t, body)
 	if rpcErr != nil {
+		if s.obs != nil {
+			s.noteCode(r.Context(), req.Method, Code(rpcErr.Code))
+		}
 		s.writeRPCError(w, req.ID, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data))
 		return
 	}
 	if req.Method == a2atask.MethodMessageStream || req.Method == a2atask.MethodTasksResubscribe {
+		if s.obs != nil {
+			s.noteCode(r.Context(), req.Method, 0) // the call ends with its stream
+		}
 		s.a2aStream(w, r, t, req) // text/event-stream (a2atasks_stream.go)
 		return
 	}
@@ -89,6 +95,13 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		*buf, err = s.a2aCancel(r, t, req.ParamsNode, *buf)
 	default:
 		err = methodNotFound(req.Method)
+	}
+	if s.obs != nil {
+		var code Code
+		if err != nil {
+			code = err.code
+		}
+		s.noteCode(r.Context(), req.Method, code)
 	}
 	if err != nil {
 		s.writeRPCError(w, req.ID, err)
@@ -207,11 +220,17 @@ func (s *Server) invokeAction(r *http.Request, t *wire.Tape, params int32, dst [
 // supervaizer/action.invoke and the A2A task methods (a2atasks.go) both come
 // through here: every check applies to both, once.
 func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input int32, a2a *a2aInvocation, dst []byte) ([]byte, *Error) {
+	if s.obs != nil {
+		s.noteCall(r.Context(), "action", req.AgentSlug, req.Action, req.Workspace.ID) // observer.go
+	}
 	ctx, ws, rpcErr := s.admit(r, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, MethodActionInvoke, req.Action)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
 	req.WorkspaceAuthorization = ws // never the client's
+	if s.obs != nil && ws != nil {
+		s.noteCall(ctx, "action", req.AgentSlug, req.Action, ws.WorkspaceID)
+	}
 	if a2a != nil {
 		a2aActor(req, ws)
 	}
@@ -244,6 +263,9 @@ func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input
 			return raw, err
 		})
 		dst = append(dst, raw...)
+		if s.obs != nil && rpcErr == nil {
+			s.noteIdempotency(ctx, ran, raw) // observer.go
+		}
 	} else {
 		dst, effects, rpcErr = s.runAction(ctx, h, req, false, dst)
 		ran = rpcErr == nil
@@ -277,7 +299,15 @@ func surfaceFailed(req *SurfaceRequest) *Error {
 // effects is the result's "effects" value in dst as the validation read it
 // (nil when it did not).
 func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool, dst []byte) (_, effects []byte, _ *Error) {
-	res, err := callAction(ctx, h, req)
+	var res *ActionResult
+	var err error
+	if s.obs != nil {
+		hctx, end := s.startHandler(ctx) // observer.go
+		res, err = callAction(hctx, h, req)
+		end(err)
+	} else {
+		res, err = callAction(ctx, h, req)
+	}
 	if err != nil {
 		if e, ok := isInputError(err); ok {
 			return dst, nil, e
@@ -352,11 +382,17 @@ func (s *Server) loadSurface(r *http.Request, t *wire.Tape, params int32, dst []
 	if _, err := s.decodeParams(contracts.ModelSurfaceRequest, t, params, "surface_request", &req); err != nil {
 		return dst, requestError("Invalid Supervaizer v2 surface request", err)
 	}
+	if s.obs != nil {
+		s.noteCall(r.Context(), "surface", req.AgentSlug, req.Surface, req.Workspace.ID) // observer.go
+	}
 	ctx, ws, rpcErr := s.admit(r, isBootstrapSurface(req.Surface), req.Workspace, req.AgentSlug, MethodSurfaceLoad, req.Surface)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
 	req.WorkspaceAuthorization = ws // never the client's
+	if s.obs != nil && ws != nil {
+		s.noteCall(ctx, "surface", req.AgentSlug, req.Surface, ws.WorkspaceID)
+	}
 	a := s.bySlug[req.AgentSlug]
 	var h SurfaceHandler
 	if a != nil {
@@ -367,7 +403,15 @@ func (s *Server) loadSurface(r *http.Request, t *wire.Tape, params int32, dst []
 			map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface})
 	}
 	ctx = withCall(ctx, a, ws)
-	res, err := callSurface(ctx, h, &req)
+	var res *SurfaceResult
+	var err error
+	if s.obs != nil {
+		hctx, end := s.startHandler(ctx) // observer.go
+		res, err = callSurface(hctx, h, &req)
+		end(err)
+	} else {
+		res, err = callSurface(ctx, h, &req)
+	}
 	if err == nil && res == nil {
 		err = errors.New("handler returned no result")
 	}

@@ -203,6 +203,7 @@ type seenCall struct {
 	ctxWS     *contracts.VerifiedWorkspaceContext
 	ctxHasWS  bool
 	agentSlug string // from supervaizer.AgentFrom
+	ctx       context.Context
 }
 
 // harness is a test controller: the research agent with a handler for every
@@ -302,6 +303,7 @@ const maxBulk = 1 << 20
 
 func (h *harness) record(ctx context.Context, c seenCall) {
 	h.calls.Add(1)
+	c.ctx = ctx
 	c.ctxWS, c.ctxHasWS = supervaizer.WorkspaceFrom(ctx)
 	if a, ok := supervaizer.AgentFrom(ctx); ok {
 		c.agentSlug = a.Slug()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervaize/supervaizer-go/observe"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -49,7 +50,8 @@ type config struct {
 	addr                            string       // WithAddr (serve.go)
 	http                            HTTPSettings // WithHTTPSettings (serve.go)
 	errs                            []error
-	preview                         *bool // WithPreview (preview.go)
+	preview                         *bool            // WithPreview (preview.go)
+	observer                        observe.Observer // WithObserver (observer.go)
 
 	// Studio attachment (attach.go).
 	studio        *studio.Client

@@ -134,6 +134,11 @@ type Options struct {
 	// client that resumes ahead of it (see Shared). Default:
 	// DefaultResumeGrace.
 	ResumeGrace time.Duration
+	// Observe, when set, is called when a stream opens (change "subscribe"),
+	// when its queue drops events for a slow client ("drop", with the number
+	// dropped since the last call) and when it closes ("disconnect", with
+	// the reason it ended). Default: nothing is called.
+	Observe func(ctx context.Context, change string, dropped uint64, reason string)
 }
 
 // Broker fans published events out to Server-Sent Events streams. It implements
@@ -148,6 +153,7 @@ type Broker struct {
 	logger       *slog.Logger
 	shared       bool
 	resumeGrace  time.Duration
+	observe      func(ctx context.Context, change string, dropped uint64, reason string)
 
 	mu     sync.Mutex
 	ids    IDSource
@@ -235,6 +241,7 @@ func NewBroker(opts Options) *Broker {
 		logger:       opts.Logger,
 		shared:       opts.Shared,
 		resumeGrace:  opts.ResumeGrace,
+		observe:      opts.Observe,
 		ids:          opts.IDs,
 		replay:       ring{buf: make([]*event, opts.ReplaySize), maxBytes: opts.ReplayBytes},
 		done:         make(chan struct{}),
@@ -371,7 +378,13 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer grace.Stop()
 		st.grace = grace.C
 	}
+	if b.observe != nil {
+		b.observe(ctx, "subscribe", 0, "")
+	}
 	reason := st.run(ctx, backlog)
+	if b.observe != nil {
+		b.observe(ctx, "disconnect", 0, reason)
+	}
 	b.logger.LogAttrs(ctx, slog.LevelDebug, "sse stream closed",
 		slog.String("remote_addr", r.RemoteAddr), slog.String("reason", reason),
 		slog.Uint64("sent", st.sent), slog.Uint64("dropped", st.dropped))
@@ -570,6 +583,9 @@ func (st *stream) run(ctx context.Context, backlog []*event) (reason string) {
 				if st.dropped == 0 {
 					st.b.logger.LogAttrs(ctx, slog.LevelWarn, "sse client too slow: oldest queued events dropped",
 						slog.Uint64("dropped", dropped))
+				}
+				if st.b.observe != nil {
+					st.b.observe(ctx, "drop", dropped-st.dropped, "")
 				}
 				st.dropped = dropped
 			}
