@@ -151,7 +151,9 @@ func (s *Server) logStartup(ctx context.Context) {
 	}
 	attrs = append(attrs, slog.String("server_id", s.serverID), slog.Any("agents", slugs))
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready", attrs...)
-	s.logPreview(ctx, info.url)
+	if info.url != "" { // else logged by start once the address is known
+		s.logPreview(ctx, info.url)
+	}
 
 	// Where the state lives: one instance's own, or shared by several.
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "store and event stream",
@@ -251,7 +253,7 @@ func (s *Server) warnMisnamedActions(ctx context.Context) {
 }
 
 // logPreview says where the local preview is served (preview.go), under the
-// controller's url ("" when not known yet: the path alone).
+// controller's url: once, absolute, when the controller listens.
 func (s *Server) logPreview(ctx context.Context, url string) {
 	if s.preview != nil {
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "local preview: open it in a browser to see and use the surfaces",

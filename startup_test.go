@@ -3,8 +3,10 @@ package supervaizer_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,11 +42,13 @@ func TestStartupExplainsItself(t *testing.T) {
 		wantNot  []string
 		wantFail []string // substrings of Start's error
 	}{{
-		name:    "local mode prints the development key and says tokens are not verified",
-		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
-		mode:    supervaizer.ModeLocal,
-		want:    []string{`mode=local`, `api_key=local-dev`, `source="local-mode default"`, `workspace tokens are not verified`, `msg="local preview: open it in a browser`, `url=/_preview/`},
-		wantNot: []string{"SUPERVAIZER_PUBLIC_URL", "mode=attached"},
+		name: "local mode prints the development key and says tokens are not verified",
+		env:  map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"},
+		mode: supervaizer.ModeLocal,
+		want: []string{`mode=local`, `api_key=local-dev`, `source="local-mode default"`, `workspace tokens are not verified`},
+		// The preview's URL is logged once the address is known, absolute
+		// (TestStartupLogsThePreviewURLOnce).
+		wantNot: []string{"SUPERVAIZER_PUBLIC_URL", "mode=attached", `url=/_preview/`},
 	}, {
 		name:    "local mode with verified tokens does not claim a bypass",
 		env:     map[string]string{"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZER_STUDIO_AGENT_ID": studioAgentID},
@@ -319,6 +323,38 @@ func TestStartupWarnsMisnamedProtocolActions(t *testing.T) {
 			if len(tc.warned) > 0 && tc.warned[0] == "job.sync" {
 				assert.Contains(t, lines[0], "JobSyncPolicy")
 			}
+		})
+	}
+}
+
+// TestStartupLogsThePreviewURLOnce: the local preview's URL is logged once,
+// absolute, whether Start ran before Serve (as the example does) or Serve ran
+// it (issue 29: the example logged it twice, once relative).
+func TestStartupLogsThePreviewURLOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		startBefore bool
+	}{{"Serve runs Start", false}, {"Start before Serve", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs proctest.Buffer
+			srv, err := supervaizer.NewServer([]*supervaizer.Agent{newTestAgent(t, "Research Agent")},
+				supervaizer.WithEnv(envOf(map[string]string{"SUPERVAIZER_LOCAL_MODE": "true"})),
+				supervaizer.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			require.NoError(t, err)
+			if tc.startBefore {
+				require.NoError(t, srv.Start(t.Context()))
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ctx, ln) }()
+			want := "url=http://" + ln.Addr().String() + "/_preview/"
+			require.Eventually(t, func() bool { return strings.Contains(logs.String(), want) }, 10*time.Second, 10*time.Millisecond, logs.String())
+			cancel()
+			require.NoError(t, <-done)
+			assert.Equal(t, 1, strings.Count(logs.String(), "local preview: open it"), logs.String())
+			assert.Contains(t, logs.String(), want)
 		})
 	}
 }

@@ -192,6 +192,9 @@ func (g *schemaGen) schemaOf(t reflect.Type, r tagRules) map[string]any {
 		}
 	case reflect.Map:
 		s = map[string]any{"type": "object", "additionalProperties": g.schemaOf(t.Elem(), noRules())}
+	case reflect.Struct: // anonymous: a named struct is a $ref above
+		panic(fmt.Sprintf("contracts: no JSON Schema mapping for the anonymous struct type %s: "+
+			"declare it as a named type (type Item struct{ … }) and use that name in the field", t))
 	default:
 		panic(fmt.Sprintf("contracts: no JSON Schema mapping for Go type %s", t))
 	}

@@ -2,6 +2,7 @@ package contracts_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,4 +37,56 @@ func TestSchemaDocument(t *testing.T) {
 	s := contracts.Schema()
 	s[0] = 'x'
 	assert.Equal(t, byte('{'), contracts.Schema()[0])
+}
+
+// TestInputTypeWithoutSchemaMapping: an input type the schema cannot map is
+// an error naming the Go type; an anonymous struct's error suggests the named
+// type that fixes it (issue 29).
+func TestInputTypeWithoutSchemaMapping(t *testing.T) {
+	type named struct {
+		Name string `json:"name"`
+	}
+	type withNamed struct {
+		Item named `json:"item"`
+	}
+	type withAnonymous struct {
+		Item struct {
+			Name string `json:"name"`
+		} `json:"item"`
+	}
+	type withAnonymousSlice struct {
+		Items []struct {
+			Name string `json:"name"`
+		} `json:"items"`
+	}
+	type withChan struct {
+		C chan int `json:"c"`
+	}
+	tests := []struct {
+		name string
+		typ  reflect.Type
+		want []string // substrings of the error; none: no error
+		not  []string
+	}{
+		{"a named struct", reflect.TypeFor[withNamed](), nil, nil},
+		{"an anonymous struct", reflect.TypeFor[withAnonymous](), []string{"anonymous struct type struct { Name string", "declare it as a named type"}, nil},
+		{"a slice of anonymous structs", reflect.TypeFor[withAnonymousSlice](), []string{"anonymous struct type", "declare it as a named type"}, nil},
+		{"a channel", reflect.TypeFor[withChan](), []string{"no JSON Schema mapping for Go type chan int"}, []string{"named type"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := contracts.NewInputValidator(tt.typ)
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			for _, w := range tt.not {
+				assert.NotContains(t, err.Error(), w)
+			}
+		})
+	}
 }

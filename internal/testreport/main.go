@@ -3,11 +3,16 @@
 // that failed, and the tests that did not run (skipped), each with its reason.
 // It exits with status 1 when a test or a package failed, or when the input
 // holds no test event at all. make test pipes every module's tests through it.
+//
+// With -summary FILE it also appends the list of the tests that did not run to
+// FILE, so that make test can end with every module's list.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +21,13 @@ import (
 )
 
 func main() {
-	ok, err := report(os.Stdin, os.Stdout)
+	summary := flag.String("summary", "", "append the list of the tests that did not run to this file")
+	flag.Parse()
+	var out strings.Builder
+	ok, err := report(os.Stdin, io.MultiWriter(os.Stdout, &out))
+	if err == nil && *summary != "" {
+		err = appendSkipped(*summary, out.String())
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(2)
@@ -99,7 +110,7 @@ func report(r io.Reader, w io.Writer) (ok bool, err error) {
 		fmt.Fprintf(w, "\n--- FAIL: %s\n%s", name, strings.Join(output[k], ""))
 	}
 	if len(skipped) > 0 {
-		fmt.Fprintf(w, "\nThese tests did not run (skipped):\n")
+		fmt.Fprint(w, "\n"+skippedHeader)
 		for _, k := range skipped {
 			// A parent whose subtests were all skipped says nothing of its own.
 			if reasons[k] == "" && slices.ContainsFunc(skipped, func(o key) bool {
@@ -134,4 +145,26 @@ func skipReason(lines []string) string {
 		msg = append(msg, t)
 	}
 	return strings.Join(msg, " ")
+}
+
+// skippedHeader starts the list of the tests that did not run in a report.
+const skippedHeader = "These tests did not run (skipped):\n"
+
+// appendSkipped appends the list of the tests that did not run, if report
+// has one, to the file path.
+func appendSkipped(path, report string) error {
+	i := strings.Index(report, skippedHeader)
+	if i < 0 {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	rest := report[i+len(skippedHeader):]
+	if j := strings.Index(rest, "\n\n"); j >= 0 {
+		rest = rest[:j+1]
+	}
+	_, err = f.WriteString(rest)
+	return errors.Join(err, f.Close())
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -106,5 +108,35 @@ func TestSkipReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, skipReason(tt.lines))
+	}
+}
+
+func TestAppendSkipped(t *testing.T) {
+	const skipped = "ok  \tex/a\t0.1s\n\n" + skippedHeader + "  ex/a TestX: no browser\n"
+	tests := []struct {
+		name    string
+		reports []string
+		want    string // the file's content; "" when it must not exist
+	}{
+		{"nothing skipped", []string{"ok  \tex/a\t0.1s\n"}, ""},
+		{"one module", []string{skipped}, "  ex/a TestX: no browser\n"},
+		{"two modules accumulate", []string{skipped, "ok  \tex/b\t0.1s\n\n" + skippedHeader + "  ex/b TestY: no database\n"},
+			"  ex/a TestX: no browser\n  ex/b TestY: no database\n"},
+		{"a failure after the list is left out", []string{skipped + "\ntestreport: no test event in the input\n"}, "  ex/a TestX: no browser\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "skipped.txt")
+			for _, r := range tt.reports {
+				require.NoError(t, appendSkipped(path, r))
+			}
+			got, err := os.ReadFile(path)
+			if tt.want == "" {
+				assert.ErrorIs(t, err, os.ErrNotExist)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(got))
+		})
 	}
 }

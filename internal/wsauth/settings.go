@@ -154,7 +154,11 @@ func parsePublicKeyPEM(pemText string) (ed25519.PublicKey, error) {
 	key, err := jwt.ParseEdPublicKeyFromPEM([]byte(pemText))
 	switch {
 	case errors.Is(err, jwt.ErrKeyMustBePEMEncoded):
-		return nil, errors.New("not a PEM-encoded public key")
+		if looksLikePath(pemText) {
+			return nil, fmt.Errorf("not a PEM-encoded public key: it holds the PEM text of the key (-----BEGIN PUBLIC KEY----- …), "+
+				"not a file path, and %q looks like a path; set it to the file's content, e.g. %s=\"$(cat %s)\"", pemText, EnvPublicKey, pemText)
+		}
+		return nil, errors.New("not a PEM-encoded public key: it holds the PEM text of the key (-----BEGIN PUBLIC KEY----- …)")
 	case errors.Is(err, jwt.ErrNotEdPublicKey):
 		return nil, errors.New("not an Ed25519 public key")
 	case err != nil:
@@ -177,4 +181,27 @@ func checkJWKSURL(raw string) error {
 		return errors.New("must be an absolute http or https URL")
 	}
 	return nil
+}
+
+// looksLikePath reports whether v, which is not PEM, looks like a file path
+// (one line naming a folder or a key file) rather than key material.
+func looksLikePath(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" || strings.ContainsAny(v, "\n") || strings.Contains(v, "-----") {
+		return false
+	}
+	for _, p := range []string{"/", "./", "../", "~", `\`} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	if len(v) > 2 && v[1] == ':' && (v[2] == '\\' || v[2] == '/') { // C:\keys
+		return true
+	}
+	for _, ext := range []string{".pem", ".pub", ".key", ".crt"} {
+		if strings.HasSuffix(strings.ToLower(v), ext) {
+			return true
+		}
+	}
+	return false // base64 key material may hold a "/" too
 }

@@ -127,7 +127,11 @@ func TestSettingsValidate(t *testing.T) {
 		{name: "no key source", s: Settings{Enabled: true, Issuer: testIssuer}, want: []string{EnvPublicKey, EnvJWKSURL, EnvRequired}},
 		{name: "nothing", s: Settings{Enabled: true}, want: []string{EnvIssuer, EnvPublicKey, EnvJWKSURL}},
 		{name: "PEM garbage", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"}, want: []string{EnvPublicKey}},
-		{name: "not PEM", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: b64(mainKey.pub)}, want: []string{EnvPublicKey, "PEM"}},
+		{name: "not PEM", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: b64(mainKey.pub)}, want: []string{EnvPublicKey, "PEM", "holds the PEM text"}},
+		{name: "a file path, not the PEM text", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: "/etc/studio/ed25519.pem"},
+			want: []string{EnvPublicKey, "holds the PEM text", `"/etc/studio/ed25519.pem" looks like a path`, EnvPublicKey + `="$(cat /etc/studio/ed25519.pem)"`}},
+		{name: "a relative key file name", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: "studio.pub"}, want: []string{"holds the PEM text", "looks like a path"}},
+		{name: "a home path", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: "~/keys/studio"}, want: []string{"holds the PEM text", "looks like a path"}},
 		{name: "RSA PEM", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: pemOf("PUBLIC KEY", rsaDER)}, want: []string{EnvPublicKey, "Ed25519"}},
 		{name: "EC PEM", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: pemOf("PUBLIC KEY", ecDER)}, want: []string{EnvPublicKey, "Ed25519"}},
 		{name: "private key PEM", s: Settings{Enabled: true, Issuer: testIssuer, PublicKeyPEM: pemOf("PRIVATE KEY", privDER)}, want: []string{EnvPublicKey}},
@@ -240,4 +244,26 @@ func TestSetAudienceEmptyRestoresDefault(t *testing.T) {
 	assert.Equal(t, "supervaizer-server:other", v.ExpectedAudience())
 	v.SetAudience("")
 	assert.Equal(t, testAudience, v.ExpectedAudience())
+}
+
+func TestLooksLikePath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		v    string
+		want bool
+	}{
+		{"/etc/studio/ed25519.pem", true},
+		{"./studio.pem", true},
+		{"studio.pub", true},
+		{"~/keys/studio", true},
+		{`C:\keys\studio`, true},
+		{"MCowBQYDK2VwAyEA0123456789abcdefghijklmnopqrstuvwxyzABCD", false},
+		{"MCowBQYDK2VwAyEA01234/6789abcdefghijklmnopqrstuvwxyzAB+=", false},
+		{"keys/studio.PEM", true},
+		{"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, looksLikePath(tt.v), tt.v)
+	}
 }
