@@ -30,12 +30,17 @@ func buildExample(t *testing.T) string {
 func startExample(t *testing.T, bin, dir string) (*proctest.Process, *a2aclient.Client) {
 	t.Helper()
 	proc := proctest.Start(t, bin, []string{"SUPERVAIZER_LOCAL_MODE=true", "SUPERVAIZER_DATA_DIR=" + dir, "SUPERVAIZER_ADDR=127.0.0.1:0"})
-	base := proc.AwaitURL(t)
+	return proc, clientOf(t, proc.AwaitURL(t))
+}
+
+// clientOf is a non-blocking a2a-go client of the controller at base.
+func clientOf(t *testing.T, base string) *a2aclient.Client {
+	t.Helper()
 	c, err := a2aclient.NewFromEndpoints(t.Context(), []a2a.AgentInterface{{URL: base + "/a2a", Transport: a2a.TransportProtocolJSONRPC}},
 		a2aclient.WithJSONRPCTransport(&http.Client{Transport: apiKey{http.DefaultTransport}}),
 		a2aclient.WithConfig(a2aclient.Config{Polling: true}))
 	require.NoError(t, err)
-	return proc, c
+	return c
 }
 
 // TestExampleBinary: the official Go client against the running research
