@@ -19,9 +19,10 @@ SLUG_PYTHON ?= /usr/bin/python3
 # have a go.mod of their own so that the SDK's build never includes their
 # dependencies (store/postgres: the PostgreSQL driver; examples/research-agent,
 # which uses it when SUPERVAIZER_DATABASE_URL is set; e2e/preview: chromedp,
-# whose browser tests make test lists as not run, make browser-test runs).
+# whose browser tests make test lists as not run, make browser-test runs;
+# otel: the OpenTelemetry observer).
 # ./... stops at a nested module, so each is tested from its own directory.
-MODULES := . store/postgres examples/research-agent e2e/preview
+MODULES := . store/postgres otel examples/research-agent e2e/preview
 # staticcheck, a pinned version run through the Go module proxy (go run
 # pkg@version), so that it never enters the go.mod of any module.
 STATICCHECK_VERSION ?= v0.8.2
