@@ -5,13 +5,13 @@ go 1.26.0
 replace github.com/supervaize/supervaizer-go => ../..
 
 require (
+	github.com/chromedp/cdproto v0.0.0-20260714215040-dc233986426f
 	github.com/chromedp/chromedp v0.16.0
 	github.com/stretchr/testify v1.12.1
 	github.com/supervaize/supervaizer-go v0.0.0-00010101000000-000000000000
 )
 
 require (
-	github.com/chromedp/cdproto v0.0.0-20260714215040-dc233986426f // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260623181947-01eb4420fa68 // indirect

@@ -403,6 +403,12 @@
     return li;
   }
 
+  // setupEvents fills the live event panel from the preview's event stream.
+  // The stream is closed when the page is hidden (pagehide) and reopened when
+  // it is shown again (pageshow, from the back/forward cache): a page kept in
+  // that cache would otherwise hold its connection open, and after six of
+  // them the browser's connections to the host are used up and the next
+  // navigation stalls.
   function setupEvents() {
     const list = $('#event-list');
     const status = $('#event-status');
@@ -410,13 +416,9 @@
     let kept = [];
     try { kept = JSON.parse(sessionStorage.getItem(EVENTS_KEY) || '[]'); } catch (e) { kept = []; }
     for (const entry of kept) list.appendChild(eventItem(entry));
-    const after = sessionStorage.getItem(LAST_KEY);
-    const es = new EventSource('/_preview/events' + (after ? '?after=' + encodeURIComponent(after) : ''));
+    let es = null;
     const connected = () => { status.textContent = 'connected'; document.body.dataset.events = 'connected'; };
-    es.onopen = connected;
-    es.addEventListener('supervaizer.connected', connected);
-    es.onerror = () => { status.textContent = 'reconnecting…'; };
-    es.addEventListener('supervaizer.effect', (ev) => {
+    const onEffect = (ev) => {
       let d;
       try { d = JSON.parse(ev.data); } catch (e) { return; }
       for (const e of d.effects || []) {
@@ -430,7 +432,26 @@
         sessionStorage.setItem(EVENTS_KEY, JSON.stringify(kept));
         if (ev.lastEventId) sessionStorage.setItem(LAST_KEY, ev.lastEventId);
       } catch (e) { /* storage full or disabled: the panel still works */ }
-    });
+    };
+    const open = () => {
+      if (es) return;
+      const after = sessionStorage.getItem(LAST_KEY);
+      es = new EventSource('/_preview/events' + (after ? '?after=' + encodeURIComponent(after) : ''));
+      es.onopen = connected;
+      es.addEventListener('supervaizer.connected', connected);
+      es.onerror = () => { status.textContent = 'reconnecting…'; };
+      es.addEventListener('supervaizer.effect', onEffect);
+    };
+    const close = () => {
+      if (!es) return;
+      es.close();
+      es = null;
+      status.textContent = 'paused';
+      delete document.body.dataset.events;
+    };
+    window.addEventListener('pagehide', close);
+    window.addEventListener('pageshow', (ev) => { if (ev.persisted) open(); });
+    open();
   }
 
   $$('form.surface-form').forEach(setupForm);

@@ -1,0 +1,154 @@
+package preview
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// navigationTimeout bounds one navigation: a page kept in the back/forward
+// cache with its event stream open used to use up the browser's six
+// connections per host, and the seventh navigation hung ~55 s.
+const navigationTimeout = 15 * time.Second
+
+// consoleErrors collects the errors the pages of ctx log to the console
+// (failed loads, such as a missing favicon, included) and their exceptions.
+func consoleErrors(t *testing.T, ctx context.Context) func() []string {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		errs []string
+	)
+	add := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, s)
+	}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			add("exception: " + e.ExceptionDetails.Error())
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.APITypeError {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				add("console.error: " + strings.Join(args, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.LevelError {
+				add(fmt.Sprintf("log: %s (%s)", e.Entry.Text, e.Entry.URL))
+			}
+		}
+	})
+	require.NoError(t, chromedp.Run(ctx, cdplog.Enable()))
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), errs...)
+	}
+}
+
+// pageLinks returns every preview page the overview links to, itself first.
+func pageLinks(t *testing.T, ctx context.Context, base string) []string {
+	t.Helper()
+	var links []string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(base+"/_preview/"), ready(),
+		chromedp.Evaluate(`Array.from(new Set([location.href].concat(Array.from(document.querySelectorAll('a[href^="/_preview"]'))
+			.map(a => a.href).filter(h => !h.includes('/_preview/static/')))))`, &links),
+	))
+	require.GreaterOrEqual(t, len(links), 4, "the overview links to its pages: %v", links)
+	return links
+}
+
+// TestBrowserNavigationNoStallNoConsoleError goes through every page link ten
+// times in a row, each navigation within navigationTimeout and its event
+// stream connected (the stream of a page left is closed on pagehide), and
+// requires that no page logs an error to the console (a missing favicon did
+// on every page).
+func TestBrowserNavigationNoStallNoConsoleError(t *testing.T) {
+	ctx := newBrowser(t)
+	base := startAgent(t)
+	errs := consoleErrors(t, ctx)
+	links := pageLinks(t, ctx, base)
+	var slowest time.Duration
+	for round := range 10 {
+		for _, link := range links {
+			start := time.Now()
+			nctx, cancel := context.WithTimeout(ctx, navigationTimeout)
+			err := chromedp.Run(nctx, chromedp.Navigate(link), ready(), eventsConnected())
+			cancel()
+			require.NoError(t, err, "round %d: %s did not load with its event stream within %s", round+1, link, navigationTimeout)
+			slowest = max(slowest, time.Since(start))
+		}
+		// Back and forward too: the page comes out of the back/forward
+		// cache (no load event) and reopens its stream (pageshow).
+		prev, last := links[len(links)-2], links[len(links)-1]
+		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`history.back()`, nil)))
+		err := connectedAt(ctx, prev)
+		if err == nil {
+			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`history.forward()`, nil)))
+			err = connectedAt(ctx, last)
+		}
+		require.NoError(t, err, "round %d: back and forward", round+1)
+	}
+	t.Logf("%d navigations through %d pages; the slowest took %s", 10*len(links), len(links), slowest.Round(time.Millisecond))
+	assert.Empty(t, errs(), "console errors")
+}
+
+// TestBrowserNoHorizontalOverflowAt390 loads every page at a 390 px wide
+// viewport, a job's included, and requires that none is wider than the
+// viewport (the overview's and the jobs view's tables were 807 and 858 px).
+func TestBrowserNoHorizontalOverflowAt390(t *testing.T) {
+	ctx := newBrowser(t)
+	base := startAgent(t)
+	require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(390, 844)))
+	// A job, so that the jobs view has a row.
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(surfaceURL(base, "job.start")), ready(),
+		chromedp.SendKeys(`#f-topic_id`, "eu-battery-market-and-its-very-long-identifier"),
+		chromedp.SetValue(`#f-depth`, "deep"),
+		chromedp.SendKeys(`#f-goal`, "What moves EU battery prices in 2027?"),
+		chromedp.Click(`#submit`),
+		chromedp.WaitVisible(`#result[data-outcome="ok"]`),
+	))
+	for _, link := range pageLinks(t, ctx, base) {
+		var widths struct{ Scroll, Client int }
+		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(link), ready(),
+			chromedp.Evaluate(`({Scroll: document.documentElement.scrollWidth, Client: document.documentElement.clientWidth})`, &widths)))
+		assert.LessOrEqual(t, widths.Scroll, 390, "%s is %d px wide at 390 px", link, widths.Scroll)
+		if strings.HasSuffix(link, "/_preview/jobs") {
+			shot(t, ctx, "preview-jobs-390.png")
+		}
+	}
+}
+
+// connectedAt waits, at most navigationTimeout, until the tab shows url with
+// its event stream connected. It polls from Go: a page restored from the
+// back/forward cache fires no load event and gets a new execution context.
+func connectedAt(ctx context.Context, url string) error {
+	deadline := time.Now().Add(navigationTimeout)
+	expr := fmt.Sprintf(`location.href === %q && document.body.dataset.events === "connected"`, url)
+	for {
+		var ok bool
+		err := chromedp.Run(ctx, chromedp.Evaluate(expr, &ok))
+		if err == nil && ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not shown with its event stream connected within %s (last error: %v)", url, navigationTimeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
