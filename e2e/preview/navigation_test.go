@@ -152,3 +152,41 @@ func connectedAt(ctx context.Context, url string) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestBrowserRefusedSubmitIsAccessible: a required field is marked required
+// (required, aria-required), its error is a sentence a person reads ("Topic
+// is required", not "missing property"), tied to the control (aria-invalid,
+// aria-describedby), and a refused submit, which recorded nothing, offers no
+// resubmission with the same idempotency key.
+func TestBrowserRefusedSubmitIsAccessible(t *testing.T) {
+	ctx := newBrowser(t)
+	base := startAgent(t)
+	var st struct {
+		Required, AriaRequired, AriaInvalid, DescribedText, Label string
+		ResubmitHidden                                            bool
+	}
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(surfaceURL(base, "job.start")), ready(), eventsConnected(),
+		chromedp.Evaluate(`(() => { const c = document.querySelector('#f-topic_id');
+			return {Required: String(c.required), AriaRequired: c.getAttribute('aria-required') || ''}; })()`, &st),
+	))
+	assert.Equal(t, "true", st.Required, "the required topic_id has required")
+	assert.Equal(t, "true", st.AriaRequired, "and aria-required")
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Click(`#submit`),
+		chromedp.WaitVisible(`#result[data-outcome="refused"]`),
+		chromedp.Evaluate(`(() => { const c = document.querySelector('#f-topic_id');
+			const d = document.getElementById(c.getAttribute('aria-describedby') || '');
+			const l = document.querySelector('label[for="f-topic_id"]').cloneNode(true);
+			l.querySelectorAll('.req, .type').forEach(x => x.remove());
+			return {Required: String(c.required), AriaRequired: c.getAttribute('aria-required') || '',
+				AriaInvalid: c.getAttribute('aria-invalid') || '', DescribedText: d ? d.textContent : '',
+				Label: l.textContent.trim(), ResubmitHidden: document.querySelector('#resubmit').hidden}; })()`, &st),
+	))
+	assert.Equal(t, "true", st.AriaInvalid)
+	require.NotEmpty(t, st.Label)
+	assert.Equal(t, st.Label+" is required", st.DescribedText, "the error the control names")
+	assert.NotContains(t, st.DescribedText, "missing propert")
+	assert.True(t, st.ResubmitHidden, "a refused submit offers no resubmission")
+	shot(t, ctx, "preview-errors-accessible.png")
+}

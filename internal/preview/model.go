@@ -51,16 +51,18 @@ type registration struct {
 		Scope        string   `json:"scope"`
 		Operations   []string `json:"operations"`
 		Fields       []field  `json:"fields"`
+		AutoSurface  bool     `json:"auto_surface"`
 		MountedViews []struct {
 			View    string `json:"view"`
 			Surface string `json:"surface"`
 		} `json:"mounted_views"`
 	} `json:"resources"`
 	Datasets []struct {
-		ID      string `json:"id"`
-		Label   string `json:"label"`
-		Scope   string `json:"scope"`
-		Display *struct {
+		ID          string `json:"id"`
+		Label       string `json:"label"`
+		Scope       string `json:"scope"`
+		AutoSurface bool   `json:"auto_surface"`
+		Display     *struct {
 			Columns []string `json:"columns"`
 		} `json:"display"`
 	} `json:"datasets"`
@@ -155,6 +157,33 @@ func rawItems(raw json.RawMessage) []json.RawMessage {
 	var items []json.RawMessage
 	_ = json.Unmarshal(raw, &items)
 	return items
+}
+
+// studioSurface is a surface Studio generates itself from an auto_surface
+// resource or dataset: the controller has no handler for it (surface.load
+// answers -32011), so the preview describes it instead of loading it.
+type studioSurface struct {
+	Kind       string // "resource" or "dataset"
+	ID         string // the resource's or dataset's id
+	Label      string
+	Scope      string
+	Operations []string
+	Fields     []field
+}
+
+// studioSurface returns the Studio-generated surface id, if it is one.
+func (r *registration) studioSurface(id string) (*studioSurface, bool) {
+	for _, res := range r.Resources {
+		if res.AutoSurface && id == "mission.agent.resource."+res.ID {
+			return &studioSurface{Kind: "resource", ID: res.ID, Label: res.Label, Scope: res.Scope, Operations: res.Operations, Fields: res.Fields}, true
+		}
+	}
+	for _, d := range r.Datasets {
+		if d.AutoSurface && id == "mission.agent.dataset."+d.ID {
+			return &studioSurface{Kind: "dataset", ID: d.ID, Label: d.Label, Scope: d.Scope}, true
+		}
+	}
+	return nil, false
 }
 
 func (r *registration) surface(id string) (surfaceDef, bool) {

@@ -82,6 +82,9 @@ type surfaceBody struct {
 	Tables   map[string]table // by widget id
 	// Known is whether the document type is one the preview renders.
 	Known bool
+	// Studio is the description of a surface Studio generates itself (not
+	// loaded from the controller).
+	Studio *studioSurface
 }
 
 func (h *Handler) serveSurface(w http.ResponseWriter, r *http.Request) {
@@ -100,6 +103,18 @@ func (h *Handler) serveSurface(w http.ResponseWriter, r *http.Request) {
 		def = surfaceDef{ID: id}
 	}
 	body := surfaceBody{Surface: def, Declared: declared, JobID: q.Get("job_id"), CaseID: q.Get("case_id"), StepID: q.Get("step_id")}
+	title := def.Label
+	if st, ok := a.reg.studioSurface(id); ok {
+		body.Studio = st
+		if title == "" {
+			title = st.Label
+		}
+		if title == "" {
+			title = id
+		}
+		h.render(w, "surface", page{Title: title, Agents: h.agents, Agent: a, Body: body})
+		return
+	}
 	raw, err := h.loadSurface(r.Context(), call{Agent: a.Slug, Surface: id, JobID: body.JobID, CaseID: body.CaseID, StepID: body.StepID})
 	if err != nil {
 		body.Err = err.Error()
@@ -122,7 +137,6 @@ func (h *Handler) serveSurface(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	title := def.Label
 	if title == "" {
 		title = id
 	}

@@ -382,3 +382,39 @@ func newFuzzHandler(f *testing.F) *Handler {
 	}
 	return h
 }
+
+// TestStudioGeneratedSurfacesAreDescribed: a surface Studio generates from an
+// auto_surface resource or dataset is described as Studio-rendered, with its
+// label, instead of "surface.load failed (-32011)" (issue 29).
+func TestStudioGeneratedSurfacesAreDescribed(t *testing.T) {
+	reg := strings.Replace(testRegistration, `"operations": ["list", "import"],`, `"operations": ["list", "import"], "auto_surface": true,`, 1)
+	reg = strings.Replace(reg, `"scope": "mission", "display"`, `"scope": "mission", "auto_surface": true, "display"`, 1)
+	h, err := New(Config{
+		Agents: []Agent{{Slug: "a", Name: "A", Version: "1", Registration: json.RawMessage(reg)}},
+		Call:   (&fakeController{}).call, Events: http.NotFoundHandler(),
+	})
+	require.NoError(t, err)
+	tests := []struct {
+		surface string
+		want    []string
+		studio  bool
+	}{
+		{"mission.agent.resource.contacts", []string{"<h1>Contacts</h1>", `data-kind="resource"`, "<code>resource.contacts.list</code>", "<code>resource.contacts.import</code>", "<td>Name</td>"}, true},
+		{"mission.agent.dataset.progress", []string{"<h1>Progress</h1>", `data-kind="dataset"`, "<code>dataset.progress.query</code>"}, true},
+		{"mission.agent.resource.other", []string{`id="load-error"`}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.surface, func(t *testing.T) {
+			body := serve(h, http.MethodGet, Prefix+"surface?agent=a&surface="+tt.surface, "", nil).Body.String()
+			for _, w := range tt.want {
+				assert.Contains(t, body, w)
+			}
+			if tt.studio {
+				assert.Contains(t, body, "Studio renders this surface")
+				assert.NotContains(t, body, "surface.load failed")
+			} else {
+				assert.NotContains(t, body, `id="studio-surface"`)
+			}
+		})
+	}
+}

@@ -152,6 +152,7 @@
   function clearResult(form) {
     for (const p of $$('.field-error', form)) { p.hidden = true; p.textContent = ''; }
     for (const f of $$('.field.invalid', form)) f.classList.remove('invalid');
+    for (const c of $$('[aria-invalid]', form)) c.removeAttribute('aria-invalid');
     for (const id of ['result-errors', 'result-effects']) $('#' + id).replaceChildren();
     $('#result-replay').hidden = true;
     $('#result-job').hidden = true;
@@ -186,6 +187,33 @@
     p.textContent = p.textContent ? p.textContent + '; ' + msg : msg;
     p.hidden = false;
     f.classList.add('invalid');
+    const c = f.querySelector(':scope > .control, :scope > label > .control');
+    if (c) c.setAttribute('aria-invalid', 'true');
+  }
+
+  // fieldLabel is the label a person reads for field f.
+  function fieldLabel(f) {
+    const l = f.querySelector(':scope > .label, :scope > label.check');
+    if (!l) return f.dataset.field || 'This field';
+    const copy = l.cloneNode(true);
+    for (const x of copy.querySelectorAll('.req, .type, input')) x.remove();
+    return copy.textContent.trim() || f.dataset.field || 'This field';
+  }
+
+  // humanError turns a schema error about field f into a sentence: "Topic is
+  // required" rather than "missing property 'topic_id'".
+  function humanError(f, e) {
+    const msg = String(e.msg || e.message || '');
+    const label = fieldLabel(f);
+    const t = String(e.type || '');
+    if (/missing propert|required/i.test(msg) || t === 'missing' || t === 'required') return label + ' is required';
+    if (/nonblank|blank|empty/i.test(msg) || t === 'nonblank') return label + ' must not be blank';
+    let m = /(?:maxLength|at most|longer than|max_length)\D*(\d+)/i.exec(msg);
+    if (m) return label + ' must be at most ' + m[1] + ' characters';
+    m = /(?:minLength|at least|min_length)\D*(\d+)/i.exec(msg);
+    if (m) return label + ' must be at least ' + m[1] + ' characters';
+    if (/enum|one of/i.test(msg)) return label + ': choose one of the options';
+    return label + ': ' + msg;
   }
 
   function showResult(form, ans) {
@@ -206,7 +234,7 @@
       const list = (resp.error.data && Array.isArray(resp.error.data.errors)) ? resp.error.data.errors : [];
       for (const e of list) {
         const f = fieldForLoc(form, e.loc);
-        if (f) showFieldError(f, e.msg);
+        if (f) showFieldError(f, humanError(f, e));
         else errors.appendChild(el('li', (Array.isArray(e.loc) ? e.loc.join('.') + ': ' : '') + e.msg));
       }
       return;
@@ -245,7 +273,32 @@
     }
   }
 
+  // markFields gives each field's control its accessible state: required and
+  // aria-required for a required field, aria-describedby naming its error
+  // text (aria-invalid is set when an error is shown).
+  let errorIDs = 0;
+  function markFields(form) {
+    for (const f of $$('.field', form)) {
+      const c = f.querySelector(':scope > .control, :scope > label > .control');
+      const p = f.querySelector(':scope > .field-error');
+      if (!c || c.dataset.marked) continue;
+      c.dataset.marked = 'true';
+      if (f.dataset.required === 'true' && !c.matches('div')) {
+        c.required = true;
+        c.setAttribute('aria-required', 'true');
+      } else if (f.dataset.required === 'true') {
+        c.setAttribute('role', 'group');
+        c.setAttribute('aria-required', 'true');
+      }
+      if (p) {
+        if (!p.id) p.id = 'err-' + (c.id ? c.id.replace(/^f-/, '') : 'item-' + (++errorIDs));
+        c.setAttribute('aria-describedby', p.id);
+      }
+    }
+  }
+
   function setupForm(form) {
+    markFields(form);
     form.addEventListener('change', () => updateDepends(form));
     form.addEventListener('input', () => updateDepends(form));
     form.addEventListener('click', (ev) => {
@@ -254,6 +307,7 @@
         const list = t.closest('.list');
         const tpl = list.querySelector('template.list-item-template');
         list.querySelector('.list-items').appendChild(tpl.content.firstElementChild.cloneNode(true));
+        markFields(form);
         updateDepends(form);
       } else if (t.classList.contains('list-remove')) {
         t.closest('.list-item').remove();
@@ -271,9 +325,15 @@
         body.idempotency_key = ans.idempotency_key;
         body.job_id = ans.job_id || body.job_id;
         showResult(form, ans);
-        if (keep) {
+        // A refused submit ran nothing and recorded nothing under its key:
+        // there is nothing to replay, so no resubmission is offered.
+        const refused = Boolean((ans.response || {}).error);
+        if (keep && !refused) {
           last = body;
           $('#resubmit').hidden = false;
+        } else if (refused) {
+          last = null;
+          $('#resubmit').hidden = true;
         }
       } catch (e) {
         $('#result').hidden = false;
