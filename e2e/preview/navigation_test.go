@@ -1,8 +1,13 @@
 package preview
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -189,4 +194,77 @@ func TestBrowserRefusedSubmitIsAccessible(t *testing.T) {
 	assert.NotContains(t, st.DescribedText, "missing propert")
 	assert.True(t, st.ResubmitHidden, "a refused submit offers no resubmission")
 	shot(t, ctx, "preview-errors-accessible.png")
+}
+
+// TestBrowserJobsViewIsLive: after a job.start, the jobs view shows each later
+// status of the job without a click or a reload (awaiting, then, once the
+// review is approved elsewhere, completed), and the event panel gives each
+// effect its time and expandable details (issue 29: the view said "Sending"
+// while job.sync said completed, until a manual Sync).
+func TestBrowserJobsViewIsLive(t *testing.T) {
+	ctx := newBrowser(t)
+	base := startAgent(t)
+	var key string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(surfaceURL(base, "job.start")), ready(), eventsConnected(),
+		chromedp.SendKeys(`#f-topic_id`, "eu-battery-market"),
+		chromedp.SetValue(`#f-depth`, "deep"),
+		chromedp.SendKeys(`#f-goal`, "What moves EU battery prices in 2027?"),
+		chromedp.Click(`#submit`),
+		chromedp.WaitVisible(`#result[data-outcome="ok"]`),
+		chromedp.Text(`#result-key`, &key),
+	))
+	m := regexp.MustCompile(`job (job-[0-9a-f]+)`).FindStringSubmatch(key)
+	require.NotNil(t, m, key)
+	jobID := m[1]
+	sel := `article.job[data-job-id="` + jobID + `"]`
+	var awaiting string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(base+"/_preview/jobs"), ready(), eventsConnected(),
+		chromedp.WaitVisible(sel+` a.open-awaiting`),
+		chromedp.AttributeValue(sel+` a.open-awaiting`, "href", &awaiting, nil),
+		chromedp.Evaluate(`window.notReloaded = true`, nil),
+	))
+	u, err := url.Parse(awaiting)
+	require.NoError(t, err)
+	q := u.Query()
+
+	// The review is approved from elsewhere (another client of the preview).
+	body, err := json.Marshal(map[string]any{"agent": "research-agent", "surface": q.Get("surface"), "action": "step.awaiting.submit",
+		"job_id": jobID, "case_id": q.Get("case_id"), "step_id": q.Get("step_id"),
+		"input": map[string]any{"review_text": "# Brief", "approve_review": true}})
+	require.NoError(t, err)
+	resp, err := http.Post(base+"/_preview/api/invoke", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// The view follows without a click.
+	var seen []string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var st string
+		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`(document.querySelector('`+sel+` h2 .status') || {}).textContent || ''`, &st)))
+		if len(seen) == 0 || seen[len(seen)-1] != st {
+			seen = append(seen, st)
+		}
+		if st == "completed" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("statuses shown: %v", seen)
+	require.Equal(t, "completed", seen[len(seen)-1], "the jobs view reached completed without a click: %v", seen)
+	assert.Equal(t, "awaiting", seen[0])
+	var notReloaded bool
+	var times, details int
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Evaluate(`window.notReloaded === true`, &notReloaded),
+		chromedp.Evaluate(`document.querySelectorAll('#event-list li time[datetime]').length`, &times),
+		chromedp.Evaluate(`document.querySelectorAll('#event-list li details.event-details').length`, &details),
+	))
+	assert.True(t, notReloaded, "updated in place, not reloaded")
+	assert.Positive(t, times, "events carry their time")
+	assert.Positive(t, details, "and their details")
+	shot(t, ctx, "preview-jobs-live.png")
 }

@@ -455,11 +455,25 @@
   const EVENTS_KEY = 'supervaizer-preview-events';
   const LAST_KEY = 'supervaizer-preview-last-event';
 
+  // eventItem is one effect of the live event panel: its type, action and
+  // job, the time it arrived and, expandable, the effect itself.
   function eventItem(entry) {
     const li = el('li');
     li.dataset.effect = entry.type;
     li.appendChild(el('code', entry.type, 'effect-type'));
-    li.appendChild(document.createTextNode(' ' + (entry.action || '') + (entry.job ? ' · ' + entry.job : '')));
+    li.appendChild(document.createTextNode(' ' + (entry.action || '') + (entry.job ? ' · ' + entry.job : '') + (entry.status ? ' → ' + entry.status : '')));
+    if (entry.at) {
+      const t = el('time', new Date(entry.at).toLocaleTimeString(), 'event-time');
+      t.setAttribute('datetime', new Date(entry.at).toISOString());
+      li.appendChild(document.createTextNode(' '));
+      li.appendChild(t);
+    }
+    if (entry.data) {
+      const d = el('details', undefined, 'event-details');
+      d.appendChild(el('summary', 'details'));
+      d.appendChild(el('pre', entry.data, 'json'));
+      li.appendChild(d);
+    }
     return li;
   }
 
@@ -481,8 +495,10 @@
     const onEffect = (ev) => {
       let d;
       try { d = JSON.parse(ev.data); } catch (e) { return; }
+      window.dispatchEvent(new CustomEvent('supervaizer:effect', { detail: d }));
       for (const e of d.effects || []) {
-        const entry = { type: String(e.type), action: String(d.action || ''), job: e.job_id ? String(e.job_id) : '' };
+        const entry = { type: String(e.type), action: String(d.action || ''), job: e.job_id ? String(e.job_id) : '',
+          status: e.status ? String(e.status) : '', at: Date.now(), data: JSON.stringify(e, null, 2) };
         list.prepend(eventItem(entry));
         kept.unshift(entry);
       }
@@ -514,9 +530,48 @@
     open();
   }
 
+  // setupLiveJobs keeps the jobs view current without a click: each effect
+  // of the event stream redraws it from the preview's record, and a job that
+  // is running (neither finished nor awaiting a person) is synced (job.sync)
+  // every 1.5 s while the page is shown, which records its new state.
+  const FINISHED = new Set(['completed', 'failed', 'stopped', 'cancelled', 'canceled', 'awaiting']);
+  function setupLiveJobs() {
+    if (location.pathname !== '/_preview/jobs') return;
+    let pending = null;
+    const refresh = async () => {
+      const r = await fetch('/_preview/jobs', { credentials: 'same-origin' });
+      if (!r.ok) return;
+      const fresh = new DOMParser().parseFromString(await r.text(), 'text/html').querySelector('main');
+      const main = $('main');
+      if (!fresh || !main) return;
+      const open = new Set($$('details[open]', main).map((d) => d.closest('article.job') ? d.closest('article.job').dataset.jobId : ''));
+      main.replaceChildren(...Array.from(fresh.childNodes).map((n) => document.importNode(n, true)));
+      for (const a of $$('article.job', main)) if (open.has(a.dataset.jobId)) for (const d of $$('details', a)) d.open = true;
+      $$('button.sync', main).forEach(setupSync);
+      document.body.dataset.jobsRefreshed = String(Number(document.body.dataset.jobsRefreshed || '0') + 1);
+    };
+    const schedule = () => {
+      if (pending) return;
+      pending = setTimeout(() => { pending = null; refresh().catch(() => {}); }, 150);
+    };
+    window.addEventListener('supervaizer:effect', schedule);
+    const poll = async () => {
+      if (document.visibilityState === 'visible') {
+        for (const b of $$('article.job button.sync')) {
+          const st = b.closest('article.job').querySelector('h2 .status');
+          if (!st || FINISHED.has(st.textContent.trim())) continue;
+          try { await postJSON('/_preview/api/sync', { agent: b.dataset.agent, job_id: b.dataset.jobId }); } catch (e) { /* shown at the next manual sync */ }
+        }
+      }
+      setTimeout(poll, 1500);
+    };
+    setTimeout(poll, 1500);
+  }
+
   $$('form.surface-form').forEach(setupForm);
   $$('button.sync').forEach(setupSync);
   $$('.chart').forEach(drawChart);
   setupEvents();
+  setupLiveJobs();
   document.body.dataset.ready = 'true';
 })();
