@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/internal/slug"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 )
@@ -91,7 +91,7 @@ type Agent struct {
 	data       dataRegistry    // typed resources, for the DataResource REST routes
 
 	// Rule-checkpoint state; NewServer attaches the server's store (checkpoint.go).
-	checkpoints *checkpoint.Agent
+	checkpoints *checkpoint.Runtime
 }
 
 // NewAgent validates spec and builds the agent. It fails with an error naming
@@ -175,7 +175,7 @@ func NewAgent(spec AgentSpec) (*Agent, error) {
 	if a.reg != nil {
 		capability = a.reg.Capabilities.RuleCheckpoints
 	}
-	a.checkpoints = checkpoint.NewAgent(a.slug, capability)
+	a.checkpoints = checkpoint.NewRuntime(a.slug, capability)
 	return a, nil
 }
 

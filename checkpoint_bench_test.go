@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -49,7 +49,7 @@ func BenchmarkRunGuardedStep(b *testing.B) {
 	for b.Loop() {
 		n++
 		step.OccurrenceID = "occ-" + strconv.Itoa(n)
-		if _, err := sv.RunGuardedStep(ctx, f.gate, step); err != nil {
+		if _, err := checkpoint.Run(ctx, f.gate, step); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func BenchmarkResumeRetained(b *testing.B) {
 					n++
 					id += strconv.Itoa(n)
 				}
-				d := cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)
+				d := cpDecision(contracts.PhaseBefore, checkpoint.Allow)
 				d["occurrence_id"] = id
 				rpc, err := f.tryInvoke(resumeParams(cpAgentSlug, cpJob, "case-"+id, d))
 				if err != nil || rpc.Error != nil {
@@ -93,7 +93,7 @@ func BenchmarkRestoreRuleCheckpointGate(b *testing.B) {
 	require.NoError(b, f.gate.Save(ctx))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := sv.RestoreRuleCheckpointGate(ctx, f.agent, f.account, cpJob); err != nil {
+		if _, err := checkpoint.RestoreGate(ctx, f.agent.Checkpoints(), f.account, cpJob); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -49,7 +50,7 @@ const crashMarker = "CHECKPOINT-CRASH-POINT "
 type crashEnv struct {
 	dir   string
 	store store.Store
-	gate  *sv.RuleCheckpointGate
+	gate  *checkpoint.Gate
 }
 
 // openCrashEnv opens the durable store in dir and builds the agent, server
@@ -67,7 +68,7 @@ func openCrashEnv(t testing.TB, dir, studioURL, token string) *crashEnv {
 	require.NoError(t, err)
 	snapshot := cpSnapshotInput(cpSnapshot, "https://x.invalid/")
 	snapshot["checkpoint_token"] = token
-	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, snapshot))
+	gate, err := checkpoint.NewGate(a.Checkpoints(), account, cpJobStart(t, cpAgentSlug, cpJob, snapshot))
 	require.NoError(t, err)
 	return &crashEnv{dir: dir, store: st, gate: gate}
 }
@@ -101,14 +102,14 @@ func (e *crashEnv) count(t testing.TB, name string) int {
 
 // step is the guarded step of both sides; crashAt makes it stop forever at
 // that point (the parent kills it there).
-func (e *crashEnv) step(crashAt string) sv.GuardedStep[string] {
+func (e *crashEnv) step(crashAt string) checkpoint.Step[string] {
 	hang := func(point string) {
 		if point == crashAt {
 			fmt.Println(crashMarker + point)
 			time.Sleep(time.Minute)
 		}
 	}
-	return sv.GuardedStep[string]{
+	return checkpoint.Step[string]{
 		CaseID: cpCase, OccurrenceID: cpOccurrence, StepID: cpStep,
 		BeforeContext: map[string]any{"operation": "send_brief"},
 		Effect: func(context.Context) (string, error) {
@@ -134,7 +135,7 @@ func TestGuardedStepCrashChild(t *testing.T) {
 	if spec == "" {
 		fake := newCPAPI(t, "")
 		e := openCrashEnv(t, t.TempDir(), fake.URL(), cpAPIToken(fake))
-		res, err := sv.RunGuardedStep(t.Context(), e.gate, e.step(""))
+		res, err := checkpoint.Run(t.Context(), e.gate, e.step(""))
 		require.NoError(t, err)
 		assert.Equal(t, "msg-42", res)
 		assert.Equal(t, 1, e.count(t, "effects"))
@@ -144,7 +145,7 @@ func TestGuardedStepCrashChild(t *testing.T) {
 	parts := strings.SplitN(spec, "|", 4)
 	require.Len(t, parts, 4)
 	e := openCrashEnv(t, parts[1], parts[2], parts[3])
-	_, err := sv.RunGuardedStep(context.Background(), e.gate, e.step(parts[0]))
+	_, err := checkpoint.Run(context.Background(), e.gate, e.step(parts[0]))
 	fmt.Println("child finished without being killed:", err)
 }
 
@@ -179,13 +180,13 @@ func TestGuardedStepCrashRecovery(t *testing.T) {
 			e := openCrashEnv(t, dir, fake.URL(), token)
 			effects := e.count(t, "effects")
 			require.LessOrEqual(t, effects, 1)
-			_, err := sv.RunGuardedStep(t.Context(), e.gate, e.step(""))
-			var rr *sv.RecoveryRequiredError
+			_, err := checkpoint.Run(t.Context(), e.gate, e.step(""))
+			var rr *checkpoint.RecoveryRequiredError
 			require.ErrorAs(t, err, &rr, "a started effect is never run again automatically")
 			assert.Equal(t, effects, e.count(t, "effects"))
 			assert.Zero(t, e.count(t, "advances"))
 
-			recovery := sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42",
+			recovery := checkpoint.Recovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42",
 				AfterContext: cpAfterContext, Advance: e.step("").Advance}
 			switch point {
 			case crashBeforeEffect, crashDuringEffect:
@@ -200,18 +201,18 @@ func TestGuardedStepCrashRecovery(t *testing.T) {
 			case crashBeforeAfter:
 				require.True(t, rr.EffectCompleted)
 			case crashAdvancing:
-				_, err := sv.RecoverGuardedStep(t.Context(), e.gate, recovery)
+				_, err := checkpoint.Recover(t.Context(), e.gate, recovery)
 				require.ErrorAs(t, err, &rr)
 				assert.Equal(t, "advancement is ambiguous", rr.Reason)
 				assert.Equal(t, 1, e.count(t, "effects"))
 				assert.Zero(t, e.count(t, "advances"), "recovery refuses to advance twice")
 				return
 			}
-			res, err := sv.RecoverGuardedStep(t.Context(), e.gate, recovery)
+			res, err := checkpoint.Recover(t.Context(), e.gate, recovery)
 			require.NoError(t, err)
 			assert.Equal(t, "msg-42", res)
 			// Recovering again changes nothing.
-			_, err = sv.RecoverGuardedStep(t.Context(), e.gate, recovery)
+			_, err = checkpoint.Recover(t.Context(), e.gate, recovery)
 			require.NoError(t, err)
 			assert.Equal(t, 1, e.count(t, "effects"))
 			assert.Equal(t, 1, e.count(t, "advances"))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -22,11 +23,11 @@ import (
 // the call.
 type decisionLog struct {
 	mu         sync.Mutex
-	decisions  []sv.RuleCheckpointDecision
+	decisions  []checkpoint.Decision
 	workspaces []string
 }
 
-func (l *decisionLog) hook(ctx context.Context, d sv.RuleCheckpointDecision) {
+func (l *decisionLog) hook(ctx context.Context, d checkpoint.Decision) {
 	ws := ""
 	if w, ok := sv.WorkspaceFrom(ctx); ok {
 		ws = w.WorkspaceID
@@ -36,22 +37,22 @@ func (l *decisionLog) hook(ctx context.Context, d sv.RuleCheckpointDecision) {
 	l.decisions, l.workspaces = append(l.decisions, d), append(l.workspaces, ws)
 }
 
-func (l *decisionLog) all() ([]sv.RuleCheckpointDecision, []string) {
+func (l *decisionLog) all() ([]checkpoint.Decision, []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]sv.RuleCheckpointDecision(nil), l.decisions...), append([]string(nil), l.workspaces...)
+	return append([]checkpoint.Decision(nil), l.decisions...), append([]string(nil), l.workspaces...)
 }
 
 // wantDecision is the decision of cpDecision(phase, status) as a hook sees it.
-func wantDecision(phase, status string, retained, active bool) sv.RuleCheckpointDecision {
-	return sv.RuleCheckpointDecision{AgentSlug: cpAgentSlug, JobID: cpJob, CaseID: cpCase, CheckpointID: "cp-" + phase + "-" + cpOccurrence,
+func wantDecision(phase, status string, retained, active bool) checkpoint.Decision {
+	return checkpoint.Decision{AgentSlug: cpAgentSlug, JobID: cpJob, CaseID: cpCase, CheckpointID: "cp-" + phase + "-" + cpOccurrence,
 		OccurrenceID: cpOccurrence, Phase: phase, Status: status, SnapshotHash: cpSnapshot, InputHash: "ih-" + phase, DecisionID: "dec_03",
 		Retained: retained, Active: active}
 }
 
 // wantDecisionAt is the decision status for the checkpoint c answered by
 // svtest's fake, as a hook sees it.
-func wantDecisionAt(c svtest.CheckpointCall, status string, retained, active bool) sv.RuleCheckpointDecision {
+func wantDecisionAt(c svtest.CheckpointCall, status string, retained, active bool) checkpoint.Decision {
 	d := wantDecision(c.Phase, status, retained, active)
 	d.CheckpointID, d.InputHash = c.CheckpointID, c.InputHash
 	return d
@@ -62,7 +63,7 @@ func TestDecisionHookLiveWaiter(t *testing.T) {
 		t.Run(phase, func(t *testing.T) {
 			t.Parallel()
 			api := newCPAPI(t, "")
-			api.SetDecision(svtest.AnyOccurrence, phase, sv.CheckpointPause)
+			api.SetDecision(svtest.AnyOccurrence, phase, checkpoint.Pause)
 			f := newCPFixture(t, cpOptions{api: api})
 			var log decisionLog
 			f.agent.OnRuleCheckpointDecision(log.hook)
@@ -70,17 +71,17 @@ func TestDecisionHookLiveWaiter(t *testing.T) {
 			f.logs.awaitWaiting(t)
 
 			call := f.apiCall(t, phase)
-			require.Nil(t, f.resume(t, call.ResumeInput(sv.CheckpointAllow, "dec_03")).Error)
+			require.Nil(t, f.resume(t, call.ResumeInput(checkpoint.Allow, "dec_03")).Error)
 			require.NoError(t, awaitOutcome(t, done).err)
 			got, workspaces := log.all()
-			assert.Equal(t, []sv.RuleCheckpointDecision{wantDecisionAt(call, sv.CheckpointAllow, false, true)}, got,
+			assert.Equal(t, []checkpoint.Decision{wantDecisionAt(call, checkpoint.Allow, false, true)}, got,
 				"called once, and the step waiting in this process is active")
 			assert.Equal(t, []string{cpWorkspace}, workspaces, "ctx is the call's")
 
-			require.Nil(t, f.resume(t, call.ResumeInput(sv.CheckpointAllow, "dec_03")).Error)
+			require.Nil(t, f.resume(t, call.ResumeInput(checkpoint.Allow, "dec_03")).Error)
 			got, _ = log.all()
 			require.Len(t, got, 2, "a decision delivered again is passed again")
-			assert.Equal(t, wantDecisionAt(call, sv.CheckpointAllow, false, false), got[1])
+			assert.Equal(t, wantDecisionAt(call, checkpoint.Allow, false, false), got[1])
 		})
 	}
 }
@@ -90,25 +91,25 @@ func TestDecisionHookRetainedAndRejected(t *testing.T) {
 	var log decisionLog
 	f.agent.OnRuleCheckpointDecision(log.hook)
 
-	rejected := cpDecision(contracts.PhaseBefore, sv.CheckpointPause)
+	rejected := cpDecision(contracts.PhaseBefore, checkpoint.Pause)
 	require.NotNil(t, f.resume(t, rejected).Error)
-	otherAgent := resumeParams(cpOtherSlug, cpJob, cpCase, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow))
+	otherAgent := resumeParams(cpOtherSlug, cpJob, cpCase, cpDecision(contracts.PhaseBefore, checkpoint.Allow))
 	require.Nil(t, f.invoke(t, otherAgent).Error, "retained for the other agent")
 	got, _ := log.all()
 	assert.Empty(t, got, "a rejected decision, or one for another agent, calls nothing")
 
-	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointStop)).Error)
+	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, checkpoint.Stop)).Error)
 	got, _ = log.all()
-	assert.Equal(t, []sv.RuleCheckpointDecision{wantDecision(contracts.PhaseBefore, sv.CheckpointStop, true, false)}, got,
+	assert.Equal(t, []checkpoint.Decision{wantDecision(contracts.PhaseBefore, checkpoint.Stop, true, false)}, got,
 		"a decision for an unknown case is retained")
 }
 
 func TestDecisionHookPanics(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
 	var log decisionLog
-	f.agent.OnRuleCheckpointDecision(func(context.Context, sv.RuleCheckpointDecision) { panic("hook bug") })
+	f.agent.OnRuleCheckpointDecision(func(context.Context, checkpoint.Decision) { panic("hook bug") })
 	f.agent.OnRuleCheckpointDecision(log.hook)
-	rpc := f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow))
+	rpc := f.resume(t, cpDecision(contracts.PhaseBefore, checkpoint.Allow))
 	require.Nil(t, rpc.Error, "the decision stays accepted")
 	var res sv.ActionResult
 	require.NoError(t, json.Unmarshal(rpc.Result, &res))
@@ -127,7 +128,7 @@ func TestOnRuleCheckpointDecisionSetup(t *testing.T) {
 		srv, err := sv.NewServer([]*sv.Agent{a}, sv.WithEnv(func(string) string { return "" }), sv.WithLocalMode(true), sv.WithStore(store.NewMemory()))
 		require.NoError(t, err)
 		f := &cpFixture{srv: srv}
-		require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+		require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, checkpoint.Allow)).Error)
 		got, _ := log.all()
 		assert.Len(t, got, 1)
 	})
@@ -136,7 +137,7 @@ func TestOnRuleCheckpointDecisionSetup(t *testing.T) {
 		var log decisionLog
 		f.agent.OnRuleCheckpointDecision(log.hook)
 		f.agent.HandleRuleCheckpointResume(func(context.Context, *sv.ActionRequest) (*sv.ActionResult, error) { return sv.OK(), nil })
-		require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+		require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, checkpoint.Allow)).Error)
 		got, _ := log.all()
 		assert.Empty(t, got)
 	})
@@ -149,7 +150,7 @@ func TestOnRuleCheckpointDecisionSetup(t *testing.T) {
 		plain, err := sv.NewAgent(sv.AgentSpec{Name: "Plain Agent", Version: "1", Registration: reg})
 		require.NoError(t, err)
 		assert.PanicsWithValue(t, `supervaizer: OnRuleCheckpointDecision: agent "plain-agent" does not declare capabilities.rule_checkpoints`,
-			func() { plain.OnRuleCheckpointDecision(func(context.Context, sv.RuleCheckpointDecision) {}) })
+			func() { plain.OnRuleCheckpointDecision(func(context.Context, checkpoint.Decision) {}) })
 	})
 }
 
@@ -165,17 +166,17 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 		wantEffects, wantAdvances int64
 		wantReason                string
 	}{
-		{"before allow", contracts.PhaseBefore, sv.CheckpointAllow, 1, 1, ""},
-		{"before stop", contracts.PhaseBefore, sv.CheckpointStop, 0, 0, sv.RecoveryOccurrenceClaimed},
-		{"after allow", contracts.PhaseAfter, sv.CheckpointAllow, 1, 1, ""},
-		{"after stop", contracts.PhaseAfter, sv.CheckpointStop, 1, 0, sv.RecoveryNotReady},
+		{"before allow", contracts.PhaseBefore, checkpoint.Allow, 1, 1, ""},
+		{"before stop", contracts.PhaseBefore, checkpoint.Stop, 0, 0, checkpoint.RecoveryOccurrenceClaimed},
+		{"after allow", contracts.PhaseAfter, checkpoint.Allow, 1, 1, ""},
+		{"after stop", contracts.PhaseAfter, checkpoint.Stop, 1, 0, checkpoint.RecoveryNotReady},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "state.db")
 			fake := newCPAPI(t, "")
-			fake.SetDecision(svtest.AnyOccurrence, tt.phase, sv.CheckpointPause)
+			fake.SetDecision(svtest.AnyOccurrence, tt.phase, checkpoint.Pause)
 
 			// First run: the step waits, then the controller stops.
 			st, err := store.Open(path, store.WithLockTimeout(5*time.Second))
@@ -195,29 +196,29 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 			t.Cleanup(func() { _ = st.Close() })
 			g := newCPFixture(t, cpOptions{store: st, api: fake})
 			g.effects.Store(f.effects.Load())
-			gate, err := sv.RestoreRuleCheckpointGate(t.Context(), g.agent, g.account, cpJob)
+			gate, err := checkpoint.RestoreGate(t.Context(), g.agent.Checkpoints(), g.account, cpJob)
 			require.NoError(t, err)
 			recoverStep := func(ctx context.Context) error {
-				_, err := sv.RecoverGuardedStep(ctx, gate, sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence,
+				_, err := checkpoint.Recover(ctx, gate, checkpoint.Recovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence,
 					Result: "msg-42", AfterContext: cpAfterContext, Advance: g.step(cpOccurrence).Advance})
 				return err
 			}
 			rerun := func(ctx context.Context) error {
-				_, err := sv.RunGuardedStep(ctx, gate, g.step(cpOccurrence))
-				var rr *sv.RecoveryRequiredError
+				_, err := checkpoint.Run(ctx, gate, g.step(cpOccurrence))
+				var rr *checkpoint.RecoveryRequiredError
 				if errors.As(err, &rr) && rr.EffectCompleted { // the after checkpoint holds it
 					return recoverStep(ctx)
 				}
 				return err
 			}
 			err = rerun(t.Context())
-			var rr *sv.RecoveryRequiredError
+			var rr *checkpoint.RecoveryRequiredError
 			require.ErrorAs(t, err, &rr)
-			assert.Equal(t, sv.CheckpointPause, rr.Decision, "the step waits for a decision")
+			assert.Equal(t, checkpoint.Pause, rr.Decision, "the step waits for a decision")
 			assert.Equal(t, tt.phase == contracts.PhaseAfter, rr.EffectCompleted)
 
 			outcome := make(chan error, 1)
-			g.agent.OnRuleCheckpointDecision(func(ctx context.Context, d sv.RuleCheckpointDecision) {
+			g.agent.OnRuleCheckpointDecision(func(ctx context.Context, d checkpoint.Decision) {
 				assert.False(t, d.Active, "no step of this process waits")
 				assert.False(t, d.Retained)
 				go func() { outcome <- rerun(context.Background()) }() // never block the resume call
@@ -234,7 +235,7 @@ func TestDecisionHookAfterRestart(t *testing.T) {
 			} else {
 				require.ErrorAs(t, final, &rr)
 				assert.Equal(t, tt.wantReason, rr.Reason)
-				assert.Equal(t, sv.CheckpointStop, rr.Decision)
+				assert.Equal(t, checkpoint.Stop, rr.Decision)
 			}
 			assert.Equal(t, tt.wantEffects, g.effects.Load(), "effects")
 			assert.Equal(t, tt.wantAdvances, g.advances.Load(), "advances")

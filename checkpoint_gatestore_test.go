@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -41,14 +42,14 @@ func TestGateSaveRestore(t *testing.T) {
 	require.NoError(t, f.gate.Save(t.Context()), "saving the same gate again does nothing")
 	assert.Equal(t, 1, assertTokenOnlyInGateRecords(t, f.store, f.token))
 
-	g, err := sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
+	g, err := checkpoint.RestoreGate(t.Context(), f.agent.Checkpoints(), f.account, cpJob)
 	require.NoError(t, err)
 	assert.Equal(t, cpAgentSlug, g.AgentSlug())
 	assert.Equal(t, cpJob, g.JobID())
 	assert.Equal(t, cpSnapshot, g.SnapshotHash())
 	assert.Equal(t, []string{cpSecretRef}, g.SecretRefs())
 
-	_, err = sv.RunGuardedStep(t.Context(), g, f.step(cpOccurrence))
+	_, err = checkpoint.Run(t.Context(), g, f.step(cpOccurrence))
 	require.NoError(t, err)
 	calls := f.api.Checkpoints() // the fake answers only the token it issued for the snapshot
 	require.Len(t, calls, 2, "the restored gate posts the saved token")
@@ -61,9 +62,9 @@ func TestGateSaveRestore(t *testing.T) {
 func TestGateSaveKeepsSecretRefs(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
 	start := cpJobStart(t, cpAgentSlug, "job-refs", cpSnapshotInput(cpSnapshot, "https://x.invalid/"))
-	g := f.newGate(t, f.agent, start, sv.WithSecretRefs("job.fields.iban"))
+	g := f.newGate(t, f.agent, start, checkpoint.WithSecretRefs("job.fields.iban"))
 	require.NoError(t, g.Save(t.Context()))
-	restored, err := sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, "job-refs")
+	restored, err := checkpoint.RestoreGate(t.Context(), f.agent.Checkpoints(), f.account, "job-refs")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"job.fields.iban"}, restored.SecretRefs())
 }
@@ -77,12 +78,12 @@ func TestGateSaveConflicts(t *testing.T) {
 	tests := []struct {
 		name    string
 		snap    map[string]any
-		opts    []sv.GateOption
+		opts    []checkpoint.GateOption
 		forgets bool // the other gate holds the same token: it may forget the saved one
 	}{
 		{"another snapshot hash", snap(func(s map[string]any) { s["hash"] = "rs_other" }), nil, true},
 		{"another token", snap(func(s map[string]any) { s["checkpoint_token"] = "cpt-other" }), nil, false},
-		{"other secret paths", snap(func(map[string]any) {}), []sv.GateOption{sv.WithSecretRefs("job.fields.iban")}, true},
+		{"other secret paths", snap(func(map[string]any) {}), []checkpoint.GateOption{checkpoint.WithSecretRefs("job.fields.iban")}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,18 +92,18 @@ func TestGateSaveConflicts(t *testing.T) {
 			require.NoError(t, f.gate.Save(t.Context()))
 			other := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, tt.snap), tt.opts...)
 			err := other.Save(t.Context())
-			require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+			require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 			assert.Contains(t, err.Error(), "already has a saved gate")
 			assert.NotContains(t, err.Error(), cpToken)
 
-			kept, err := sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
+			kept, err := checkpoint.RestoreGate(t.Context(), f.agent.Checkpoints(), f.account, cpJob)
 			require.NoError(t, err)
 			assert.Equal(t, cpSnapshot, kept.SnapshotHash(), "the first gate is kept")
 			assert.Equal(t, []string{cpSecretRef}, kept.SecretRefs())
 			require.NoError(t, other.Forget(t.Context()))
-			_, err = sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
+			_, err = checkpoint.RestoreGate(t.Context(), f.agent.Checkpoints(), f.account, cpJob)
 			if tt.forgets {
-				require.ErrorIs(t, err, sv.ErrGateNotFound)
+				require.ErrorIs(t, err, checkpoint.ErrGateNotFound)
 			} else {
 				require.NoError(t, err, "a gate with another token does not forget the saved one")
 			}
@@ -122,24 +123,24 @@ func TestRestoreRuleCheckpointGateErrors(t *testing.T) {
 		wantIs  error
 		want    string
 	}{
-		{"unknown job", f.agent, f.account, "job-unknown", sv.ErrGateNotFound, `job "job-unknown"`},
-		{"the job of another agent", f.other, f.account, cpJob, sv.ErrGateNotFound, `agent "audit-agent"`},
-		{"no agent", nil, f.account, cpJob, sv.ErrInvalidCheckpointState, "needs the agent"},
-		{"no account", f.agent, nil, cpJob, sv.ErrInvalidCheckpointState, "need a Studio account"},
-		{"blank job", f.agent, f.account, " ", sv.ErrInvalidCheckpointState, "needs the job id"},
-		{"agent not served", unserved, f.account, cpJob, sv.ErrInvalidCheckpointState, "is not served"},
+		{"unknown job", f.agent, f.account, "job-unknown", checkpoint.ErrGateNotFound, `job "job-unknown"`},
+		{"the job of another agent", f.other, f.account, cpJob, checkpoint.ErrGateNotFound, `agent "audit-agent"`},
+		{"no agent", nil, f.account, cpJob, checkpoint.ErrInvalidState, "needs the agent"},
+		{"no account", f.agent, nil, cpJob, checkpoint.ErrInvalidState, "need a Studio account"},
+		{"blank job", f.agent, f.account, " ", checkpoint.ErrInvalidState, "needs the job id"},
+		{"agent not served", unserved, f.account, cpJob, checkpoint.ErrInvalidState, "is not served"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := sv.RestoreRuleCheckpointGate(t.Context(), tt.agent, tt.account, tt.job)
+			g, err := checkpoint.RestoreGate(t.Context(), tt.agent.Checkpoints(), tt.account, tt.job)
 			require.ErrorIs(t, err, tt.wantIs)
 			assert.Nil(t, g)
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
 	g := f.newGate(t, unserved, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
-	require.ErrorIs(t, g.Save(t.Context()), sv.ErrInvalidCheckpointState, "Save needs a served agent")
-	require.ErrorIs(t, g.Forget(t.Context()), sv.ErrInvalidCheckpointState, "Forget needs a served agent")
+	require.ErrorIs(t, g.Save(t.Context()), checkpoint.ErrInvalidState, "Save needs a served agent")
+	require.ErrorIs(t, g.Forget(t.Context()), checkpoint.ErrInvalidState, "Forget needs a served agent")
 }
 
 func TestRestoreCorruptGate(t *testing.T) {
@@ -162,8 +163,8 @@ func TestRestoreCorruptGate(t *testing.T) {
 			_, stored, err := f.store.PutIfAbsent(t.Context(), key, []byte(tt.record))
 			require.NoError(t, err)
 			require.True(t, stored)
-			_, err = sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
-			require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+			_, err = checkpoint.RestoreGate(t.Context(), f.agent.Checkpoints(), f.account, cpJob)
+			require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), cpToken)
 			require.NoError(t, f.gate.Forget(t.Context()))
@@ -177,23 +178,23 @@ func TestRestoreCorruptGate(t *testing.T) {
 func TestGateForget(t *testing.T) {
 	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	require.NoError(t, f.gate.Save(t.Context()))
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 
 	require.NoError(t, f.gate.Forget(t.Context()))
 	assert.Zero(t, assertTokenOnlyInGateRecords(t, f.store, f.token), "the token left the store")
-	_, err = sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
-	require.ErrorIs(t, err, sv.ErrGateNotFound)
+	_, err = checkpoint.RestoreGate(t.Context(), f.agent.Checkpoints(), f.account, cpJob)
+	require.ErrorIs(t, err, checkpoint.ErrGateNotFound)
 	require.NoError(t, f.gate.Forget(t.Context()), "forgetting again does nothing")
 
 	// The occurrence records stay: the effect is still never run twice.
-	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	require.ErrorIs(t, err, sv.ErrRecoveryRequired)
+	_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	require.ErrorIs(t, err, checkpoint.ErrRecoveryRequired)
 	assert.EqualValues(t, 1, f.effects.Load())
 
 	// A job.start delivered again after Forget saves the gate again.
 	require.NoError(t, f.gate.Save(t.Context()))
-	_, err = sv.RestoreRuleCheckpointGate(t.Context(), f.agent, f.account, cpJob)
+	_, err = checkpoint.RestoreGate(t.Context(), f.agent.Checkpoints(), f.account, cpJob)
 	require.NoError(t, err)
 }
 
@@ -221,17 +222,17 @@ func TestGateRestoreAcrossRestart(t *testing.T) {
 	a, account, st := open()
 	snapshot := fake.RuleSnapshot(cpSnapshot)
 	token := snapshot["checkpoint_token"].(string)
-	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, snapshot))
+	gate, err := checkpoint.NewGate(a.Checkpoints(), account, cpJobStart(t, cpAgentSlug, cpJob, snapshot))
 	require.NoError(t, err)
 	require.NoError(t, gate.Save(t.Context()))
 	require.NoError(t, st.Close())
 
 	a, account, st = open()
 	t.Cleanup(func() { _ = st.Close() })
-	restored, err := sv.RestoreRuleCheckpointGate(t.Context(), a, account, cpJob)
+	restored, err := checkpoint.RestoreGate(t.Context(), a.Checkpoints(), account, cpJob)
 	require.NoError(t, err)
 	assert.Equal(t, cpSnapshot, restored.SnapshotHash())
-	_, err = sv.RunGuardedStep(t.Context(), restored, sv.GuardedStep[string]{
+	_, err = checkpoint.Run(t.Context(), restored, checkpoint.Step[string]{
 		CaseID: cpCase, OccurrenceID: cpOccurrence, StepID: cpStep,
 		Effect:       func(context.Context) (string, error) { return "msg-42", nil },
 		AfterContext: cpAfterContext,
@@ -258,21 +259,21 @@ func startRequest(ws, job string, snapshot map[string]any) map[string]any {
 // verified workspace. A call from another workspace can neither restore it,
 // nor take it over with another job.start, nor resume its checkpoints.
 func TestGateWorkspaceBinding(t *testing.T) {
-	f := newCPFixture(t, cpOptions{api: newCPAPI(t, sv.CheckpointPause)})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, checkpoint.Pause)})
 	snapshot := f.api.RuleSnapshot(cpSnapshot)
 	type outcome struct {
 		saveErr, restoreErr error
-		restored            *sv.RuleCheckpointGate
+		restored            *checkpoint.Gate
 	}
 	var last outcome
 	restoreJob := ""
 	f.agent.HandleAction("job.start", func(ctx context.Context, req *sv.ActionRequest) (*sv.ActionResult, error) {
 		last = outcome{}
 		if restoreJob != "" {
-			last.restored, last.restoreErr = sv.RestoreRuleCheckpointGate(ctx, f.agent, f.account, restoreJob)
+			last.restored, last.restoreErr = checkpoint.RestoreGate(ctx, f.agent.Checkpoints(), f.account, restoreJob)
 			return sv.OK(), nil
 		}
-		g, err := sv.NewRuleCheckpointGate(f.agent, f.account, req)
+		g, err := checkpoint.NewGate(f.agent.Checkpoints(), f.account, req)
 		if err == nil {
 			err = g.Save(ctx)
 		}
@@ -289,22 +290,22 @@ func TestGateWorkspaceBinding(t *testing.T) {
 	call(startRequest(cpWorkspace, cpJob, snapshot))
 	require.NoError(t, last.saveErr, "a job.start delivered again")
 	call(startRequest("ws-2", cpJob, snapshot))
-	require.ErrorIs(t, last.saveErr, sv.ErrInvalidCheckpointState, "another workspace cannot take the job's gate over")
+	require.ErrorIs(t, last.saveErr, checkpoint.ErrInvalidState, "another workspace cannot take the job's gate over")
 
 	restoreJob = cpJob
 	call(startRequest("ws-2", "job-x", snapshot))
-	require.ErrorIs(t, last.restoreErr, sv.ErrGateNotFound, "another workspace does not see the gate")
+	require.ErrorIs(t, last.restoreErr, checkpoint.ErrGateNotFound, "another workspace does not see the gate")
 	call(startRequest(cpWorkspace, "job-x", snapshot))
 	require.NoError(t, last.restoreErr)
 	assert.Equal(t, cpJob, last.restored.JobID())
-	_, err := sv.RestoreRuleCheckpointGate(context.Background(), f.agent, f.account, cpJob)
+	_, err := checkpoint.RestoreGate(context.Background(), f.agent.Checkpoints(), f.account, cpJob)
 	require.NoError(t, err, "the agent's background work restores any of its gates")
 
 	// A paused checkpoint of the job is resumed from its workspace only.
 	f.gate = last.restored
 	done := f.runAsync(t.Context(), f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
-	allow := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
+	allow := f.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow)
 	foreign := resumeParams(cpAgentSlug, cpJob, cpCase, allow)
 	foreign["workspace"] = map[string]any{"id": "ws-2"}
 	require.NotNil(t, f.invoke(t, foreign).Error)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -113,7 +114,7 @@ func (s *cpStudio) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if status == "" {
-			status = sv.CheckpointAllow
+			status = checkpoint.Allow
 		}
 		writeCPJSON(w, http.StatusOK, cpAnswer(c, status))
 	case r.Method == http.MethodPost && r.URL.Path == "/w/"+cpWorkspace+"/api/v1/ctrl-events/":
@@ -227,7 +228,7 @@ type cpFixture struct {
 	other    *sv.Agent
 	srv      *sv.Server
 	account  *studio.Client
-	gate     *sv.RuleCheckpointGate
+	gate     *checkpoint.Gate
 	effects  atomic.Int64
 	advances atomic.Int64
 }
@@ -334,9 +335,9 @@ func (f *cpFixture) apiDecision(t testing.TB, phase, status string) map[string]a
 	return f.apiCall(t, phase).ResumeInput(status, "dec_03")
 }
 
-func (f *cpFixture) newGate(t testing.TB, a *sv.Agent, req *sv.ActionRequest, opts ...sv.GateOption) *sv.RuleCheckpointGate {
+func (f *cpFixture) newGate(t testing.TB, a *sv.Agent, req *sv.ActionRequest, opts ...checkpoint.GateOption) *checkpoint.Gate {
 	t.Helper()
-	g, err := sv.NewRuleCheckpointGate(a, f.account, req, opts...)
+	g, err := checkpoint.NewGate(a.Checkpoints(), f.account, req, opts...)
 	require.NoError(t, err)
 	return g
 }
@@ -360,8 +361,8 @@ func cpJobStart(t testing.TB, slug, job string, snapshot any) *sv.ActionRequest 
 }
 
 // step is the standard guarded step: an effect that returns "msg-42".
-func (f *cpFixture) step(occurrence string) sv.GuardedStep[string] {
-	return sv.GuardedStep[string]{
+func (f *cpFixture) step(occurrence string) checkpoint.Step[string] {
+	return checkpoint.Step[string]{
 		CaseID: cpCase, CaseDetails: map[string]any{"name": "Case 1"}, OccurrenceID: occurrence, StepID: cpStep,
 		BeforeContext: map[string]any{"operation": "send_brief", "channel": "email"},
 		Effect: func(context.Context) (string, error) {
@@ -386,10 +387,10 @@ type cpOutcome struct {
 }
 
 // runAsync runs a guarded step on another goroutine.
-func (f *cpFixture) runAsync(ctx context.Context, step sv.GuardedStep[string]) <-chan cpOutcome {
+func (f *cpFixture) runAsync(ctx context.Context, step checkpoint.Step[string]) <-chan cpOutcome {
 	out := make(chan cpOutcome, 1)
 	go func() {
-		res, err := sv.RunGuardedStep(ctx, f.gate, step)
+		res, err := checkpoint.Run(ctx, f.gate, step)
 		out <- cpOutcome{res, err}
 	}()
 	return out

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -91,19 +92,19 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 	for name, open := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Run("the waiting step wakes", func(t *testing.T) {
-				fake := newCPAPI(t, sv.CheckpointPause)
+				fake := newCPAPI(t, checkpoint.Pause)
 				st := open()
 				a, _ := cpInstance(t, st, fake, "a")
 				b, bLog := cpInstance(t, st, fake, "b")
 				out := a.runAsync(t.Context(), a.step(cpOccurrence))
 				a.logs.awaitWaiting(t)
 
-				_, err := sv.RunGuardedStep(t.Context(), b.gate, b.step(cpOccurrence))
-				var rr *sv.RecoveryRequiredError
+				_, err := checkpoint.Run(t.Context(), b.gate, b.step(cpOccurrence))
+				var rr *checkpoint.RecoveryRequiredError
 				require.ErrorAs(t, err, &rr, "instance B runs the occurrence A holds")
-				assert.Equal(t, sv.RecoveryOccurrenceActive, rr.Reason)
+				assert.Equal(t, checkpoint.RecoveryOccurrenceActive, rr.Reason)
 
-				allow := a.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
+				allow := a.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow)
 				require.Nil(t, b.resume(t, allow).Error)
 				o := awaitOutcome(t, out)
 				require.NoError(t, o.err)
@@ -112,16 +113,16 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 				assert.Zero(t, b.effects.Load())
 				assert.EqualValues(t, 1, a.advances.Load())
 				got, _ := bLog.all()
-				assert.Equal(t, []sv.RuleCheckpointDecision{wantDecisionAt(a.apiCall(t, contracts.PhaseBefore), sv.CheckpointAllow, false, true)}, got,
+				assert.Equal(t, []checkpoint.Decision{wantDecisionAt(a.apiCall(t, contracts.PhaseBefore), checkpoint.Allow, false, true)}, got,
 					"B's hooks hear that a step takes the decision")
 				assert.Len(t, cpAPICalls(fake, contracts.PhaseBefore), 1, "the before checkpoint is asked once")
 				assert.Len(t, cpAPICalls(fake, contracts.PhaseAfter), 1)
 
 				// Studio delivering the decision again (to A this time) changes nothing.
 				require.Nil(t, a.resume(t, allow).Error)
-				_, err = sv.RunGuardedStep(t.Context(), b.gate, b.step(cpOccurrence))
+				_, err = checkpoint.Run(t.Context(), b.gate, b.step(cpOccurrence))
 				require.ErrorAs(t, err, &rr)
-				assert.Equal(t, sv.RecoveryOccurrenceClaimed, rr.Reason)
+				assert.Equal(t, checkpoint.RecoveryOccurrenceClaimed, rr.Reason)
 				assert.EqualValues(t, 1, a.effects.Load()+b.effects.Load(), "the effect ran once")
 			})
 			for _, restart := range []struct {
@@ -132,7 +133,7 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 				{name: "the same instance restarted at once", instance: "a"},
 			} {
 				t.Run("A dies while waiting, "+restart.name, func(t *testing.T) {
-					fake := newCPAPI(t, sv.CheckpointPause)
+					fake := newCPAPI(t, checkpoint.Pause)
 					shared := open()
 					aStore := &killableStore{Store: shared}
 					a, _ := cpInstance(t, aStore, fake, "a")
@@ -145,7 +146,7 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 					require.Error(t, awaitOutcome(t, out).err)
 
 					b, bLog := cpInstance(t, shared, fake, restart.instance)
-					require.Nil(t, b.resume(t, a.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+					require.Nil(t, b.resume(t, a.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow)).Error)
 					got, _ := bLog.all()
 					require.Len(t, got, 1)
 					assert.Equal(t, restart.waitsForLease, got[0].Active, "A's live claim holds the occurrence")
@@ -153,9 +154,9 @@ func TestCheckpointDecisionAtAnotherInstance(t *testing.T) {
 					var res string
 					var err error
 					require.Eventually(t, func() bool {
-						res, err = sv.RunGuardedStep(t.Context(), b.gate, b.step(cpOccurrence))
-						var rr *sv.RecoveryRequiredError
-						return !errors.As(err, &rr) || rr.Reason != sv.RecoveryOccurrenceActive
+						res, err = checkpoint.Run(t.Context(), b.gate, b.step(cpOccurrence))
+						var rr *checkpoint.RecoveryRequiredError
+						return !errors.As(err, &rr) || rr.Reason != checkpoint.RecoveryOccurrenceActive
 					}, cpWaitTimeout, 10*time.Millisecond)
 					require.NoError(t, err)
 					assert.Equal(t, "msg-42", res)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 )
@@ -39,7 +39,7 @@ func (s *decisionDuringRead) Get(ctx context.Context, key string) ([]byte, bool,
 // refused and released the occurrence, so it is never lost.
 func TestDecisionArrivingWhileAStepRefuses(t *testing.T) {
 	mem := &decisionDuringRead{Store: store.NewMemory()}
-	f := newCPFixture(t, cpOptions{store: mem, api: newCPAPI(t, sv.CheckpointPause)})
+	f := newCPFixture(t, cpOptions{store: mem, api: newCPAPI(t, checkpoint.Pause)})
 
 	// A first attempt pauses, then gives up waiting (as a stopped process would).
 	ctx, stop := context.WithCancel(t.Context())
@@ -49,31 +49,31 @@ func TestDecisionArrivingWhileAStepRefuses(t *testing.T) {
 	require.ErrorIs(t, awaitOutcome(t, done).err, context.Canceled)
 
 	var mu sync.Mutex
-	var seen []sv.RuleCheckpointDecision
-	f.agent.OnRuleCheckpointDecision(func(_ context.Context, d sv.RuleCheckpointDecision) {
+	var seen []checkpoint.Decision
+	f.agent.OnRuleCheckpointDecision(func(_ context.Context, d checkpoint.Decision) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, d)
 	})
-	decision := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
+	decision := f.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow)
 	mem.deliver = func() { require.Nil(t, f.resume(t, decision).Error) }
 	mem.armed.Store(true)
 
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	var rr *sv.RecoveryRequiredError
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	var rr *checkpoint.RecoveryRequiredError
 	require.ErrorAs(t, err, &rr, "the step read the record before the decision: it refuses")
-	assert.Equal(t, sv.CheckpointPause, rr.Decision)
+	assert.Equal(t, checkpoint.Pause, rr.Decision)
 
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 }, 5*time.Second, 10*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.True(t, seen[0].Active, "during the read the occurrence is held by the step")
 	assert.False(t, seen[1].Active, "handed again once the step released it")
-	assert.Equal(t, sv.CheckpointAllow, seen[1].Status)
+	assert.Equal(t, checkpoint.Allow, seen[1].Status)
 	assert.Equal(t, seen[0].DecisionID, seen[1].DecisionID)
 
 	// The hook can now run the step, which proceeds on the persisted allow.
-	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, f.effects.Load())
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -22,22 +23,22 @@ const cpMsgAwaitStart = "guarded step waits for the server to start"
 // attachedCPServer is a server attached to api over st, not started, with its
 // agent, a gate for job-77 posting with the server's Studio account, and its
 // logs.
-func attachedCPServer(t *testing.T, api *svtest.FakeStudioAPI, st store.Store) (*sv.Server, *sv.RuleCheckpointGate, *cpLogs) {
+func attachedCPServer(t *testing.T, api *svtest.FakeStudioAPI, st store.Store) (*sv.Server, *checkpoint.Gate, *cpLogs) {
 	t.Helper()
 	logs := newCPLogs()
 	a := cpRegistration(t, cpAgentSlug, cpAgentName)
 	srv, err := sv.NewServer([]*sv.Agent{a}, append(api.ServerOptions(), sv.WithStore(st), sv.WithLogger(logs.logger()))...)
 	require.NoError(t, err)
 	require.NotNil(t, srv.Studio())
-	gate, err := sv.NewRuleCheckpointGate(a, srv.Studio(), cpJobStart(t, cpAgentSlug, cpJob, api.RuleSnapshot(cpSnapshot)))
+	gate, err := checkpoint.NewGate(a.Checkpoints(), srv.Studio(), cpJobStart(t, cpAgentSlug, cpJob, api.RuleSnapshot(cpSnapshot)))
 	require.NoError(t, err)
 	return srv, gate, logs
 }
 
 // cpGuardedStep is a guarded step of occurrence in the standard case;
 // beforeEffect runs first in its effect.
-func cpGuardedStep(occurrence string, beforeEffect func()) sv.GuardedStep[string] {
-	return sv.GuardedStep[string]{
+func cpGuardedStep(occurrence string, beforeEffect func()) checkpoint.Step[string] {
+	return checkpoint.Step[string]{
 		CaseID: cpCase, OccurrenceID: occurrence, StepID: cpStep,
 		BeforeContext: map[string]any{"operation": "send_brief"},
 		Effect: func(context.Context) (string, error) {
@@ -60,10 +61,10 @@ func TestGuardedStepsCallStudioOnlyAfterStart(t *testing.T) {
 	// The first run: the effect ran, the after checkpoint failed.
 	srv1, gate1, _ := attachedCPServer(t, api, mem)
 	require.NoError(t, srv1.Start(t.Context()))
-	_, err := sv.RunGuardedStep(t.Context(), gate1, cpGuardedStep(cpOccurrence, func() {
+	_, err := checkpoint.Run(t.Context(), gate1, cpGuardedStep(cpOccurrence, func() {
 		api.FailNext(studio.RuleCheckpointsPath, http.StatusServiceUnavailable)
 	}))
-	require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed)
+	require.ErrorIs(t, err, checkpoint.ErrRequestFailed)
 	require.NoError(t, srv1.Shutdown(t.Context()))
 
 	// The restarted controller, on the same store, before Start.
@@ -71,13 +72,13 @@ func TestGuardedStepsCallStudioOnlyAfterStart(t *testing.T) {
 	seen := len(api.Requests())
 	recovered := make(chan error, 1)
 	go func() {
-		_, err := sv.RecoverGuardedStep(t.Context(), gate2, sv.GuardedRecovery[string]{
+		_, err := checkpoint.Recover(t.Context(), gate2, checkpoint.Recovery[string]{
 			CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42", AfterContext: cpAfterContext})
 		recovered <- err
 	}()
 	ran := make(chan error, 1)
 	go func() {
-		_, err := sv.RunGuardedStep(t.Context(), gate2, cpGuardedStep("send-brief-2", func() {}))
+		_, err := checkpoint.Run(t.Context(), gate2, cpGuardedStep("send-brief-2", func() {}))
 		ran <- err
 	}()
 	require.Eventually(t, func() bool { return strings.Count(logs.String(), cpMsgAwaitStart) == 2 || len(api.Requests()) > seen },
@@ -128,7 +129,7 @@ func TestGuardedStepWaitingForStartEndsWithShutdown(t *testing.T) {
 	srv, gate, logs := attachedCPServer(t, api, store.NewMemory())
 	ran := make(chan error, 1)
 	go func() {
-		_, err := sv.RunGuardedStep(t.Context(), gate, cpGuardedStep(cpOccurrence, func() {}))
+		_, err := checkpoint.Run(t.Context(), gate, cpGuardedStep(cpOccurrence, func() {}))
 		ran <- err
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), cpMsgAwaitStart) || len(api.Requests()) > 0 },
@@ -137,7 +138,7 @@ func TestGuardedStepWaitingForStartEndsWithShutdown(t *testing.T) {
 	require.NoError(t, srv.Shutdown(t.Context()))
 	select {
 	case err := <-ran:
-		require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+		require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 		assert.Contains(t, err.Error(), "shut down before it started")
 	case <-time.After(cpWaitTimeout):
 		t.Fatal("the waiting step did not end with Shutdown")

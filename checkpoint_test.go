@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -32,9 +33,9 @@ func TestGuardedStepDecisions(t *testing.T) {
 		wantPhase                 string // "" means success
 		wantAfterCalls            int
 	}{
-		{"allow allow", sv.CheckpointAllow, sv.CheckpointAllow, 1, 1, "", 1},
-		{"before stop", sv.CheckpointStop, sv.CheckpointAllow, 0, 0, contracts.PhaseBefore, 0},
-		{"after stop", sv.CheckpointAllow, sv.CheckpointStop, 1, 0, contracts.PhaseAfter, 1},
+		{"allow allow", checkpoint.Allow, checkpoint.Allow, 1, 1, "", 1},
+		{"before stop", checkpoint.Stop, checkpoint.Allow, 0, 0, contracts.PhaseBefore, 0},
+		{"after stop", checkpoint.Allow, checkpoint.Stop, 1, 0, contracts.PhaseAfter, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +43,7 @@ func TestGuardedStepDecisions(t *testing.T) {
 			api := newCPAPI(t, tt.before)
 			api.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, tt.after)
 			f := newCPFixture(t, cpOptions{api: api})
-			res, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+			res, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 			assert.Equal(t, tt.wantEffects, f.effects.Load(), "effects")
 			assert.Equal(t, tt.wantAdvances, f.advances.Load(), "advances")
 			assert.Len(t, cpAPICalls(api, contracts.PhaseBefore), 1)
@@ -52,12 +53,12 @@ func TestGuardedStepDecisions(t *testing.T) {
 				assert.Equal(t, "msg-42", res)
 				return
 			}
-			require.ErrorIs(t, err, sv.ErrBlocked)
-			var blocked *sv.BlockedError
+			require.ErrorIs(t, err, checkpoint.ErrBlocked)
+			var blocked *checkpoint.BlockedError
 			require.ErrorAs(t, err, &blocked)
 			assert.Equal(t, tt.wantPhase, blocked.Phase)
-			assert.Equal(t, sv.CheckpointStop, blocked.Status)
-			assert.Equal(t, sv.CheckpointStop, blocked.Response.Status)
+			assert.Equal(t, checkpoint.Stop, blocked.Status)
+			assert.Equal(t, checkpoint.Stop, blocked.Response.Status)
 			assert.Equal(t, f.apiCall(t, tt.wantPhase).CheckpointID, blocked.Response.CheckpointID)
 			assert.Equal(t, cpOccurrence, blocked.OccurrenceID)
 			assert.Contains(t, err.Error(), "phase "+tt.wantPhase+", decision stop")
@@ -73,16 +74,16 @@ func TestGuardedStepPauseResume(t *testing.T) {
 		name, phase, decision     string
 		wantEffects, wantAdvances int64
 	}{
-		{"before pause then allow", contracts.PhaseBefore, sv.CheckpointAllow, 1, 1},
-		{"before pause then stop", contracts.PhaseBefore, sv.CheckpointStop, 0, 0},
-		{"after pause then allow", contracts.PhaseAfter, sv.CheckpointAllow, 1, 1},
-		{"after pause then stop", contracts.PhaseAfter, sv.CheckpointStop, 1, 0},
+		{"before pause then allow", contracts.PhaseBefore, checkpoint.Allow, 1, 1},
+		{"before pause then stop", contracts.PhaseBefore, checkpoint.Stop, 0, 0},
+		{"after pause then allow", contracts.PhaseAfter, checkpoint.Allow, 1, 1},
+		{"after pause then stop", contracts.PhaseAfter, checkpoint.Stop, 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			api := newCPAPI(t, "")
-			api.SetDecision(svtest.AnyOccurrence, tt.phase, sv.CheckpointPause)
+			api.SetDecision(svtest.AnyOccurrence, tt.phase, checkpoint.Pause)
 			f := newCPFixture(t, cpOptions{api: api})
 			done := f.runAsync(t.Context(), f.step(cpOccurrence))
 			f.logs.awaitWaiting(t)
@@ -99,23 +100,23 @@ func TestGuardedStepPauseResume(t *testing.T) {
 			out := awaitOutcome(t, done)
 			assert.Equal(t, tt.wantEffects, f.effects.Load(), "effects")
 			assert.Equal(t, tt.wantAdvances, f.advances.Load(), "advances")
-			if tt.decision == sv.CheckpointAllow {
+			if tt.decision == checkpoint.Allow {
 				require.NoError(t, out.err)
 				return
 			}
-			var blocked *sv.BlockedError
+			var blocked *checkpoint.BlockedError
 			require.ErrorAs(t, out.err, &blocked)
 			assert.Equal(t, tt.phase, blocked.Phase)
-			assert.Equal(t, sv.CheckpointStop, blocked.Status)
+			assert.Equal(t, checkpoint.Stop, blocked.Status)
 			assert.Equal(t, "dec_03", blocked.DecisionID)
-			assert.Equal(t, sv.CheckpointPause, blocked.Response.Status)
+			assert.Equal(t, checkpoint.Pause, blocked.Response.Status)
 		})
 	}
 }
 
 func TestGuardedStepWire(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 
 	calls := f.studio.calls("")
@@ -141,15 +142,15 @@ func TestResumeRejected(t *testing.T) {
 	// The other agent owns a case of the same job: a decision aimed at it is
 	// rejected by this agent's handler.
 	otherGate := f.newGate(t, f.other, cpJobStart(t, cpOtherSlug, cpJob, f.api.RuleSnapshot(cpSnapshot)))
-	_, err := sv.RunGuardedStep(t.Context(), otherGate, sv.GuardedStep[string]{CaseID: "case-other", OccurrenceID: "audit-1",
+	_, err := checkpoint.Run(t.Context(), otherGate, checkpoint.Step[string]{CaseID: "case-other", OccurrenceID: "audit-1",
 		StepID: "s", Effect: func(context.Context) (string, error) { return "", nil }, AfterContext: cpAfterContext})
 	require.NoError(t, err)
-	f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, sv.CheckpointPause)
+	f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, checkpoint.Pause)
 	done := f.runAsync(t.Context(), f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
 
 	valid := func(mod func(map[string]any)) map[string]any {
-		d := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)
+		d := f.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow)
 		if mod != nil {
 			mod(d)
 		}
@@ -168,7 +169,7 @@ func TestResumeRejected(t *testing.T) {
 		{"another checkpoint", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { d["checkpoint_id"] = "cp-x" }), "checkpoint_id does not match"},
 		{"another input hash", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { d["input_hash"] = "ih-x" }), "input_hash does not match"},
 		{"another snapshot", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { d["snapshot_hash"] = "rs_other" }), "snapshot_hash does not match"},
-		{"pause decision", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { d["status"] = sv.CheckpointPause }), "pause is not accepted"},
+		{"pause decision", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { d["status"] = checkpoint.Pause }), "pause is not accepted"},
 		{"unknown status", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { d["status"] = "maybe" }), "must be allow or stop"},
 		{"unknown phase", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { d["phase"] = "during" }), "must be before or after"},
 		{"missing checkpoint id", cpAgentSlug, cpJob, cpCase, valid(func(d map[string]any) { delete(d, "checkpoint_id") }), "checkpoint_id is required"},
@@ -195,15 +196,15 @@ func TestResumeRejected(t *testing.T) {
 		})
 	}
 	assert.Zero(t, f.effects.Load())
-	rpc := f.resume(t, f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow))
+	rpc := f.resume(t, f.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow))
 	require.Nil(t, rpc.Error)
 	require.NoError(t, awaitOutcome(t, done).err)
 	assert.EqualValues(t, 1, f.effects.Load())
 	assert.EqualValues(t, 1, f.advances.Load())
 
 	// The same decision delivered again is acknowledged; a different one is not.
-	require.Nil(t, f.resume(t, f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow)).Error)
-	other := f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointStop)
+	require.Nil(t, f.resume(t, f.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow)).Error)
+	other := f.apiDecision(t, contracts.PhaseBefore, checkpoint.Stop)
 	other["decision_id"] = "dec_04"
 	require.NotNil(t, f.resume(t, other).Error)
 	assert.Contains(t, f.logs.String(), "is not waiting for a decision")
@@ -215,10 +216,10 @@ func TestResumeEarlyDecision(t *testing.T) {
 	// Studio pushes the decision before it answers the checkpoint call: the
 	// record has no checkpoint id yet, so the decision is retained.
 	f.studio.set(func(s *cpStudio) {
-		s.status[contracts.PhaseBefore] = sv.CheckpointPause
+		s.status[contracts.PhaseBefore] = checkpoint.Pause
 		s.hook = func(c cpCall) {
 			if c.str("phase") == contracts.PhaseBefore {
-				rpc, err := f.tryInvoke(resumeParams(cpAgentSlug, cpJob, cpCase, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)))
+				rpc, err := f.tryInvoke(resumeParams(cpAgentSlug, cpJob, cpCase, cpDecision(contracts.PhaseBefore, checkpoint.Allow)))
 				if err != nil {
 					rpc.Result = json.RawMessage(fmt.Sprintf("%q", err.Error()))
 				}
@@ -226,7 +227,7 @@ func TestResumeEarlyDecision(t *testing.T) {
 			}
 		}
 	})
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, f.effects.Load())
 	assert.EqualValues(t, 1, f.advances.Load())
@@ -239,10 +240,10 @@ func TestResumeEarlyDecision(t *testing.T) {
 
 func TestResumeLiveResultGolden(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
-	f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseAfter] = sv.CheckpointPause })
+	f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseAfter] = checkpoint.Pause })
 	done := f.runAsync(t.Context(), f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
-	rpc := f.resume(t, cpDecision(contracts.PhaseAfter, sv.CheckpointAllow))
+	rpc := f.resume(t, cpDecision(contracts.PhaseAfter, checkpoint.Allow))
 	require.Nil(t, rpc.Error)
 	svtest.Golden(t, filepath.Join("testdata", "checkpoints", "resume_result.golden.json"), rpc.Result)
 	require.NoError(t, awaitOutcome(t, done).err)
@@ -251,26 +252,26 @@ func TestResumeLiveResultGolden(t *testing.T) {
 func TestResumeRetainedMismatchDiscarded(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
 	// The case is not known yet: the decision is retained.
-	stale := cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)
+	stale := cpDecision(contracts.PhaseBefore, checkpoint.Allow)
 	stale["input_hash"] = "ih-stale"
 	rpc := f.resume(t, stale)
 	require.Nil(t, rpc.Error)
 	assert.Contains(t, string(rpc.Result), `"retained":true`)
 
-	f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = sv.CheckpointPause })
+	f.studio.set(func(s *cpStudio) { s.status[contracts.PhaseBefore] = checkpoint.Pause })
 	done := f.runAsync(t.Context(), f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
 	assert.Contains(t, f.logs.String(), "does not match its waiter; discarded")
 	assert.Zero(t, f.effects.Load())
 
-	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, sv.CheckpointAllow)).Error)
+	require.Nil(t, f.resume(t, cpDecision(contracts.PhaseBefore, checkpoint.Allow)).Error)
 	require.NoError(t, awaitOutcome(t, done).err)
 	assert.EqualValues(t, 1, f.effects.Load())
 }
 
 func TestCheckpointURLIgnored(t *testing.T) {
 	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")}) // the snapshot's checkpoint_url is svtest's decoy
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 	assert.Zero(t, f.api.SnapshotURLCalls(), "nothing may be sent to the snapshot's checkpoint_url")
 	assert.Len(t, f.api.Checkpoints(), 2)
@@ -293,8 +294,8 @@ func TestCheckpointRedirectNotFollowed(t *testing.T) {
 			writeCPJSON(w, http.StatusOK, map[string]any{})
 		}
 	})
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	var reqErr *sv.CheckpointRequestError
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	var reqErr *checkpoint.RequestError
 	require.ErrorAs(t, err, &reqErr)
 	assert.Equal(t, http.StatusTemporaryRedirect, reqErr.StatusCode)
 	assert.Zero(t, hits.Load(), "a redirect must not carry the token to another host")
@@ -309,12 +310,12 @@ func TestCheckpointTokenNeverLogged(t *testing.T) {
 			return http.StatusBadGateway, map[string]any{"detail": "bad token " + c.Header.Get(studio.HeaderRuleCheckpointToken)}
 		}
 	})
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed)
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	require.ErrorIs(t, err, checkpoint.ErrRequestFailed)
 	assert.NotContains(t, err.Error(), cpToken)
 	assert.Contains(t, err.Error(), "[REDACTED]")
 	f.studio.set(func(s *cpStudio) { s.answer = nil })
-	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 
 	logger := f.logs.logger()
@@ -351,7 +352,7 @@ func TestNewRuleCheckpointGateErrors(t *testing.T) {
 		agent   *sv.Agent
 		account *studio.Client
 		req     *sv.ActionRequest
-		opts    []sv.GateOption
+		opts    []checkpoint.GateOption
 		want    string
 	}{
 		{"no snapshot", f.agent, f.account, cpJobStart(t, cpAgentSlug, cpJob, nil), nil, "governed job requires rule_snapshot"},
@@ -372,13 +373,13 @@ func TestNewRuleCheckpointGateErrors(t *testing.T) {
 		{"no request", f.agent, f.account, nil, nil, "needs the job start request"},
 		{"capability not declared", plain, f.account, cpJobStart(t, "plain-agent", cpJob, snap(func(map[string]any) {})), nil, "does not declare capabilities.rule_checkpoints"},
 		{"invalid secret path", f.agent, f.account, cpJobStart(t, cpAgentSlug, cpJob, snap(func(map[string]any) {})),
-			[]sv.GateOption{sv.WithSecretRefs("secrets.api_key")}, "invalid path"},
+			[]checkpoint.GateOption{checkpoint.WithSecretRefs("secrets.api_key")}, "invalid path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := sv.NewRuleCheckpointGate(tt.agent, tt.account, tt.req, tt.opts...)
-			require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+			g, err := checkpoint.NewGate(tt.agent.Checkpoints(), tt.account, tt.req, tt.opts...)
+			require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 			assert.Nil(t, g)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), cpToken)
@@ -400,11 +401,11 @@ func TestGateSecretRefs(t *testing.T) {
 	assert.Equal(t, cpAgentSlug, f.newGate(t, f.agent, anonymous).AgentSlug())
 
 	g := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, f.api.RuleSnapshot(cpSnapshot)),
-		sv.WithSecretRefs(cpSecretRef, "job.fields.iban"))
+		checkpoint.WithSecretRefs(cpSecretRef, "job.fields.iban"))
 	assert.Contains(t, f.logs.String(), "not declared in capabilities.rule_checkpoints.secret_refs")
 	assert.Contains(t, f.logs.String(), `"path":"job.fields.iban"`)
 	f.gate = g
-	_, err := sv.RunGuardedStep(t.Context(), g, f.step(cpOccurrence))
+	_, err := checkpoint.Run(t.Context(), g, f.step(cpOccurrence))
 	require.NoError(t, err)
 	calls := f.api.Checkpoints()
 	require.Len(t, calls, 2)
@@ -418,16 +419,16 @@ func TestCheckpointRequestFailed(t *testing.T) {
 		t.Parallel()
 		f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 		f.api.FailNext(studio.RuleCheckpointsPath, http.StatusServiceUnavailable)
-		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-		require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed)
-		var reqErr *sv.CheckpointRequestError
+		_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+		require.ErrorIs(t, err, checkpoint.ErrRequestFailed)
+		var reqErr *checkpoint.RequestError
 		require.ErrorAs(t, err, &reqErr)
 		assert.Equal(t, http.StatusServiceUnavailable, reqErr.StatusCode)
 		assert.Contains(t, reqErr.Body, "svtest: injected failure")
 		assert.Zero(t, f.effects.Load())
 		require.Empty(t, f.api.Checkpoints(), "the failed call answered no checkpoint")
 
-		_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+		_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 		require.NoError(t, err)
 		var statuses []int
 		for _, r := range f.api.Requests() {
@@ -446,8 +447,8 @@ func TestCheckpointRequestFailed(t *testing.T) {
 		f.studio.set(func(s *cpStudio) {
 			s.hook = func(cpCall) { f.studio.srv.CloseClientConnections() }
 		})
-		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-		var reqErr *sv.CheckpointRequestError
+		_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+		var reqErr *checkpoint.RequestError
 		require.ErrorAs(t, err, &reqErr)
 		assert.Zero(t, reqErr.StatusCode)
 		assert.Error(t, errors.Unwrap(reqErr), "the transport cause")
@@ -459,8 +460,8 @@ func TestCheckpointRequestFailed(t *testing.T) {
 			map[string]any{"checkpoint_id": "cp", "status": "later", "snapshot_hash": cpSnapshot}} {
 			f := newCPFixture(t, cpOptions{})
 			f.studio.set(func(s *cpStudio) { s.answer = func(cpCall) (int, any) { return http.StatusOK, body } })
-			_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-			require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed, "%v", body)
+			_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+			require.ErrorIs(t, err, checkpoint.ErrRequestFailed, "%v", body)
 			assert.Zero(t, f.effects.Load())
 		}
 	})
@@ -469,13 +470,13 @@ func TestCheckpointRequestFailed(t *testing.T) {
 		f := newCPFixture(t, cpOptions{})
 		f.studio.set(func(s *cpStudio) {
 			s.answer = func(c cpCall) (int, any) {
-				a := cpAnswer(c, sv.CheckpointAllow)
+				a := cpAnswer(c, checkpoint.Allow)
 				a["snapshot_hash"] = "rs_forged"
 				return http.StatusOK, a
 			}
 		})
-		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-		require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+		_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+		require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 		assert.Contains(t, err.Error(), "snapshot_hash")
 		assert.Zero(t, f.effects.Load())
 	})
@@ -483,29 +484,29 @@ func TestCheckpointRequestFailed(t *testing.T) {
 
 func TestGuardedStepReentryGuards(t *testing.T) {
 	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 
 	otherSnapshot := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, f.api.RuleSnapshot("rs_other")))
 	otherJob := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, "job-78", f.api.RuleSnapshot(cpSnapshot)))
 	tests := []struct {
 		name      string
-		gate      *sv.RuleCheckpointGate
-		mod       func(*sv.GuardedStep[string])
+		gate      *checkpoint.Gate
+		mod       func(*checkpoint.Step[string])
 		wantIs    error
 		wantInMsg string
 	}{
-		{"same step again", f.gate, nil, sv.ErrRecoveryRequired, "occurrence already claimed"},
-		{"context changed", f.gate, func(s *sv.GuardedStep[string]) { s.BeforeContext["channel"] = "sms" }, sv.ErrInvalidCheckpointState, "retry context changed"},
-		{"step changed", f.gate, func(s *sv.GuardedStep[string]) { s.StepID = "step-other" }, sv.ErrInvalidCheckpointState, "step changed"},
-		{"snapshot changed", otherSnapshot, nil, sv.ErrInvalidCheckpointState, "snapshot changed"},
-		{"another case", f.gate, func(s *sv.GuardedStep[string]) { s.CaseID = "case-2" }, sv.ErrInvalidCheckpointState, "belongs to job"},
-		{"another job", otherJob, nil, sv.ErrInvalidCheckpointState, "belongs to job"},
-		{"no step id", f.gate, func(s *sv.GuardedStep[string]) { s.StepID = "" }, sv.ErrInvalidCheckpointState, "StepID is required"},
-		{"no effect", f.gate, func(s *sv.GuardedStep[string]) { s.Effect = nil }, sv.ErrInvalidCheckpointState, "Effect is required"},
-		{"no after context", f.gate, func(s *sv.GuardedStep[string]) { s.AfterContext = nil }, sv.ErrInvalidCheckpointState, "AfterContext is required"},
-		{"no occurrence", f.gate, func(s *sv.GuardedStep[string]) { s.OccurrenceID = " " }, sv.ErrInvalidCheckpointState, "occurrence id is required"},
-		{"token in context", f.gate, func(s *sv.GuardedStep[string]) { s.BeforeContext["x"] = "t=" + f.token }, sv.ErrInvalidCheckpointState, "contains the rule snapshot's checkpoint token"},
+		{"same step again", f.gate, nil, checkpoint.ErrRecoveryRequired, "occurrence already claimed"},
+		{"context changed", f.gate, func(s *checkpoint.Step[string]) { s.BeforeContext["channel"] = "sms" }, checkpoint.ErrInvalidState, "retry context changed"},
+		{"step changed", f.gate, func(s *checkpoint.Step[string]) { s.StepID = "step-other" }, checkpoint.ErrInvalidState, "step changed"},
+		{"snapshot changed", otherSnapshot, nil, checkpoint.ErrInvalidState, "snapshot changed"},
+		{"another case", f.gate, func(s *checkpoint.Step[string]) { s.CaseID = "case-2" }, checkpoint.ErrInvalidState, "belongs to job"},
+		{"another job", otherJob, nil, checkpoint.ErrInvalidState, "belongs to job"},
+		{"no step id", f.gate, func(s *checkpoint.Step[string]) { s.StepID = "" }, checkpoint.ErrInvalidState, "StepID is required"},
+		{"no effect", f.gate, func(s *checkpoint.Step[string]) { s.Effect = nil }, checkpoint.ErrInvalidState, "Effect is required"},
+		{"no after context", f.gate, func(s *checkpoint.Step[string]) { s.AfterContext = nil }, checkpoint.ErrInvalidState, "AfterContext is required"},
+		{"no occurrence", f.gate, func(s *checkpoint.Step[string]) { s.OccurrenceID = " " }, checkpoint.ErrInvalidState, "occurrence id is required"},
+		{"token in context", f.gate, func(s *checkpoint.Step[string]) { s.BeforeContext["x"] = "t=" + f.token }, checkpoint.ErrInvalidState, "contains the rule snapshot's checkpoint token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -513,7 +514,7 @@ func TestGuardedStepReentryGuards(t *testing.T) {
 			if tt.mod != nil {
 				tt.mod(&step)
 			}
-			_, err := sv.RunGuardedStep(t.Context(), tt.gate, step)
+			_, err := checkpoint.Run(t.Context(), tt.gate, step)
 			require.ErrorIs(t, err, tt.wantIs)
 			assert.Contains(t, err.Error(), tt.wantInMsg)
 		})
@@ -523,15 +524,15 @@ func TestGuardedStepReentryGuards(t *testing.T) {
 	assert.NotContains(t, f.logs.String(), f.token)
 
 	t.Run("a stopped occurrence stays claimed", func(t *testing.T) {
-		f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, sv.CheckpointStop)
-		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step("occ-stopped"))
-		require.ErrorIs(t, err, sv.ErrBlocked)
-		_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step("occ-stopped"))
-		var rr *sv.RecoveryRequiredError
+		f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, checkpoint.Stop)
+		_, err := checkpoint.Run(t.Context(), f.gate, f.step("occ-stopped"))
+		require.ErrorIs(t, err, checkpoint.ErrBlocked)
+		_, err = checkpoint.Run(t.Context(), f.gate, f.step("occ-stopped"))
+		var rr *checkpoint.RecoveryRequiredError
 		require.ErrorAs(t, err, &rr)
 		assert.Equal(t, "occurrence already claimed", rr.Reason)
 		assert.False(t, rr.EffectStarted)
-		assert.Equal(t, sv.CheckpointStop, rr.Decision, "the persisted decision that holds it")
+		assert.Equal(t, checkpoint.Stop, rr.Decision, "the persisted decision that holds it")
 		assert.Contains(t, rr.Error(), "decision stop")
 	})
 }
@@ -547,11 +548,11 @@ func TestGuardedStepOccurrenceActive(t *testing.T) {
 	}
 	done := f.runAsync(t.Context(), step)
 	<-entered
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	var rr *sv.RecoveryRequiredError
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	var rr *checkpoint.RecoveryRequiredError
 	require.ErrorAs(t, err, &rr)
 	assert.Equal(t, "occurrence active", rr.Reason)
-	_, err = sv.RecoverGuardedStep(t.Context(), f.gate, sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence,
+	_, err = checkpoint.Recover(t.Context(), f.gate, checkpoint.Recovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence,
 		Result: "msg-42", AfterContext: cpAfterContext})
 	require.ErrorAs(t, err, &rr)
 	assert.Equal(t, "occurrence active", rr.Reason)
@@ -563,7 +564,7 @@ func TestGuardedStepOccurrenceActive(t *testing.T) {
 func TestGuardedStepCaseAnnouncement(t *testing.T) {
 	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	for _, occ := range []string{"occ-1", "occ-2"} {
-		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(occ))
+		_, err := checkpoint.Run(t.Context(), f.gate, f.step(occ))
 		require.NoError(t, err)
 	}
 	var events []svtest.StudioEvent
@@ -578,8 +579,8 @@ func TestGuardedStepCaseAnnouncement(t *testing.T) {
 	// The case now belongs to research-agent: the other agent cannot use it.
 	otherGate := f.newGate(t, f.other, cpJobStart(t, cpOtherSlug, cpJob, f.api.RuleSnapshot(cpSnapshot)))
 	step := f.step("audit-occ")
-	_, err := sv.RunGuardedStep(t.Context(), otherGate, step)
-	require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+	_, err := checkpoint.Run(t.Context(), otherGate, step)
+	require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 	assert.Contains(t, err.Error(), `owned by agent "research-agent"`)
 	posted := 0
 	for _, r := range f.api.Requests() {
@@ -593,7 +594,7 @@ func TestGuardedStepCaseAnnouncement(t *testing.T) {
 	t.Run("announcement failure", func(t *testing.T) {
 		f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 		f.api.FailNext(f.api.WorkspacePath(svtest.EventsPath), http.StatusInternalServerError)
-		_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+		_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "announce case")
 		assert.Zero(t, f.effects.Load())
@@ -619,12 +620,12 @@ func TestGuardedStepPersistedAllow(t *testing.T) {
 	st.armed.Store(true)
 	f := newCPFixture(t, cpOptions{store: st, api: newCPAPI(t, "")})
 	// The before allow is persisted, then "effect started" cannot be.
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.ErrorContains(t, err, "disk full")
 	assert.Zero(t, f.effects.Load())
 
 	st.armed.Store(false)
-	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 	assert.Len(t, cpAPICalls(f.api, contracts.PhaseBefore), 1, "a persisted allow is not asked again")
 	assert.EqualValues(t, 1, f.effects.Load())
@@ -636,24 +637,24 @@ func TestGuardedStepEffectFailure(t *testing.T) {
 	boom := errors.New("smtp: connection reset")
 	step := f.step(cpOccurrence)
 	step.Effect = func(context.Context) (string, error) { return "", boom }
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, step)
+	_, err := checkpoint.Run(t.Context(), f.gate, step)
 	require.ErrorIs(t, err, boom)
 
-	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	var rr *sv.RecoveryRequiredError
+	_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	var rr *checkpoint.RecoveryRequiredError
 	require.ErrorAs(t, err, &rr)
 	assert.True(t, rr.EffectStarted)
 	assert.False(t, rr.EffectCompleted)
 	assert.Zero(t, f.effects.Load(), "an uncertain effect is never run again automatically")
 
-	recovery := sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42",
+	recovery := checkpoint.Recovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42",
 		AfterContext: cpAfterContext, Advance: f.step(cpOccurrence).Advance}
-	_, err = sv.RecoverGuardedStep(t.Context(), f.gate, recovery)
+	_, err = checkpoint.Recover(t.Context(), f.gate, recovery)
 	require.ErrorAs(t, err, &rr)
 	assert.Equal(t, "not ready to recover", rr.Reason)
 
 	recovery.ConfirmEffect = true
-	res, err := sv.RecoverGuardedStep(t.Context(), f.gate, recovery)
+	res, err := checkpoint.Recover(t.Context(), f.gate, recovery)
 	require.NoError(t, err)
 	assert.Equal(t, "msg-42", res)
 	assert.EqualValues(t, 1, f.advances.Load())
@@ -663,31 +664,31 @@ func TestGuardedStepEffectFailure(t *testing.T) {
 func TestRecoverGuardedStep(t *testing.T) {
 	f := newCPFixture(t, cpOptions{})
 	f.studio.set(func(s *cpStudio) { s.fail[contracts.PhaseAfter] = http.StatusBadGateway })
-	res, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed)
+	res, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	require.ErrorIs(t, err, checkpoint.ErrRequestFailed)
 	assert.Equal(t, "msg-42", res, "the result is returned for recovery")
 
-	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	var rr *sv.RecoveryRequiredError
+	_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	var rr *checkpoint.RecoveryRequiredError
 	require.ErrorAs(t, err, &rr)
 	assert.True(t, rr.EffectCompleted)
 	f.studio.set(func(s *cpStudio) { delete(s.fail, contracts.PhaseAfter) })
 
 	otherSnapshot := f.newGate(t, f.agent, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput("rs_other", "https://x.invalid/")))
-	base := sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42", AfterContext: cpAfterContext,
+	base := checkpoint.Recovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42", AfterContext: cpAfterContext,
 		Advance: f.step(cpOccurrence).Advance}
 	tests := []struct {
 		name   string
-		gate   *sv.RuleCheckpointGate
-		mod    func(*sv.GuardedRecovery[string])
+		gate   *checkpoint.Gate
+		mod    func(*checkpoint.Recovery[string])
 		wantIs error
 		want   string
 	}{
-		{"context changed", f.gate, func(r *sv.GuardedRecovery[string]) { r.Result = "msg-43" }, sv.ErrInvalidCheckpointState, "context changed"},
-		{"no after context", f.gate, func(r *sv.GuardedRecovery[string]) { r.AfterContext = nil }, sv.ErrInvalidCheckpointState, "AfterContext is required"},
-		{"snapshot changed", otherSnapshot, nil, sv.ErrInvalidCheckpointState, "snapshot changed"},
-		{"another case", f.gate, func(r *sv.GuardedRecovery[string]) { r.CaseID = "case-2" }, sv.ErrInvalidCheckpointState, "belongs to job"},
-		{"unknown occurrence", f.gate, func(r *sv.GuardedRecovery[string]) { r.OccurrenceID = "never-ran" }, sv.ErrRecoveryRequired, "not ready to recover"},
+		{"context changed", f.gate, func(r *checkpoint.Recovery[string]) { r.Result = "msg-43" }, checkpoint.ErrInvalidState, "context changed"},
+		{"no after context", f.gate, func(r *checkpoint.Recovery[string]) { r.AfterContext = nil }, checkpoint.ErrInvalidState, "AfterContext is required"},
+		{"snapshot changed", otherSnapshot, nil, checkpoint.ErrInvalidState, "snapshot changed"},
+		{"another case", f.gate, func(r *checkpoint.Recovery[string]) { r.CaseID = "case-2" }, checkpoint.ErrInvalidState, "belongs to job"},
+		{"unknown occurrence", f.gate, func(r *checkpoint.Recovery[string]) { r.OccurrenceID = "never-ran" }, checkpoint.ErrRecoveryRequired, "not ready to recover"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -695,14 +696,14 @@ func TestRecoverGuardedStep(t *testing.T) {
 			if tt.mod != nil {
 				tt.mod(&r)
 			}
-			_, err := sv.RecoverGuardedStep(t.Context(), tt.gate, r)
+			_, err := checkpoint.Recover(t.Context(), tt.gate, r)
 			require.ErrorIs(t, err, tt.wantIs)
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
 	assert.Len(t, f.studio.calls(contracts.PhaseAfter), 1, "no checkpoint for a refused recovery")
 
-	res, err = sv.RecoverGuardedStep(t.Context(), f.gate, base)
+	res, err = checkpoint.Recover(t.Context(), f.gate, base)
 	require.NoError(t, err)
 	assert.Equal(t, "msg-42", res)
 	assert.EqualValues(t, 1, f.advances.Load())
@@ -711,7 +712,7 @@ func TestRecoverGuardedStep(t *testing.T) {
 	assert.Equal(t, afterCalls[0].Raw, afterCalls[1].Raw, "only the original after checkpoint is asked again")
 
 	// Recovering again is harmless: no checkpoint, no second advance.
-	_, err = sv.RecoverGuardedStep(t.Context(), f.gate, base)
+	_, err = checkpoint.Recover(t.Context(), f.gate, base)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, f.advances.Load())
 	assert.EqualValues(t, 1, f.effects.Load())
@@ -726,29 +727,29 @@ func TestRecoverGuardedStepAfterStopAndPause(t *testing.T) {
 		f.api.FailNext(studio.RuleCheckpointsPath, http.StatusBadGateway) // the after checkpoint fails
 		return effect(ctx)
 	}
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, step)
-	require.ErrorIs(t, err, sv.ErrCheckpointRequestFailed)
-	f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, sv.CheckpointPause)
-	recovery := sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42", AfterContext: cpAfterContext,
+	_, err := checkpoint.Run(t.Context(), f.gate, step)
+	require.ErrorIs(t, err, checkpoint.ErrRequestFailed)
+	f.api.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, checkpoint.Pause)
+	recovery := checkpoint.Recovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence, Result: "msg-42", AfterContext: cpAfterContext,
 		Advance: f.step(cpOccurrence).Advance}
 	done := make(chan error, 1)
 	go func() {
-		_, err := sv.RecoverGuardedStep(t.Context(), f.gate, recovery)
+		_, err := checkpoint.Recover(t.Context(), f.gate, recovery)
 		done <- err
 	}()
 	f.logs.awaitWaiting(t)
-	require.Nil(t, f.resume(t, f.apiDecision(t, contracts.PhaseAfter, sv.CheckpointStop)).Error)
+	require.Nil(t, f.resume(t, f.apiDecision(t, contracts.PhaseAfter, checkpoint.Stop)).Error)
 	select {
 	case err := <-done:
-		require.ErrorIs(t, err, sv.ErrBlocked)
+		require.ErrorIs(t, err, checkpoint.ErrBlocked)
 	case <-time.After(cpWaitTimeout):
 		t.Fatal("the recovery did not finish")
 	}
-	_, err = sv.RecoverGuardedStep(t.Context(), f.gate, recovery)
-	var rr *sv.RecoveryRequiredError
+	_, err = checkpoint.Recover(t.Context(), f.gate, recovery)
+	var rr *checkpoint.RecoveryRequiredError
 	require.ErrorAs(t, err, &rr)
 	assert.Equal(t, "not ready to recover", rr.Reason)
-	assert.Equal(t, sv.CheckpointStop, rr.Decision)
+	assert.Equal(t, checkpoint.Stop, rr.Decision)
 	assert.Zero(t, f.advances.Load())
 }
 
@@ -756,19 +757,19 @@ func TestRecoverAmbiguousAdvancement(t *testing.T) {
 	f := newCPFixture(t, cpOptions{api: newCPAPI(t, "")})
 	step := f.step(cpOccurrence)
 	step.Advance = func(context.Context, string) error { return errors.New("crm: timeout") }
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, step)
+	_, err := checkpoint.Run(t.Context(), f.gate, step)
 	require.ErrorContains(t, err, "advancement is now ambiguous")
 
-	_, err = sv.RecoverGuardedStep(t.Context(), f.gate, sv.GuardedRecovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence,
+	_, err = checkpoint.Recover(t.Context(), f.gate, checkpoint.Recovery[string]{CaseID: cpCase, OccurrenceID: cpOccurrence,
 		Result: "msg-42", AfterContext: cpAfterContext, Advance: f.step(cpOccurrence).Advance})
-	var rr *sv.RecoveryRequiredError
+	var rr *checkpoint.RecoveryRequiredError
 	require.ErrorAs(t, err, &rr)
 	assert.Equal(t, "advancement is ambiguous", rr.Reason)
 	assert.Zero(t, f.advances.Load(), "recovery refuses to advance twice")
 }
 
 func TestGuardedStepWaitCancelled(t *testing.T) {
-	f := newCPFixture(t, cpOptions{api: newCPAPI(t, sv.CheckpointPause)})
+	f := newCPFixture(t, cpOptions{api: newCPAPI(t, checkpoint.Pause)})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := f.runAsync(ctx, f.step(cpOccurrence))
 	f.logs.awaitWaiting(t)
@@ -777,14 +778,14 @@ func TestGuardedStepWaitCancelled(t *testing.T) {
 	require.ErrorIs(t, out.err, context.Canceled)
 
 	// The paused record stays: a new run is refused until a decision arrives.
-	_, err := sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
-	require.ErrorIs(t, err, sv.ErrRecoveryRequired)
+	_, err := checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
+	require.ErrorIs(t, err, checkpoint.ErrRecoveryRequired)
 
 	// A decision without a waiter is persisted; the next run proceeds on it.
-	rpc := f.resume(t, f.apiDecision(t, contracts.PhaseBefore, sv.CheckpointAllow))
+	rpc := f.resume(t, f.apiDecision(t, contracts.PhaseBefore, checkpoint.Allow))
 	require.Nil(t, rpc.Error)
 	assert.NotContains(t, string(rpc.Result), "retained")
-	_, err = sv.RunGuardedStep(t.Context(), f.gate, f.step(cpOccurrence))
+	_, err = checkpoint.Run(t.Context(), f.gate, f.step(cpOccurrence))
 	require.NoError(t, err)
 	assert.Len(t, cpAPICalls(f.api, contracts.PhaseBefore), 1)
 	assert.EqualValues(t, 1, f.effects.Load())
@@ -797,7 +798,7 @@ func TestResumeHandlerReplaceable(t *testing.T) {
 			return sv.OK(), nil
 		}
 	}
-	pause := cpDecision(contracts.PhaseBefore, sv.CheckpointPause) // the SDK handler would reject it
+	pause := cpDecision(contracts.PhaseBefore, checkpoint.Pause) // the SDK handler would reject it
 	t.Run("before NewServer", func(t *testing.T) {
 		a := cpRegistration(t, cpAgentSlug, cpAgentName)
 		var calls atomic.Int64
@@ -825,12 +826,12 @@ func TestGuardedStepAgentNotServed(t *testing.T) {
 	a := cpRegistration(t, cpAgentSlug, cpAgentName)
 	account, err := studio.NewClient(studio.Config{APIURL: "http://127.0.0.1:1", WorkspaceID: cpWorkspace, APIKey: cpAPIKey})
 	require.NoError(t, err)
-	gate, err := sv.NewRuleCheckpointGate(a, account, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
+	gate, err := checkpoint.NewGate(a.Checkpoints(), account, cpJobStart(t, cpAgentSlug, cpJob, cpSnapshotInput(cpSnapshot, "https://x.invalid/")))
 	require.NoError(t, err)
 	f := &cpFixture{}
-	_, err = sv.RunGuardedStep(t.Context(), gate, f.step(cpOccurrence))
-	require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+	_, err = checkpoint.Run(t.Context(), gate, f.step(cpOccurrence))
+	require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 	assert.Contains(t, err.Error(), "is not served")
-	_, err = sv.RunGuardedStep[string](t.Context(), nil, f.step(cpOccurrence))
-	require.ErrorIs(t, err, sv.ErrInvalidCheckpointState)
+	_, err = checkpoint.Run[string](t.Context(), nil, f.step(cpOccurrence))
+	require.ErrorIs(t, err, checkpoint.ErrInvalidState)
 }

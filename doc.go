@@ -96,7 +96,8 @@
 // What must survive a restart goes through the [store.Store] given with
 // [WithStore]. With a [studio.Client] ([WithStudio] or the SUPERVAIZE_* variables)
 // [Server.Start] registers the controller with Studio and checks the handshake.
-// [NewRuleCheckpointGate] and [RunGuardedStep] guard an external effect with
+// Package checkpoint's gates and guarded steps ([checkpoint.NewGate] with
+// [Agent.Checkpoints], [checkpoint.Run]) guard an external effect with
 // Studio decisions taken before and after it, never replaying an uncertain
 // effect after a crash.
 //
@@ -105,7 +106,8 @@
 // The root package holds what agent authors use every day. Package contracts
 // holds the wire models, their JSON Schema (generated from the Go types) and the
 // Validator; a2a the Agent Card; a2ui the surface documents and field helpers;
-// store the persistence interface (in-memory and embedded durable); testing
+// checkpoint the rule checkpoints (gates, guarded steps, recovery); store the
+// persistence interface (in-memory and embedded durable); testing
 // (imported as svtest) the test kit: a fake Studio that mints real tokens, test
 // servers and AssertConfirmIdempotent.
 //

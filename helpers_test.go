@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/ssetest"
 	"github.com/supervaize/supervaizer-go/resource"
@@ -80,9 +81,9 @@ var handlerErrorKinds = map[string]error{
 	"internal_error":         wireError(supervaizer.CodeInternalError, "secret-internal", map[string]any{"secret": "x"}),
 	"action_not_registered":  wireError(supervaizer.CodeActionNotRegistered, "secret-action", nil),
 	"surface_not_registered": wireError(supervaizer.CodeSurfaceNotRegistered, "secret-surface", nil),
-	"blocked":                &supervaizer.BlockedError{OccurrenceID: "secret-occ", Phase: "before", Status: supervaizer.CheckpointStop},
-	"recovery_required":      &supervaizer.RecoveryRequiredError{OccurrenceID: "secret-occ", Reason: supervaizer.RecoveryOccurrenceActive},
-	"checkpoint_request":     &supervaizer.CheckpointRequestError{StatusCode: 502, Body: "secret-body"},
+	"blocked":                &checkpoint.BlockedError{OccurrenceID: "secret-occ", Phase: "before", Status: checkpoint.Stop},
+	"recovery_required":      &checkpoint.RecoveryRequiredError{OccurrenceID: "secret-occ", Reason: checkpoint.RecoveryOccurrenceActive},
+	"checkpoint_request":     &checkpoint.RequestError{StatusCode: 502, Body: "secret-body"},
 	"resource_error":         &resource.Error{Code: "duplicate_email", Message: "secret-resource"},
 	"not_found":              fmt.Errorf("contact: %w", resource.ErrNotFound),
 	"context_canceled":       context.Canceled,

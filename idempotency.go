@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/bootid"
 	"github.com/supervaize/supervaizer-go/internal/canon"
-	"github.com/supervaize/supervaizer-go/internal/checkpoint"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -151,7 +151,7 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 	}
 	l := &idempotency{
 		store: s, lease: cfg.lease, retention: cfg.retention, awaitOther: cfg.awaitOther, now: time.Now, logger: logger,
-		instance: cfg.instance, boot: checkpoint.NewBootID(), flights: map[string]*flight{},
+		instance: cfg.instance, boot: bootid.New(), flights: map[string]*flight{},
 		unrecorded: map[string]*unrecordedResult{}, life: context.Background(),
 	}
 	if l.instance != "" && !store.IsExclusive(s) {

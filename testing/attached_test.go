@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -229,8 +230,8 @@ func governedStart(t testing.TB, ts *svtest.TestServer, jobID string) *supervaiz
 }
 
 // guardedStep is a guarded step whose effect counts its runs.
-func guardedStep(occurrence string, effects *int) supervaizer.GuardedStep[string] {
-	return supervaizer.GuardedStep[string]{
+func guardedStep(occurrence string, effects *int) checkpoint.Step[string] {
+	return checkpoint.Step[string]{
 		CaseID: "case-1", CaseDetails: map[string]any{"name": "Case 1"}, OccurrenceID: occurrence, StepID: "step-send",
 		BeforeContext: map[string]any{"operation": "send_brief", "recipients": 2},
 		Effect: func(context.Context) (string, error) {
@@ -245,10 +246,10 @@ func TestAttachedCheckpointsAllow(t *testing.T) {
 	t.Parallel()
 	ts, agent := newAttached(t)
 	start := governedStart(t, ts, "job-77")
-	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), start)
+	gate, err := checkpoint.NewGate(agent.Checkpoints(), ts.Server.Studio(), start)
 	require.NoError(t, err)
 	effects := 0
-	res, err := supervaizer.RunGuardedStep(t.Context(), gate, guardedStep("send-brief-job-77-case-1", &effects))
+	res, err := checkpoint.Run(t.Context(), gate, guardedStep("send-brief-job-77-case-1", &effects))
 	require.NoError(t, err)
 	assert.Equal(t, "msg-42", res)
 	assert.Equal(t, 1, effects)
@@ -264,7 +265,7 @@ func TestAttachedCheckpointsAllow(t *testing.T) {
 		assert.Equal(t, "case-1", c.CaseID)
 		assert.Equal(t, "step-send", c.StepID)
 		assert.Equal(t, []string{secretRef}, c.SecretRefs)
-		assert.Equal(t, supervaizer.CheckpointAllow, c.Status)
+		assert.Equal(t, checkpoint.Allow, c.Status)
 		assert.True(t, strings.HasPrefix(c.CheckpointID, "cp_") && strings.HasPrefix(c.InputHash, "ih_"), "%+v", c)
 	}
 	assert.Equal(t, map[string]any{"operation": "send_brief", "recipients": float64(2)}, calls[0].Context)
@@ -279,8 +280,8 @@ func TestAttachedCheckpointsAllow(t *testing.T) {
 func TestAttachedCheckpointsPauseResume(t *testing.T) {
 	t.Parallel()
 	ts, agent := newAttached(t)
-	ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, supervaizer.CheckpointPause)
-	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), governedStart(t, ts, "job-77"))
+	ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, checkpoint.Pause)
+	gate, err := checkpoint.NewGate(agent.Checkpoints(), ts.Server.Studio(), governedStart(t, ts, "job-77"))
 	require.NoError(t, err)
 	effects := 0
 	type outcome struct {
@@ -289,18 +290,18 @@ func TestAttachedCheckpointsPauseResume(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := supervaizer.RunGuardedStep(t.Context(), gate, guardedStep("send-brief-job-77-case-1", &effects))
+		res, err := checkpoint.Run(t.Context(), gate, guardedStep("send-brief-job-77-case-1", &effects))
 		done <- outcome{res, err}
 	}()
 	before := ts.API.WaitCheckpoints(t, 1)[0]
-	assert.Equal(t, supervaizer.CheckpointPause, before.Status)
+	assert.Equal(t, checkpoint.Pause, before.Status)
 	select {
 	case o := <-done:
 		t.Fatalf("the step finished before the decision: %+v", o)
 	case <-time.After(20 * time.Millisecond):
 	}
 
-	res, err := ts.Invoke(t.Context(), ts.ResumeRequest(before, supervaizer.CheckpointAllow, "dec-1"))
+	res, err := ts.Invoke(t.Context(), ts.ResumeRequest(before, checkpoint.Allow, "dec-1"))
 	require.NoError(t, err)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
 	assert.Equal(t, "rule.checkpoint.resumed", res.Effects[0].Type)
@@ -315,22 +316,22 @@ func TestAttachedCheckpointsPauseResume(t *testing.T) {
 	assert.Equal(t, 1, effects)
 	calls := ts.API.Checkpoints()
 	require.Len(t, calls, 2)
-	assert.Equal(t, supervaizer.CheckpointAllow, calls[1].Status, "the after phase keeps the default")
+	assert.Equal(t, checkpoint.Allow, calls[1].Status, "the after phase keeps the default")
 }
 
 func TestAttachedCheckpointsStop(t *testing.T) {
 	t.Parallel()
 	ts, agent := newAttached(t)
 	occurrence := "send-brief-job-78-case-1"
-	ts.API.SetDecision(svtest.AnyOccurrence, svtest.AnyPhase, supervaizer.CheckpointPause)
-	ts.API.SetDecision(occurrence, contracts.PhaseBefore, supervaizer.CheckpointStop) // more specific
-	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), governedStart(t, ts, "job-78"))
+	ts.API.SetDecision(svtest.AnyOccurrence, svtest.AnyPhase, checkpoint.Pause)
+	ts.API.SetDecision(occurrence, contracts.PhaseBefore, checkpoint.Stop) // more specific
+	gate, err := checkpoint.NewGate(agent.Checkpoints(), ts.Server.Studio(), governedStart(t, ts, "job-78"))
 	require.NoError(t, err)
 	effects := 0
-	_, err = supervaizer.RunGuardedStep(t.Context(), gate, guardedStep(occurrence, &effects))
-	var blocked *supervaizer.BlockedError
+	_, err = checkpoint.Run(t.Context(), gate, guardedStep(occurrence, &effects))
+	var blocked *checkpoint.BlockedError
 	require.ErrorAs(t, err, &blocked)
-	assert.Equal(t, supervaizer.CheckpointStop, blocked.Status)
+	assert.Equal(t, checkpoint.Stop, blocked.Status)
 	assert.Zero(t, effects)
 }
 

@@ -81,13 +81,13 @@
 // Decisions are allow unless [FakeStudioAPI.SetDecision] says otherwise; a
 // paused checkpoint is resumed with [TestServer.ResumeRequest]:
 //
-//	ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, supervaizer.CheckpointPause)
+//	ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, checkpoint.Pause)
 //	start := ts.Request("job.start", map[string]any{"topic_id": "t-1", "rule_snapshot": ts.API.RuleSnapshot("rs_1")})
 //	start.JobID = "job-1"
-//	gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), &start)
-//	go func() { done <- run(gate) }() // supervaizer.RunGuardedStep waits for the decision
+//	gate, err := checkpoint.NewGate(agent.Checkpoints(), ts.Server.Studio(), &start)
+//	go func() { done <- run(gate) }() // checkpoint.Run waits for the decision
 //	before := ts.API.WaitCheckpoints(t, 1)[0]
-//	res, err := ts.Invoke(ctx, ts.ResumeRequest(before, supervaizer.CheckpointAllow, "dec-1"))
+//	res, err := ts.Invoke(ctx, ts.ResumeRequest(before, checkpoint.Allow, "dec-1"))
 //
 // What the fake received is read with typed accessors (Events, Registrations,
 // Checkpoints, BillingRecords, ContextCalls, Requests), safe for concurrent

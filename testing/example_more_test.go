@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -410,22 +411,22 @@ func ExampleFakeStudioAPI_SetDecision() {
 	runExample(func(t testing.TB) {
 		agent := governedExampleAgent()
 		ts := svtest.NewAttachedTestServer(t, []*supervaizer.Agent{agent})
-		ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, supervaizer.CheckpointStop)
-		ts.API.SetDecision("send-brief-job-77-case-1", svtest.AnyPhase, supervaizer.CheckpointAllow) // more specific
+		ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseBefore, checkpoint.Stop)
+		ts.API.SetDecision("send-brief-job-77-case-1", svtest.AnyPhase, checkpoint.Allow) // more specific
 
 		start := ts.Request("job.start", map[string]any{"topic_id": "t-1", "rule_snapshot": ts.API.RuleSnapshot("rs_9a41c0")})
 		start.JobID = "job-77"
-		gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), &start)
+		gate, err := checkpoint.NewGate(agent.Checkpoints(), ts.Server.Studio(), &start)
 		if err != nil {
 			t.Fatalf("gate: %v", err)
 		}
 		for _, occurrence := range []string{"send-brief-job-77-case-1", "archive-job-77-case-1"} {
-			_, err := supervaizer.RunGuardedStep(t.Context(), gate, supervaizer.GuardedStep[string]{
+			_, err := checkpoint.Run(t.Context(), gate, checkpoint.Step[string]{
 				CaseID: "case-1", OccurrenceID: occurrence, StepID: "step-" + occurrence,
 				Effect:       func(context.Context) (string, error) { return "done", nil },
 				AfterContext: func(r string) map[string]any { return map[string]any{"outcome": r} },
 			})
-			fmt.Println(occurrence, errors.Is(err, supervaizer.ErrBlocked))
+			fmt.Println(occurrence, errors.Is(err, checkpoint.ErrBlocked))
 		}
 		for _, c := range ts.API.Checkpoints() {
 			fmt.Println(c.OccurrenceID, c.Phase, c.Status)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -361,7 +362,7 @@ func TestCodeOfReportsTheCodeSent(t *testing.T) {
 		{"*Error invalid params", wireError(t, supervaizer.CodeInvalidParams, "invalid", nil)},
 		{"*Error unauthorized, wrapped", fmt.Errorf("w: %w", wireError(t, supervaizer.CodeUnauthorized, "no", nil))},
 		{"*Error action not registered", wireError(t, supervaizer.CodeActionNotRegistered, "nope", nil)},
-		{"blocked", &supervaizer.BlockedError{OccurrenceID: "o", Phase: "before", Status: supervaizer.CheckpointStop}},
+		{"blocked", &checkpoint.BlockedError{OccurrenceID: "o", Phase: "before", Status: checkpoint.Stop}},
 		{"resource error", &resource.Error{Code: "duplicate_email", Message: "taken"}},
 		{"not found", resource.ErrNotFound},
 	}

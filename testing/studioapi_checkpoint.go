@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -118,7 +118,7 @@ func (f *FakeStudioAPI) decisionLocked(occurrenceID, phase string) string {
 			return s
 		}
 	}
-	return supervaizer.CheckpointAllow
+	return checkpoint.Allow
 }
 
 // Checkpoints returns the checkpoint calls answered so far, in order.

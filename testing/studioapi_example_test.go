@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -53,15 +54,15 @@ func ExampleFakeStudioAPI_RuleSnapshot() {
 	runExample(func(t testing.TB) {
 		agent := governedExampleAgent()
 		ts := svtest.NewAttachedTestServer(t, []*supervaizer.Agent{agent})
-		ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, supervaizer.CheckpointStop)
+		ts.API.SetDecision(svtest.AnyOccurrence, contracts.PhaseAfter, checkpoint.Stop)
 
 		start := ts.Request("job.start", map[string]any{"topic_id": "t-1", "rule_snapshot": ts.API.RuleSnapshot("rs_9a41c0")})
 		start.JobID = "job-77"
-		gate, err := supervaizer.NewRuleCheckpointGate(agent, ts.Server.Studio(), &start)
+		gate, err := checkpoint.NewGate(agent.Checkpoints(), ts.Server.Studio(), &start)
 		if err != nil {
 			t.Fatalf("gate: %v", err)
 		}
-		_, err = supervaizer.RunGuardedStep(t.Context(), gate, supervaizer.GuardedStep[string]{
+		_, err = checkpoint.Run(t.Context(), gate, checkpoint.Step[string]{
 			CaseID: "case-1", OccurrenceID: "send-brief-job-77-case-1", StepID: "step-send",
 			Effect:       func(context.Context) (string, error) { return "msg-42", nil },
 			AfterContext: func(r string) map[string]any { return map[string]any{"outcome": r} },

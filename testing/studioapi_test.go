@@ -10,8 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/internal/checkpoint"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -157,15 +156,15 @@ func TestFakeStudioAPICheckpointAnswers(t *testing.T) {
 	a2 := answer("before", `{"b":[1.50,"x"],"a":1}`)
 	assert.Equal(t, a1, a2, "a retry with the same context gets the same answer")
 	assert.Equal(t, snapshotHash, a1["snapshot_hash"])
-	assert.Equal(t, supervaizer.CheckpointAllow, a1["status"])
+	assert.Equal(t, checkpoint.Allow, a1["status"])
 	assert.NotEqual(t, a1["input_hash"], answer("before", `{"a":2}`)["input_hash"], "the input hash follows the context")
 
-	api.SetDecision("occ-1", svtest.AnyPhase, supervaizer.CheckpointStop)
-	api.SetDecision(svtest.AnyOccurrence, "after", supervaizer.CheckpointPause)
-	assert.Equal(t, supervaizer.CheckpointStop, answer("after", `{}`)["status"], "the occurrence rule beats the phase rule")
+	api.SetDecision("occ-1", svtest.AnyPhase, checkpoint.Stop)
+	api.SetDecision(svtest.AnyOccurrence, "after", checkpoint.Pause)
+	assert.Equal(t, checkpoint.Stop, answer("after", `{}`)["status"], "the occurrence rule beats the phase rule")
 	api.SetDecision("occ-1", svtest.AnyPhase, "")
 	a3 := answer("after", `{}`)
-	assert.Equal(t, supervaizer.CheckpointPause, a3["status"])
+	assert.Equal(t, checkpoint.Pause, a3["status"])
 	assert.NotEqual(t, a1["checkpoint_id"], a3["checkpoint_id"])
 
 	calls := api.Checkpoints()

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/proctest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -30,9 +31,9 @@ func tokenHolders(t *testing.T, h *harness, token string) []string {
 // pauseOn returns the before and after decisions when phase pauses.
 func pauseOn(phase string) (before, after string) {
 	if phase == contracts.PhaseBefore {
-		return supervaizer.CheckpointPause, supervaizer.CheckpointAllow
+		return checkpoint.Pause, checkpoint.Allow
 	}
-	return supervaizer.CheckpointAllow, supervaizer.CheckpointPause
+	return checkpoint.Allow, checkpoint.Pause
 }
 
 // resumeRequest is Studio's decision on checkpoint c, pushed from ws.
@@ -47,7 +48,7 @@ func resumeRequest(t *testing.T, ws workspace, c svtest.CheckpointCall, status s
 // job is over the token is only in the SDK's gate record; once the brief is
 // delivered, the gate is forgotten and the token is gone from the store.
 func TestGovernedGateKeptBySDK(t *testing.T) {
-	h, api, logs := governedHarness(t, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	h, api, logs := governedHarness(t, checkpoint.Allow, checkpoint.Allow)
 	snapshot := api.RuleSnapshot(snapshotHash)
 	token := snapshot["checkpoint_token"].(string)
 	req := actionRequest(t, wsA, actionStart, map[string]any{"topic_id": "t-1", "rule_snapshot": snapshot})
@@ -68,14 +69,14 @@ func TestGovernedGateKeptBySDK(t *testing.T) {
 // TestGovernedStartAnotherSnapshot: a job.start that brings another snapshot
 // for a job whose gate is saved is refused; the saved gate is kept.
 func TestGovernedStartAnotherSnapshot(t *testing.T) {
-	h, api, _ := governedHarness(t, supervaizer.CheckpointPause, supervaizer.CheckpointAllow)
+	h, api, _ := governedHarness(t, checkpoint.Pause, checkpoint.Allow)
 	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
 	before := api.WaitCheckpoints(t, 1)[0]
 	req := actionRequest(t, wsA, actionStart, map[string]any{"topic_id": "t-1", "rule_snapshot": api.RuleSnapshot("rs_other")})
 	req.JobID, req.IdempotencyKey = "job-g", "setup-g-2"
 	assert.Equal(t, codeGovernance, errorCode(h.client.invoke(req)))
 
-	res := h.client.invoke(resumeRequest(t, wsA, before, supervaizer.CheckpointAllow))
+	res := h.client.invoke(resumeRequest(t, wsA, before, checkpoint.Allow))
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
 	h.client.waitStatus(wsA, "job-g", jobCompleted)
 	for _, c := range api.Checkpoints() {
@@ -126,13 +127,13 @@ func TestGovernedDecisionAfterRestart(t *testing.T) {
 		wantSent                                       bool
 		wantPhases                                     []string
 	}{
-		{"before allow", contracts.PhaseBefore, supervaizer.CheckpointAllow, jobCompleted, "", true,
+		{"before allow", contracts.PhaseBefore, checkpoint.Allow, jobCompleted, "", true,
 			[]string{contracts.PhaseBefore, contracts.PhaseAfter}},
-		{"before stop", contracts.PhaseBefore, supervaizer.CheckpointStop, jobFailed, "a rule checkpoint stopped the brief before it was sent", false,
+		{"before stop", contracts.PhaseBefore, checkpoint.Stop, jobFailed, "a rule checkpoint stopped the brief before it was sent", false,
 			[]string{contracts.PhaseBefore}},
-		{"after allow", contracts.PhaseAfter, supervaizer.CheckpointAllow, jobCompleted, "", true,
+		{"after allow", contracts.PhaseAfter, checkpoint.Allow, jobCompleted, "", true,
 			[]string{contracts.PhaseBefore, contracts.PhaseAfter}},
-		{"after stop", contracts.PhaseAfter, supervaizer.CheckpointStop, jobFailed, "a rule checkpoint refused the brief after it was sent", true,
+		{"after stop", contracts.PhaseAfter, checkpoint.Stop, jobFailed, "a rule checkpoint refused the brief after it was sent", true,
 			[]string{contracts.PhaseBefore, contracts.PhaseAfter}},
 	}
 	for _, tt := range tests {
@@ -162,16 +163,16 @@ func TestGovernedDecisionAfterRestart(t *testing.T) {
 // TestGovernedDecisionFromAnotherWorkspace: a decision pushed from another
 // workspace than the job's is refused and releases nothing.
 func TestGovernedDecisionFromAnotherWorkspace(t *testing.T) {
-	h, api, _ := governedHarness(t, supervaizer.CheckpointPause, supervaizer.CheckpointAllow)
+	h, api, _ := governedHarness(t, checkpoint.Pause, checkpoint.Allow)
 	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
 	before := api.WaitCheckpoints(t, 1)[0]
-	_, rerr := h.client.invokeRaw(resumeRequest(t, wsB, before, supervaizer.CheckpointAllow))
+	_, rerr := h.client.invokeRaw(resumeRequest(t, wsB, before, checkpoint.Allow))
 	require.NotNil(t, rerr, "refused")
 	res := h.client.invoke(jobRequest(t, wsA, actionSync, "job-g", nil))
 	assert.Equal(t, jobActive, res.JobState.Job.Status, "still waiting for the decision")
 	assert.False(t, outboxHas(t, h, "job-g"))
 
-	res = h.client.invoke(resumeRequest(t, wsA, before, supervaizer.CheckpointAllow))
+	res = h.client.invoke(resumeRequest(t, wsA, before, checkpoint.Allow))
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
 	h.client.waitStatus(wsA, "job-g", jobCompleted)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 )
 
 // Governed jobs. When a workspace governs the agent with rules, Studio adds an
@@ -36,7 +37,7 @@ var errDeliveryActive = errors.New("the delivery is already running")
 // again saves nothing new; one that brings another snapshot for the job is
 // refused.
 func (a *app) keepGovernance(ctx context.Context, req *supervaizer.ActionRequest) *supervaizer.ActionResult {
-	gate, err := supervaizer.NewRuleCheckpointGate(a.agent, a.srv.Studio(), req)
+	gate, err := checkpoint.NewGate(a.agent.Checkpoints(), a.srv.Studio(), req)
 	if err != nil {
 		a.logger.LogAttrs(ctx, slog.LevelWarn, "governed job refused", slog.String("job_id", req.JobID), slog.Any("error", err))
 		return supervaizer.Fail(codeGovernance, "this job is governed by rule checkpoints, which need a valid rule snapshot and a controller attached to Studio")
@@ -49,8 +50,8 @@ func (a *app) keepGovernance(ctx context.Context, req *supervaizer.ActionRequest
 }
 
 // gate restores the checkpoint gate that job.start saved for the job.
-func (a *app) gate(ctx context.Context, rec *jobRecord) (*supervaizer.RuleCheckpointGate, error) {
-	return supervaizer.RestoreRuleCheckpointGate(ctx, a.agent, a.srv.Studio(), rec.ID)
+func (a *app) gate(ctx context.Context, rec *jobRecord) (*checkpoint.Gate, error) {
+	return checkpoint.RestoreGate(ctx, a.agent.Checkpoints(), a.srv.Studio(), rec.ID)
 }
 
 // forgetGate drops the saved gate of a governed job that is over, and with it
@@ -63,7 +64,7 @@ func (a *app) forgetGate(ctx context.Context, rec *jobRecord) {
 	if err == nil {
 		err = gate.Forget(ctx)
 	}
-	if err != nil && !errors.Is(err, supervaizer.ErrGateNotFound) {
+	if err != nil && !errors.Is(err, checkpoint.ErrGateNotFound) {
 		a.logger.LogAttrs(ctx, slog.LevelWarn, "forget the rule checkpoint gate", slog.String("job_id", rec.ID), slog.Any("error", err))
 	}
 }
@@ -75,7 +76,7 @@ func (a *app) forgetGate(ctx context.Context, rec *jobRecord) {
 // decision. It runs on the rule.checkpoint.resume call and only starts the
 // delivery in the background. The decision's verified workspace gives the
 // job's scope: a decision never reaches another workspace's job.
-func (a *app) onDecision(ctx context.Context, d supervaizer.RuleCheckpointDecision) {
+func (a *app) onDecision(ctx context.Context, d checkpoint.Decision) {
 	if d.Active || d.Retained {
 		return
 	}
@@ -110,8 +111,8 @@ type sendResult struct {
 // guardedSend describes the delivery of a governed job as a guarded step. The
 // occurrence id and the before context are stable across retries and
 // restarts: the message and its recipients were frozen at approval.
-func (a *app) guardedSend(rec *jobRecord) supervaizer.GuardedStep[sendResult] {
-	return supervaizer.GuardedStep[sendResult]{
+func (a *app) guardedSend(rec *jobRecord) checkpoint.Step[sendResult] {
+	return checkpoint.Step[sendResult]{
 		CaseID:        rec.sendCaseID(),
 		CaseDetails:   map[string]any{"name": "Delivery: " + rec.TopicID},
 		OccurrenceID:  "send-brief-" + rec.ID,
@@ -137,10 +138,10 @@ func (a *app) sendGoverned(ctx context.Context, rec *jobRecord) error {
 		return errors.Join(err, a.markFailed(ctx, rec, "the rule snapshot of this job is not usable"))
 	}
 	step := a.guardedSend(rec)
-	r, err := supervaizer.RunGuardedStep(ctx, gate, step)
+	r, err := checkpoint.Run(ctx, gate, step)
 	var (
-		blocked  *supervaizer.BlockedError
-		recovery *supervaizer.RecoveryRequiredError
+		blocked  *checkpoint.BlockedError
+		recovery *checkpoint.RecoveryRequiredError
 	)
 	switch {
 	case err == nil:
@@ -174,7 +175,7 @@ func (a *app) blocked(ctx context.Context, rec *jobRecord, phase, status string,
 	return err
 }
 
-// recoverDelivery handles a delivery that RunGuardedStep cannot run as is:
+// recoverDelivery handles a delivery that checkpoint.Run cannot run as is:
 // one running elsewhere in this process, one a previous run left on a paused
 // checkpoint (parked until onDecision), one Studio stopped in the meantime,
 // one left between its checkpoints, which it finishes, and one whose
@@ -183,13 +184,13 @@ func (a *app) blocked(ctx context.Context, rec *jobRecord, phase, status string,
 // the delivery), which it finishes by repeating the idempotent advance. The
 // outbox tells whether the brief went out: the effect is never run twice, and
 // no job is left active.
-func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpointGate, rec *jobRecord, step supervaizer.GuardedStep[sendResult], rr *supervaizer.RecoveryRequiredError) error {
+func (a *app) recoverDelivery(ctx context.Context, gate *checkpoint.Gate, rec *jobRecord, step checkpoint.Step[sendResult], rr *checkpoint.RecoveryRequiredError) error {
 	switch {
-	case rr.Reason == supervaizer.RecoveryOccurrenceActive:
+	case rr.Reason == checkpoint.RecoveryOccurrenceActive:
 		return errDeliveryActive
-	case rr.Decision == supervaizer.CheckpointPause:
+	case rr.Decision == checkpoint.Pause:
 		return errAwaitingDecision
-	case !rr.EffectStarted && rr.Decision == supervaizer.CheckpointStop:
+	case !rr.EffectStarted && rr.Decision == checkpoint.Stop:
 		return a.blocked(ctx, rec, phaseBefore, rr.Decision, sendResult{})
 	case !rr.EffectStarted:
 		return errors.Join(fmt.Errorf("the delivery of job %s cannot be recovered: %w", rec.ID, rr),
@@ -203,7 +204,7 @@ func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpo
 	if !sent {
 		return a.markFailed(ctx, rec, "the delivery was interrupted before the brief was sent; start a new job")
 	}
-	r, err := supervaizer.RecoverGuardedStep(ctx, gate, supervaizer.GuardedRecovery[sendResult]{
+	r, err := checkpoint.Recover(ctx, gate, checkpoint.Recovery[sendResult]{
 		CaseID: step.CaseID, OccurrenceID: step.OccurrenceID,
 		Result:        sendResult{Receipt: receiptOf(rec.ID), Recipients: len(m.To)},
 		AfterContext:  step.AfterContext,
@@ -211,19 +212,19 @@ func (a *app) recoverDelivery(ctx context.Context, gate *supervaizer.RuleCheckpo
 		ConfirmEffect: !rr.EffectCompleted,
 	})
 	var (
-		blocked *supervaizer.BlockedError
-		again   *supervaizer.RecoveryRequiredError
+		blocked *checkpoint.BlockedError
+		again   *checkpoint.RecoveryRequiredError
 	)
 	switch {
 	case errors.As(err, &blocked):
 		return a.blocked(ctx, rec, blocked.Phase, blocked.Status, r)
-	case errors.As(err, &again) && again.Decision == supervaizer.CheckpointStop:
+	case errors.As(err, &again) && again.Decision == checkpoint.Stop:
 		return a.blocked(ctx, rec, phaseAfter, again.Decision, r)
-	case errors.As(err, &again) && again.Decision == supervaizer.CheckpointPause:
+	case errors.As(err, &again) && again.Decision == checkpoint.Pause:
 		return errAwaitingDecision
-	case errors.As(err, &again) && again.Reason == supervaizer.RecoveryOccurrenceActive:
+	case errors.As(err, &again) && again.Reason == checkpoint.RecoveryOccurrenceActive:
 		return errDeliveryActive
-	case errors.As(err, &again) && again.Reason == supervaizer.RecoveryAmbiguousAdvancement:
+	case errors.As(err, &again) && again.Reason == checkpoint.RecoveryAmbiguousAdvancement:
 		return a.finishAmbiguous(ctx, rec, r)
 	}
 	return err

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -161,10 +162,10 @@ type crashMode struct {
 // the decision arriving before and after the pause is recorded.
 var crashModes = func() []crashMode {
 	modes := []crashMode{
-		{name: "allow", before: supervaizer.CheckpointAllow, after: supervaizer.CheckpointAllow, want: jobCompleted, effect: true},
-		{name: "stop before", before: supervaizer.CheckpointStop, after: supervaizer.CheckpointAllow, want: jobFailed,
+		{name: "allow", before: checkpoint.Allow, after: checkpoint.Allow, want: jobCompleted, effect: true},
+		{name: "stop before", before: checkpoint.Stop, after: checkpoint.Allow, want: jobFailed,
 			failure: "a rule checkpoint stopped the brief before it was sent"},
-		{name: "stop after", before: supervaizer.CheckpointAllow, after: supervaizer.CheckpointStop, want: jobFailed,
+		{name: "stop after", before: checkpoint.Allow, after: checkpoint.Stop, want: jobFailed,
 			failure: "a rule checkpoint refused the brief after it was sent", effect: true},
 	}
 	for _, m := range pauseModes {
@@ -176,15 +177,15 @@ var crashModes = func() []crashMode {
 }()
 
 var pauseModes = []crashMode{
-	{name: "pause before then allow", before: supervaizer.CheckpointPause, after: supervaizer.CheckpointAllow,
-		decide: map[string]string{contracts.PhaseBefore: supervaizer.CheckpointAllow}, want: jobCompleted, effect: true},
-	{name: "pause before then stop", before: supervaizer.CheckpointPause, after: supervaizer.CheckpointAllow,
-		decide: map[string]string{contracts.PhaseBefore: supervaizer.CheckpointStop}, want: jobFailed,
+	{name: "pause before then allow", before: checkpoint.Pause, after: checkpoint.Allow,
+		decide: map[string]string{contracts.PhaseBefore: checkpoint.Allow}, want: jobCompleted, effect: true},
+	{name: "pause before then stop", before: checkpoint.Pause, after: checkpoint.Allow,
+		decide: map[string]string{contracts.PhaseBefore: checkpoint.Stop}, want: jobFailed,
 		failure: "a rule checkpoint stopped the brief before it was sent"},
-	{name: "pause after then allow", before: supervaizer.CheckpointAllow, after: supervaizer.CheckpointPause,
-		decide: map[string]string{contracts.PhaseAfter: supervaizer.CheckpointAllow}, want: jobCompleted, effect: true},
-	{name: "pause after then stop", before: supervaizer.CheckpointAllow, after: supervaizer.CheckpointPause,
-		decide: map[string]string{contracts.PhaseAfter: supervaizer.CheckpointStop}, want: jobFailed,
+	{name: "pause after then allow", before: checkpoint.Allow, after: checkpoint.Pause,
+		decide: map[string]string{contracts.PhaseAfter: checkpoint.Allow}, want: jobCompleted, effect: true},
+	{name: "pause after then stop", before: checkpoint.Allow, after: checkpoint.Pause,
+		decide: map[string]string{contracts.PhaseAfter: checkpoint.Stop}, want: jobFailed,
 		failure: "a rule checkpoint refused the brief after it was sent", effect: true},
 }
 
@@ -271,7 +272,7 @@ type lockedLogs struct{ read func() string }
 func (c *crashCell) decide(h *harness, held bool) {
 	for _, cp := range c.api.Checkpoints() {
 		status, ok := c.mode.decide[cp.Phase]
-		if !ok || cp.Status != supervaizer.CheckpointPause || c.delivered[cp.Phase] {
+		if !ok || cp.Status != checkpoint.Pause || c.delivered[cp.Phase] {
 			continue
 		}
 		if !held {
@@ -307,7 +308,7 @@ func (c *crashCell) settled(h *harness) bool {
 		return false
 	}
 	_, err := h.app.gate(c.t.Context(), rec)
-	return errors.Is(err, supervaizer.ErrGateNotFound)
+	return errors.Is(err, checkpoint.ErrGateNotFound)
 }
 
 // drive delivers decisions until done or the deadline.

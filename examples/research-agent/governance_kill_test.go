@@ -18,6 +18,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/store"
@@ -118,7 +119,7 @@ func TestGovernedDeliveryRealKill(t *testing.T) {
 				if strings.Contains(proc.Stderr.String(), "rule checkpoint waiting for a decision") {
 					for _, cp := range c.api.Checkpoints() {
 						status, ok := mode.decide[cp.Phase]
-						if ok && cp.Status == supervaizer.CheckpointPause && !c.delivered[cp.Phase] {
+						if ok && cp.Status == checkpoint.Pause && !c.delivered[cp.Phase] {
 							req := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", cp.ResumeInput(status, "dec-"+cp.Phase))
 							req.CaseID = cp.CaseID
 							c.delivered[cp.Phase] = tryInvoke(t, cl, base, req)
@@ -158,7 +159,7 @@ func TestGovernedDeliveryRealKill(t *testing.T) {
 				}
 			}
 			_, err := h2.app.gate(t.Context(), rec)
-			assert.True(t, errors.Is(err, supervaizer.ErrGateNotFound), "the gate is forgotten")
+			assert.True(t, errors.Is(err, checkpoint.ErrGateNotFound), "the gate is forgotten")
 		})
 	}
 }

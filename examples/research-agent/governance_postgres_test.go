@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -45,7 +46,7 @@ func TestPostgresCheckpointDecisionAtAnotherInstance(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			studio := svtest.NewFakeStudio(t)
-			api := newGovernedAPI(t, studio, supervaizer.CheckpointPause, supervaizer.CheckpointAllow)
+			api := newGovernedAPI(t, studio, checkpoint.Pause, checkpoint.Allow)
 			env := governedEnv(t, studio, api)
 			db := pgEnv(t, studio)
 			env[envDatabase], env[envSchema] = db[envDatabase], db[envSchema]
@@ -71,7 +72,7 @@ func TestPostgresCheckpointDecisionAtAnotherInstance(t *testing.T) {
 				a.stop()
 			}
 
-			resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(supervaizer.CheckpointAllow, "dec-1"))
+			resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(checkpoint.Allow, "dec-1"))
 			resume.CaseID = before.CaseID
 			res := b.client.invoke(resume)
 			require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)

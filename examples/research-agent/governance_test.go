@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/proctest"
 	"github.com/supervaize/supervaizer-go/store"
@@ -133,7 +134,7 @@ func outboxHas(t *testing.T, h *harness, jobID string) bool {
 // first, the brief is sent once and billed once, and the snapshot's token is
 // never logged.
 func TestGovernedDeliveryAllowed(t *testing.T) {
-	h, api, logs := governedHarness(t, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	h, api, logs := governedHarness(t, checkpoint.Allow, checkpoint.Allow)
 	snapshot := api.RuleSnapshot(snapshotHash)
 	checkpointToken := snapshot["checkpoint_token"].(string)
 	st := approveGoverned(t, h.client, snapshot)
@@ -172,7 +173,7 @@ func TestGovernedDeliveryAllowed(t *testing.T) {
 
 // TestGovernedDeliveryStopped: Studio stops the brief before it is sent.
 func TestGovernedDeliveryStopped(t *testing.T) {
-	h, api, _ := governedHarness(t, supervaizer.CheckpointStop, supervaizer.CheckpointStop)
+	h, api, _ := governedHarness(t, checkpoint.Stop, checkpoint.Stop)
 	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
 	res := h.client.waitStatus(wsA, "job-g", jobFailed)
 	assert.Equal(t, "a rule checkpoint stopped the brief before it was sent", res.JobState.Cases[1].Metadata["failure"])
@@ -185,14 +186,14 @@ func TestGovernedDeliveryStopped(t *testing.T) {
 // delivery waits (no polling) until Studio pushes its decision through
 // rule.checkpoint.resume.
 func TestGovernedDeliveryPausedThenResumed(t *testing.T) {
-	h, api, _ := governedHarness(t, supervaizer.CheckpointPause, supervaizer.CheckpointAllow)
+	h, api, _ := governedHarness(t, checkpoint.Pause, checkpoint.Allow)
 	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
 	before := api.WaitCheckpoints(t, 1)[0]
 	res := h.client.invoke(jobRequest(t, wsA, actionSync, "job-g", nil))
 	assert.Equal(t, jobActive, res.JobState.Job.Status, "waiting for the decision")
 	assert.False(t, outboxHas(t, h, "job-g"))
 
-	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(supervaizer.CheckpointAllow, "dec-1"))
+	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(checkpoint.Allow, "dec-1"))
 	resume.CaseID = before.CaseID
 	res = h.client.invoke(resume)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
@@ -222,7 +223,7 @@ func TestGovernedStartNeedsStudio(t *testing.T) {
 // delivery finds it.
 func TestGovernedPauseSurvivesRestart(t *testing.T) {
 	studio := svtest.NewFakeStudio(t)
-	api := newGovernedAPI(t, studio, supervaizer.CheckpointPause, supervaizer.CheckpointAllow)
+	api := newGovernedAPI(t, studio, checkpoint.Pause, checkpoint.Allow)
 	env := governedEnv(t, studio, api)
 	h, logs1 := startGoverned(t, studio, env, nil)
 	approveGoverned(t, h.client, api.RuleSnapshot(snapshotHash))
@@ -242,7 +243,7 @@ func TestGovernedPauseSurvivesRestart(t *testing.T) {
 	// this test is about (a decision arriving first is TestGovernedDeliveryKillMatrix's).
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), errAwaitingDecision.Error()) },
 		10*time.Second, 5*time.Millisecond, "the restarted delivery waits for the decision")
-	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(supervaizer.CheckpointAllow, "dec-1"))
+	resume := jobRequest(t, wsA, supervaizer.RuleCheckpointResumeAction, "job-g", before.ResumeInput(checkpoint.Allow, "dec-1"))
 	resume.CaseID = before.CaseID
 	res := h2.client.invoke(resume)
 	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
@@ -280,7 +281,7 @@ func (s *interruptedSender) Send(ctx context.Context, m message) (string, error)
 func interruptAfterTheBrief(t *testing.T) (*svtest.FakeStudio, *svtest.FakeStudioAPI, map[string]string) {
 	t.Helper()
 	studio := svtest.NewFakeStudio(t)
-	api := newGovernedAPI(t, studio, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	api := newGovernedAPI(t, studio, checkpoint.Allow, checkpoint.Allow)
 	env := governedEnv(t, studio, api)
 	h, _ := startGoverned(t, studio, env, nil)
 	snd := &interruptedSender{outbox: &outboxSender{st: h.app.store, now: time.Now}, sent: make(chan struct{})}
@@ -356,7 +357,7 @@ func (s *crashingJobStore) Delete(ctx context.Context, key string) error {
 // brief is not sent again and no checkpoint is asked again.
 func TestGovernedRecoveryAfterAmbiguousAdvancement(t *testing.T) {
 	studio := svtest.NewFakeStudio(t)
-	api := newGovernedAPI(t, studio, supervaizer.CheckpointAllow, supervaizer.CheckpointAllow)
+	api := newGovernedAPI(t, studio, checkpoint.Allow, checkpoint.Allow)
 	env := governedEnv(t, studio, api)
 	h, _ := startGoverned(t, studio, env, nil)
 	crash := &crashingJobStore{Store: h.app.jobs.st, entered: make(chan struct{}), kill: make(chan struct{})}
@@ -380,7 +381,7 @@ func TestGovernedRecoveryAfterAmbiguousAdvancement(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := h2.app.gate(t.Context(), rec)
-		return errors.Is(err, supervaizer.ErrGateNotFound)
+		return errors.Is(err, checkpoint.ErrGateNotFound)
 	}, 5*time.Second, 5*time.Millisecond, "the gate of the finished step is forgotten")
 	sent := 0
 	require.NoError(t, h2.app.store.Scan(t.Context(), store.Prefix(keyRoot, "outbox"), func(string, []byte) error {

@@ -37,20 +37,20 @@ const (
 // it, and a gate to run the occurrence again. Its Studio fails every call,
 // which must be none until the effect ran.
 type handoffFixture struct {
-	agent *Agent
+	agent *Runtime
 	rt    *checkpointRuntime
-	gate  *RuleCheckpointGate
-	step  GuardedStep[string]
+	gate  *Gate
+	step  Step[string]
 
 	effects atomic.Int64 // runs of the effect
 
 	mu      sync.Mutex
-	decided []RuleCheckpointDecision // what the decision hooks received
+	decided []Decision // what the decision hooks received
 }
 
 func newHandoffFixture(t *testing.T) *handoffFixture {
 	t.Helper()
-	f := &handoffFixture{agent: NewAgent(hoSlug, &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter}})}
+	f := &handoffFixture{agent: NewRuntime(hoSlug, &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore, contracts.PhaseAfter}})}
 	studioAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != studio.RuleCheckpointsPath || f.effects.Load() == 0 {
 			t.Errorf("unexpected Studio call %s %s", r.Method, r.URL.Path)
@@ -62,8 +62,8 @@ func newHandoffFixture(t *testing.T) *handoffFixture {
 	require.NoError(t, err)
 
 	st := store.NewMemory()
-	f.agent.Attach(Runtime{Store: st, Logger: slog.New(slog.DiscardHandler)})
-	f.agent.OnDecision(func(_ context.Context, d RuleCheckpointDecision) {
+	f.agent.Attach(Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	f.agent.OnDecision(func(_ context.Context, d Decision) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.decided = append(f.decided, d)
@@ -72,7 +72,7 @@ func newHandoffFixture(t *testing.T) *handoffFixture {
 	require.NoError(t, err)
 	f.gate, err = newGate(f.agent, account, hoJob, "", newRuleSnapshot(hoSnapshot, "tok-1"), nil)
 	require.NoError(t, err)
-	f.step = GuardedStep[string]{CaseID: hoCase, OccurrenceID: hoOccurrence, StepID: hoStep,
+	f.step = Step[string]{CaseID: hoCase, OccurrenceID: hoOccurrence, StepID: hoStep,
 		BeforeContext: map[string]any{"operation": "send_brief"},
 		Effect: func(context.Context) (string, error) {
 			f.effects.Add(1)
@@ -86,7 +86,7 @@ func newHandoffFixture(t *testing.T) *handoffFixture {
 	require.NoError(t, putJSON(ctx, st, caseKey(hoJob, hoCase), checkpointCase{AgentSlug: hoSlug, JobID: hoJob, CaseID: hoCase, Announced: true}))
 	require.NoError(t, putJSON(ctx, st, occurrenceKey(hoSlug, hoOccurrence, contracts.PhaseBefore), checkpointRecord{
 		OccurrenceID: hoOccurrence, Phase: contracts.PhaseBefore, AgentSlug: hoSlug, JobID: hoJob, CaseID: hoCase,
-		SnapshotHash: hoSnapshot, StepID: hoStep, ContextHash: hash, Status: CheckpointPause,
+		SnapshotHash: hoSnapshot, StepID: hoStep, ContextHash: hash, Status: Pause,
 		CheckpointID: hoCheckpoint, InputHash: hoInputHash}))
 	return f
 }
@@ -94,7 +94,7 @@ func newHandoffFixture(t *testing.T) *handoffFixture {
 // resumeRequest is Studio's allow for the paused before checkpoint.
 func (f *handoffFixture) resumeRequest(t *testing.T) *contracts.ActionRequest {
 	t.Helper()
-	input, err := json.Marshal(f.decision(CheckpointAllow))
+	input, err := json.Marshal(f.decision(Allow))
 	require.NoError(t, err)
 	return &contracts.ActionRequest{RequestID: "req-resume", AgentSlug: hoSlug, Action: "rule.checkpoint.resume",
 		JobID: hoJob, CaseID: hoCase, Input: input}
@@ -107,10 +107,10 @@ func (f *handoffFixture) decision(status string) map[string]any {
 		"decision_id": hoDecision}
 }
 
-func (f *handoffFixture) decisions() []RuleCheckpointDecision {
+func (f *handoffFixture) decisions() []Decision {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]RuleCheckpointDecision(nil), f.decided...)
+	return append([]Decision(nil), f.decided...)
 }
 
 // waitFor waits for ch to close or receive; after hoWait it ends the test.
@@ -170,7 +170,7 @@ func TestDecisionDuringHandoffIsNeverLost(t *testing.T) {
 			ctx := context.Background()
 			stepDone := make(chan error, 1)
 			go func() {
-				_, err := RunGuardedStep(ctx, f.gate, f.step)
+				_, err := Run(ctx, f.gate, f.step)
 				stepDone <- err
 			}()
 			resumeDone := make(chan error, 1)
@@ -206,12 +206,12 @@ func TestDecisionDuringHandoffIsNeverLost(t *testing.T) {
 			err := waitFor(t, stepDone, "the step to return")
 			var rr *RecoveryRequiredError
 			require.ErrorAs(t, err, &rr)
-			assert.Equal(t, CheckpointPause, rr.Decision, "the step refused the occurrence it found paused")
+			assert.Equal(t, Pause, rr.Decision, "the step refused the occurrence it found paused")
 			assert.Zero(t, f.effects.Load(), "the effect ran on a paused occurrence")
 
 			rec, err := f.rt.loadRecord(ctx, occurrenceKey(hoSlug, hoOccurrence, contracts.PhaseBefore))
 			require.NoError(t, err)
-			assert.Equal(t, CheckpointAllow, rec.Status)
+			assert.Equal(t, Allow, rec.Status)
 			assert.Equal(t, hoDecision, rec.DecisionID)
 
 			var handedOver int
@@ -237,13 +237,13 @@ func TestRetainedDecisionOfAPauseLeftByACrashIsApplied(t *testing.T) {
 		effects int64
 		check   func(t *testing.T, err error)
 	}{
-		{status: CheckpointAllow, effects: 1, check: func(t *testing.T, err error) {
-			require.ErrorIs(t, err, ErrCheckpointRequestFailed, "the effect ran; the after checkpoint reaches no Studio here")
+		{status: Allow, effects: 1, check: func(t *testing.T, err error) {
+			require.ErrorIs(t, err, ErrRequestFailed, "the effect ran; the after checkpoint reaches no Studio here")
 		}},
-		{status: CheckpointStop, check: func(t *testing.T, err error) {
+		{status: Stop, check: func(t *testing.T, err error) {
 			var rr *RecoveryRequiredError
 			require.ErrorAs(t, err, &rr)
-			assert.Equal(t, CheckpointStop, rr.Decision)
+			assert.Equal(t, Stop, rr.Decision)
 		}},
 	}
 	for _, tt := range tests {
@@ -254,7 +254,7 @@ func TestRetainedDecisionOfAPauseLeftByACrashIsApplied(t *testing.T) {
 			d["agent_slug"], d["job_id"], d["case_id"] = hoSlug, hoJob, hoCase
 			require.NoError(t, putJSON(ctx, f.rt.store, retainedKey(hoSlug, hoOccurrence, contracts.PhaseBefore), d))
 
-			_, err := RunGuardedStep(ctx, f.gate, f.step)
+			_, err := Run(ctx, f.gate, f.step)
 			tt.check(t, err)
 			assert.Equal(t, tt.effects, f.effects.Load())
 			rec, err := f.rt.loadRecord(ctx, occurrenceKey(hoSlug, hoOccurrence, contracts.PhaseBefore))

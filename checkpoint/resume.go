@@ -14,9 +14,9 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/redact"
 )
 
-// EffectRuleCheckpointResumed is the effect type of a successful
+// EffectResumed is the effect type of a successful
 // rule.checkpoint.resume.
-const EffectRuleCheckpointResumed = "rule.checkpoint.resumed"
+const EffectResumed = "rule.checkpoint.resumed"
 
 // resumeDecision is a rule.checkpoint.resume decision (RuleCheckpointResume,
 // the rule-checkpoint protocol), also the value of a retained decision.
@@ -85,19 +85,21 @@ func parseResumeDecision(req *contracts.ActionRequest) (*resumeDecision, error) 
 		return nil, rejectResume("the request has no case_id")
 	case d.Phase != contracts.PhaseBefore && d.Phase != contracts.PhaseAfter:
 		return nil, rejectResume("input.phase must be before or after, got %q", redact.Truncate(d.Phase, 40))
-	case d.Status == CheckpointPause:
+	case d.Status == Pause:
 		return nil, rejectResume("decision status pause is not accepted: a paused checkpoint is resolved only by allow or stop; it keeps waiting")
-	case d.Status != CheckpointAllow && d.Status != CheckpointStop:
+	case d.Status != Allow && d.Status != Stop:
 		return nil, rejectResume("input.status must be allow or stop, got %q", redact.Truncate(d.Status, 40))
 	}
 	return d, nil
 }
 
-// Resume is the SDK's rule.checkpoint.resume handler. An
+// Resume is the SDK's rule.checkpoint.resume handler, which a server
+// installs for every agent that declares rule checkpoints (an author's own
+// handler may call it too, for example after recording the decision). An
 // accepted decision is passed to the decision hooks before the answer. A
 // rejected decision is logged with its precise reason and answered with an
 // error (sent as -32603 "Action handler failed"); the checkpoint keeps waiting.
-func (a *Agent) Resume(ctx context.Context, req *contracts.ActionRequest) (*contracts.ActionResult, error) {
+func (a *Runtime) Resume(ctx context.Context, req *contracts.ActionRequest) (*contracts.ActionResult, error) {
 	rt, err := a.checkpointRuntime()
 	if err != nil {
 		return nil, err
@@ -137,7 +139,7 @@ func (a *Agent) Resume(ctx context.Context, req *contracts.ActionRequest) (*cont
 // resumedEffect is the effect of an accepted decision.
 func resumedEffect(d *resumeDecision, retained bool) contracts.Effect {
 	cp, _ := json.Marshal(d.CheckpointID) // a string always encodes
-	e := contracts.Effect{Type: EffectRuleCheckpointResumed, Status: d.Status, JobID: d.JobID, CaseID: d.CaseID,
+	e := contracts.Effect{Type: EffectResumed, Status: d.Status, JobID: d.JobID, CaseID: d.CaseID,
 		Extra: contracts.Extra{"checkpoint_id": cp}}
 	if retained {
 		e.Data = map[string]any{"retained": true}
@@ -187,7 +189,7 @@ func (rt *checkpointRuntime) resume(ctx context.Context, d *resumeDecision) (boo
 			return err
 		}
 		switch {
-		case r.Status == CheckpointPause:
+		case r.Status == Pause:
 			r.Status, r.DecisionID = d.Status, d.DecisionID
 			return nil
 		case r.Status == d.Status && r.DecisionID == d.DecisionID && d.DecisionID != "":
@@ -282,7 +284,7 @@ func (rt *checkpointRuntime) applyRetained(ctx context.Context, key string, rec 
 	applied := false
 	if d.AgentSlug == rt.slug && matchDecision(rec, d, true) == nil {
 		if _, err := rt.updateRecord(ctx, key, func(r *checkpointRecord) error {
-			if r.Status != CheckpointPause || matchDecision(r, d, true) != nil {
+			if r.Status != Pause || matchDecision(r, d, true) != nil {
 				return errUnchangedRecord
 			}
 			r.Status, r.DecisionID = d.Status, d.DecisionID

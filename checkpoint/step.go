@@ -12,9 +12,9 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// GuardedStep describes one guarded external effect, an occurrence, for
-// [RunGuardedStep]. R is the type of the effect's result.
-type GuardedStep[R any] struct {
+// Step describes one guarded external effect, an occurrence, for
+// [Run]. R is the type of the effect's result.
+type Step[R any] struct {
 	// CaseID is the case the effect belongs to. Required. Before its first
 	// checkpoint the case is announced to Studio (agent.case.start, once) and
 	// bound to the gate's agent.
@@ -35,7 +35,7 @@ type GuardedStep[R any] struct {
 	// occurrence, and only after the before decision allow.
 	Effect func(ctx context.Context) (R, error)
 	// AfterContext describes the outcome to Studio (phase after). Required. It
-	// must be deterministic: [RecoverGuardedStep] recomputes it to prove that
+	// must be deterministic: [Recover] recomputes it to prove that
 	// the same context is sent again.
 	AfterContext func(result R) map[string]any
 	// Advance moves the case forward. Optional. It is called at most once,
@@ -43,7 +43,7 @@ type GuardedStep[R any] struct {
 	Advance func(ctx context.Context, result R) error
 }
 
-// RunGuardedStep runs one guarded effect in the order of the rule-checkpoint protocol:
+// Run runs one guarded effect in the order of the rule-checkpoint protocol:
 //
 //  1. announce the case to Studio (once per case) and bind it to the gate's agent;
 //  2. ask the before checkpoint, unless an allow is already persisted;
@@ -57,27 +57,31 @@ type GuardedStep[R any] struct {
 // Every state change is persisted in the server's store before the next
 // external call, so a restart never replays an uncertain effect: an occurrence
 // whose effect started is refused with a [RecoveryRequiredError] and finished
-// with [RecoverGuardedStep]. A decision other than allow returns a
-// [BlockedError]; a failed checkpoint call a [CheckpointRequestError]; a
+// with [Recover]. A decision other than allow returns a
+// [BlockedError]; a failed checkpoint call a [RequestError]; a
 // changed context, step or snapshot on retry an error wrapping
-// [ErrInvalidCheckpointState]. Cancelling ctx ends a wait for a decision with
+// [ErrInvalidState]. Cancelling ctx ends a wait for a decision with
 // an error (the record stays paused).
 //
+// Run calls Studio only once the server started (its Start succeeded, which
+// for a server attached to Studio means its registration handshake): a step
+// started before waits, and fails if the server shuts down first.
+//
 // Once the effect has run, its result is returned even with an error, so that
-// the agent can keep it for [RecoverGuardedStep]. An Effect that returns an
+// the agent can keep it for [Recover]. An Effect that returns an
 // error leaves the effect "started": its outcome is unknown to the SDK.
-func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step GuardedStep[R]) (R, error) {
+func Run[R any](ctx context.Context, gate *Gate, step Step[R]) (R, error) {
 	var zero R
 	if err := checkStepInput(gate, step.CaseID, step.OccurrenceID); err != nil {
 		return zero, err
 	}
 	switch {
 	case strings.TrimSpace(step.StepID) == "":
-		return zero, invalidState("GuardedStep.StepID is required")
+		return zero, invalidState("Step.StepID is required")
 	case step.Effect == nil:
-		return zero, invalidState("GuardedStep.Effect is required")
+		return zero, invalidState("Step.Effect is required")
 	case step.AfterContext == nil:
-		return zero, invalidState("GuardedStep.AfterContext is required")
+		return zero, invalidState("Step.AfterContext is required")
 	}
 	rt, err := gate.agent.checkpointRuntime()
 	if err != nil {
@@ -121,7 +125,7 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 	}
 	if err := o.guard(before, after, beforeHash); err != nil {
 		var rr *RecoveryRequiredError
-		if errors.As(err, &rr) && rr.Decision == CheckpointPause {
+		if errors.As(err, &rr) && rr.Decision == Pause {
 			// A decision that arrived while this step held the occurrence saw it
 			// "active" and was left to this step, which is refusing: release the
 			// occurrence, then hand any such decision to the hooks.
@@ -138,14 +142,14 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 		}
 		return zero, err
 	}
-	if before != nil && before.Status == CheckpointAllow {
+	if before != nil && before.Status == Allow {
 		o.log(ctx, slog.LevelDebug, "rule checkpoint allow already persisted", contracts.PhaseBefore, before)
 	} else {
 		rec, resp, err := o.askBefore(ctx, before, beforeCtx, beforeHash)
 		if err != nil {
 			return zero, err
 		}
-		if rec.Status != CheckpointAllow {
+		if rec.Status != Allow {
 			return zero, o.blocked(ctx, contracts.PhaseBefore, rec, resp)
 		}
 	}
@@ -170,7 +174,7 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 	if err != nil {
 		return result, err
 	}
-	if rec.Status != CheckpointAllow {
+	if rec.Status != Allow {
 		return result, o.blocked(ctx, contracts.PhaseAfter, rec, resp)
 	}
 	if step.Advance != nil {
@@ -181,8 +185,8 @@ func RunGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, step G
 	return result, nil
 }
 
-// checkStepInput checks what RunGuardedStep and RecoverGuardedStep share.
-func checkStepInput(gate *RuleCheckpointGate, caseID, occurrenceID string) error {
+// checkStepInput checks what Run and Recover share.
+func checkStepInput(gate *Gate, caseID, occurrenceID string) error {
 	switch {
 	case gate == nil:
 		return invalidState("a guarded step needs its gate")
@@ -196,13 +200,13 @@ func checkStepInput(gate *RuleCheckpointGate, caseID, occurrenceID string) error
 
 // occurrence is one guarded effect being run or recovered.
 type occurrence struct {
-	gate                *RuleCheckpointGate
+	gate                *Gate
 	rt                  *checkpointRuntime
 	caseID, id, stepID  string
 	beforeKey, afterKey string
 }
 
-func newOccurrence(gate *RuleCheckpointGate, rt *checkpointRuntime, caseID, id, stepID string) *occurrence {
+func newOccurrence(gate *Gate, rt *checkpointRuntime, caseID, id, stepID string) *occurrence {
 	return &occurrence{gate: gate, rt: rt, caseID: caseID, id: id, stepID: stepID,
 		beforeKey: occurrenceKey(rt.slug, id, contracts.PhaseBefore), afterKey: occurrenceKey(rt.slug, id, contracts.PhaseAfter)}
 }
@@ -287,9 +291,9 @@ func (o *occurrence) guard(before, after *checkpointRecord, beforeHash string) e
 			return invalidState("snapshot changed (occurrence %q)", o.id)
 		case before.StepID != o.stepID:
 			return invalidState("step changed (occurrence %q)", o.id)
-		case before.Status == CheckpointAllow && effect:
+		case before.Status == Allow && effect:
 			return o.recoveryRequired(RecoveryOccurrenceClaimed, after)
-		case before.Status != CheckpointAllow && before.Status != statusChecking:
+		case before.Status != Allow && before.Status != statusChecking:
 			e := o.recoveryRequired(RecoveryOccurrenceClaimed, after)
 			e.Decision = before.Status // pause or stop: the effect never started
 			return e
@@ -307,7 +311,7 @@ func (o *occurrence) recoveryRequired(reason string, after *checkpointRecord) *R
 	e := &RecoveryRequiredError{OccurrenceID: o.id, Reason: reason}
 	if after != nil {
 		e.EffectStarted, e.EffectCompleted = after.EffectStarted, after.EffectCompleted
-		if after.Status == CheckpointPause || after.Status == CheckpointStop {
+		if after.Status == Pause || after.Status == Stop {
 			e.Decision = after.Status
 		}
 	}
@@ -315,27 +319,27 @@ func (o *occurrence) recoveryRequired(reason string, after *checkpointRecord) *R
 }
 
 // blocked builds the error of a decision other than allow.
-func (o *occurrence) blocked(ctx context.Context, phase string, rec *checkpointRecord, resp RuleCheckpointResponse) *BlockedError {
+func (o *occurrence) blocked(ctx context.Context, phase string, rec *checkpointRecord, resp Response) *BlockedError {
 	o.log(ctx, slog.LevelInfo, "rule checkpoint blocked", phase, rec)
 	return &BlockedError{OccurrenceID: o.id, Phase: phase, Status: rec.Status, DecisionID: rec.DecisionID, Response: resp}
 }
 
 // askBefore persists the before record as checking (unless a checking record
 // exists), then asks the checkpoint.
-func (o *occurrence) askBefore(ctx context.Context, existing *checkpointRecord, c json.RawMessage, hash string) (*checkpointRecord, RuleCheckpointResponse, error) {
+func (o *occurrence) askBefore(ctx context.Context, existing *checkpointRecord, c json.RawMessage, hash string) (*checkpointRecord, Response, error) {
 	if existing == nil {
 		rec := &checkpointRecord{OccurrenceID: o.id, Phase: contracts.PhaseBefore, AgentSlug: o.rt.slug, JobID: o.gate.jobID,
 			CaseID: o.caseID, SnapshotHash: o.gate.snapshot.hash, StepID: o.stepID, ContextHash: hash, Status: statusChecking}
 		prev, err := o.rt.createRecord(ctx, o.beforeKey, rec)
 		if err != nil {
-			return nil, RuleCheckpointResponse{}, err
+			return nil, Response{}, err
 		}
 		if prev != nil { // another instance created it meanwhile
 			if err := o.guard(prev, nil, hash); err != nil {
-				return nil, RuleCheckpointResponse{}, err
+				return nil, Response{}, err
 			}
 			if prev.Status != statusChecking {
-				return nil, RuleCheckpointResponse{}, o.recoveryRequired(RecoveryOccurrenceClaimed, nil)
+				return nil, Response{}, o.recoveryRequired(RecoveryOccurrenceClaimed, nil)
 			}
 		}
 	}
@@ -344,7 +348,7 @@ func (o *occurrence) askBefore(ctx context.Context, existing *checkpointRecord, 
 
 // ask posts the checkpoint of phase, persists Studio's answer and, on pause,
 // waits for the decision. It returns the final record and Studio's answer.
-func (o *occurrence) ask(ctx context.Context, phase, key string, c json.RawMessage) (*checkpointRecord, RuleCheckpointResponse, error) {
+func (o *occurrence) ask(ctx context.Context, phase, key string, c json.RawMessage) (*checkpointRecord, Response, error) {
 	resp, err := o.gate.check(ctx, ruleCheckpointRequest{OccurrenceID: o.id, Phase: phase, JobID: o.gate.jobID,
 		CaseID: o.caseID, StepID: o.stepID, Context: c})
 	if err != nil {
@@ -358,7 +362,7 @@ func (o *occurrence) ask(ctx context.Context, phase, key string, c json.RawMessa
 		return nil, resp, err
 	}
 	o.log(ctx, slog.LevelDebug, "rule checkpoint answered", phase, rec)
-	if rec.Status == CheckpointPause {
+	if rec.Status == Pause {
 		rec, err = o.await(ctx, phase, key)
 	}
 	return rec, resp, err
@@ -386,7 +390,7 @@ func (o *occurrence) await(ctx context.Context, phase, key string) (*checkpointR
 		if rec == nil {
 			return nil, invalidState("rule-checkpoint record of occurrence %q disappeared", o.id)
 		}
-		if rec.Status != CheckpointPause {
+		if rec.Status != Pause {
 			o.log(ctx, slog.LevelDebug, "rule checkpoint decided", phase, rec)
 			return rec, nil
 		}
@@ -468,7 +472,7 @@ func (o *occurrence) advance(ctx context.Context, fn func(context.Context) error
 // arrived before the pause was recorded, and the run that recorded the pause
 // ended (a crash) before it could take it: nobody else would.
 func (o *occurrence) takeRetained(ctx context.Context, key string, rec *checkpointRecord) (*checkpointRecord, error) {
-	if rec == nil || rec.Status != CheckpointPause {
+	if rec == nil || rec.Status != Pause {
 		return rec, nil
 	}
 	applied, err := o.rt.applyRetained(context.WithoutCancel(ctx), key, rec)
@@ -487,7 +491,7 @@ func (o *occurrence) persistedDecisions(ctx context.Context) []*resumeDecision {
 	var out []*resumeDecision
 	for _, key := range []string{o.beforeKey, o.afterKey} {
 		rec, err := o.rt.loadRecord(ctx, key)
-		if err != nil || rec == nil || (rec.Status != CheckpointAllow && rec.Status != CheckpointStop) || rec.DecisionID == "" {
+		if err != nil || rec == nil || (rec.Status != Allow && rec.Status != Stop) || rec.DecisionID == "" {
 			continue
 		}
 		out = append(out, &resumeDecision{AgentSlug: o.gate.agent.slug, JobID: rec.JobID, CaseID: rec.CaseID,

@@ -16,19 +16,7 @@ import (
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
-// A governed job often runs its guarded steps long after job.start, possibly
-// after a restart. Rather than keeping the rule snapshot itself (which it must
-// never put in business context), an agent saves the gate in the SDK's store
-// at job start and restores it by job id later:
-//
-//	gate, err := supervaizer.NewRuleCheckpointGate(agent, account, req) // in job.start
-//	err = gate.Save(ctx)
-//	…
-//	gate, err := supervaizer.RestoreRuleCheckpointGate(ctx, agent, account, jobID) // any time later
-//	…
-//	err = gate.Forget(ctx) // once the job needs no more checkpoints
-
-// ErrGateNotFound is returned by [RestoreRuleCheckpointGate] when no gate is
+// ErrGateNotFound is returned by [RestoreGate] when no gate is
 // saved for the job: it was never saved, was forgotten, or belongs to another
 // workspace than the caller's (the two are not told apart).
 var ErrGateNotFound = errors.New("supervaizer: no saved rule checkpoint gate")
@@ -50,7 +38,7 @@ type savedGate struct {
 }
 
 // sameToken reports in constant time whether s holds the token of g.
-func (s *savedGate) sameToken(g RuleCheckpointGate) bool {
+func (s *savedGate) sameToken(g Gate) bool {
 	return subtle.ConstantTimeCompare([]byte(s.Token), []byte(g.snapshot.token().reveal())) == 1
 }
 
@@ -73,8 +61,8 @@ func loadSavedGate(ctx context.Context, st store.Store, key, jobID string) (*sav
 	return s, nil
 }
 
-// Save persists the gate in the server's store (see [WithStore]) under its
-// agent and job, so that [RestoreRuleCheckpointGate] can rebuild it later,
+// Save persists the gate in the server's store (supervaizer.WithStore) under its
+// agent and job, so that [RestoreGate] can rebuild it later,
 // after a restart too. Call it in the job.start handler, where the gate was
 // built from the verified request. The record holds the snapshot's hash and
 // checkpoint token, the secret paths and the verified workspace of the job
@@ -83,10 +71,10 @@ func loadSavedGate(ctx context.Context, st store.Store, key, jobID string) (*sav
 //
 // Saving the same gate again does nothing. A gate already saved for the job
 // with another snapshot or secret paths, or for another workspace, is kept
-// and Save returns an error wrapping [ErrInvalidCheckpointState]: a job.start
+// and Save returns an error wrapping [ErrInvalidState]: a job.start
 // cannot take over another job's gate. Save fails the same way when the agent
-// is not served by a [Server].
-func (g RuleCheckpointGate) Save(ctx context.Context) error {
+// is not served by a server (its runtime is not attached).
+func (g Gate) Save(ctx context.Context) error {
 	rt, err := g.agent.checkpointRuntime()
 	if err != nil {
 		return err
@@ -119,7 +107,7 @@ func (g RuleCheckpointGate) Save(ctx context.Context) error {
 // all): a record saved with another snapshot token is left untouched.
 // Forgetting a gate that is not saved does nothing. The gate itself stays
 // usable in memory.
-func (g RuleCheckpointGate) Forget(ctx context.Context) error {
+func (g Gate) Forget(ctx context.Context) error {
 	rt, err := g.agent.checkpointRuntime()
 	if err != nil {
 		return err
@@ -127,7 +115,7 @@ func (g RuleCheckpointGate) Forget(ctx context.Context) error {
 	key := gateKey(rt.slug, g.jobID)
 	saved, err := loadSavedGate(ctx, rt.store, key, g.jobID)
 	switch {
-	case errors.Is(err, ErrInvalidCheckpointState): // corrupt: nobody can use it
+	case errors.Is(err, ErrInvalidState): // corrupt: nobody can use it
 	case err != nil:
 		return err
 	case saved == nil || !saved.sameToken(g):
@@ -136,28 +124,28 @@ func (g RuleCheckpointGate) Forget(ctx context.Context) error {
 	return rt.store.Delete(ctx, key)
 }
 
-// RestoreRuleCheckpointGate rebuilds the gate of job jobID of agent from the
-// record [RuleCheckpointGate.Save] left in the server's store, with account
-// to post checkpoints (as for [NewRuleCheckpointGate]) and the saved secret
+// RestoreGate rebuilds the gate of job jobID of agent from the
+// record [Gate.Save] left in the server's store, with account
+// to post checkpoints (as for [NewGate]) and the saved secret
 // paths. jobID is the job of a verified request, or one the agent recorded
-// itself: when ctx carries a verified workspace ([WorkspaceFrom], as in a
+// itself: when ctx carries a verified workspace (supervaizer.WorkspaceFrom, as in a
 // handler), the gate must have been saved from the same workspace. The
 // background work of an agent (a context without workspace) may restore any
 // gate of its own agent.
 //
 // It returns an error wrapping [ErrGateNotFound] when no gate is saved for the
 // job (never saved, forgotten, or saved from another workspace), and one
-// wrapping [ErrInvalidCheckpointState] when the agent is not served, does not
+// wrapping [ErrInvalidState] when the agent is not served, does not
 // declare capabilities.rule_checkpoints, account is nil or the record is
 // unusable. No error quotes the token.
-func RestoreRuleCheckpointGate(ctx context.Context, agent *Agent, account *studio.Client, jobID string) (*RuleCheckpointGate, error) {
+func RestoreGate(ctx context.Context, agent *Runtime, account *studio.Client, jobID string) (*Gate, error) {
 	switch {
 	case agent == nil:
-		return nil, invalidState("RestoreRuleCheckpointGate needs the agent")
+		return nil, invalidState("RestoreGate needs the agent's runtime (Agent.Checkpoints)")
 	case account == nil:
 		return nil, invalidState("rule checkpoints need a Studio account")
 	case strings.TrimSpace(jobID) == "":
-		return nil, invalidState("RestoreRuleCheckpointGate needs the job id")
+		return nil, invalidState("RestoreGate needs the job id")
 	case agent.ruleCheckpointCapability() == nil:
 		return nil, invalidState("agent %q does not declare capabilities.rule_checkpoints", agent.Slug())
 	}

@@ -87,7 +87,7 @@ func TestRetainedDecisionsBounded(t *testing.T) {
 	ids := []string{"occ-9", "occ-1", "occ-5", "occ-3", "occ-7", "occ-2", "occ-8", "occ-4", "occ-6", "occ-0", "occ-a"}
 	for _, id := range ids {
 		d := &resumeDecision{AgentSlug: "research-agent", JobID: "job-1", CaseID: "case-" + id, CheckpointID: "cp", OccurrenceID: id,
-			Phase: contracts.PhaseBefore, Status: CheckpointAllow, SnapshotHash: "rs"}
+			Phase: contracts.PhaseBefore, Status: Allow, SnapshotHash: "rs"}
 		retained, err := rt.resume(ctx, d)
 		require.NoError(t, err)
 		require.True(t, retained)
@@ -140,7 +140,7 @@ func FuzzDecodeCheckpointResponse(f *testing.F) {
 		if err != nil {
 			return
 		}
-		assert.Contains(t, []string{CheckpointAllow, CheckpointPause, CheckpointStop}, resp.Status)
+		assert.Contains(t, []string{Allow, Pause, Stop}, resp.Status)
 		assert.NotEmpty(t, strings.TrimSpace(resp.CheckpointID))
 		assert.Equal(t, "rs_9a41c0", resp.SnapshotHash)
 	})
@@ -157,7 +157,7 @@ func FuzzParseResumeDecision(f *testing.F) {
 			assert.ErrorIs(t, err, errResumeRejected)
 			return
 		}
-		assert.Contains(t, []string{CheckpointAllow, CheckpointStop}, d.Status)
+		assert.Contains(t, []string{Allow, Stop}, d.Status)
 		assert.Contains(t, []string{contracts.PhaseBefore, contracts.PhaseAfter}, d.Phase)
 		for _, s := range []string{d.CheckpointID, d.OccurrenceID, d.SnapshotHash} {
 			assert.NotEmpty(t, strings.TrimSpace(s))
@@ -173,17 +173,17 @@ func FuzzRestoreSavedGate(f *testing.F) {
 	f.Add([]byte(`{"version":2,"agent_slug":"research-agent","job_id":"job-1","workspace_id":"ws","checkpoint_token":"tok-SECRET"}`))
 	f.Add([]byte(`{"checkpoint_token":"tok-SECRET"`))
 	f.Add([]byte(`null`))
-	agent := NewAgent("research-agent", &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore}})
+	agent := NewRuntime("research-agent", &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore}})
 	account, err := studio.NewClient(studio.Config{APIURL: "http://127.0.0.1:1", WorkspaceID: "ws", APIKey: "key"})
 	require.NoError(f, err)
 	st := store.NewMemory()
-	agent.Attach(Runtime{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	agent.Attach(Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	key := gateKey(agent.Slug(), "job-1")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		require.NoError(t, st.Delete(context.Background(), key))
 		_, _, err := st.PutIfAbsent(context.Background(), key, data)
 		require.NoError(t, err)
-		g, err := RestoreRuleCheckpointGate(context.Background(), agent, account, "job-1")
+		g, err := RestoreGate(context.Background(), agent, account, "job-1")
 		if err != nil {
 			var rec struct {
 				Token string `json:"checkpoint_token"`
@@ -191,7 +191,7 @@ func FuzzRestoreSavedGate(f *testing.F) {
 			if json.Unmarshal(data, &rec) == nil && strings.Contains(rec.Token, "SECRET") {
 				assert.NotContains(t, err.Error(), rec.Token, "an error never quotes the token")
 			}
-			assert.True(t, errors.Is(err, ErrInvalidCheckpointState) || errors.Is(err, ErrGateNotFound), err.Error())
+			assert.True(t, errors.Is(err, ErrInvalidState) || errors.Is(err, ErrGateNotFound), err.Error())
 			return
 		}
 		assert.Equal(t, "job-1", g.JobID())

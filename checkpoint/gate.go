@@ -17,31 +17,18 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/bootid"
 	"github.com/supervaize/supervaizer-go/internal/canon"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
-// Rule checkpoints let an agent guard an external effect with
-// Studio decisions taken before and after it. The pieces:
-//
-//   - [RuleCheckpointGate], built from a governed job.start request, posts
-//     checkpoints for one job of one agent;
-//   - [RunGuardedStep] runs one guarded effect (an occurrence) in the
-//     normative order of the rule-checkpoint protocol;
-//   - [RecoverGuardedStep] finishes an occurrence whose after checkpoint was
-//     lost;
-//   - the SDK handler of rule.checkpoint.resume delivers paused decisions.
-//
-// Progress is kept in the server's [store.Store], so that a restart never
-// replays an uncertain external effect.
-
 // Rule-checkpoint decision statuses.
 const (
-	CheckpointAllow = "allow" // proceed
-	CheckpointPause = "pause" // wait for rule.checkpoint.resume
-	CheckpointStop  = "stop"  // do not proceed
+	Allow = "allow" // proceed
+	Pause = "pause" // wait for rule.checkpoint.resume
+	Stop  = "stop"  // do not proceed
 )
 
 // RuleSnapshotVersion is the only rule_snapshot version this SDK accepts.
@@ -49,30 +36,30 @@ const RuleSnapshotVersion = 1
 
 // Errors of the rule-checkpoint helpers. Test them with
 // errors.Is; [BlockedError], [RecoveryRequiredError] and
-// [CheckpointRequestError] carry the details (errors.As).
+// [RequestError] carry the details (errors.As).
 var (
 	// ErrBlocked: Studio decided something other than allow.
 	ErrBlocked = errors.New("supervaizer: rule checkpoint blocked")
 	// ErrRecoveryRequired: the occurrence cannot run as asked; see
-	// [RecoverGuardedStep].
+	// [Recover].
 	ErrRecoveryRequired = errors.New("supervaizer: rule checkpoint recovery required")
-	// ErrInvalidCheckpointState: invalid input or persisted state (no
+	// ErrInvalidState: invalid input or persisted state (no
 	// snapshot, case owned by another agent, context changed on retry,
 	// snapshot hash mismatch in a Studio response, …).
-	ErrInvalidCheckpointState = errors.New("supervaizer: invalid rule checkpoint state")
-	// ErrCheckpointRequestFailed: the checkpoint call failed (transport error,
+	ErrInvalidState = errors.New("supervaizer: invalid rule checkpoint state")
+	// ErrRequestFailed: the checkpoint call failed (transport error,
 	// non-2xx status or unreadable answer).
-	ErrCheckpointRequestFailed = errors.New("supervaizer: rule checkpoint request failed")
+	ErrRequestFailed = errors.New("supervaizer: rule checkpoint request failed")
 )
 
-// invalidState returns an error wrapping ErrInvalidCheckpointState.
+// invalidState returns an error wrapping ErrInvalidState.
 func invalidState(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidCheckpointState, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrInvalidState, fmt.Sprintf(format, args...))
 }
 
-// RuleCheckpointResponse is Studio's answer to a checkpoint call
-// (RuleCheckpointResponse).
-type RuleCheckpointResponse struct {
+// Response is Studio's answer to a checkpoint call
+// (Response).
+type Response struct {
 	CheckpointID string `json:"checkpoint_id"`
 	Status       string `json:"status"` // allow, pause or stop
 	SnapshotHash string `json:"snapshot_hash"`
@@ -84,10 +71,10 @@ type RuleCheckpointResponse struct {
 // errors.Is(err, ErrBlocked) is true.
 type BlockedError struct {
 	OccurrenceID string
-	Phase        string                 // before or after
-	Status       string                 // the final decision, normally stop
-	DecisionID   string                 // set when the decision came through rule.checkpoint.resume
-	Response     RuleCheckpointResponse // Studio's answer to the checkpoint call
+	Phase        string   // before or after
+	Status       string   // the final decision, normally stop
+	DecisionID   string   // set when the decision came through rule.checkpoint.resume
+	Response     Response // Studio's answer to the checkpoint call
 }
 
 // Error names the occurrence, the phase and the decision.
@@ -108,13 +95,13 @@ type RecoveryRequiredError struct {
 	Reason       string // one of the Recovery… constants, e.g. RecoveryOccurrenceActive
 	// EffectStarted and EffectCompleted describe the persisted effect: a
 	// started effect without completion has an unknown outcome, which the
-	// agent must establish before [RecoverGuardedStep] with ConfirmEffect.
+	// agent must establish before [Recover] with ConfirmEffect.
 	EffectStarted, EffectCompleted bool
 	// Decision is the persisted decision that holds the occurrence, when
 	// there is one: the status of its before checkpoint when the effect has
-	// not started, else of its after checkpoint. It is CheckpointPause while
+	// not started, else of its after checkpoint. It is Pause while
 	// Studio's decision is awaited (it comes through rule.checkpoint.resume;
-	// see [Agent.OnRuleCheckpointDecision]) and CheckpointStop when Studio
+	// see [Runtime.OnDecision]) and Stop when Studio
 	// refused; empty otherwise.
 	Decision string
 }
@@ -140,26 +127,26 @@ const (
 	// in this process; retry once it is done.
 	RecoveryOccurrenceActive = "occurrence active"
 	// RecoveryEffectStarted: the effect started and no decision is pending on
-	// it; finish it with [RecoverGuardedStep].
+	// it; finish it with [Recover].
 	RecoveryEffectStarted = "effect started without a recorded outcome"
 	// RecoveryNotReady: nothing to recover yet (no completed effect, see
-	// GuardedRecovery.ConfirmEffect), or the after decision is not allow.
+	// Recovery.ConfirmEffect), or the after decision is not allow.
 	RecoveryNotReady = "not ready to recover"
 	// RecoveryAmbiguousAdvancement: an advance started and never completed;
 	// the SDK will not advance again, the agent must check by itself.
 	RecoveryAmbiguousAdvancement = "advancement is ambiguous"
 )
 
-// CheckpointRequestError is a failed checkpoint call. errors.Is(err,
-// ErrCheckpointRequestFailed) is true. No credential appears in it.
-type CheckpointRequestError struct {
+// RequestError is a failed checkpoint call. errors.Is(err,
+// ErrRequestFailed) is true. No credential appears in it.
+type RequestError struct {
 	StatusCode int    // HTTP status; 0 when no answer was received
 	Body       string // start of the error answer, secrets masked
 	Err        error  // the transport failure or decoding problem, secrets masked
 }
 
 // Error describes the failure.
-func (e *CheckpointRequestError) Error() string {
+func (e *RequestError) Error() string {
 	msg := "supervaizer: rule checkpoint request failed"
 	if e.StatusCode != 0 {
 		msg += fmt.Sprintf(": HTTP %d", e.StatusCode)
@@ -174,10 +161,10 @@ func (e *CheckpointRequestError) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *CheckpointRequestError) Unwrap() error { return e.Err }
+func (e *RequestError) Unwrap() error { return e.Err }
 
-// Is reports whether target is ErrCheckpointRequestFailed.
-func (e *CheckpointRequestError) Is(target error) bool { return target == ErrCheckpointRequestFailed }
+// Is reports whether target is ErrRequestFailed.
+func (e *RequestError) Is(target error) bool { return target == ErrRequestFailed }
 
 // checkpointToken is the snapshot's checkpoint credential. It redacts itself
 // in fmt output (every verb), logs and JSON; only the Studio call reads it.
@@ -274,15 +261,15 @@ func newRuleSnapshot(hash, token string) *ruleSnapshot {
 
 func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
 
-// RuleCheckpointGate posts rule checkpoints for one governed job of one agent.
-// Build it with [NewRuleCheckpointGate] from the job.start
-// request; use it with [RunGuardedStep] and [RecoverGuardedStep]. It holds the
+// Gate posts rule checkpoints for one governed job of one agent.
+// Build it with [NewGate] from the job.start
+// request; use it with [Run] and [Recover]. It holds the
 // job's rule snapshot, which it never logs or prints (fmt, slog), and is
 // immutable and safe for concurrent use. To use it after a restart, persist it
-// at job start with [RuleCheckpointGate.Save] and rebuild it with
-// [RestoreRuleCheckpointGate].
-type RuleCheckpointGate struct {
-	agent       *Agent
+// at job start with [Gate.Save] and rebuild it with
+// [RestoreGate].
+type Gate struct {
+	agent       *Runtime
 	account     *studio.Client
 	jobID       string
 	workspaceID string        // the verified workspace of the job start; "" when unknown
@@ -290,7 +277,7 @@ type RuleCheckpointGate struct {
 	secretRefs  []string
 }
 
-// GateOption configures [NewRuleCheckpointGate].
+// GateOption configures [NewGate].
 type GateOption func(*gateConfig)
 
 type gateConfig struct {
@@ -309,26 +296,26 @@ func WithSecretRefs(paths ...string) GateOption {
 // secretRefPrefixes are the allowed beginnings of a secret path.
 var secretRefPrefixes = []string{"job.fields.", "case.metadata.", "step.payload.", "context."}
 
-// NewRuleCheckpointGate builds the gate of the governed job started by req
+// NewGate builds the gate of the governed job started by req
 // (the v2 job.start request): it reads the opaque input.rule_snapshot (hash,
 // version 1, checkpoint_token; checkpoint_url is ignored) and binds the gate
 // to agent, which must be the agent req names (a request that names none, as
 // a v1 start, is taken to be agent's). Checkpoints are posted with account
 // (its API URL and headers) and nothing else from the snapshot. The gate is
 // bound to the request's verified workspace (req.WorkspaceAuthorization, set
-// by the server), which [RuleCheckpointGate.Save] records. It fails with
-// an error wrapping [ErrInvalidCheckpointState] when the snapshot is missing
+// by the server), which [Gate.Save] records. It fails with
+// an error wrapping [ErrInvalidState] when the snapshot is missing
 // or invalid, when req names another agent or no job, when agent does not
 // declare capabilities.rule_checkpoints, or when a secret path is invalid; an
 // error never quotes the token.
-func NewRuleCheckpointGate(agent *Agent, account *studio.Client, req *contracts.ActionRequest, opts ...GateOption) (*RuleCheckpointGate, error) {
+func NewGate(agent *Runtime, account *studio.Client, req *contracts.ActionRequest, opts ...GateOption) (*Gate, error) {
 	switch {
 	case agent == nil:
-		return nil, invalidState("NewRuleCheckpointGate needs the agent")
+		return nil, invalidState("NewGate needs the agent's runtime (Agent.Checkpoints)")
 	case account == nil:
 		return nil, invalidState("rule checkpoints need a Studio account")
 	case req == nil:
-		return nil, invalidState("NewRuleCheckpointGate needs the job start request")
+		return nil, invalidState("NewGate needs the job start request")
 	case req.AgentSlug != "" && req.AgentSlug != agent.Slug():
 		return nil, invalidState("the job start request is for agent %q, not %q", req.AgentSlug, agent.Slug())
 	case strings.TrimSpace(req.JobID) == "":
@@ -359,7 +346,7 @@ func NewRuleCheckpointGate(agent *Agent, account *studio.Client, req *contracts.
 
 // newGate checks the secret paths and builds the gate; agent declares the
 // capability.
-func newGate(agent *Agent, account *studio.Client, jobID, workspaceID string, snap *ruleSnapshot, refs []string) (*RuleCheckpointGate, error) {
+func newGate(agent *Runtime, account *studio.Client, jobID, workspaceID string, snap *ruleSnapshot, refs []string) (*Gate, error) {
 	declared := agent.ruleCheckpointCapability().SecretRefs
 	if refs == nil {
 		refs = []string{}
@@ -374,42 +361,42 @@ func newGate(agent *Agent, account *studio.Client, jobID, workspaceID string, sn
 				slog.String("agent_slug", agent.Slug()), slog.String("path", p))
 		}
 	}
-	return &RuleCheckpointGate{agent: agent, account: account, jobID: jobID, workspaceID: workspaceID, snapshot: snap, secretRefs: refs}, nil
+	return &Gate{agent: agent, account: account, jobID: jobID, workspaceID: workspaceID, snapshot: snap, secretRefs: refs}, nil
 }
 
 // AgentSlug returns the slug of the agent the gate belongs to.
-func (g RuleCheckpointGate) AgentSlug() string { return g.agent.Slug() }
+func (g Gate) AgentSlug() string { return g.agent.Slug() }
 
 // JobID returns the governed job's id.
-func (g RuleCheckpointGate) JobID() string { return g.jobID }
+func (g Gate) JobID() string { return g.jobID }
 
 // SnapshotHash returns the rule snapshot's hash, echoed in every checkpoint.
-func (g RuleCheckpointGate) SnapshotHash() string { return g.snapshot.hash }
+func (g Gate) SnapshotHash() string { return g.snapshot.hash }
 
 // SecretRefs returns the secret paths sent with every checkpoint.
-func (g RuleCheckpointGate) SecretRefs() []string { return slices.Clone(g.secretRefs) }
+func (g Gate) SecretRefs() []string { return slices.Clone(g.secretRefs) }
 
 // String describes the gate without its snapshot.
-func (g RuleCheckpointGate) String() string {
-	return fmt.Sprintf("RuleCheckpointGate(agent %s, job %s)", g.agent.Slug(), g.jobID)
+func (g Gate) String() string {
+	return fmt.Sprintf("checkpoint.Gate(agent %s, job %s)", g.agent.Slug(), g.jobID)
 }
 
 // GoString describes the gate without its snapshot.
-func (g RuleCheckpointGate) GoString() string { return g.String() }
+func (g Gate) GoString() string { return g.String() }
 
-// Format implements fmt.Formatter: every verb prints [RuleCheckpointGate.String],
+// Format implements fmt.Formatter: every verb prints [Gate.String],
 // so that no verb reaches the snapshot or the account.
-func (g RuleCheckpointGate) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, g.String()) }
+func (g Gate) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, g.String()) }
 
 // LogValue implements slog.LogValuer: the agent and the job, never the snapshot.
-func (g RuleCheckpointGate) LogValue() slog.Value {
+func (g Gate) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("agent_slug", g.agent.Slug()), slog.String("job_id", g.jobID))
 }
 
 // encodeContext marshals a checkpoint context (nil is {}) and returns it with
 // its canonical hash. A context that carries the snapshot token is refused:
 // the snapshot never enters business context.
-func (g RuleCheckpointGate) encodeContext(what string, c map[string]any) (json.RawMessage, string, error) {
+func (g Gate) encodeContext(what string, c map[string]any) (json.RawMessage, string, error) {
 	if c == nil {
 		c = map[string]any{}
 	}
@@ -440,27 +427,27 @@ type ruleCheckpointRequest struct {
 }
 
 // check posts one checkpoint and validates the answer.
-func (g RuleCheckpointGate) check(ctx context.Context, body ruleCheckpointRequest) (RuleCheckpointResponse, error) {
+func (g Gate) check(ctx context.Context, body ruleCheckpointRequest) (Response, error) {
 	body.SnapshotHash, body.SecretRefs = g.snapshot.hash, g.secretRefs
 	payload, err := json.Marshal(body)
 	if err != nil {
-		return RuleCheckpointResponse{}, invalidState("encode the checkpoint request: %v", err)
+		return Response{}, invalidState("encode the checkpoint request: %v", err)
 	}
 	raw, err := postRuleCheckpoint(ctx, g.account, g.snapshot.token(), payload)
 	if err != nil {
-		return RuleCheckpointResponse{}, err
+		return Response{}, err
 	}
 	return decodeCheckpointResponse(raw, g.snapshot.hash)
 }
 
 // decodeCheckpointResponse validates Studio's answer: a checkpoint id, a known
 // status and the gate's snapshot hash.
-func decodeCheckpointResponse(raw []byte, snapshotHash string) (RuleCheckpointResponse, error) {
+func decodeCheckpointResponse(raw []byte, snapshotHash string) (Response, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: errors.New("the answer is not a JSON object")}
+		return Response{}, &RequestError{StatusCode: http.StatusOK, Err: errors.New("the answer is not a JSON object")}
 	}
-	var resp RuleCheckpointResponse
+	var resp Response
 	for _, f := range []struct {
 		key      string
 		dst      *string
@@ -474,38 +461,38 @@ func decodeCheckpointResponse(raw []byte, snapshotHash string) (RuleCheckpointRe
 		v, ok := fields[f.key]
 		if !ok || isJSONNull(v) {
 			if f.required {
-				return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("the answer has no %s", f.key)}
+				return Response{}, &RequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("the answer has no %s", f.key)}
 			}
 			continue
 		}
 		if err := json.Unmarshal(v, f.dst); err != nil {
-			return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("the answer's %s is not a string", f.key)}
+			return Response{}, &RequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("the answer's %s is not a string", f.key)}
 		}
 	}
 	if strings.TrimSpace(resp.CheckpointID) == "" {
-		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: errors.New("the answer's checkpoint_id is blank")}
+		return Response{}, &RequestError{StatusCode: http.StatusOK, Err: errors.New("the answer's checkpoint_id is blank")}
 	}
 	switch resp.Status {
-	case CheckpointAllow, CheckpointPause, CheckpointStop:
+	case Allow, Pause, Stop:
 	default:
-		return RuleCheckpointResponse{}, &CheckpointRequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("unknown decision status %q", redact.Truncate(resp.Status, 40))}
+		return Response{}, &RequestError{StatusCode: http.StatusOK, Err: fmt.Errorf("unknown decision status %q", redact.Truncate(resp.Status, 40))}
 	}
 	if resp.SnapshotHash != snapshotHash {
-		return RuleCheckpointResponse{}, invalidState("the checkpoint answer's snapshot_hash does not match the gate's snapshot")
+		return Response{}, invalidState("the checkpoint answer's snapshot_hash does not match the gate's snapshot")
 	}
 	return resp, nil
 }
 
 // postRuleCheckpoint posts a checkpoint through the Studio client (see
 // [studio.Client.PostRuleCheckpoint]); every failure is a
-// *CheckpointRequestError.
+// *RequestError.
 func postRuleCheckpoint(ctx context.Context, c *studio.Client, token checkpointToken, payload []byte) ([]byte, error) {
 	body, err := c.PostRuleCheckpoint(ctx, token.reveal(), payload)
 	if se := (*studio.Error)(nil); errors.As(err, &se) {
-		return nil, &CheckpointRequestError{StatusCode: se.StatusCode, Body: se.Body}
+		return nil, &RequestError{StatusCode: se.StatusCode, Body: se.Body}
 	}
 	if err != nil {
-		return nil, &CheckpointRequestError{Err: err}
+		return nil, &RequestError{Err: err}
 	}
 	return body, nil
 }
@@ -590,7 +577,7 @@ const maxCASAttempts = 64
 // checkpointRuntime is an agent's rule-checkpoint state: the server's store,
 // the occurrences active in this process, the goroutines waiting for a
 // decision and the decision hooks. NewServer creates it for each agent that
-// declares the capability; before that, [Agent.OnRuleCheckpointDecision]
+// declares the capability; before that, [Runtime.OnDecision]
 // may create one without a store, which only holds the hooks.
 type checkpointRuntime struct {
 	slug   string
@@ -607,7 +594,7 @@ type checkpointRuntime struct {
 	handoff sync.Mutex
 
 	// started is closed once the server started (nil: started); stopped
-	// when it shuts down. See Runtime.
+	// when it shuts down. See Config.
 	started, stopped <-chan struct{}
 
 	// Sharing the store with other instances (claim.go): this process's
@@ -632,14 +619,19 @@ const maxRetainedDecisions = 1024
 
 func newCheckpointRuntime(slug string, st store.Store, logger *slog.Logger) *checkpointRuntime {
 	return &checkpointRuntime{slug: slug, store: st, logger: logger, now: time.Now, retain: maxRetainedDecisions,
-		boot: NewBootID(), lease: DefaultClaimLease,
+		boot: bootid.New(), lease: DefaultClaimLease,
 		hooks: &decisionHooks{}, active: map[string]struct{}{}, waiters: map[string]map[chan struct{}]struct{}{}}
 }
 
-// Agent is one agent's rule-checkpoint state: its slug, its declared
-// capability and, once a server serves it, the runtime over the server's
-// store. Decision hooks may be registered before that.
-type Agent struct {
+// Runtime is one agent's rule-checkpoint runtime: its slug, its declared
+// capability and, once a server serves the agent, the state kept over the
+// server's store. Decision hooks may be registered before that.
+//
+// The root package builds one per agent and attaches it when a server serves
+// the agent; an author gets it with the agent's Checkpoints method
+// (supervaizer.Agent.Checkpoints) and passes it to [NewGate] and
+// [RestoreGate]. It is safe for concurrent use.
+type Runtime struct {
 	slug       string
 	capability *contracts.RuleCheckpoints // nil when not declared
 
@@ -647,20 +639,22 @@ type Agent struct {
 	checkpoints *checkpointRuntime
 }
 
-// NewAgent returns the state of the agent slug; capability is its
-// capabilities.rule_checkpoints, nil when not declared.
-func NewAgent(slug string, capability *contracts.RuleCheckpoints) *Agent {
-	return &Agent{slug: slug, capability: capability}
+// NewRuntime returns the runtime of the agent slug, not attached to a store
+// yet; capability is its capabilities.rule_checkpoints, nil when not
+// declared. The root package calls it when it builds an agent.
+func NewRuntime(slug string, capability *contracts.RuleCheckpoints) *Runtime {
+	return &Runtime{slug: slug, capability: capability}
 }
 
 // Slug returns the agent slug.
-func (a *Agent) Slug() string { return a.slug }
+func (a *Runtime) Slug() string { return a.slug }
 
 // Declared reports whether the agent declares capabilities.rule_checkpoints.
-func (a *Agent) Declared() bool { return a.capability != nil }
+func (a *Runtime) Declared() bool { return a.capability != nil }
 
-// Runtime is what a server gives an agent's rule-checkpoint runtime.
-type Runtime struct {
+// Config is what a server gives an agent's rule-checkpoint runtime (see
+// [Runtime.Attach]).
+type Config struct {
 	Store  store.Store
 	Logger *slog.Logger
 	// Started is closed once the server's startup succeeded (when attached
@@ -683,9 +677,11 @@ type Runtime struct {
 	ClaimLease time.Duration
 }
 
-// Attach gives the agent its runtime over cfg.Store, keeping the decision
-// hooks registered before.
-func (a *Agent) Attach(cfg Runtime) {
+// Attach connects the runtime to the server's store and lifetime described
+// by cfg, keeping the decision hooks registered before. The root package's
+// NewServer calls it for every agent that declares rule checkpoints; a
+// second call replaces the first (a step already running keeps its state).
+func (a *Runtime) Attach(cfg Config) {
 	rt := newCheckpointRuntime(a.slug, cfg.Store, cfg.Logger)
 	rt.started, rt.stopped = cfg.Started, cfg.Stopped
 	rt.instance = cfg.Instance
@@ -708,10 +704,10 @@ func (a *Agent) Attach(cfg Runtime) {
 }
 
 // ruleCheckpointCapability returns capabilities.rule_checkpoints, or nil.
-func (a *Agent) ruleCheckpointCapability() *contracts.RuleCheckpoints { return a.capability }
+func (a *Runtime) ruleCheckpointCapability() *contracts.RuleCheckpoints { return a.capability }
 
 // checkpointRuntime returns the agent's runtime, set when a Server serves it.
-func (a *Agent) checkpointRuntime() (*checkpointRuntime, error) {
+func (a *Runtime) checkpointRuntime() (*checkpointRuntime, error) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.checkpoints == nil || a.checkpoints.store == nil {
@@ -722,7 +718,7 @@ func (a *Agent) checkpointRuntime() (*checkpointRuntime, error) {
 
 // checkpointLogger is the server's logger once the agent is served, else the
 // account's.
-func (a *Agent) checkpointLogger(account *studio.Client) *slog.Logger {
+func (a *Runtime) checkpointLogger(account *studio.Client) *slog.Logger {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.checkpoints != nil && a.checkpoints.logger != nil {

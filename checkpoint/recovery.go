@@ -7,15 +7,15 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
-// GuardedRecovery describes the recovery of one occurrence for
-// [RecoverGuardedStep]. R is the type of the effect's result.
-type GuardedRecovery[R any] struct {
-	// CaseID and OccurrenceID name the occurrence, as given to [RunGuardedStep].
+// Recovery describes the recovery of one occurrence for
+// [Recover]. R is the type of the effect's result.
+type Recovery[R any] struct {
+	// CaseID and OccurrenceID name the occurrence, as given to [Run].
 	// Required.
 	CaseID       string
 	OccurrenceID string
 	// Result is the effect's result, recovered by the agent (kept from
-	// RunGuardedStep, or read back from the external system). It is returned
+	// Run, or read back from the external system). It is returned
 	// as is; the effect itself is never run again.
 	Result R
 	// AfterContext is the original after-context function. Required while
@@ -35,7 +35,7 @@ type GuardedRecovery[R any] struct {
 	ConfirmEffect bool
 }
 
-// RecoverGuardedStep finishes an occurrence whose after checkpoint was not
+// Recover finishes an occurrence whose after checkpoint was not
 // answered (a crash, a transport failure) after its effect completed.
 // With the original gate it:
 //
@@ -50,8 +50,10 @@ type GuardedRecovery[R any] struct {
 // It returns Result. The effect is never run again. Recovery of an occurrence
 // that is running or being recovered in this process fails with a
 // [RecoveryRequiredError] "occurrence active". Errors are those of
-// [RunGuardedStep].
-func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, rec GuardedRecovery[R]) (R, error) {
+// [Run]. Like Run, it calls Studio only once the server started, so a
+// restarted controller may launch its recoveries before starting the server:
+// they wait for the registration handshake.
+func Recover[R any](ctx context.Context, gate *Gate, rec Recovery[R]) (R, error) {
 	result := rec.Result
 	if err := checkStepInput(gate, rec.CaseID, rec.OccurrenceID); err != nil {
 		return result, err
@@ -87,7 +89,7 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 	afterContext := func() ([]byte, string, error) {
 		switch {
 		case rec.AfterContext == nil:
-			return nil, "", invalidState("GuardedRecovery.AfterContext is required while the after checkpoint is pending")
+			return nil, "", invalidState("Recovery.AfterContext is required while the after checkpoint is pending")
 		case after.SnapshotHash != gate.snapshot.hash:
 			return nil, "", invalidState("snapshot changed (occurrence %q)", o.id)
 		}
@@ -128,12 +130,12 @@ func RecoverGuardedStep[R any](ctx context.Context, gate *RuleCheckpointGate, re
 		if err != nil {
 			return result, err
 		}
-		if final.Status != CheckpointAllow {
+		if final.Status != Allow {
 			return result, o.blocked(ctx, contracts.PhaseAfter, final, resp)
 		}
 		after = final
 	}
-	if after.Status != CheckpointAllow {
+	if after.Status != Allow {
 		return result, o.recoveryRequired(RecoveryNotReady, after)
 	}
 	if rec.Advance != nil && !after.AdvancementCompleted {

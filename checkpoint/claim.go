@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"time"
@@ -22,7 +20,7 @@ import (
 //   - decisions: a decision persisted by another instance reaches a paused
 //     step here by polling its record (no notification crosses instances).
 
-// Defaults of the sharing settings; see Runtime.
+// Defaults of the sharing settings; see Config.
 const (
 	// DefaultPollInterval is how often a paused step re-reads its record
 	// when the store may be shared by other instances.
@@ -191,12 +189,4 @@ func (rt *checkpointRuntime) claimedElsewhere(ctx context.Context, occurrenceID 
 	}
 	c, _, err := getJSON[claimRecord](ctx, rt.store, claimKey(rt.slug, occurrenceID))
 	return err == nil && c != nil && rt.live(c, rt.now())
-}
-
-// NewBootID returns a random identifier of this process's boot (see
-// Runtime.Boot).
-func NewBootID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
