@@ -1,0 +1,220 @@
+// Package apishape checks the shape of the repository's public API as a
+// whole (issue 28): no public package re-exports an internal declaration
+// (an alias of an internal type, or a constant or variable defined as an
+// internal one, which go doc shows as "= internalpkg.Name" and whose methods
+// it does not list), no Go file imports unsafe, and no module depends on
+// curve25519-voi (signatures are verified with crypto/ed25519).
+package apishape
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// repoRoot is the repository's root, from this package's folder.
+const repoRoot = "../.."
+
+// goFiles returns every .go file of the repository (every module), testdata
+// and hidden folders excluded.
+func goFiles(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != repoRoot && (n == "testdata" || n == "node_modules" || strings.HasPrefix(n, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") {
+			out = append(out, path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, out)
+	return out
+}
+
+// public reports whether the file at path belongs to a public package: not
+// a test file, not under an internal folder, not an example program.
+func public(path string) bool {
+	rel := filepath.ToSlash(strings.TrimPrefix(path, repoRoot+"/"))
+	if strings.HasSuffix(rel, "_test.go") {
+		return false
+	}
+	for _, seg := range strings.Split(filepath.Dir(rel), "/") {
+		switch seg {
+		case "internal", "examples", "e2e", "conformance":
+			return false
+		}
+	}
+	return true
+}
+
+// internalImports maps the names under which f imports an internal package
+// to that package's path.
+func internalImports(f *ast.File) map[string]string {
+	m := map[string]string{}
+	for _, imp := range f.Imports {
+		p, err := strconv.Unquote(imp.Path.Value)
+		if err != nil || !strings.Contains("/"+p+"/", "/internal/") {
+			continue
+		}
+		name := p[strings.LastIndex(p, "/")+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		m[name] = p
+	}
+	return m
+}
+
+// internalRef returns "pkg.Name" when e is a selector on an internal import
+// (possibly generic, pkg.Name[T]), else "".
+func internalRef(e ast.Expr, imports map[string]string) string {
+	switch x := e.(type) {
+	case *ast.IndexExpr:
+		return internalRef(x.X, imports)
+	case *ast.IndexListExpr:
+		return internalRef(x.X, imports)
+	case *ast.ParenExpr:
+		return internalRef(x.X, imports)
+	case *ast.SelectorExpr:
+		if id, ok := x.X.(*ast.Ident); ok {
+			if _, internal := imports[id.Name]; internal {
+				return id.Name + "." + x.Sel.Name
+			}
+		}
+	}
+	return ""
+}
+
+// TestNoReexportOfInternalDeclarations: no public package declares an alias
+// of an internal type, nor a constant or variable defined as an internal
+// one.
+func TestNoReexportOfInternalDeclarations(t *testing.T) {
+	fset := token.NewFileSet()
+	var found []string
+	checked := 0
+	for _, path := range goFiles(t) {
+		if !public(path) {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		checked++
+		imports := internalImports(f)
+		if len(imports) == 0 {
+			continue
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Assign.IsValid() && s.Name.IsExported() {
+						if ref := internalRef(s.Type, imports); ref != "" {
+							found = append(found, fset.Position(s.Pos()).String()+": type "+s.Name.Name+" = "+ref)
+						}
+					}
+				case *ast.ValueSpec:
+					for i, name := range s.Names {
+						if !name.IsExported() || i >= len(s.Values) {
+							continue
+						}
+						if ref := internalRef(s.Values[i], imports); ref != "" {
+							found = append(found, fset.Position(name.Pos()).String()+": "+gd.Tok.String()+" "+name.Name+" = "+ref)
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Positive(t, checked)
+	assert.Empty(t, found, "public declarations re-exporting internal ones")
+}
+
+// TestNoUnsafe: no Go file of the repository imports unsafe.
+func TestNoUnsafe(t *testing.T) {
+	fset := token.NewFileSet()
+	var found []string
+	for _, path := range goFiles(t) {
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		for _, imp := range f.Imports {
+			if imp.Path.Value == `"unsafe"` {
+				found = append(found, fset.Position(imp.Pos()).String())
+			}
+		}
+	}
+	assert.Empty(t, found, "imports of unsafe")
+}
+
+// TestStandardCrypto: no module requires curve25519-voi, and the back-channel
+// package internal/sdkhook is gone.
+func TestStandardCrypto(t *testing.T) {
+	var mods []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != repoRoot && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (d.Name() == "go.mod" || d.Name() == "go.sum") {
+			mods = append(mods, path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, mods)
+	for _, m := range mods {
+		b, err := os.ReadFile(m)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "curve25519-voi", m)
+	}
+	_, err = os.Stat(filepath.Join(repoRoot, "internal", "sdkhook"))
+	assert.True(t, os.IsNotExist(err), "internal/sdkhook still exists")
+}
+
+// maxRootFileLines bounds the root package's non-test files: the root is thin
+// glue to the subsystems (issue 28), and a file longer than this holds a
+// subsystem of its own.
+const maxRootFileLines = 600
+
+// TestRootFilesStayThin: no non-test file of the root package is longer than
+// maxRootFileLines lines.
+func TestRootFilesStayThin(t *testing.T) {
+	entries, err := os.ReadDir(repoRoot)
+	require.NoError(t, err)
+	checked := 0
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(repoRoot, name))
+		require.NoError(t, err)
+		checked++
+		lines := strings.Count(string(b), "\n")
+		assert.LessOrEqual(t, lines, maxRootFileLines, "%s has %d lines: move a subsystem to its own file or package", name, lines)
+	}
+	assert.Positive(t, checked)
+}
