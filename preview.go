@@ -44,10 +44,14 @@ func (s *Server) newPreview() (*preview.Handler, error) {
 		if a.regJSON == nil {
 			continue // no registration (yet: seal rebuilds the preview)
 		}
-		agents = append(agents, preview.Agent{
+		pa := preview.Agent{
 			Slug: a.slug, Name: a.spec.Name, Version: a.spec.Version, Description: a.spec.Description,
 			CardPath: a2a.CardPath(a.slug), Registration: a.RegistrationJSON(),
-		})
+		}
+		if in := a.spec.Introduction; in != nil {
+			pa.Tagline, pa.Summary, pa.ExampleGoals = in.Tagline, in.Summary, in.ExampleGoals
+		}
+		agents = append(agents, pa)
 	}
 	h, err := preview.New(preview.Config{Agents: agents, Call: s.callA2A, Events: s.broker, AllowRemote: explicit})
 	if err != nil {

@@ -133,9 +133,6 @@ func TestBrowserNoHorizontalOverflowAt390(t *testing.T) {
 		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(link), ready(),
 			chromedp.Evaluate(`({Scroll: document.documentElement.scrollWidth, Client: document.documentElement.clientWidth})`, &widths)))
 		assert.LessOrEqual(t, widths.Scroll, 390, "%s is %d px wide at 390 px", link, widths.Scroll)
-		if strings.HasSuffix(link, "/_preview/jobs") {
-			shot(t, ctx, "preview-jobs-390.png")
-		}
 	}
 }
 
@@ -193,7 +190,6 @@ func TestBrowserRefusedSubmitIsAccessible(t *testing.T) {
 	assert.Equal(t, st.Label+" is required", st.DescribedText, "the error the control names")
 	assert.NotContains(t, st.DescribedText, "missing propert")
 	assert.True(t, st.ResubmitHidden, "a refused submit offers no resubmission")
-	shot(t, ctx, "preview-errors-accessible.png")
 }
 
 // TestBrowserJobsViewIsLive: after a job.start, the jobs view shows each later
@@ -266,5 +262,4 @@ func TestBrowserJobsViewIsLive(t *testing.T) {
 	assert.True(t, notReloaded, "updated in place, not reloaded")
 	assert.Positive(t, times, "events carry their time")
 	assert.Positive(t, details, "and their details")
-	shot(t, ctx, "preview-jobs-live.png")
 }

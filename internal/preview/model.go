@@ -81,6 +81,38 @@ type surfaceDef struct {
 	ID          string `json:"id"`
 	Label       string `json:"label"`
 	Description string `json:"description"`
+	// Display is the name a person reads: the label, else that of the
+	// resource, dataset or dashboard it shows, else the id in words.
+	Display string `json:"-"`
+}
+
+// surfaceName is the name a person reads for d (see surfaceDef.Display).
+func (r *registration) surfaceName(d surfaceDef) string {
+	if d.Label != "" {
+		return d.Label
+	}
+	for _, res := range r.Resources {
+		if res.Label != "" && d.ID == "mission.agent.resource."+res.ID {
+			return res.Label
+		}
+	}
+	for _, ds := range r.Datasets {
+		if ds.Label != "" && d.ID == "mission.agent.dataset."+ds.ID {
+			return ds.Label
+		}
+	}
+	for _, db := range r.Dashboards {
+		if db.Label != "" && d.ID == db.Surface {
+			return db.Label
+		}
+	}
+	id := strings.TrimPrefix(strings.TrimPrefix(d.ID, "mission.agent."), "mission.")
+	words := strings.Fields(strings.NewReplacer(".", " ", "_", " ", "-", " ").Replace(id))
+	if len(words) == 0 {
+		return d.ID
+	}
+	words[0] = strings.ToUpper(words[0][:1]) + words[0][1:]
+	return strings.Join(words, " ")
 }
 
 // NeedsJob reports a surface opened from a job's case or step (case.*),
@@ -136,6 +168,9 @@ func parseRegistration(raw json.RawMessage) (*registration, error) {
 		if !found {
 			r.surfaces = append(r.surfaces, def)
 		}
+	}
+	for i := range r.surfaces {
+		r.surfaces[i].Display = r.surfaceName(r.surfaces[i])
 	}
 	for _, item := range rawItems(r.Capabilities.Actions) {
 		var d actionDef

@@ -58,6 +58,15 @@ func (a *agentView) Surfaces() []surfaceDef { return a.reg.surfaces }
 func (a *agentView) Actions() []actionDef   { return a.reg.actions }
 func (a *agentView) Plan() *setupPlan       { return a.reg.plan }
 func (a *agentView) Reg() *registration     { return a.reg }
+
+// StartSurface is the job.start surface the overview's call to action opens,
+// when the agent declares it.
+func (a *agentView) StartSurface() *surfaceDef {
+	if d, ok := a.reg.surface("job.start"); ok {
+		return &d
+	}
+	return nil
+}
 func (a *agentView) DisplayName() string {
 	if a.reg.Agent.DisplayName != "" {
 		return a.reg.Agent.DisplayName
@@ -103,7 +112,7 @@ func (h *Handler) serveSurface(w http.ResponseWriter, r *http.Request) {
 		def = surfaceDef{ID: id}
 	}
 	body := surfaceBody{Surface: def, Declared: declared, JobID: q.Get("job_id"), CaseID: q.Get("case_id"), StepID: q.Get("step_id")}
-	title := def.Label
+	title := def.Display
 	if st, ok := a.reg.studioSurface(id); ok {
 		body.Studio = st
 		if title == "" {

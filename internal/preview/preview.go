@@ -84,6 +84,11 @@ type Agent struct {
 	Description  string
 	CardPath     string          // path of its Agent Card on the controller
 	Registration json.RawMessage // the registration as sent to Studio
+	// The agent's introduction, as Studio's agent list shows it: the
+	// overview leads with it.
+	Tagline      string
+	Summary      string
+	ExampleGoals []string
 }
 
 // Config wires the preview to its controller.

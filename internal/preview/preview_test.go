@@ -418,3 +418,39 @@ func TestStudioGeneratedSurfacesAreDescribed(t *testing.T) {
 		})
 	}
 }
+
+// TestOverviewLeadsWithTheIntroduction: the overview opens with the agent's
+// introduction (tagline, summary, example goals) and a call to action for
+// job.start, before the tables; the navigation names surfaces by label, not
+// by id (issue 29).
+func TestOverviewLeadsWithTheIntroduction(t *testing.T) {
+	h, err := New(Config{
+		Agents: []Agent{{Slug: "a", Name: "A", Version: "1", Registration: json.RawMessage(testRegistration),
+			Tagline: "Briefs <fast>", Summary: "Turns a topic into a sourced brief.", ExampleGoals: []string{"EU battery prices", "Solar tariffs"}}},
+		Call: (&fakeController{}).call, Events: http.NotFoundHandler(),
+	})
+	require.NoError(t, err)
+	body := serve(h, http.MethodGet, Prefix, "", nil).Body.String()
+	tests := []struct{ name, want string }{
+		{"tagline, escaped", `<p class="tagline">Briefs &lt;fast&gt;</p>`},
+		{"summary", `<p class="summary">Turns a topic into a sourced brief.</p>`},
+		{"example goals", `<li>EU battery prices</li><li>Solar tariffs</li>`},
+		{"call to action", `<a class="cta" id="cta-start" href="/_preview/surface?agent=a&amp;surface=job.start">Start it →</a>`},
+		{"a dashboard surface by its dashboard's label", `title="mission.analytics">Overview</a>`},
+		{"a surface without a label in words", `title="config">Config</a>`},
+	}
+	for _, tt := range tests {
+		assert.Contains(t, body, tt.want, tt.name)
+	}
+	intro, tables := strings.Index(body, `class="intro"`), strings.Index(body, `id="surfaces"`)
+	require.Positive(t, intro)
+	assert.Less(t, intro, tables, "the introduction comes first")
+
+	// Without an introduction or a job.start surface there is no empty block.
+	h, err = New(Config{Agents: []Agent{{Slug: "b", Name: "B", Registration: json.RawMessage(`{"agent": {"slug": "b"}, "capabilities": {"surfaces": ["config"]}}`)}},
+		Call: (&fakeController{}).call, Events: http.NotFoundHandler()})
+	require.NoError(t, err)
+	body = serve(h, http.MethodGet, Prefix, "", nil).Body.String()
+	assert.NotContains(t, body, `class="tagline"`)
+	assert.NotContains(t, body, `id="cta-start"`)
+}
