@@ -259,7 +259,7 @@ func TestLimitSetIDDoesNotAllocate(t *testing.T) {
 func TestLimitSilentClientsMemory(t *testing.T) {
 	const (
 		streams, events, size = 3, 60, 2 << 20
-		writeTimeout          = 2 * time.Second
+		writeTimeout          = 4 * time.Second
 		budget                = streams*DefaultQueueBytes + DefaultReplayBytes + 8<<20
 	)
 	b := NewBroker(Options{WriteTimeout: writeTimeout, Heartbeat: time.Hour})
@@ -276,6 +276,7 @@ func TestLimitSilentClientsMemory(t *testing.T) {
 	waitSubscribers(t, b, streams)
 	before := heapInUse()
 
+	start := time.Now()
 	for i := range events {
 		data := bytes.Repeat([]byte{'a' + byte(i%26)}, size)
 		data[0], data[size-1] = '"', '"'
@@ -285,7 +286,13 @@ func TestLimitSilentClientsMemory(t *testing.T) {
 	blocked := int64(heapInUse()) - int64(before)
 	t.Logf("heap with %d silent clients after %d events of %d bytes: %d bytes (budget %d)", streams, events, size, blocked, budget)
 	assert.Less(t, blocked, int64(budget), "silent clients pin events beyond their queues' bounds")
-	assert.Equal(t, streams, b.Subscribers(), "the writes are blocked within their deadline")
+	// Still connected, unless publishing itself outlasted the deadline (a
+	// loaded machine: 120 MiB of events to build and queue).
+	if took := time.Since(start); took < writeTimeout/2 {
+		assert.Equal(t, streams, b.Subscribers(), "the writes are blocked within their deadline")
+	} else {
+		t.Logf("publishing took %v, half the write timeout or more: the clients may already be gone", took)
+	}
 
 	require.Eventually(t, func() bool { return b.Subscribers() == 0 }, writeTimeout+5*time.Second, 10*time.Millisecond,
 		"clients that stopped reading were not disconnected")
