@@ -62,6 +62,7 @@ func Example() {
 	// Unordered output:
 	// span: action job.start
 	// span: supervaizer/action.invoke
+	// metric: supervaizer.token.verifications
 	// metric: supervaizer.calls
 	// metric: supervaizer.call.duration
 	// metric: supervaizer.event.subscribers

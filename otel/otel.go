@@ -171,6 +171,7 @@ func New(cfg Config) (*Observer, error) {
 	ctx := context.Background()
 	o.subscribers.Add(ctx, 0)
 	o.dropped.Add(ctx, 0)
+	o.tokens.Add(ctx, 0, metric.WithAttributes(AttrTokenOutcome.String(tokenVerified)))
 	return o, nil
 }
 
@@ -246,7 +247,7 @@ func (o *Observer) Token(ctx context.Context, t observe.Token) {
 	if outcome == "" {
 		outcome = tokenVerified
 	}
-	o.tokens.Add(ctx, 1, metric.WithAttributes(AttrTokenOutcome.String(outcome), AttrAgent.String(t.AgentSlug)))
+	o.tokens.Add(ctx, 1, metric.WithAttributes(AttrTokenOutcome.String(outcome)))
 	trace.SpanFromContext(ctx).AddEvent("workspace token", trace.WithAttributes(AttrTokenOutcome.String(outcome)))
 }
 
