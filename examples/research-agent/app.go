@@ -58,6 +58,9 @@ func newApp(cfg config) (*app, error) {
 	if cfg.InstanceID != "" {
 		opts = append(opts, supervaizer.WithInstanceID(cfg.InstanceID))
 	}
+	if cfg.Observer != nil {
+		opts = append(opts, cfg.Observer)
+	}
 	if cfg.SSEQueue > 0 {
 		opts = append(opts, supervaizer.WithSSEQueueSize(cfg.SSEQueue))
 	}

@@ -82,6 +82,9 @@ type config struct {
 	Getenv func(string) string
 	// Logger receives the agent's and the SDK's logs; nil discards them.
 	Logger *slog.Logger
+	// Observer installs the OpenTelemetry observer (telemetry.go); nil
+	// when SUPERVAIZER_METRICS_ADDR and OTEL_EXPORTER_OTLP_ENDPOINT are unset.
+	Observer supervaizer.Option
 
 	// wrapStore, when set, wraps the local store before anything uses it:
 	// the crash tests inject a kill at a chosen write.

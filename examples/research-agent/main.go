@@ -17,6 +17,9 @@
 // (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID, SUPERVAIZER_PUBLIC_URL, the
 // SUPERVAIZER_WORKSPACE_AUTH_* settings, and SUPERVAIZE_API_URL,
 // SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID to attach it to Studio).
+// SUPERVAIZER_METRICS_ADDR serves a Prometheus /metrics at that address, and
+// OpenTelemetry's OTEL_EXPORTER_OTLP_ENDPOINT exports the traces over
+// OTLP/HTTP (telemetry.go, docs/observability.md).
 //
 // It is a Go module of its own, so that its PostgreSQL support
 // (github.com/supervaize/supervaizer-go/store/postgres) stays out of the SDK's
@@ -65,6 +68,16 @@ func run(logger *slog.Logger, getenv func(string) string, out io.Writer) error {
 		return err
 	}
 	cfg.Logger = logger
+	tel, err := setupTelemetry(ctx, getenv, logger) // telemetry.go
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), telemetryShutdownT)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+	cfg.Observer = tel.option
 	if crashpoints != nil {
 		cfg.wrapStore = func(st store.Store) store.Store { return crashpoints(getenv, st) }
 	}
