@@ -48,7 +48,7 @@ func newBenchServer(b *testing.B, local bool) (srv *supervaizer.Server, token st
 func benchServe(b *testing.B, srv *supervaizer.Server, body []byte, token string) {
 	b.Helper()
 	serve := func() {
-		r := httptest.NewRequest(http.MethodPost, "/a2a", bytes.NewReader(body))
+		r := httptest.NewRequest(http.MethodPost, "http://localhost/a2a", bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set(supervaizer.HeaderAPIKey, testWriteKey)
 		if token != "" {
