@@ -38,11 +38,14 @@ import (
 const apidiffVersion = "v0.0.0-20261113113407-e3970619a1a4"
 
 func main() {
-	version := flag.String("apidiff", apidiffVersion, "version of golang.org/x/exp/cmd/apidiff")
-	baseline := flag.String("baseline", "api/supervaizer-go.apidiff", "export data apidiff -m -w wrote")
-	changelog := flag.String("changelog", "CHANGELOG.md", "the changelog whose Unreleased section records breaking changes")
-	record := flag.Bool("record", false, "write the baseline from the module in the working directory")
-	flag.Parse()
+	// A flag set of its own: the command's flags never reach the global
+	// flag.CommandLine that a test binary linking this package would share.
+	fs := flag.NewFlagSet("apicheck", flag.ExitOnError)
+	version := fs.String("apidiff", apidiffVersion, "version of golang.org/x/exp/cmd/apidiff")
+	baseline := fs.String("baseline", "api/supervaizer-go.apidiff", "export data apidiff -m -w wrote")
+	changelog := fs.String("changelog", "CHANGELOG.md", "the changelog whose Unreleased section records breaking changes")
+	record := fs.Bool("record", false, "write the baseline from the module in the working directory")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: a bad flag exits with status 2
 	do := func() error { return run(*version, *baseline, *changelog, os.Stdout) }
 	if *record {
 		do = func() error { return recordBaseline(*version, *baseline) }
