@@ -2,7 +2,6 @@ package supervaizer_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -87,36 +86,6 @@ func TestIdempotencyEncodingPanic(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second, "the retry did not wait for a lease")
 }
 
-// flakyStore fails every write while down is set, as a database cut off
-// after the handler ran would.
-type flakyStore struct {
-	store.Store
-	down atomic.Bool
-}
-
-var errStoreDown = errors.New("connection refused")
-
-func (s *flakyStore) PutIfAbsent(ctx context.Context, key string, value []byte) ([]byte, bool, error) {
-	if s.down.Load() {
-		return nil, false, errStoreDown
-	}
-	return s.Store.PutIfAbsent(ctx, key, value)
-}
-
-func (s *flakyStore) CompareAndSwap(ctx context.Context, key string, old, new []byte) (bool, error) {
-	if s.down.Load() {
-		return false, errStoreDown
-	}
-	return s.Store.CompareAndSwap(ctx, key, old, new)
-}
-
-func (s *flakyStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	if s.down.Load() {
-		return nil, false, errStoreDown
-	}
-	return s.Store.Get(ctx, key)
-}
-
 // TestIdempotencyStoreCutAfterHandler: the store becomes unreachable while
 // the handler runs (spec item 69). The caller still gets the handler's
 // result; a retry meanwhile is told the attempt is in progress; once the
@@ -124,12 +93,12 @@ func (s *flakyStore) Get(ctx context.Context, key string) ([]byte, bool, error) 
 // byte, and the handler ran once in all. On the code before the fix the
 // caller got a bare -32603 and the handler ran again after the lease.
 func TestIdempotencyStoreCutAfterHandler(t *testing.T) {
-	st := &flakyStore{Store: store.NewMemory()}
+	st := &killableStore{Store: store.NewMemory()} // checkpoint_instances_test.go: writes fail while dead
 	var calls atomic.Int64
 	var once sync.Once
 	ts := newStartServer(t, st, func(_ context.Context, req *sv.ActionRequest) (*sv.ActionResult, error) {
 		n := calls.Add(1)
-		once.Do(func() { st.down.Store(true) }) // the database goes away mid-call
+		once.Do(func() { st.dead.Store(true) }) // the database goes away mid-call
 		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"run": n})), nil
 	})
 	invoke := func(jobID string) string {
@@ -148,7 +117,7 @@ func TestIdempotencyStoreCutAfterHandler(t *testing.T) {
 	conflict := invoke("job-2")
 	assert.Contains(t, conflict, `"idempotency_conflict"`)
 
-	st.down.Store(false)
+	st.dead.Store(false)
 	require.Eventually(t, func() bool {
 		return invoke("job-1") == first
 	}, 10*time.Second, 20*time.Millisecond, "the kept result is recorded and replayed")
