@@ -133,7 +133,7 @@ func (v *Validator) ValidateValue(m contracts.Model, value any) ([]byte, error) 
 // error. The value is encoded once; the appended bytes are what was
 // validated.
 func (v *Validator) AppendValue(dst []byte, m contracts.Model, value any) ([]byte, error) {
-	out, _, err := v.appendValue(dst, m, value, nil)
+	out, _, _, err := v.appendValue(dst, m, value, nil, nil)
 	return out, err
 }
 
@@ -142,26 +142,45 @@ func (v *Validator) AppendValue(dst []byte, m contracts.Model, value any) ([]byt
 // validation read it (nil when it could not tell; the caller then finds it
 // in out itself).
 func (v *Validator) AppendResult(dst []byte, res *contracts.ActionResult) (out, effects []byte, err error) {
+	out, effects, _, err = v.AppendResultTape(dst, res, nil)
+	return out, effects, err
+}
+
+// AppendResultTape is [Validator.AppendResult] that also hands over the
+// tape of the appended result, so that a caller reading the result again
+// does not parse it again: t (from [wire.Get], the caller's to give back)
+// receives the tape the validation worked on, the encoder's or a parse of
+// the bytes, and parsed reports that it holds one; t.Src is then the
+// appended bytes, out[len(dst):], and t is the tape Parse builds from them.
+// When parsed is false, t holds nothing usable. A nil t is AppendResult.
+func (v *Validator) AppendResultTape(dst []byte, res *contracts.ActionResult, t *wire.Tape) (out, effects []byte, parsed bool, err error) {
 	start := len(dst)
-	out, at, err := v.appendValue(dst, contracts.ModelActionResult, res, []byte("effects"))
-	if err != nil || at[0] < 0 {
-		return out, nil, err
+	out, at, parsed, err := v.appendValue(dst, contracts.ModelActionResult, res, []byte("effects"), t)
+	if err != nil {
+		return out, nil, false, err
 	}
-	return out, out[start+at[0] : start+at[1] : start+at[1]], nil
+	if at[0] < 0 {
+		return out, nil, parsed, nil
+	}
+	return out, out[start+at[0] : start+at[1] : start+at[1]], parsed, nil
 }
 
 // appendValue is AppendValue; at is where the value of the top-level key
 // member is in the appended bytes, when the compiled validator judged the
-// tape the encoder built, else {-1, -1}.
-func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member []byte) (_ []byte, at [2]int, _ error) {
+// tape the encoder built, else {-1, -1}. The validation works on t when it
+// is not nil (else on a tape of its own); parsed reports that t ends
+// holding the tape of the appended bytes.
+func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member []byte, t *wire.Tape) (_ []byte, at [2]int, parsed bool, _ error) {
 	at = [2]int{-1, -1}
 	start := len(dst)
 	var (
 		raw   []byte
 		built *wire.Tape // the tape the encoder built of raw, if it could
 	)
-	t := wire.Get()
-	defer wire.Put(t)
+	if t == nil {
+		t = wire.Get()
+		defer wire.Put(t)
+	}
 	out, ok, tapeOK := encode.AppendTape(dst, value, t)
 	if ok {
 		dst, raw = out, out[start:]
@@ -171,15 +190,18 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 	} else {
 		b, err := json.Marshal(value)
 		if err != nil {
-			return out[:start], at, fmt.Errorf("contracts: marshal %s: %w", m, err)
+			return out[:start], at, false, fmt.Errorf("contracts: marshal %s: %w", m, err)
 		}
 		dst = append(out[:start], b...)
 		raw = dst[start:]
 	}
 	var sure bool
+	parsed = built != nil
 	switch {
 	case built == nil:
-		sure = v.fastValid(m, raw)
+		// The compiled validator judges a parse of raw, kept in t.
+		parsed = v.fast[m] != nil && t.Parse(raw)
+		sure = parsed && v.fastValidTape(m, t)
 	case v.fastValidTape(m, built):
 		sure = true
 		if member != nil {
@@ -192,16 +214,16 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 		// The reference judges the JSON (and reports its problems); the Go
 		// rules then run on the typed value below, as on the fast path.
 		if err := v.ref.Validate(m, raw); err != nil {
-			return dst[:start], at, err
+			return dst[:start], at, false, err
 		}
 	}
 	// Run the Go rules on the typed value when we have it (a typed setup plan is
 	// only visible there), else on the decoded JSON.
 	if r, ok := value.(*contracts.ActionResult); ok && r != nil && m == contracts.ModelActionResult {
 		if err := v.rules.Check(m, r); err != nil {
-			return dst[:start], at, err
+			return dst[:start], at, false, err
 		}
-		return dst, at, nil
+		return dst, at, parsed, nil
 	}
 	typed := reflect.ValueOf(value)
 	if typed.Kind() == reflect.Pointer && !typed.IsNil() {
@@ -214,16 +236,16 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 			typed = p.Elem()
 		}
 		if err := v.rules.Check(m, typed.Addr().Interface()); err != nil {
-			return dst[:start], at, err
+			return dst[:start], at, false, err
 		}
-		return dst, at, nil
+		return dst, at, parsed, nil
 	}
 	if sure {
 		if _, err := v.decodeChecked(m, raw); err != nil {
-			return dst[:start], at, err
+			return dst[:start], at, false, err
 		}
 	}
-	return dst, at, nil
+	return dst, at, parsed, nil
 }
 
 // decodeChecked decodes raw, which passed the schema of m, and runs the Go

@@ -9,6 +9,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/validate"
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // TestAppendResult: the result's effects come back as the bytes of its
@@ -38,6 +39,49 @@ func TestAppendResult(t *testing.T) {
 	}
 	_, _, err := v.AppendResult(nil, &contracts.ActionResult{Status: "maybe"})
 	assert.Error(t, err)
+}
+
+// TestAppendResultTape: the tape handed over is the one Parse builds from
+// the appended bytes, whether the encoder built it or the validation parsed
+// the output of json.Marshal (a value nested deeper than the encoder goes);
+// an invalid result hands over none.
+func TestAppendResultTape(t *testing.T) {
+	deep := map[string]any{"leaf": "x"}
+	for range 300 {
+		deep = map[string]any{"d": deep}
+	}
+	v := validate.Default()
+	tests := []struct {
+		name string
+		res  *contracts.ActionResult
+	}{
+		{"effects and a job_state", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "job.synced", JobID: "j", Status: "a\"<b>"}},
+			JobState: &contracts.JobState{Job: contracts.Job{ID: "j", AgentSlug: "a", MissionID: "m", Status: "active", Source: contracts.JobSource{Type: contracts.SourceFreshStart}}}}},
+		{"deeper than the encoder", &contracts.ActionResult{Status: contracts.StatusOK, Effects: []contracts.Effect{{Type: "deep", Data: deep}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, effects, err := v.AppendResult([]byte("prefix"), tt.res)
+			require.NoError(t, err)
+			tape := wire.Get()
+			defer wire.Put(tape)
+			out, tapeEffects, parsed, err := v.AppendResultTape([]byte("prefix"), tt.res, tape)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(out), "the same bytes as AppendResult")
+			assert.Equal(t, string(effects), string(tapeEffects))
+			require.True(t, parsed)
+			assert.Equal(t, string(out[len("prefix"):]), string(tape.Src))
+			var p wire.Tape
+			require.True(t, p.Parse(out[len("prefix"):]))
+			assert.Equal(t, p.Nodes, tape.Nodes)
+		})
+	}
+	tape := wire.Get()
+	defer wire.Put(tape)
+	out, _, parsed, err := v.AppendResultTape([]byte("prefix"), &contracts.ActionResult{Status: "maybe"}, tape)
+	require.Error(t, err)
+	assert.False(t, parsed)
+	assert.Equal(t, "prefix", string(out))
 }
 
 // TestAppendValueAppends checks that AppendValue extends dst with exactly
