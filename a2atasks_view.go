@@ -3,6 +3,8 @@ package supervaizer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"sync"
 
@@ -30,7 +32,51 @@ const taskNamespace = "a2a.task.ws"
 const maxViewRetries = 8
 
 func taskKey(workspaceID, slug, jobID string) string {
-	return store.Key(taskNamespace, idemKeyPart(workspaceID), slug, idemKeyPart(jobID))
+	var buf [128]byte
+	return string(appendTaskKey(buf[:0], workspaceID, slug, jobID))
+}
+
+// appendTaskKey appends the key of a job's record to dst: byte for byte
+// store.Key(taskNamespace, idemKeyPart(workspaceID), slug, idemKeyPart(jobID))
+// (TestTaskKeyIsStoreKey pins it), built in one buffer because the view
+// makes a key for every job result and those calls allocate four strings.
+// The escaping is store.Key's documented one (ParseKey reverses it and keys
+// already stored depend on it, so it cannot change).
+func appendTaskKey[S string | []byte](dst []byte, workspaceID, slug string, jobID S) []byte {
+	dst = appendKeyEscaped(dst, taskNamespace)
+	dst = append(dst, store.Separator)
+	dst = appendIdemKeyPart(dst, workspaceID)
+	dst = append(dst, store.Separator)
+	dst = appendKeyEscaped(dst, slug)
+	dst = append(dst, store.Separator)
+	return appendIdemKeyPart(dst, jobID)
+}
+
+// appendIdemKeyPart appends idemKeyPart(v), escaped as store.Key escapes a
+// part.
+func appendIdemKeyPart[S string | []byte](dst []byte, v S) []byte {
+	if len(v) > maxLiteralKeyPart {
+		d := sha256.Sum256([]byte(v))
+		dst = appendKeyEscaped(dst, "#")
+		return hex.AppendEncode(dst, d[:]) // lower-case hex: nothing to escape
+	}
+	dst = appendKeyEscaped(dst, "=")
+	return appendKeyEscaped(dst, v)
+}
+
+// appendKeyEscaped appends s escaped as store.Key escapes each part: ASCII
+// letters, digits and "-._~" as is, every other byte as %XX (upper case).
+func appendKeyEscaped[S string | []byte](dst []byte, s S) []byte {
+	const upperHex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			dst = append(dst, c)
+			continue
+		}
+		dst = append(dst, '%', upperHex[c>>4], upperHex[c&0xF])
+	}
+	return dst
 }
 
 type taskView struct {
@@ -54,30 +100,44 @@ var (
 	keyJobID    = []byte(`"job_id"`)
 )
 
-// observe updates the view from the validated result raw of req. For an A2A
-// call it hands the job_state's view to call, so that the answer is built
-// without reading raw again (its state is a view of raw).
-func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte, call *a2aInvocation) {
-	hasState := bytes.Contains(raw, keyJobState)
-	if !hasState && !bytes.Contains(raw, keyJobID) {
-		return // nothing about a job: no parse
+// observe updates the view from the validated result raw of req. t is the
+// tape of raw the validation worked on, or nil: observe then parses raw
+// itself, unless raw mentions no job. For an A2A call it hands the
+// job_state's view to call, so that the answer is built without reading raw
+// again (its state is a view of raw).
+func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte, t *wire.Tape, call *a2aInvocation) {
+	if t == nil {
+		if !bytes.Contains(raw, keyJobState) && !bytes.Contains(raw, keyJobID) {
+			return // nothing about a job: no parse
+		}
+		t = wire.Get()
+		defer wire.Put(t)
+		if !t.Parse(raw) {
+			return
+		}
 	}
-	t := wire.Get()
-	defer wire.Put(t)
-	if !t.Parse(raw) || !isObject(t, 0) {
+	if !isObject(t, 0) {
 		return
 	}
 	ws := recordWorkspace(req)
 	if js, ok := member(t, 0, "job_state"); ok && isObject(t, js) {
-		v := readJobState(t, js)
 		if call != nil {
-			call.view, call.read = v, true
+			call.view, call.read = readJobState(t, js), true
 		}
-		if v.id != "" {
-			tv.put(ctx, taskKey(ws, req.AgentSlug, v.id), func([]byte, bool) ([]byte, bool) {
-				return encodeRecord(v.status, v.text, v.state), true
-			})
+		// The record's fields as views of raw: most job results (job.sync
+		// polls) repeat the stored record, and comparing needs no copy.
+		id, status, text := recordFields(t, js)
+		if len(id) == 0 {
+			return
 		}
+		state := t.Raw(js)
+		var kb [128]byte
+		tv.put(ctx, string(appendTaskKey(kb[:0], ws, req.AgentSlug, id)), func(old []byte, found bool) ([]byte, bool) {
+			if found && sameRecord(old, status, text, state) {
+				return nil, false // unchanged: neither built nor written
+			}
+			return encodeRecord(string(status), string(text), state), true
+		})
 		return
 	}
 	effects, ok := member(t, 0, "effects")
@@ -183,6 +243,75 @@ func (tv *taskView) loadKey(ctx context.Context, key string) (jobView, bool, err
 	}
 	v, ok := decodeRecord(raw)
 	return v, ok, nil
+}
+
+// recordFields reads, at the job_state node js of t, what its record keeps
+// besides the job_state itself (readJobState's id, status and text), as
+// views of t's source when they have no escape sequence.
+func recordFields(t *wire.Tape, js int32) (id, status, text []byte) {
+	job, ok := member(t, js, "job")
+	if !ok || !isObject(t, job) {
+		return nil, nil, nil
+	}
+	id, status = optBytes(t, job, "id"), optBytes(t, job, "status")
+	if d, ok := member(t, job, "display"); ok && isObject(t, d) {
+		text = optBytes(t, d, "state_label")
+	}
+	return id, status, text
+}
+
+// optBytes is optString's value as bytes (nil when absent or not a string).
+func optBytes(t *wire.Tape, obj int32, key string) []byte {
+	if n, ok := member(t, obj, key); ok && t.Nodes[n].Kind == wire.String {
+		return t.Str(n)
+	}
+	return nil
+}
+
+// Record layout pieces (encodeRecord).
+var (
+	recStatus = []byte(`{"status":`)
+	recText   = []byte(`,"text":`)
+	recState  = []byte(`,"job_state":`)
+)
+
+// sameRecord reports whether old is byte for byte
+// encodeRecord(status, text, state), without building it: a job.sync poll
+// answering the state already stored then costs the read and this compare.
+func sameRecord(old, status, text, state []byte) bool {
+	rest, ok := bytes.CutPrefix(old, recStatus)
+	if ok {
+		rest, ok = cutJSONString(rest, status)
+	}
+	if ok {
+		rest, ok = bytes.CutPrefix(rest, recText)
+	}
+	if ok {
+		rest, ok = cutJSONString(rest, text)
+	}
+	if ok {
+		rest, ok = bytes.CutPrefix(rest, recState)
+	}
+	return ok && len(rest) == len(state)+1 && rest[len(state)] == '}' && bytes.Equal(rest[:len(state)], state)
+}
+
+// cutJSONString cuts from b the JSON string encodeRecord writes for s
+// (encode.AppendString without HTML escaping).
+func cutJSONString(b, s []byte) ([]byte, bool) {
+	plain := true // printable ASCII other than '"' and '\\': written as is
+	for _, c := range s {
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if !plain {
+		return bytes.CutPrefix(b, encode.AppendString(nil, string(s), false))
+	}
+	if len(b) < len(s)+2 || b[0] != '"' || b[len(s)+1] != '"' || !bytes.Equal(b[1:len(s)+1], s) {
+		return nil, false
+	}
+	return b[len(s)+2:], true
 }
 
 // encodeRecord is the stored value of a job's view.

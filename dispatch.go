@@ -254,11 +254,17 @@ func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input
 	n := len(dst)
 	var effects []byte
 	ran := false // the handler ran for this call, its answer not a replay
+	// rt receives the tape the result's validation worked on, so that the
+	// task view reads the result without parsing it again (parsed false:
+	// the view parses it).
+	rt := wire.Get()
+	defer wire.Put(rt)
+	parsed := false
 	if req.IdempotencyKey != "" && a.isIdempotent(req.Action) {
 		// The idempotency layer keeps the result it stores: its own buffer.
 		var raw []byte
 		raw, rpcErr = s.idem.run(ctx, req, func(ctx context.Context) ([]byte, *Error) {
-			raw, _, err := s.runAction(ctx, h, req, true, nil)
+			raw, _, _, err := s.runAction(ctx, h, req, true, nil, nil)
 			ran = err == nil
 			return raw, err
 		})
@@ -267,14 +273,18 @@ func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input
 			s.noteIdempotency(ctx, ran, raw) // observer.go
 		}
 	} else {
-		dst, effects, rpcErr = s.runAction(ctx, h, req, false, dst)
+		dst, effects, parsed, rpcErr = s.runAction(ctx, h, req, false, dst, rt)
 		ran = rpcErr == nil
 	}
 	if rpcErr != nil {
 		return dst[:n], rpcErr
 	}
 	if ran { // a replayed answer never brings an older job state back
-		s.tasks.observe(ctx, req, dst[n:], a2a)
+		var tape *wire.Tape
+		if parsed {
+			tape = rt
+		}
+		s.tasks.observe(ctx, req, dst[n:], tape, a2a)
 	}
 	s.publishEffects(ctx, req, dst[n:], effects)
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
@@ -297,8 +307,9 @@ func surfaceFailed(req *SurfaceRequest) *Error {
 // (replay_safety.strictly_idempotent_response).
 //
 // effects is the result's "effects" value in dst as the validation read it
-// (nil when it did not).
-func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool, dst []byte) (_, effects []byte, _ *Error) {
+// (nil when it did not). When t is not nil, parsed reports that it holds
+// the tape of the appended result ([validate.Validator.AppendResultTape]).
+func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool, dst []byte, t *wire.Tape) (_, effects []byte, parsed bool, _ *Error) {
 	var res *ActionResult
 	var err error
 	if s.obs != nil {
@@ -310,14 +321,14 @@ func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequ
 	}
 	if err != nil {
 		if e, ok := isInputError(err); ok {
-			return dst, nil, e
+			return dst, nil, false, e
 		}
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
-		return dst, nil, actionFailed(req)
+		return dst, nil, false, actionFailed(req)
 	}
 	if res == nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
-		return dst, nil, actionFailed(req)
+		return dst, nil, false, actionFailed(req)
 	}
 	if strict {
 		markStrict(res, req.IdempotencyKey)
@@ -325,12 +336,12 @@ func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequ
 	if dst == nil {
 		dst = make([]byte, 0, 1024)
 	}
-	dst, effects, verr := s.appendResult(dst, res)
+	dst, effects, parsed, verr := s.appendResult(dst, res, t)
 	if verr != nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return dst, nil, actionFailed(req)
+		return dst, nil, false, actionFailed(req)
 	}
-	return dst, effects, nil
+	return dst, effects, parsed, nil
 }
 
 // publishEffects publishes the supervaizer.effect event of a successful
@@ -453,14 +464,14 @@ func (p *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", p.valu
 // encoded (a value whose MarshalJSON panics) is recovered like a handler's:
 // the call fails with -32603 and the cause is logged, so the idempotency
 // record is released as for an invalid result (spec item 69).
-func (s *Server) appendResult(dst []byte, res *ActionResult) (out, effects []byte, err error) {
+func (s *Server) appendResult(dst []byte, res *ActionResult, t *wire.Tape) (out, effects []byte, parsed bool, err error) {
 	n := len(dst)
 	defer func() {
 		if v := recover(); v != nil {
-			out, effects, err = dst[:n], nil, &panicError{value: v, stack: debug.Stack()}
+			out, effects, parsed, err = dst[:n], nil, false, &panicError{value: v, stack: debug.Stack()}
 		}
 	}()
-	return s.validator.AppendResult(dst, res)
+	return s.validator.AppendResultTape(dst, res, t)
 }
 
 // appendSurfaceResult is appendResult for a surface result.
