@@ -171,6 +171,16 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 // none) under key, with compare-and-swap; next returns false to write
 // nothing. A value equal to the stored one is not written again.
 // Failures are logged: the view is a projection, never the call's outcome.
+//
+// Every update reads the stored record first; the view keeps no cache of
+// what this process last wrote or read. Instances sharing the store
+// (PostgreSQL, or several Servers on one store) write the same keys, and a
+// cache saying "this record is stored already" is wrong as soon as another
+// instance wrote in between: the newest validated state would be lost
+// (TestA2ATaskViewAcrossInstances). Caching a digest of the stored value
+// does not help, as checking it still takes the read, and comparing the
+// bytes read (sameRecord) costs less than hashing them. Only a version
+// check cheaper than a read could skip it, and no Store offers one.
 func (tv *taskView) put(ctx context.Context, key string, next func(old []byte, found bool) ([]byte, bool)) {
 	for range maxViewRetries {
 		old, found, err := tv.store.Get(ctx, key)
