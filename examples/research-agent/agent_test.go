@@ -304,6 +304,33 @@ func TestReview(t *testing.T) {
 	assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err), "review_text is required")
 }
 
+// TestReviewOfTheTask: a submission naming neither the case nor the step (an
+// A2A client answering the input-required task) addresses the job's review;
+// naming only one of them is still checked.
+func TestReviewOfTheTask(t *testing.T) {
+	_, ts := newTestServer(t)
+	st := start(t, ts, "job-1", map[string]any{"topic_id": "t-1"}).JobState
+	submit := func(caseID, stepID string, in map[string]any) *contracts.ActionResult {
+		req := onJob(ts, actionSubmit, "job-1", in)
+		req.CaseID, req.StepID = caseID, stepID
+		return invoke(t, ts, req)
+	}
+	approve := map[string]any{"review_text": "# Final", "approve_review": true}
+	assert.Equal(t, codeStepNotFound, errorCode(submit(st.Cases[0].ID, "", approve)), "a case without its step")
+	assert.Equal(t, codeStepNotFound, errorCode(submit("", st.Cases[0].Steps[0].ID, approve)), "a step without its case")
+
+	res := submit("", "", map[string]any{"review_text": "# Edited", "approve_review": false})
+	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
+	assert.Equal(t, jobAwaiting, res.JobState.Job.Status)
+	require.NotEmpty(t, res.Effects)
+	assert.Equal(t, st.Cases[0].Steps[0].ID, res.Effects[0].StepID, "the effect names the review step")
+
+	res = submit("", "", approve)
+	require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
+	assert.Equal(t, jobActive, res.JobState.Job.Status)
+	assert.Equal(t, codeStepNotAwaiting, errorCode(submit("", "", map[string]any{"review_text": "# Other", "approve_review": true})))
+}
+
 func TestStop(t *testing.T) {
 	_, ts := newTestServer(t)
 	st := start(t, ts, "job-1", map[string]any{"topic_id": "t-1"}).JobState

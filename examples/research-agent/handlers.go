@@ -169,7 +169,10 @@ var (
 
 // submitReview records the operator's review. An edit without approval keeps
 // the step awaiting; an approval completes it and starts sending the brief in
-// the background (job.sync reports the outcome).
+// the background (job.sync reports the outcome). Studio names the case and
+// the step; a call that names neither (an A2A client answering the job's
+// input-required task knows only the task) addresses the job's one awaiting
+// step, its review.
 func (a *app) submitReview(ctx context.Context, req *supervaizer.ActionRequest, in reviewInput) (*supervaizer.ActionResult, error) {
 	scope, fail := scopeOf(ctx)
 	if fail != nil {
@@ -185,7 +188,7 @@ func (a *app) submitReview(ctx context.Context, req *supervaizer.ActionRequest, 
 	}
 	replay := false
 	rec, err := a.jobs.update(ctx, scope, req.JobID, func(j *jobRecord) error {
-		if req.CaseID != j.setupCaseID() || req.StepID != j.reviewStepID() {
+		if (req.CaseID != "" || req.StepID != "") && (req.CaseID != j.setupCaseID() || req.StepID != j.reviewStepID()) {
 			return errWrongStep
 		}
 		switch {
