@@ -26,6 +26,9 @@ type app struct {
 	sender sender
 	ctxs   *studio.ContextAssigner
 	now    func() time.Time
+	// sendDelay is how long an approved brief waits before it is sent
+	// (RESEARCH_AGENT_SEND_DELAY).
+	sendDelay time.Duration
 
 	closeStore func() error // closes the store, or the database pool
 
@@ -79,7 +82,7 @@ func newApp(cfg config) (*app, error) {
 	a := &app{
 		logger: logger, store: st, closeStore: closeState, agent: agent, srv: srv,
 		jobs: &jobStore{st: st, now: time.Now, exclusive: store.IsExclusive(st)}, sender: &outboxSender{st: st, now: time.Now},
-		now: time.Now, bg: bg, stopBG: stop,
+		now: time.Now, sendDelay: cfg.SendDelay, bg: bg, stopBG: stop,
 	}
 	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}
 	a.register()

@@ -29,6 +29,8 @@ const (
 	envLease     = "SUPERVAIZER_IDEMPOTENCY_LEASE"
 	envStore     = "SUPERVAIZER_STORE"
 	envSSEQueue  = "SUPERVAIZER_SSE_QUEUE_SIZE"
+	// envSendDelay is the agent's own business setting, hence its prefix.
+	envSendDelay = "RESEARCH_AGENT_SEND_DELAY"
 )
 
 // Values of SUPERVAIZER_STORE, where the state lives when
@@ -75,6 +77,11 @@ type config struct {
 	// 100; see supervaizer.WithSSEQueueSize). Raise it when bursts of calls
 	// outrun a subscriber's connection.
 	SSEQueue int
+	// SendDelay is RESEARCH_AGENT_SEND_DELAY: how long an approved brief
+	// waits before it is sent (0, the default: at once). Until then job.stop
+	// recalls it, as "undo send" does in a mail client. The delay counts from
+	// the approval, across restarts.
+	SendDelay time.Duration
 	// LocalMode reports SUPERVAIZER_LOCAL_MODE; the SDK reads it too.
 	LocalMode bool
 	// Getenv is handed to the SDK (supervaizer.WithEnv) for every other
@@ -123,6 +130,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return config{}, fmt.Errorf("%s=%q: want a positive number of events such as 1024", envSSEQueue, v)
 		}
 		cfg.SSEQueue = n
+	}
+	if v := strings.TrimSpace(getenv(envSendDelay)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return config{}, fmt.Errorf("%s=%q: want a Go duration such as 0s, 30s or 5m", envSendDelay, v)
+		}
+		cfg.SendDelay = d
 	}
 	switch v := strings.ToLower(strings.TrimSpace(getenv(envStore))); v {
 	case "", storeFile:

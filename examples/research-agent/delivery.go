@@ -88,8 +88,9 @@ func (a *app) resumeDeliveries(ctx context.Context) error {
 // errStoppedBeforeSend: the job was stopped before its brief went out.
 var errStoppedBeforeSend = errors.New("the job was stopped before the brief was sent")
 
-// deliver sends the brief of an approved job, records the delivery, then
-// reports the billable brief to Studio. A governed job sends it between rule
+// deliver sends the brief of an approved job once its send delay is over,
+// records the delivery, then reports the billable brief to Studio. A job
+// stopped during the delay is not sent. A governed job sends it between rule
 // checkpoints; one parked on a checkpoint that a previous run left paused
 // returns at once, and onDecision starts it again when Studio decides. Once
 // a governed job is over, its gate is forgotten.
@@ -97,6 +98,18 @@ func (a *app) deliver(ctx context.Context, scope, jobID string) error {
 	rec, err := a.jobs.get(ctx, scope, jobID)
 	if err != nil {
 		return err
+	}
+	if wait := a.sendWait(rec); wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err() // shutdown: the next start waits for the rest of the delay
+		case <-timer.C:
+		}
+		if rec, err = a.jobs.get(ctx, scope, jobID); err != nil {
+			return err
+		}
 	}
 	if rec.Status == jobActive && rec.Delivery == nil {
 		if !rec.Governed {
@@ -124,6 +137,16 @@ func (a *app) deliver(ctx context.Context, scope, jobID string) error {
 		a.forgetGate(ctx, rec)
 	}
 	return a.bill(ctx, rec) // nothing to bill when the brief was not sent
+}
+
+// sendWait is how much longer the brief of rec waits before it is sent: the
+// rest of the send delay since its approval (nothing once the delay is over,
+// without a delay, or for a record without an approval time).
+func (a *app) sendWait(rec *jobRecord) time.Duration {
+	if a.sendDelay <= 0 || rec.ApprovedAt.IsZero() || rec.Status != jobActive || rec.Delivery != nil {
+		return 0
+	}
+	return max(rec.ApprovedAt.Add(a.sendDelay).Sub(a.now()), 0)
 }
 
 // sendUngoverned performs the external effect and records its outcome. The

@@ -42,6 +42,10 @@ func TestLoadConfig(t *testing.T) {
 		{"negative lease", map[string]string{envLease: "-1s"}, config{}, "SUPERVAIZER_IDEMPOTENCY_LEASE"},
 		{"sse queue", map[string]string{envSSEQueue: " 1024 "}, config{Addr: defaultAddr, DBPath: def, SSEQueue: 1024}, ""},
 		{"bad sse queue", map[string]string{envSSEQueue: "0"}, config{}, "SUPERVAIZER_SSE_QUEUE_SIZE"},
+		{"send delay", map[string]string{envSendDelay: " 30s "}, config{Addr: defaultAddr, DBPath: def, SendDelay: 30 * time.Second}, ""},
+		{"no send delay", map[string]string{envSendDelay: "0"}, config{Addr: defaultAddr, DBPath: def}, ""},
+		{"bad send delay", map[string]string{envSendDelay: "30"}, config{}, "RESEARCH_AGENT_SEND_DELAY"},
+		{"negative send delay", map[string]string{envSendDelay: "-1s"}, config{}, "RESEARCH_AGENT_SEND_DELAY"},
 		{"bad store", map[string]string{envStore: "bolt"}, config{}, "SUPERVAIZER_STORE"},
 		{"memory and database", map[string]string{envStore: "memory", envDatabase: "postgres://db"}, config{}, "exclusive"},
 	}

@@ -202,7 +202,7 @@ func (a *app) submitReview(ctx context.Context, req *supervaizer.ActionRequest, 
 		}
 		j.Draft, j.Reviews = in.ReviewText, j.Reviews+1
 		if in.ApproveReview {
-			j.Status, j.Approved, j.Recipients = jobActive, true, recipients
+			j.Status, j.Approved, j.Recipients, j.ApprovedAt = jobActive, true, recipients, a.now().UTC()
 		}
 		return nil
 	})
@@ -259,7 +259,8 @@ func (a *app) syncJob(ctx context.Context, req *supervaizer.ActionRequest) (*sup
 }
 
 // stopJob stops a job that is still waiting for review or sending. A brief
-// whose sending has begun cannot be recalled: the delivery completes and is
+// still in its send delay is recalled: it is never sent. A brief whose
+// sending has begun cannot be recalled: the delivery completes and is
 // recorded. Stopping a finished job changes nothing.
 func (a *app) stopJob(ctx context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 	scope, fail := scopeOf(ctx)

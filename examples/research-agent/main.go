@@ -13,7 +13,9 @@
 // stream are then shared by every instance started with it, instead of the
 // local file; SUPERVAIZER_DATABASE_SCHEMA, SUPERVAIZER_INSTANCE_ID and
 // SUPERVAIZER_IDEMPOTENCY_LEASE go with it), SUPERVAIZER_STORE (memory keeps
-// nothing across restarts), SUPERVAIZER_LOCAL_MODE, and the variables the SDK reads
+// nothing across restarts), SUPERVAIZER_LOCAL_MODE, RESEARCH_AGENT_SEND_DELAY
+// (how long an approved brief waits before it is sent; job.stop recalls it
+// meanwhile), and the variables the SDK reads
 // (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID, SUPERVAIZER_PUBLIC_URL, the
 // SUPERVAIZER_WORKSPACE_AUTH_* settings, and SUPERVAIZE_API_URL,
 // SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID to attach it to Studio).
