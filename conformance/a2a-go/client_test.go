@@ -5,10 +5,12 @@ package a2ago
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -47,8 +49,8 @@ func (j *jobs) result(req *sv.ActionRequest, effects ...sv.Effect) *sv.ActionRes
 }
 
 // newClient serves an agent with job.start, job.sync, job.stop and
-// job.advance in local mode and returns an a2a-go client of it.
-func newClient(t *testing.T) (*a2aclient.Client, *jobs) {
+// job.advance in local mode and returns a2a-go clients of it.
+func newClient(t *testing.T) (exampleClients, *jobs) {
 	t.Helper()
 	a, err := sv.NewAgent(sv.AgentSpec{Name: "Client Agent", Version: "1.0.0", Registration: sv.RegistrationSpec{
 		Surfaces: sv.Surfaces("job.start"), Actions: sv.Actions("job.start", "job.sync", "job.stop", "job.advance")}})
@@ -78,11 +80,7 @@ func newClient(t *testing.T) (*a2aclient.Client, *jobs) {
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	c, err := a2aclient.NewFromEndpoints(context.Background(), []a2a.AgentInterface{{URL: hs.URL + "/a2a", Transport: a2a.TransportProtocolJSONRPC}},
-		a2aclient.WithJSONRPCTransport(&http.Client{Transport: apiKey{http.DefaultTransport}}),
-		a2aclient.WithConfig(a2aclient.Config{Polling: true})) // non-blocking unless a call asks
-	require.NoError(t, err)
-	return c, j
+	return clientsOf(t, hs.URL), j
 }
 
 func call(action string, input map[string]any) *a2a.Message {
@@ -94,7 +92,8 @@ func call(action string, input map[string]any) *a2a.Message {
 // tasks/cancel through the official Go client.
 func TestClientTaskMethods(t *testing.T) {
 	ctx := context.Background()
-	c, j := newClient(t)
+	cs, j := newClient(t)
+	c := cs.nonBlocking
 
 	msg := call("job.start", map[string]any{"topic_id": "t", "status": "active"})
 	res, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: msg})
@@ -115,8 +114,18 @@ func TestClientTaskMethods(t *testing.T) {
 	assert.Equal(t, task.ID, got.ID)
 	assert.Equal(t, a2a.TaskStateWorking, got.Status.State)
 
+	// Blocking: a job started working is answered once it completes (here
+	// by job.advance, sent when tasks/get shows the job working).
 	blocking := true
-	res, err = c.SendMessage(ctx, &a2a.MessageSendParams{Message: call("job.start", map[string]any{"topic_id": "b", "status": "awaiting"}),
+	advanced := make(chan error, 1)
+	go func() { advanced <- advanceWhenWorking(ctx, c, "job-blocking") }()
+	start := call("job.start", map[string]any{"topic_id": "b", "status": "active"})
+	start.TaskID = "job-blocking"
+	res, err = cs.blocking.SendMessage(ctx, &a2a.MessageSendParams{Message: start, Config: &a2a.MessageSendConfig{Blocking: &blocking}})
+	require.NoError(t, err)
+	require.NoError(t, <-advanced)
+	assert.Equal(t, a2a.TaskStateCompleted, res.(*a2a.Task).Status.State, "blocking: the state the job reaches")
+	res, err = cs.blocking.SendMessage(ctx, &a2a.MessageSendParams{Message: call("job.start", map[string]any{"topic_id": "b", "status": "awaiting"}),
 		Config: &a2a.MessageSendConfig{Blocking: &blocking}})
 	require.NoError(t, err)
 	assert.Equal(t, a2a.TaskStateInputRequired, res.(*a2a.Task).Status.State)
@@ -156,4 +165,22 @@ func TestClientTaskMethods(t *testing.T) {
 	canceled, err := c.CancelTask(ctx, &a2a.TaskIDParams{ID: res.(*a2a.Task).ID})
 	require.NoError(t, err)
 	assert.Equal(t, a2a.TaskStateCanceled, canceled.Status.State)
+}
+
+// advanceWhenWorking completes task id with job.advance once tasks/get shows
+// it working (within a minute).
+func advanceWhenWorking(ctx context.Context, c *a2aclient.Client, id a2a.TaskID) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		task, err := c.GetTask(ctx, &a2a.TaskQueryParams{ID: id})
+		if err == nil && task.Status.State == a2a.TaskStateWorking {
+			_, err = c.SendMessage(ctx, &a2a.MessageSendParams{Message: a2a.NewMessageForTask(a2a.MessageRoleUser, task,
+				a2a.DataPart{Data: map[string]any{"action": "job.advance"}})})
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("task %s never showed working (last: %v, %v)", id, task, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

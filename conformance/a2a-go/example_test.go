@@ -2,9 +2,12 @@ package a2ago
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -16,12 +19,36 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/proctest"
 )
 
-// buildExample builds examples/research-agent (a module of its own).
+// binDir holds the example binary, built once for every test of the package.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "a2ago-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// exampleBin builds examples/research-agent (a module of its own) once.
+var exampleBin = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "research-agent")
+	out, err := exec.Command("go", "build", "-C", "../../examples/research-agent", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %w: %s", err, out)
+	}
+	return bin, nil
+})
+
+// buildExample returns the example binary, built at the first call.
 func buildExample(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "research-agent")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-C", "../../examples/research-agent", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin, err := exampleBin()
+	require.NoError(t, err)
 	return bin
 }
 
@@ -29,8 +56,14 @@ func buildExample(t *testing.T) string {
 // (the bbolt store) in dir, and returns an a2a-go client of it.
 func startExample(t *testing.T, bin, dir string) (*proctest.Process, *a2aclient.Client) {
 	t.Helper()
-	proc := proctest.Start(t, bin, []string{"SUPERVAIZER_LOCAL_MODE=true", "SUPERVAIZER_DATA_DIR=" + dir, "SUPERVAIZER_ADDR=127.0.0.1:0"})
+	proc := proctest.Start(t, bin, localEnv(dir))
 	return proc, clientOf(t, proc.AwaitURL(t))
+}
+
+// localEnv is the environment of the example in local mode on a free port,
+// its data in dir, plus the variables of more.
+func localEnv(dir string, more ...string) []string {
+	return append([]string{"SUPERVAIZER_LOCAL_MODE=true", "SUPERVAIZER_DATA_DIR=" + dir, "SUPERVAIZER_ADDR=127.0.0.1:0"}, more...)
 }
 
 // clientOf is a non-blocking a2a-go client of the controller at base.

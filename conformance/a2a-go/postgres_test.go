@@ -1,7 +1,6 @@
 package a2ago
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -11,14 +10,18 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/supervaize/supervaizer-go/internal/proctest"
 )
 
 // TestExampleInstancesPostgres: two processes of the research agent on one
-// PostgreSQL schema; a job started through one is read by tasks/get through
-// the other. It runs where SUPERVAIZER_TEST_DATABASE_URL names a server, as
-// every PostgreSQL test of the repository (.ci/run sets it).
+// PostgreSQL schema (the jobs, the idempotency records and the task view are
+// shared; each process has its own event broker). A job started through one
+// is read by tasks/get through the other; approved through the first, it is
+// followed to its end by tasks/resubscribe on the other while the first
+// delivers it (the other's stream refreshes the job through its own job.sync,
+// which reads the shared store); an approval streamed through the second of
+// a job started on the first ends the same way, and the first reads the
+// state it reached. It runs where SUPERVAIZER_TEST_DATABASE_URL names a
+// server, as every PostgreSQL test of the repository (.ci/run sets it).
 func TestExampleInstancesPostgres(t *testing.T) {
 	url := os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
 	if url == "" {
@@ -32,20 +35,39 @@ func TestExampleInstancesPostgres(t *testing.T) {
 		assert.NoError(t, err, "psql: %s", out)
 	})
 	bin := buildExample(t)
-	start := func(instance string) *proctest.Process {
-		return proctest.Start(t, bin, []string{"SUPERVAIZER_LOCAL_MODE=true", "SUPERVAIZER_DATA_DIR=" + t.TempDir(),
-			"SUPERVAIZER_ADDR=127.0.0.1:0", "SUPERVAIZER_DATABASE_URL=" + url, "SUPERVAIZER_DATABASE_SCHEMA=" + schema,
-			"SUPERVAIZER_INSTANCE_ID=" + instance})
+	start := func(instance string) exampleClients {
+		_, c := runExample(t, bin, localEnv(t.TempDir(), "SUPERVAIZER_DATABASE_URL="+url, "SUPERVAIZER_DATABASE_SCHEMA="+schema,
+			"SUPERVAIZER_INSTANCE_ID="+instance, "RESEARCH_AGENT_SEND_DELAY="+sendDelay))
+		return c
 	}
-	a, b2 := start("a2a-go-a"), start("a2a-go-b")
-	ca, cb := clientOf(t, a.AwaitURL(t)), clientOf(t, b2.AwaitURL(t))
-	ctx := context.Background()
-	res, err := ca.SendMessage(ctx, &a2a.MessageSendParams{Message: call("job.start", map[string]any{"topic_id": "ev-batteries"})})
-	require.NoError(t, err)
-	task := res.(*a2a.Task)
-	got, err := cb.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
+	ca, cb := start("a2a-go-a"), start("a2a-go-b")
+
+	task := startJob(t, ca.nonBlocking, "ev-batteries")
+	got, err := cb.nonBlocking.GetTask(callCtx(t), &a2a.TaskQueryParams{ID: task.ID})
 	require.NoError(t, err)
 	assert.Equal(t, task.ID, got.ID)
 	assert.Equal(t, task.Status.State, got.Status.State, "the other instance reads the task from the shared store")
 	require.Len(t, got.Artifacts, 1)
+
+	// Approved through a, which delivers it; followed through b.
+	res, err := ca.nonBlocking.SendMessage(callCtx(t), &a2a.MessageSendParams{Message: approval(task)})
+	require.NoError(t, err)
+	require.Equal(t, a2a.TaskStateWorking, res.(*a2a.Task).Status.State)
+	got, err = cb.nonBlocking.GetTask(callCtx(t), &a2a.TaskQueryParams{ID: task.ID})
+	require.NoError(t, err)
+	require.Equal(t, a2a.TaskStateWorking, got.Status.State, "mid-job on the other instance: the brief waits its send delay (%s)", sendDelay)
+	events, jobState := collect(t, task.ID, cb.nonBlocking.ResubscribeToTask(callCtx(t), &a2a.TaskIDParams{ID: task.ID}))
+	assert.Equal(t, toTheEnd, events, "b follows the job a delivers")
+	assert.Equal(t, "completed", sendStatus(t, jobState))
+	got, err = ca.nonBlocking.GetTask(callCtx(t), &a2a.TaskQueryParams{ID: task.ID})
+	require.NoError(t, err)
+	assert.Equal(t, a2a.TaskStateCompleted, got.Status.State)
+
+	// Started on a, its approval streamed through b.
+	other := startJob(t, ca.nonBlocking, "solid-state")
+	events, _ = collect(t, other.ID, cb.nonBlocking.SendStreamingMessage(callCtx(t), &a2a.MessageSendParams{Message: approval(other)}))
+	assert.Equal(t, toTheEnd, events)
+	got, err = ca.nonBlocking.GetTask(callCtx(t), &a2a.TaskQueryParams{ID: other.ID})
+	require.NoError(t, err)
+	assert.Equal(t, a2a.TaskStateCompleted, got.Status.State, "a reads the state the job reached through b")
 }
