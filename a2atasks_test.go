@@ -17,6 +17,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -81,7 +82,7 @@ func TestA2ATaskStates(t *testing.T) {
 			require.Len(t, art.Parts, 1)
 			assert.Equal(t, "data", art.Parts[0].Kind)
 			var st supervaizer.JobState
-			require.NoError(t, json.Unmarshal(art.Parts[0].Data, &st))
+			require.NoError(t, contracts.Unmarshal(art.Parts[0].Data, &st))
 			assert.Equal(t, task.ID, st.Job.ID)
 			assert.Equal(t, tt.status, st.Job.Status)
 		})
@@ -117,7 +118,7 @@ func TestA2AAnswers(t *testing.T) {
 				var msg a2atask.Message
 				require.NoError(t, json.Unmarshal(resp.Result, &msg))
 				var res supervaizer.ActionResult
-				require.NoError(t, json.Unmarshal(msg.Parts[0].Data, &res))
+				require.NoError(t, contracts.Unmarshal(msg.Parts[0].Data, &res))
 				assert.Equal(t, "error", res.Status)
 				require.Len(t, res.Errors, 1)
 				assert.Equal(t, "note_refused", res.Errors[0].Code)

@@ -99,7 +99,7 @@ func stInvoke(tb testing.TB, srv *Server, token string) (int, map[string]any) {
 		RequestID: "req-1", Actor: contracts.Actor{UserID: "u-1"}, Workspace: contracts.WorkspaceRef{ID: studiotest.Workspace, Slug: "acme"},
 		MissionID: "mis-3", AgentSlug: studiotest.AgentSlug, Surface: "job.start", Action: "job.start", Input: json.RawMessage(`{}`),
 	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": MethodActionInvoke, "params": map[string]any{"action_request": req}})
+	body, err := contracts.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": MethodActionInvoke, "params": map[string]any{"action_request": req}})
 	require.NoError(tb, err)
 	r := httptest.NewRequest(http.MethodPost, "/a2a", bytes.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")

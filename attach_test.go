@@ -110,7 +110,7 @@ func TestServerRegisterGolden(t *testing.T) {
 		return map[string]string{"SUPERVAIZER_SERVER_ID": studiotest.LocalServer, studio.EnvEnvironment: "staging"}[k]
 	}))
 
-	payloads, err := json.Marshal([]studio.AgentRegistration{srv.agentRegistration(full), srv.agentRegistration(minimal)})
+	payloads, err := contracts.Marshal([]studio.AgentRegistration{srv.agentRegistration(full), srv.agentRegistration(minimal)})
 	require.NoError(t, err)
 	golden.JSON(t, filepath.Join("testdata", "studio", "agent_registration.golden.json"), payloads)
 

@@ -2,7 +2,6 @@ package supervaizer_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -112,7 +111,7 @@ func TestDecisionHookPanics(t *testing.T) {
 	rpc := f.resume(t, cpDecision(contracts.PhaseBefore, checkpoint.Allow))
 	require.Nil(t, rpc.Error, "the decision stays accepted")
 	var res sv.ActionResult
-	require.NoError(t, json.Unmarshal(rpc.Result, &res))
+	require.NoError(t, contracts.Unmarshal(rpc.Result, &res))
 	assert.Equal(t, "rule.checkpoint.resumed", res.Effects[0].Type)
 	got, _ := log.all()
 	assert.Len(t, got, 1, "the next hook is still called")

@@ -91,7 +91,7 @@ func TestGuardedStepPauseResume(t *testing.T) {
 			rpc := f.resume(t, f.apiDecision(t, tt.phase, tt.decision))
 			require.Nil(t, rpc.Error)
 			var res sv.ActionResult
-			require.NoError(t, json.Unmarshal(rpc.Result, &res))
+			require.NoError(t, contracts.Unmarshal(rpc.Result, &res))
 			require.Len(t, res.Effects, 1)
 			assert.Equal(t, "rule.checkpoint.resumed", res.Effects[0].Type)
 			assert.Equal(t, tt.decision, res.Effects[0].Status)

@@ -807,7 +807,7 @@ func TestSurfaceResultVersions(t *testing.T) {
 
 	res, err := supervaizer.NewSurfaceResult(context.Background(), "job.start", map[string]any{"type": "Form"})
 	require.NoError(t, err)
-	b, err := json.Marshal(res)
+	b, err := contracts.Marshal(res)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"surface":"job.start","a2ui_version":null,"a2ui_catalog_version":null,"document":{"type":"Form"}}`, string(b))
 

@@ -2,7 +2,6 @@ package supervaizer_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	sv "github.com/supervaize/supervaizer-go"
@@ -77,7 +76,7 @@ func ExampleJobState() {
 		fmt.Println(err)
 		return
 	}
-	out, _ := json.Marshal(res.JobState.Cases[0].Steps[0].Awaiting)
+	out, _ := contracts.Marshal(res.JobState.Cases[0].Steps[0].Awaiting)
 	fmt.Println(string(out))
 	// Output:
 	// {"reason":"human_input","surface":"case.step.awaiting","action":"step.awaiting.submit","fields":[{"id":"approve","label":"Approve","type":"boolean","required":false}],"reopenable":true}

@@ -2,7 +2,6 @@ package supervaizer_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"net/http"
@@ -103,7 +102,7 @@ func ExampleNewSurfaceResult() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	b, err := json.Marshal(res)
+	b, err := contracts.Marshal(res)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -118,7 +117,7 @@ func ExampleOK() {
 		supervaizer.JobStarted("job-77", map[string]any{"topic_id": "battery-market"}),
 		supervaizer.Effect{Type: "dataset.queried", Dataset: "sources", Count: &n},
 	)
-	b, err := json.Marshal(res)
+	b, err := contracts.Marshal(res)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -129,7 +128,7 @@ func ExampleOK() {
 
 func ExampleFail() {
 	res := supervaizer.Fail(contracts.ErrorIdempotencyConflict, "job %s was started with other input", "job-77")
-	b, err := json.Marshal(res)
+	b, err := contracts.Marshal(res)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -363,7 +363,7 @@ func (h *harness) registerHandlers(a *supervaizer.Agent) {
 	})
 	act("job.nulls", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
 		var res supervaizer.ActionResult // decoded from JSON: the explicit nulls are kept
-		err := json.Unmarshal([]byte(`{"status":"ok","job_state":null,"custom":null,`+
+		err := contracts.Unmarshal([]byte(`{"status":"ok","job_state":null,"custom":null,`+
 			`"effects":[{"type":"job.nulls","job_id":null,"external_ref":null,"data":{"kept":null}}]}`), &res)
 		return &res, err
 	})

@@ -450,7 +450,7 @@ func inProgressResult(req *ActionRequest) ([]byte, *Error) {
 // layerResult serializes a business result the layer answers itself.
 func layerResult(req *ActionRequest, res *ActionResult) ([]byte, *Error) {
 	res.ReplaySafety = strictReplaySafety(req.IdempotencyKey)
-	raw, err := json.Marshal(res)
+	raw, err := contracts.Marshal(res)
 	if err != nil {
 		return nil, failedWith(req, err)
 	}

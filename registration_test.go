@@ -1,6 +1,7 @@
 package supervaizer_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -126,7 +127,7 @@ func TestRegistrationGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reg, err := sv.BuildRegistration(tt.spec)
 			require.NoError(t, err)
-			got, err := json.MarshalIndent(reg, "", "  ")
+			got, err := marshalIndent(reg)
 			require.NoError(t, err)
 			got = append(got, '\n')
 			golden.Bytes(t, filepath.Join("testdata", tt.file), got)
@@ -141,7 +142,7 @@ func TestRegistrationRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			var reg contracts.Registration
 			require.NoError(t, contracts.DefaultValidator().Decode(contracts.ModelRegistration, raw, &reg))
-			again, err := json.MarshalIndent(&reg, "", "  ")
+			again, err := marshalIndent(&reg)
 			require.NoError(t, err)
 			assert.Equal(t, strings.TrimSpace(string(raw)), string(again))
 		})
@@ -157,7 +158,7 @@ func TestBuildRegistrationDefaults(t *testing.T) {
 	assert.Equal(t, contracts.A2UIVersion, reg.Versions.A2UIVersion)
 	assert.Equal(t, contracts.A2AVersion, reg.Versions.A2AVersion)
 	assert.Nil(t, reg.Versions.AGUIVersion)
-	raw, err := json.Marshal(reg)
+	raw, err := contracts.Marshal(reg)
 	require.NoError(t, err)
 	for _, absent := range []string{"surface_definitions", "rule_checkpoints", "scheduled_start", "kind", "target_field", "dry_run"} {
 		assert.NotContains(t, string(raw), `"`+absent+`"`, "a registration without the newer features must serialize as before")
@@ -431,7 +432,7 @@ func TestSurfaceDefinitionRules(t *testing.T) {
 	reg, err = sv.BuildRegistration(sv.RegistrationSpec{AgentSlug: "a", DisplayName: "A", A2UICatalogVersion: "a.1",
 		Surfaces: []sv.SurfaceSpec{{ID: "s", Label: "   "}}})
 	require.NoError(t, err)
-	raw, err := json.Marshal(reg)
+	raw, err := contracts.Marshal(reg)
 	require.NoError(t, err)
 	assert.NotContains(t, string(raw), "surface_definitions")
 }
@@ -445,7 +446,7 @@ func TestParseRegistrationAcceptsBareActionStrings(t *testing.T) {
 	assert.Equal(t, contracts.ActionDefinition{ID: "job.start", Mutating: true, Scope: "job", Kind: "command"}, reg.Capabilities.Actions[0])
 	assert.False(t, reg.Capabilities.Actions[1].Mutating)
 	assert.Equal(t, "job", reg.Capabilities.Actions[1].Scope)
-	out, err := json.Marshal(&reg)
+	out, err := contracts.Marshal(&reg)
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"actions":[{"id":"job.start","mutating":true,"scope":"job"},{"id":"job.sync","mutating":false,"scope":"job"}]`)
 }
@@ -454,4 +455,17 @@ func TestParseRegistrationRejectsOtherContractVersions(t *testing.T) {
 	raw := []byte(`{"supervaizer_contract_version":3,"agent":{"id":"a","slug":"a","display_name":"A"},"versions":{"a2ui_version":"v0.8","a2ui_catalog_version":"c","a2a_version":"0.2.6"},"a2a":{"agent_card_url":"/c","controller_url":"/a2a"}}`)
 	err := contracts.DefaultValidator().Validate(contracts.ModelRegistration, raw)
 	requireProblem(t, err, "/supervaizer_contract_version", "const")
+}
+
+// marshalIndent is contracts.Marshal, indented as json.MarshalIndent indents.
+func marshalIndent(v any) ([]byte, error) {
+	b, err := contracts.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

@@ -42,7 +42,7 @@ func (s *Server) HandleAction(id string, h ActionHandler) {
 // A2UI version and catalog version of the agent serving the request (taken from
 // ctx inside a handler; left null otherwise).
 func NewSurfaceResult(ctx context.Context, surface string, document any) (*SurfaceResult, error) {
-	raw, err := json.Marshal(document)
+	raw, err := contracts.Marshal(document)
 	if err != nil {
 		return nil, fmt.Errorf("supervaizer: surface %q: encode document: %w", surface, err)
 	}
@@ -59,7 +59,7 @@ func NewSurfaceResult(ctx context.Context, surface string, document any) (*Surfa
 // document is encoded once, here; it panics if the document cannot be
 // encoded (a setup error, like those of [Server.HandleSurface]).
 func StaticSurface(document any) SurfaceHandler {
-	raw, err := json.Marshal(document)
+	raw, err := contracts.Marshal(document)
 	if err != nil {
 		panic(fmt.Sprintf("supervaizer: StaticSurface: encode the document: %v", err))
 	}

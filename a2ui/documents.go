@@ -64,10 +64,12 @@ func NewForm(id, title, submitAction string, fields ...Field) Form {
 }
 
 // MarshalJSON implements json.Marshaler.
-func (f Form) MarshalJSON() ([]byte, error) { return contracts.FormDocument(f).MarshalJSON() }
+func (f Form) MarshalJSON() ([]byte, error) { return contracts.Marshal(contracts.FormDocument(f)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (f *Form) UnmarshalJSON(b []byte) error { return (*contracts.FormDocument)(f).UnmarshalJSON(b) }
+func (f *Form) UnmarshalJSON(b []byte) error {
+	return contracts.Unmarshal(b, (*contracts.FormDocument)(f))
+}
 
 // Validate checks the document against the contract. It returns a
 // *[contracts.ValidationError] listing each problem (path and rule name), or
@@ -84,12 +86,12 @@ type DocumentReview contracts.DocumentReviewDocument
 
 // MarshalJSON implements json.Marshaler.
 func (d DocumentReview) MarshalJSON() ([]byte, error) {
-	return contracts.DocumentReviewDocument(d).MarshalJSON()
+	return contracts.Marshal(contracts.DocumentReviewDocument(d))
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (d *DocumentReview) UnmarshalJSON(b []byte) error {
-	return (*contracts.DocumentReviewDocument)(d).UnmarshalJSON(b)
+	return contracts.Unmarshal(b, (*contracts.DocumentReviewDocument)(d))
 }
 
 // Validate checks the document against the contract. It returns a
@@ -109,12 +111,12 @@ type ResourceImport contracts.ResourceImportDocument
 
 // MarshalJSON implements json.Marshaler.
 func (r ResourceImport) MarshalJSON() ([]byte, error) {
-	return contracts.ResourceImportDocument(r).MarshalJSON()
+	return contracts.Marshal(contracts.ResourceImportDocument(r))
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *ResourceImport) UnmarshalJSON(b []byte) error {
-	return (*contracts.ResourceImportDocument)(r).UnmarshalJSON(b)
+	return contracts.Unmarshal(b, (*contracts.ResourceImportDocument)(r))
 }
 
 // Validate checks the document against the contract. It returns a
@@ -132,11 +134,13 @@ func (r ResourceImport) Validate() error {
 type Dashboard contracts.DashboardDocument
 
 // MarshalJSON implements json.Marshaler.
-func (d Dashboard) MarshalJSON() ([]byte, error) { return contracts.DashboardDocument(d).MarshalJSON() }
+func (d Dashboard) MarshalJSON() ([]byte, error) {
+	return contracts.Marshal(contracts.DashboardDocument(d))
+}
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (d *Dashboard) UnmarshalJSON(b []byte) error {
-	return (*contracts.DashboardDocument)(d).UnmarshalJSON(b)
+	return contracts.Unmarshal(b, (*contracts.DashboardDocument)(d))
 }
 
 // Validate checks the document against the contract. It returns a
@@ -164,7 +168,7 @@ func (c Configurator) MarshalJSON() ([]byte, error) {
 		maps.Copy(m, c)
 		m["type"] = contracts.DocumentConfigurator
 	}
-	return json.Marshal(m)
+	return contracts.Marshal(m)
 }
 
 // UnmarshalJSON implements json.Unmarshaler; the document must be a JSON object.
@@ -188,7 +192,7 @@ func (c *Configurator) UnmarshalJSON(b []byte) error {
 // Validate checks that the document marshals and that its type, when set, is
 // "Configurator". It returns a *[contracts.ValidationError] for a wrong type.
 func (c Configurator) Validate() error {
-	if _, err := json.Marshal(c); err != nil {
+	if _, err := contracts.Marshal(c); err != nil {
 		return fmt.Errorf("a2ui: marshal Configurator: %w", err)
 	}
 	if typ, ok := c["type"]; ok && typ != contracts.DocumentConfigurator {

@@ -17,7 +17,7 @@ import (
 
 func marshal(t testing.TB, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(v)
+	b, err := contracts.Marshal(v)
 	require.NoError(t, err)
 	return b
 }

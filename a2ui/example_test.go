@@ -25,7 +25,7 @@ func ExampleForm() {
 		fmt.Println(err)
 		return
 	}
-	b, _ := json.Marshal(form.Fields[0])
+	b, _ := contracts.Marshal(form.Fields[0])
 	fmt.Println(string(b))
 	// Output: {"id":"topic_id","label":"Topic","type":"string","required":true}
 }
@@ -75,14 +75,14 @@ func ExampleDraft() {
 		fmt.Println(err)
 		return
 	}
-	b, _ := json.Marshal(contracts.ActionResult{Status: contracts.StatusOK, Draft: d})
+	b, _ := contracts.Marshal(contracts.ActionResult{Status: contracts.StatusOK, Draft: d})
 	fmt.Println(string(b))
 	// Output: {"status":"ok","effects":[],"draft":{"field":"goal","value":"Size the EU stationary-battery market for 2027.","suggestions":[{"message":"Add a time horizon so the scope is bounded.","severity":"info","field":"goal"}]}}
 }
 
 func ExampleDryRun() {
 	expires := time.Date(2026, 10, 12, 9, 0, 0, 0, time.UTC)
-	b, _ := json.Marshal(a2ui.DryRun(expires, true, a2ui.EstimatedCost("credits", 1, 2, "")))
+	b, _ := contracts.Marshal(a2ui.DryRun(expires, true, a2ui.EstimatedCost("credits", 1, 2, "")))
 	fmt.Println(string(b))
 	// Output: {"expires_at":"2026-10-12T09:00:00Z","deletable":true,"cost_incurred":{"status":"estimated","unit":"credits","min":1,"max":2}}
 }

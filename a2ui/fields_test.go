@@ -286,7 +286,7 @@ func TestResourceFields(t *testing.T) {
 func TestAwaitingFields(t *testing.T) {
 	fs := a2ui.AwaitingFields(a2ui.TextField("review", "Review", a2ui.Required()), a2ui.BooleanField("ok", "Approve"))
 	require.Len(t, fs, 2)
-	b, err := json.Marshal(fs)
+	b, err := contracts.Marshal(fs)
 	require.NoError(t, err)
 	assert.JSONEq(t, `[{"id":"review","label":"Review","type":"text","required":true},{"id":"ok","label":"Approve","type":"boolean","required":false}]`, string(b))
 }

@@ -34,11 +34,11 @@ func roundTrip(t *testing.T, v *contracts.Validator, m contracts.Model, data []b
 	if v.Decode(m, data, first) != nil {
 		return
 	}
-	b1, err := json.Marshal(first)
+	b1, err := contracts.Marshal(first)
 	require.NoError(t, err)
 	second := alloc()
 	require.NoError(t, v.Decode(m, b1, second), "%s re-encoded as %s", m, b1)
-	b2, err := json.Marshal(second)
+	b2, err := contracts.Marshal(second)
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(b1, b2), "unstable %s:\n%s\n%s", m, b1, b2)
 }
@@ -46,7 +46,7 @@ func roundTrip(t *testing.T, v *contracts.Validator, m contracts.Model, data []b
 // FuzzValidateValues checks arbitrary values against arbitrary field
 // definitions: nothing panics and every error has a path and a known code.
 func FuzzValidateValues(f *testing.F) {
-	fields, err := json.Marshal(researchPlan().Steps[0].Fields)
+	fields, err := contracts.Marshal(researchPlan().Steps[0].Fields)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func FuzzValidateValues(f *testing.F) {
 		a2ui.CodeOption: true, a2ui.CodeFile: true}
 	f.Fuzz(func(t *testing.T, fieldsJSON, valuesJSON []byte) {
 		var fs []a2ui.Field
-		if json.Unmarshal(fieldsJSON, &fs) != nil {
+		if contracts.Unmarshal(fieldsJSON, &fs) != nil {
 			return
 		}
 		dec := json.NewDecoder(bytes.NewReader(valuesJSON))

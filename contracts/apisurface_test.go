@@ -15,10 +15,10 @@ import (
 // maxContractsNames is the budget of exported names of package contracts,
 // counted as the root package counts its own (apisurface_test.go there):
 // top-level funcs, methods on exported types, types, consts and vars of the
-// non-test files. It is today's count, so the package cannot grow silently;
-// 150 of the names are the MarshalJSON/UnmarshalJSON pairs that keep the
-// models open (Extra) and encoding/json's output pinned by the goldens.
-const maxContractsNames = 375
+// non-test files. The models carry no JSON methods (Marshal and Unmarshal
+// encode them); the budget is the issue's, so the package cannot grow
+// silently back towards one method pair per model.
+const maxContractsNames = 250
 
 // parseNonTest parses every non-test Go file of dir, whatever its build
 // constraints, by file name.

@@ -17,22 +17,6 @@ func (Introduction) extendSchema(s map[string]any) {
 	props["avatar_url"].(map[string]any)["pattern"] = `^https://[^/?#\s]+`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (i Introduction) MarshalJSON() ([]byte, error) {
-	type alias Introduction
-	return marshalOpen((*alias)(&i), i.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (i *Introduction) UnmarshalJSON(b []byte) error {
-	type alias Introduction
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*i = Introduction(v)
-	i.Extra = extra
-	return err
-}
-
 // Full-description formats.
 const (
 	FormatMarkdown = "markdown"
@@ -47,24 +31,13 @@ type FullDescription struct {
 	Extra   Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d FullDescription) MarshalJSON() ([]byte, error) {
-	type alias FullDescription
+func (d *FullDescription) encodeDefaults() {
 	if d.Format == "" {
 		d.Format = FormatMarkdown
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *FullDescription) UnmarshalJSON(b []byte) error {
-	type alias FullDescription
-	v := alias{Format: FormatMarkdown}
-	extra, err := unmarshalOpen(b, &v)
-	*d = FullDescription(v)
-	d.Extra = extra
-	return err
-}
+func (d *FullDescription) decodeDefaults() { *d = FullDescription{Format: FormatMarkdown} }
 
 // BillingItem is one SKU of an agent's billing catalog (BillingCatalogItem,
 // the protocol). Prices live in Studio.
@@ -73,22 +46,6 @@ type BillingItem struct {
 	Unit        string `json:"unit" sv:"required,minLen=1,maxLen=32"`
 	Description string `json:"description" sv:"maxLen=255"`
 	Extra       Extra  `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (b BillingItem) MarshalJSON() ([]byte, error) {
-	type alias BillingItem
-	return marshalOpen((*alias)(&b), b.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (b *BillingItem) UnmarshalJSON(data []byte) error {
-	type alias BillingItem
-	var v alias
-	extra, err := unmarshalOpen(data, &v)
-	*b = BillingItem(v)
-	b.Extra = extra
-	return err
 }
 
 // BillingCatalog is the list of an agent's billable SKUs; SKUs are unique.
@@ -111,22 +68,6 @@ type ContextAssignment struct {
 	Extra      Extra         `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (a ContextAssignment) MarshalJSON() ([]byte, error) {
-	type alias ContextAssignment
-	return marshalOpen((*alias)(&a), a.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *ContextAssignment) UnmarshalJSON(b []byte) error {
-	type alias ContextAssignment
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*a = ContextAssignment(v)
-	a.Extra = extra
-	return err
-}
-
 // ContextItem is one assigned Studio context item, by reference and version.
 type ContextItem struct {
 	Ref     string `json:"ref" sv:"required,nonblank"`
@@ -134,20 +75,4 @@ type ContextItem struct {
 	Scope   string `json:"scope" sv:"required,enum=workspace|mission"`
 	Title   string `json:"title" sv:"required"`
 	Extra   Extra  `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (i ContextItem) MarshalJSON() ([]byte, error) {
-	type alias ContextItem
-	return marshalOpen((*alias)(&i), i.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (i *ContextItem) UnmarshalJSON(b []byte) error {
-	type alias ContextItem
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*i = ContextItem(v)
-	i.Extra = extra
-	return err
 }

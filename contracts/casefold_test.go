@@ -1,7 +1,6 @@
 package contracts_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -62,7 +61,7 @@ func TestKeysDifferingOnlyInCase(t *testing.T) {
 			assert.NotContains(t, p.Msg, "error", "the message quotes keys, not values")
 
 			// Plain json.Unmarshal into the Go type refuses the document too.
-			assert.Error(t, json.Unmarshal([]byte(tt.doc), newValue(t, tt.model)))
+			assert.Error(t, contracts.Unmarshal([]byte(tt.doc), newValue(t, tt.model)))
 		})
 	}
 }

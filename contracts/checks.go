@@ -1,7 +1,6 @@
 package contracts
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -92,7 +91,7 @@ func (c *checks) typedPlan(p *SetupPlan, at path) {
 	if c.v == nil {
 		return
 	}
-	raw, err := json.Marshal(p)
+	raw, err := Marshal(p)
 	if err != nil {
 		c.add(at, "encode", "the setup plan cannot be encoded")
 		return

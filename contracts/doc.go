@@ -15,6 +15,17 @@
 // key that differs from a declared key only in letter case is refused (encoding/json
 // would otherwise let it override the real key).
 //
+// # Encoding
+//
+// The models are plain structs without JSON methods: encode them with
+// [Marshal] and decode them with [Unmarshal], as protojson encodes protocol
+// buffers. Those two write and read the wire form: Extra's keys after the
+// declared ones, always-written lists as [] when nil, the protocol defaults of
+// empty fields, folded keys refused. encoding/json sees only the declared
+// fields (it drops Extra and writes a nil list as null). The SDK encodes and
+// decodes every payload this way; a handler returns models and never encodes
+// them itself.
+//
 // Absent and null are deliberate and pinned by golden files: registrations keep
 // their nulls (ag_ui_version, renderer_surface, workspace_binding…), action
 // results drop every null of a typed object, surface results write their
@@ -49,7 +60,7 @@
 //
 // This package is the truth, not the hot path: the SDK's dispatcher validates
 // and encodes with its own compiled validator and append-style encoder, which
-// the SDK's tests hold to this package's verdicts and to encoding/json's bytes.
+// the SDK's tests hold to this package's verdicts and to [Marshal]'s bytes.
 // The compiled validator also serves the Go rules' own schema checks, through
 // [Validator.WithSchemaCheck].
 package contracts

@@ -80,7 +80,7 @@ func (r *SurfaceResult) check(c *checks, at path) {
 	}
 	docAt := at.key("document")
 	doc := reflect.New(modelTypes[m]).Interface()
-	if err := json.Unmarshal(r.Document, doc); err != nil {
+	if err := Unmarshal(r.Document, doc); err != nil {
 		c.problems = append(c.problems, newProblem(docAt.segs, "decode", decodeMessage(err)))
 		return
 	}
@@ -95,43 +95,11 @@ type Submit struct {
 	Extra  Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (s Submit) MarshalJSON() ([]byte, error) {
-	type alias Submit
-	return marshalOpen((*alias)(&s), s.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *Submit) UnmarshalJSON(b []byte) error {
-	type alias Submit
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*s = Submit(v)
-	s.Extra = extra
-	return err
-}
-
 // Preview names the action Studio calls to preview a Form before it is
 // submitted, usually job.start.preview.
 type Preview struct {
 	Action string `json:"action" sv:"required,nonblank"`
 	Extra  Extra  `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (p Preview) MarshalJSON() ([]byte, error) {
-	type alias Preview
-	return marshalOpen((*alias)(&p), p.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (p *Preview) UnmarshalJSON(b []byte) error {
-	type alias Preview
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*p = Preview(v)
-	p.Extra = extra
-	return err
 }
 
 // FormDocument is a Form document: fields and the action
@@ -149,24 +117,13 @@ type FormDocument struct {
 	Extra   Extra          `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d FormDocument) MarshalJSON() ([]byte, error) {
-	type alias FormDocument
+func (d *FormDocument) encodeDefaults() {
 	if d.Type == "" {
 		d.Type = DocumentForm
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *FormDocument) UnmarshalJSON(b []byte) error {
-	type alias FormDocument
-	v := alias{Type: DocumentForm}
-	extra, err := unmarshalOpen(b, &v)
-	*d = FormDocument(v)
-	d.Extra = extra
-	return err
-}
+func (d *FormDocument) decodeDefaults() { *d = FormDocument{Type: DocumentForm} }
 
 func (d *FormDocument) check(c *checks, at path) {
 	checkFieldList(c, at.key("fields"), d.Fields, FieldString)
@@ -186,24 +143,13 @@ type DocumentReviewDocument struct {
 	Extra    Extra          `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d DocumentReviewDocument) MarshalJSON() ([]byte, error) {
-	type alias DocumentReviewDocument
+func (d *DocumentReviewDocument) encodeDefaults() {
 	if d.Type == "" {
 		d.Type = DocumentReview
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *DocumentReviewDocument) UnmarshalJSON(b []byte) error {
-	type alias DocumentReviewDocument
-	v := alias{Type: DocumentReview}
-	extra, err := unmarshalOpen(b, &v)
-	*d = DocumentReviewDocument(v)
-	d.Extra = extra
-	return err
-}
+func (d *DocumentReviewDocument) decodeDefaults() { *d = DocumentReviewDocument{Type: DocumentReview} }
 
 func (d *DocumentReviewDocument) check(c *checks, at path) {
 	checkFieldList(c, at.key("fields"), d.Fields, FieldString)
@@ -247,22 +193,6 @@ type ReviewContent struct {
 	Extra      Extra         `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (r ReviewContent) MarshalJSON() ([]byte, error) {
-	type alias ReviewContent
-	return marshalOpen((*alias)(&r), r.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *ReviewContent) UnmarshalJSON(b []byte) error {
-	type alias ReviewContent
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*r = ReviewContent(v)
-	r.Extra = extra
-	return err
-}
-
 // ReviewCheck is one review check of a DocumentReview document. Its status
 // vocabulary belongs to Studio (for example "review").
 type ReviewCheck struct {
@@ -270,22 +200,6 @@ type ReviewCheck struct {
 	Label  string `json:"label,omitempty"`
 	Status string `json:"status,omitempty"`
 	Extra  Extra  `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (r ReviewCheck) MarshalJSON() ([]byte, error) {
-	type alias ReviewCheck
-	return marshalOpen((*alias)(&r), r.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *ReviewCheck) UnmarshalJSON(b []byte) error {
-	type alias ReviewCheck
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*r = ReviewCheck(v)
-	r.Extra = extra
-	return err
 }
 
 // ResourceImportDocument is a ResourceImport document, the
@@ -316,32 +230,26 @@ func (ResourceImportDocument) extendSchema(s map[string]any) {
 		map[string]any{"required": []string{"columns"}, "properties": map[string]any{"columns": map[string]any{"minItems": 1}}})}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d ResourceImportDocument) MarshalJSON() ([]byte, error) {
-	type alias ResourceImportDocument
+func (d *ResourceImportDocument) encodeDefaults() {
 	if d.Type == "" {
 		d.Type = DocumentResourceImport
 	}
 	if d.AcceptedFormats == nil {
 		d.AcceptedFormats = DefaultImportFormats()
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler; absent keys take their defaults.
-func (d *ResourceImportDocument) UnmarshalJSON(b []byte) error {
-	type alias ResourceImportDocument
-	v := alias{Type: DocumentResourceImport}
-	extra, err := unmarshalOpen(b, &v)
-	if v.AcceptedFormats == nil {
-		v.AcceptedFormats = DefaultImportFormats()
+func (d *ResourceImportDocument) decodeDefaults() {
+	*d = ResourceImportDocument{Type: DocumentResourceImport}
+}
+
+func (d *ResourceImportDocument) afterDecode() {
+	if d.AcceptedFormats == nil {
+		d.AcceptedFormats = DefaultImportFormats()
 	}
-	if v.State == nil {
-		v.State = map[string]any{}
+	if d.State == nil {
+		d.State = map[string]any{}
 	}
-	*d = ResourceImportDocument(v)
-	d.Extra = extra
-	return err
 }
 
 // AcceptsCSV reports whether the document accepts CSV files, the default.
@@ -372,24 +280,13 @@ type ImportColumn struct {
 	Extra    Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (col ImportColumn) MarshalJSON() ([]byte, error) {
-	type alias ImportColumn
+func (col *ImportColumn) encodeDefaults() {
 	if col.Type == "" {
 		col.Type = FieldString
 	}
-	return marshalOpen((*alias)(&col), col.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (col *ImportColumn) UnmarshalJSON(b []byte) error {
-	type alias ImportColumn
-	v := alias{Type: FieldString}
-	extra, err := unmarshalOpen(b, &v)
-	*col = ImportColumn(v)
-	col.Extra = extra
-	return err
-}
+func (col *ImportColumn) decodeDefaults() { *col = ImportColumn{Type: FieldString} }
 
 // DashboardDocument is a Dashboard document, returned by
 // mission.analytics and job.analytics. Metric reducers and control types are
@@ -408,24 +305,13 @@ type DashboardDocument struct {
 	Extra    Extra              `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d DashboardDocument) MarshalJSON() ([]byte, error) {
-	type alias DashboardDocument
+func (d *DashboardDocument) encodeDefaults() {
 	if d.Type == "" {
 		d.Type = DocumentDashboard
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *DashboardDocument) UnmarshalJSON(b []byte) error {
-	type alias DashboardDocument
-	v := alias{Type: DocumentDashboard}
-	extra, err := unmarshalOpen(b, &v)
-	*d = DashboardDocument(v)
-	d.Extra = extra
-	return err
-}
+func (d *DashboardDocument) decodeDefaults() { *d = DashboardDocument{Type: DocumentDashboard} }
 
 func (d *DashboardDocument) check(c *checks, at path) {
 	checkUniqueIDs(c, at.key("datasets"), "dataset id", len(d.Datasets), func(i int) string { return d.Datasets[i].ID })
@@ -439,22 +325,6 @@ type DashboardDataset struct {
 	ID      string           `json:"id" sv:"required,nonblank"`
 	Metrics []map[string]any `json:"metrics,omitempty"`
 	Extra   Extra            `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (d DashboardDataset) MarshalJSON() ([]byte, error) {
-	type alias DashboardDataset
-	return marshalOpen((*alias)(&d), d.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *DashboardDataset) UnmarshalJSON(b []byte) error {
-	type alias DashboardDataset
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*d = DashboardDataset(v)
-	d.Extra = extra
-	return err
 }
 
 // DocumentType returns the type of a raw A2UI document: its "type" key when

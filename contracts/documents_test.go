@@ -52,7 +52,7 @@ func TestDocumentExamples(t *testing.T) {
 			t.Parallel()
 			in := docRead(t, tt.name+".json")
 			require.NoError(t, v.Decode(tt.model, in, tt.dst))
-			got, err := json.Marshal(tt.dst)
+			got, err := contracts.Marshal(tt.dst)
 			require.NoError(t, err)
 			assert.JSONEq(t, string(docRead(t, tt.name+".want.json")), string(got))
 			_, err = v.ValidateValue(tt.model, tt.dst)
@@ -166,14 +166,14 @@ func TestResourceImportWrongType(t *testing.T) {
 
 func TestResourceImportDefaults(t *testing.T) {
 	var d contracts.ResourceImportDocument
-	require.NoError(t, json.Unmarshal([]byte(`{"id": "i", "title": "T", "resource": "r", "columns": [{"id": "c"}], "submit": {"action": "a"}}`), &d))
+	require.NoError(t, contracts.Unmarshal([]byte(`{"id": "i", "title": "T", "resource": "r", "columns": [{"id": "c"}], "submit": {"action": "a"}}`), &d))
 	assert.Equal(t, contracts.DocumentResourceImport, d.Type)
 	assert.Equal(t, []string{"csv"}, d.AcceptedFormats)
 	assert.True(t, d.AcceptsCSV())
 	assert.Equal(t, map[string]any{}, d.State)
 	assert.Equal(t, "string", d.Columns[0].Type)
 
-	got, err := json.Marshal(contracts.ResourceImportDocument{ID: "i", Title: "T", Resource: "r",
+	got, err := contracts.Marshal(contracts.ResourceImportDocument{ID: "i", Title: "T", Resource: "r",
 		Columns: []contracts.ImportColumn{{ID: "c"}}, Submit: contracts.Submit{Action: "a"}})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type": "ResourceImport", "id": "i", "title": "T", "resource": "r", "accepted_formats": ["csv"],
@@ -256,8 +256,8 @@ func TestDocumentType(t *testing.T) {
 func TestDocumentExtraKeysSurvive(t *testing.T) {
 	in := `{"type": "Form", "fields": [], "submit": {"action": "a", "variant": "primary"}, "layout": {"columns": 2}}`
 	var d contracts.FormDocument
-	require.NoError(t, json.Unmarshal([]byte(in), &d))
-	out, err := json.Marshal(d)
+	require.NoError(t, contracts.Unmarshal([]byte(in), &d))
+	out, err := contracts.Marshal(d)
 	require.NoError(t, err)
 	assert.JSONEq(t, in, string(out))
 }
@@ -312,11 +312,11 @@ func FuzzDecodeDocument(f *testing.F) {
 		if resErr != nil {
 			t.Fatalf("valid as %s but not in a SurfaceResult: %v", m, resErr)
 		}
-		b1, err := json.Marshal(first)
+		b1, err := contracts.Marshal(first)
 		require.NoError(t, err)
 		second := dst()
 		require.NoError(t, v.Decode(m, b1, second), "re-encoded %s is invalid: %s", m, b1)
-		b2, err := json.Marshal(second)
+		b2, err := contracts.Marshal(second)
 		require.NoError(t, err)
 		require.JSONEq(t, string(b1), string(b2))
 	})

@@ -86,28 +86,8 @@ func rule(description string, cond, then map[string]any) map[string]any {
 	return map[string]any{"description": description, "if": cond, "then": then}
 }
 
-// MarshalJSON writes the setup-field form of f.
-func (f Field) MarshalJSON() ([]byte, error) {
-	type alias Field
-	return marshalOpen((*alias)(&f), f.Extra)
-}
-
-// UnmarshalJSON reads a field, defaulting type to "string".
-func (f *Field) UnmarshalJSON(b []byte) error {
-	return f.decode(b, FieldString)
-}
-
-func (f *Field) decode(b []byte, defaultType string) error {
-	type alias Field
-	v := alias{Type: defaultType}
-	extra, err := unmarshalOpen(b, &v)
-	if err != nil {
-		return err
-	}
-	*f = Field(v)
-	f.Extra = extra
-	return nil
-}
+// decodeDefaults: a field's type defaults to "string".
+func (f *Field) decodeDefaults() { *f = Field{Type: FieldString} }
 
 // AwaitingField is a field of an awaiting step (V2AwaitingFieldDefinition). Its
 // type defaults to "boolean", the historical default:
@@ -118,13 +98,8 @@ func (AwaitingField) jsonSchema(g *schemaGen) map[string]any {
 	return g.ref(reflect.TypeFor[Field]())
 }
 
-// MarshalJSON writes id, label, type and required always, other keys when set.
-func (f AwaitingField) MarshalJSON() ([]byte, error) { return Field(f).MarshalJSON() }
-
-// UnmarshalJSON reads an awaiting field, defaulting type to "boolean".
-func (f *AwaitingField) UnmarshalJSON(b []byte) error {
-	return (*Field)(f).decode(b, FieldBoolean)
-}
+// decodeDefaults: an awaiting field's type defaults to "boolean".
+func (f *AwaitingField) decodeDefaults() { *f = AwaitingField{Type: FieldBoolean} }
 
 // ResourceField is a field of a resource, of a workspace-binding create form or of a
 // ResourceImport document (V2ResourceFieldDefinition). Its type defaults to
@@ -159,8 +134,8 @@ type resourceFieldWire struct {
 	Storage       string           `json:"storage,omitempty"`
 }
 
-// MarshalJSON writes the resource-field form.
-func (f ResourceField) MarshalJSON() ([]byte, error) {
+// wireShape is the resource-field form.
+func (f *ResourceField) wireShape() any {
 	w := resourceFieldWire{
 		ID: f.ID, Label: f.Label, Type: f.Type, Required: f.Required, ReadOnly: f.ReadOnly,
 		Multiline: f.Multiline, OptionsSource: f.OptionsSource, Default: f.Default,
@@ -168,38 +143,17 @@ func (f ResourceField) MarshalJSON() ([]byte, error) {
 		Options: f.Options, DependsOn: f.DependsOn, Validation: f.Validation,
 		ItemFields: f.ItemFields, Accept: f.Accept, MaxBytes: f.MaxBytes, Storage: f.Storage,
 	}
-	return marshalOpen(&w, f.Extra)
+	return &w
 }
 
-// UnmarshalJSON reads a resource field, defaulting type to "string".
-func (f *ResourceField) UnmarshalJSON(b []byte) error {
-	return (*Field)(f).decode(b, FieldString)
-}
+// decodeDefaults: a resource field's type defaults to "string".
+func (f *ResourceField) decodeDefaults() { *f = ResourceField{Type: FieldString} }
 
 // FieldOption is one choice of a select or multi_select field.
 type FieldOption struct {
 	Value json.RawMessage `json:"value" sv:"required"`
 	Label string          `json:"label" sv:"required"`
 	Extra Extra           `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (o FieldOption) MarshalJSON() ([]byte, error) {
-	type alias FieldOption
-	return marshalOpen((*alias)(&o), o.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (o *FieldOption) UnmarshalJSON(b []byte) error {
-	type alias FieldOption
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	if err != nil {
-		return err
-	}
-	*o = FieldOption(v)
-	o.Extra = extra
-	return nil
 }
 
 // OptionsSource points a relationship field at another resource
@@ -212,31 +166,16 @@ type OptionsSource struct {
 	Extra      Extra   `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler; an empty Type or ValueField is written
-// with its default ("resource", "id").
-func (o OptionsSource) MarshalJSON() ([]byte, error) {
-	type alias OptionsSource
+func (o *OptionsSource) encodeDefaults() {
 	if o.Type == "" {
 		o.Type = "resource"
 	}
 	if o.ValueField == "" {
 		o.ValueField = "id"
 	}
-	return marshalOpen((*alias)(&o), o.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (o *OptionsSource) UnmarshalJSON(b []byte) error {
-	type alias OptionsSource
-	v := alias{Type: "resource", ValueField: "id"}
-	extra, err := unmarshalOpen(b, &v)
-	if err != nil {
-		return err
-	}
-	*o = OptionsSource(v)
-	o.Extra = extra
-	return nil
-}
+func (o *OptionsSource) decodeDefaults() { *o = OptionsSource{Type: "resource", ValueField: "id"} }
 
 // DependsOn makes a field active only while its parent's value, stringified as a
 // JSON scalar, is one of In.
@@ -258,28 +197,6 @@ type FieldValidation struct {
 	Message   *string  `json:"message,omitempty" sv:"nonull"`
 }
 
-// UnmarshalJSON implements json.Unmarshaler. It refuses a key that differs from
-// a declared key only in letter case, which encoding/json would otherwise read
-// into the declared field; other unknown keys are ignored.
-func (d *DependsOn) UnmarshalJSON(b []byte) error {
-	type alias DependsOn
-	var v alias
-	if _, err := unmarshalOpen(b, &v); err != nil {
-		return err
-	}
-	*d = DependsOn(v)
-	return nil
-}
+func (*DependsOn) strictKeys() {}
 
-// UnmarshalJSON implements json.Unmarshaler. It refuses a key that differs from
-// a declared key only in letter case, which encoding/json would otherwise read
-// into the declared field; other unknown keys are ignored.
-func (v *FieldValidation) UnmarshalJSON(b []byte) error {
-	type alias FieldValidation
-	var a alias
-	if _, err := unmarshalOpen(b, &a); err != nil {
-		return err
-	}
-	*v = FieldValidation(a)
-	return nil
-}
+func (*FieldValidation) strictKeys() {}

@@ -1,7 +1,6 @@
 package contracts_test
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -28,7 +27,7 @@ func checkRoundTrip(t *testing.T, v *contracts.Validator, m contracts.Model, dat
 	if err := v.Decode(m, data, first); err != nil {
 		t.Fatalf("Validate accepted what Decode refuses: %v", err)
 	}
-	enc1, err := json.Marshal(first)
+	enc1, err := contracts.Marshal(first)
 	if err != nil {
 		t.Fatalf("encode an accepted document: %v", err)
 	}
@@ -36,10 +35,10 @@ func checkRoundTrip(t *testing.T, v *contracts.Validator, m contracts.Model, dat
 		t.Fatalf("the encoding of an accepted document is invalid: %v\n%s", err, enc1)
 	}
 	second := newValue(t, m)
-	if err := json.Unmarshal(enc1, second); err != nil {
+	if err := contracts.Unmarshal(enc1, second); err != nil {
 		t.Fatalf("decode the encoding: %v", err)
 	}
-	enc2, err := json.Marshal(second)
+	enc2, err := contracts.Marshal(second)
 	if err != nil {
 		t.Fatalf("encode again: %v", err)
 	}
@@ -77,7 +76,7 @@ func FuzzDecodeRegistration(f *testing.F) {
 	v := contracts.DefaultValidator()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var reg contracts.Registration
-		_ = json.Unmarshal(data, &reg) // must not panic
+		_ = contracts.Unmarshal(data, &reg) // must not panic
 		err := v.Validate(contracts.ModelRegistration, data)
 		if err != nil {
 			checkProblems(t, contracts.ModelRegistration, err)

@@ -155,7 +155,7 @@ func TestGolden(t *testing.T) {
 	}
 	for m, value := range values {
 		t.Run(string(m), func(t *testing.T) {
-			got, err := json.Marshal(value)
+			got, err := contracts.Marshal(value)
 			require.NoError(t, err)
 			require.NoError(t, v.Validate(m, got), "the encoding of a golden value is valid")
 			file := filepath.Join("testdata", "golden", string(m)+".json")
@@ -166,7 +166,7 @@ func TestGolden(t *testing.T) {
 			// The golden document decodes back to a value that encodes the same.
 			back := newValue(t, m)
 			require.NoError(t, v.Decode(m, want, back))
-			again, err := json.Marshal(back)
+			again, err := contracts.Marshal(back)
 			require.NoError(t, err)
 			assert.JSONEq(t, string(want), string(again))
 		})

@@ -46,27 +46,14 @@ type Registration struct {
 	Extra            Extra                 `json:"-"`
 }
 
-// MarshalJSON writes the registration with its nulls kept; a zero ContractVersion
-// is written as 2.
-func (r Registration) MarshalJSON() ([]byte, error) {
-	type alias Registration
+func (r *Registration) encodeDefaults() {
 	if r.ContractVersion == 0 {
 		r.ContractVersion = ContractVersion
 	}
-	return marshalOpen((*alias)(&r), r.Extra)
 }
 
-// UnmarshalJSON reads a registration, applying the contract's defaults.
-func (r *Registration) UnmarshalJSON(b []byte) error {
-	type alias Registration
-	v := alias{ContractVersion: ContractVersion, JobPolicy: DefaultJobPolicy()}
-	extra, err := unmarshalOpen(b, &v)
-	if err != nil {
-		return err
-	}
-	*r = Registration(v)
-	r.Extra = extra
-	return nil
+func (r *Registration) decodeDefaults() {
+	*r = Registration{ContractVersion: ContractVersion, JobPolicy: DefaultJobPolicy()}
 }
 
 // AgentIdentity is registration.agent.
@@ -75,22 +62,6 @@ type AgentIdentity struct {
 	Slug        string `json:"slug" sv:"required,nonblank"`
 	DisplayName string `json:"display_name" sv:"required,nonblank"`
 	Extra       Extra  `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (a AgentIdentity) MarshalJSON() ([]byte, error) {
-	type alias AgentIdentity
-	return marshalOpen((*alias)(&a), a.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *AgentIdentity) UnmarshalJSON(b []byte) error {
-	type alias AgentIdentity
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*a = AgentIdentity(v)
-	a.Extra = extra
-	return err
 }
 
 // Versions is registration.versions.
@@ -102,22 +73,6 @@ type Versions struct {
 	Extra              Extra   `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (v Versions) MarshalJSON() ([]byte, error) {
-	type alias Versions
-	return marshalOpen((*alias)(&v), v.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (v *Versions) UnmarshalJSON(b []byte) error {
-	type alias Versions
-	var a alias
-	extra, err := unmarshalOpen(b, &a)
-	*v = Versions(a)
-	v.Extra = extra
-	return err
-}
-
 // A2AEndpoints is registration.a2a.
 type A2AEndpoints struct {
 	AgentCardURL    string          `json:"agent_card_url" sv:"required,nonblank"`
@@ -127,21 +82,7 @@ type A2AEndpoints struct {
 	Extra           Extra           `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (a A2AEndpoints) MarshalJSON() ([]byte, error) {
-	type alias A2AEndpoints
-	return marshalOpen((*alias)(&a), a.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *A2AEndpoints) UnmarshalJSON(b []byte) error {
-	type alias A2AEndpoints
-	v := alias{Transport: DefaultTransport()}
-	extra, err := unmarshalOpen(b, &v)
-	*a = A2AEndpoints(v)
-	a.Extra = extra
-	return err
-}
+func (a *A2AEndpoints) decodeDefaults() { *a = A2AEndpoints{Transport: DefaultTransport()} }
 
 // Transport is registration.a2a.transport. Push notifications are not implemented
 // by this SDK and stay false.
@@ -155,43 +96,13 @@ type Transport struct {
 // DefaultTransport is the transport this SDK implements: JSON-RPC and SSE.
 func DefaultTransport() Transport { return Transport{JSONRPC: true, SSE: true} }
 
-// MarshalJSON implements json.Marshaler.
-func (t Transport) MarshalJSON() ([]byte, error) {
-	type alias Transport
-	return marshalOpen((*alias)(&t), t.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler; absent keys take their defaults.
-func (t *Transport) UnmarshalJSON(b []byte) error {
-	type alias Transport
-	v := alias(DefaultTransport())
-	extra, err := unmarshalOpen(b, &v)
-	*t = Transport(v)
-	t.Extra = extra
-	return err
-}
+func (t *Transport) decodeDefaults() { *t = Transport(DefaultTransport()) }
 
 // ExternalInterop is registration.a2a.external_interop.
 type ExternalInterop struct {
 	InboundTasks       bool  `json:"inbound_tasks"`
 	OutboundDelegation bool  `json:"outbound_delegation"`
 	Extra              Extra `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (e ExternalInterop) MarshalJSON() ([]byte, error) {
-	type alias ExternalInterop
-	return marshalOpen((*alias)(&e), e.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (e *ExternalInterop) UnmarshalJSON(b []byte) error {
-	type alias ExternalInterop
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*e = ExternalInterop(v)
-	e.Extra = extra
-	return err
 }
 
 // Capabilities is registration.capabilities.
@@ -206,23 +117,10 @@ type Capabilities struct {
 	Extra              Extra               `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (c Capabilities) MarshalJSON() ([]byte, error) {
-	type alias Capabilities
+func (c *Capabilities) encodeDefaults() {
 	if c.Actions == nil {
 		c.Actions = ActionList{}
 	}
-	return marshalOpen((*alias)(&c), c.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (c *Capabilities) UnmarshalJSON(b []byte) error {
-	type alias Capabilities
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*c = Capabilities(v)
-	c.Extra = extra
-	return err
 }
 
 // HasAction reports whether the capabilities declare the action id.
@@ -258,22 +156,6 @@ type SurfaceDefinition struct {
 	Extra       Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (s SurfaceDefinition) MarshalJSON() ([]byte, error) {
-	type alias SurfaceDefinition
-	return marshalOpen((*alias)(&s), s.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *SurfaceDefinition) UnmarshalJSON(b []byte) error {
-	type alias SurfaceDefinition
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*s = SurfaceDefinition(v)
-	s.Extra = extra
-	return err
-}
-
 // ActionDefinition declares one action (V2ActionDefinition). On the wire
 // kind is omitted when "command", target_field when empty and dry_run when false,
 // so registrations without these keys serialize as before.
@@ -304,35 +186,28 @@ func (ActionDefinition) extendSchema(s map[string]any) {
 	}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (a ActionDefinition) MarshalJSON() ([]byte, error) {
-	type alias ActionDefinition
+func (a *ActionDefinition) encodeDefaults() {
 	if a.Kind == KindCommand {
 		a.Kind = ""
 	}
 	if a.Scope == "" {
 		a.Scope = ScopeJob
 	}
-	return marshalOpen((*alias)(&a), a.Extra)
 }
 
-// UnmarshalJSON reads an action definition object; a bare string "x" is read as
-// {"id": "x"} (mutating, job scope).
-func (a *ActionDefinition) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var id string
-		if err := json.Unmarshal(b, &id); err != nil {
-			return err
-		}
-		*a = ActionDefinition{ID: id, Mutating: true, Scope: ScopeJob, Kind: KindCommand}
-		return nil
+// decodeDefaults: absent keys take the defaults of a declared action.
+func (a *ActionDefinition) decodeDefaults() {
+	*a = ActionDefinition{Mutating: true, Scope: ScopeJob, Kind: KindCommand}
+}
+
+// decodeString reads the short form of an action definition: its id.
+func (a *ActionDefinition) decodeString(b []byte) error {
+	var id string
+	if err := json.Unmarshal(b, &id); err != nil {
+		return err
 	}
-	type alias ActionDefinition
-	v := alias{Mutating: true, Scope: ScopeJob, Kind: KindCommand}
-	extra, err := unmarshalOpen(b, &v)
-	*a = ActionDefinition(v)
-	a.Extra = extra
-	return err
+	*a = ActionDefinition{ID: id, Mutating: true, Scope: ScopeJob, Kind: KindCommand}
+	return nil
 }
 
 // IsHelp reports whether the action is a help action.
@@ -357,44 +232,12 @@ type CaseLane struct {
 	Extra   Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (l CaseLane) MarshalJSON() ([]byte, error) {
-	type alias CaseLane
-	return marshalOpen((*alias)(&l), l.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (l *CaseLane) UnmarshalJSON(b []byte) error {
-	type alias CaseLane
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*l = CaseLane(v)
-	l.Extra = extra
-	return err
-}
-
 // ArtifactType declares an artifact type (V2ArtifactTypeDefinition).
 type ArtifactType struct {
 	Type            string  `json:"type" sv:"required,nonblank"`
 	Label           string  `json:"label" sv:"required"`
 	RendererSurface *string `json:"renderer_surface"`
 	Extra           Extra   `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (t ArtifactType) MarshalJSON() ([]byte, error) {
-	type alias ArtifactType
-	return marshalOpen((*alias)(&t), t.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (t *ArtifactType) UnmarshalJSON(b []byte) error {
-	type alias ArtifactType
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*t = ArtifactType(v)
-	t.Extra = extra
-	return err
 }
 
 // Rule-checkpoint phases.
@@ -419,24 +262,13 @@ func (RuleCheckpoints) extendSchema(s map[string]any) {
 		"items": map[string]any{"type": "string", "pattern": `^(job\.fields\.|case\.metadata\.|step\.payload\.|context\.)`}}
 }
 
-// MarshalJSON implements json.Marshaler; a zero Version is written as 1.
-func (r RuleCheckpoints) MarshalJSON() ([]byte, error) {
-	type alias RuleCheckpoints
+func (r *RuleCheckpoints) encodeDefaults() {
 	if r.Version == 0 {
 		r.Version = RuleCheckpointsVersion
 	}
-	return marshalOpen((*alias)(&r), r.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *RuleCheckpoints) UnmarshalJSON(b []byte) error {
-	type alias RuleCheckpoints
-	v := alias{Version: RuleCheckpointsVersion}
-	extra, err := unmarshalOpen(b, &v)
-	*r = RuleCheckpoints(v)
-	r.Extra = extra
-	return err
-}
+func (r *RuleCheckpoints) decodeDefaults() { *r = RuleCheckpoints{Version: RuleCheckpointsVersion} }
 
 // Offline policies; each has exactly one valid value.
 const (
@@ -459,28 +291,16 @@ func DefaultJobPolicy() JobPolicy {
 	return JobPolicy{OfflineStartPolicy: OfflineStartBlock, OfflineRunningPolicy: OfflineRunningFailInStudio}
 }
 
-// MarshalJSON implements json.Marshaler; empty policies are written with their
-// only valid values.
-func (p JobPolicy) MarshalJSON() ([]byte, error) {
-	type alias JobPolicy
+func (p *JobPolicy) encodeDefaults() {
 	if p.OfflineStartPolicy == "" {
 		p.OfflineStartPolicy = OfflineStartBlock
 	}
 	if p.OfflineRunningPolicy == "" {
 		p.OfflineRunningPolicy = OfflineRunningFailInStudio
 	}
-	return marshalOpen((*alias)(&p), p.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (p *JobPolicy) UnmarshalJSON(b []byte) error {
-	type alias JobPolicy
-	v := alias(DefaultJobPolicy())
-	extra, err := unmarshalOpen(b, &v)
-	*p = JobPolicy(v)
-	p.Extra = extra
-	return err
-}
+func (p *JobPolicy) decodeDefaults() { *p = JobPolicy(DefaultJobPolicy()) }
 
 // JobSyncPolicy is job_policy.sync.
 type JobSyncPolicy struct {
@@ -492,21 +312,7 @@ type JobSyncPolicy struct {
 // DefaultSyncAction is the default job_policy.sync.action.
 const DefaultSyncAction = "job.sync"
 
-// MarshalJSON implements json.Marshaler.
-func (p JobSyncPolicy) MarshalJSON() ([]byte, error) {
-	type alias JobSyncPolicy
-	return marshalOpen((*alias)(&p), p.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (p *JobSyncPolicy) UnmarshalJSON(b []byte) error {
-	type alias JobSyncPolicy
-	v := alias{Action: DefaultSyncAction}
-	extra, err := unmarshalOpen(b, &v)
-	*p = JobSyncPolicy(v)
-	p.Extra = extra
-	return err
-}
+func (p *JobSyncPolicy) decodeDefaults() { *p = JobSyncPolicy{Action: DefaultSyncAction} }
 
 // Default action ids of a job setup policy.
 const (
@@ -530,20 +336,8 @@ func (JobSetupPolicy) extendSchema(s map[string]any) {
 		"items": map[string]any{"type": "string", "enum": []string{"workspace", "job", "case", "step"}}}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (p JobSetupPolicy) MarshalJSON() ([]byte, error) {
-	type alias JobSetupPolicy
-	return marshalOpen((*alias)(&p), p.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (p *JobSetupPolicy) UnmarshalJSON(b []byte) error {
-	type alias JobSetupPolicy
-	v := alias{PreviewAction: DefaultPreviewAction, StartAction: DefaultStartAction, SubmitAction: DefaultSubmitAction}
-	extra, err := unmarshalOpen(b, &v)
-	*p = JobSetupPolicy(v)
-	p.Extra = extra
-	return err
+func (p *JobSetupPolicy) decodeDefaults() {
+	*p = JobSetupPolicy{PreviewAction: DefaultPreviewAction, StartAction: DefaultStartAction, SubmitAction: DefaultSubmitAction}
 }
 
 // ResourceDefinition declares a resource (V2ResourceDefinition).
@@ -563,30 +357,21 @@ type ResourceDefinition struct {
 // DefaultRequiresContext is the default requires_context of a resource.
 func DefaultRequiresContext() []string { return []string{"workspace.id"} }
 
-// MarshalJSON implements json.Marshaler; an empty scope is written as "workspace"
-// and a nil requires_context as ["workspace.id"].
-func (r ResourceDefinition) MarshalJSON() ([]byte, error) {
-	type alias ResourceDefinition
+func (r *ResourceDefinition) encodeDefaults() {
 	if r.Scope == "" {
 		r.Scope = ScopeWorkspace
 	}
 	if r.RequiresContext == nil {
 		r.RequiresContext = DefaultRequiresContext()
 	}
-	return marshalOpen((*alias)(&r), r.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *ResourceDefinition) UnmarshalJSON(b []byte) error {
-	type alias ResourceDefinition
-	v := alias{Scope: ScopeWorkspace}
-	extra, err := unmarshalOpen(b, &v)
-	if v.RequiresContext == nil {
-		v.RequiresContext = DefaultRequiresContext()
+func (r *ResourceDefinition) decodeDefaults() { *r = ResourceDefinition{Scope: ScopeWorkspace} }
+
+func (r *ResourceDefinition) afterDecode() {
+	if r.RequiresContext == nil {
+		r.RequiresContext = DefaultRequiresContext()
 	}
-	*r = ResourceDefinition(v)
-	r.Extra = extra
-	return err
 }
 
 // Display is how Studio lists the items of a resource or the rows of a dataset
@@ -598,44 +383,12 @@ type Display struct {
 	Extra        Extra    `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d Display) MarshalJSON() ([]byte, error) {
-	type alias Display
-	return marshalOpen((*alias)(&d), d.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *Display) UnmarshalJSON(b []byte) error {
-	type alias Display
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*d = Display(v)
-	d.Extra = extra
-	return err
-}
-
 // MountedView replaces a generated resource view by an agent surface
 // (V2MountedResourceViewDefinition).
 type MountedView struct {
 	View    string `json:"view" sv:"required,nonblank"`
 	Surface string `json:"surface" sv:"required,nonblank"`
 	Extra   Extra  `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (m MountedView) MarshalJSON() ([]byte, error) {
-	type alias MountedView
-	return marshalOpen((*alias)(&m), m.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (m *MountedView) UnmarshalJSON(b []byte) error {
-	type alias MountedView
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*m = MountedView(v)
-	m.Extra = extra
-	return err
 }
 
 // DatasetDefinition declares a dataset (V2DatasetDefinition).
@@ -648,24 +401,13 @@ type DatasetDefinition struct {
 	Extra       Extra    `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler; an empty scope is written as "workspace".
-func (d DatasetDefinition) MarshalJSON() ([]byte, error) {
-	type alias DatasetDefinition
+func (d *DatasetDefinition) encodeDefaults() {
 	if d.Scope == "" {
 		d.Scope = ScopeWorkspace
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *DatasetDefinition) UnmarshalJSON(b []byte) error {
-	type alias DatasetDefinition
-	v := alias{Scope: ScopeWorkspace}
-	extra, err := unmarshalOpen(b, &v)
-	*d = DatasetDefinition(v)
-	d.Extra = extra
-	return err
-}
+func (d *DatasetDefinition) decodeDefaults() { *d = DatasetDefinition{Scope: ScopeWorkspace} }
 
 // DefaultDashboardSurface is the default surface of a dashboard.
 const DefaultDashboardSurface = "mission.analytics"
@@ -679,23 +421,14 @@ type DashboardDefinition struct {
 	Extra   Extra    `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler; an empty surface is written as "mission.analytics".
-func (d DashboardDefinition) MarshalJSON() ([]byte, error) {
-	type alias DashboardDefinition
+func (d *DashboardDefinition) encodeDefaults() {
 	if d.Surface == "" {
 		d.Surface = DefaultDashboardSurface
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *DashboardDefinition) UnmarshalJSON(b []byte) error {
-	type alias DashboardDefinition
-	v := alias{Surface: DefaultDashboardSurface}
-	extra, err := unmarshalOpen(b, &v)
-	*d = DashboardDefinition(v)
-	d.Extra = extra
-	return err
+func (d *DashboardDefinition) decodeDefaults() {
+	*d = DashboardDefinition{Surface: DefaultDashboardSurface}
 }
 
 // Widget is one widget of a dashboard (V2DashboardWidgetDefinition).
@@ -708,23 +441,14 @@ type Widget struct {
 	Extra         Extra          `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (w Widget) MarshalJSON() ([]byte, error) {
-	type alias Widget
+func (w *Widget) encodeDefaults() {
 	if w.Visualization.Type == "" {
 		w.Visualization.Type = VisualizationTable
 	}
-	return marshalOpen((*alias)(&w), w.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (w *Widget) UnmarshalJSON(b []byte) error {
-	type alias Widget
-	v := alias{Visualization: Visualization{Type: VisualizationTable}}
-	extra, err := unmarshalOpen(b, &v)
-	*w = Widget(v)
-	w.Extra = extra
-	return err
+func (w *Widget) decodeDefaults() {
+	*w = Widget{Visualization: Visualization{Type: VisualizationTable}}
 }
 
 // Widget data modes.
@@ -764,29 +488,21 @@ func (WidgetData) extendSchema(s map[string]any) {
 	}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d WidgetData) MarshalJSON() ([]byte, error) {
-	type alias WidgetData
+func (d *WidgetData) encodeDefaults() {
 	if d.Mode == "" {
 		d.Mode = DataModeRef
 	}
 	if d.Values == nil {
 		d.Values = json.RawMessage("null")
 	}
-	return marshalOpen((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *WidgetData) UnmarshalJSON(b []byte) error {
-	type alias WidgetData
-	v := alias{Mode: DataModeRef}
-	extra, err := unmarshalOpen(b, &v)
-	if string(v.Values) == "null" {
-		v.Values = nil
+func (d *WidgetData) decodeDefaults() { *d = WidgetData{Mode: DataModeRef} }
+
+func (d *WidgetData) afterDecode() {
+	if string(d.Values) == "null" {
+		d.Values = nil
 	}
-	*d = WidgetData(v)
-	d.Extra = extra
-	return err
 }
 
 // Visualization types.
@@ -812,29 +528,21 @@ func (Visualization) extendSchema(s map[string]any) {
 		map[string]any{"required": []string{"spec"}, "properties": map[string]any{"spec": map[string]any{"type": "object"}}})}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (v Visualization) MarshalJSON() ([]byte, error) {
-	type alias Visualization
+func (v *Visualization) encodeDefaults() {
 	if v.Type == "" {
 		v.Type = VisualizationTable
 	}
 	if v.Spec == nil {
 		v.Spec = json.RawMessage("null")
 	}
-	return marshalOpen((*alias)(&v), v.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (v *Visualization) UnmarshalJSON(b []byte) error {
-	type alias Visualization
-	a := alias{Type: VisualizationTable}
-	extra, err := unmarshalOpen(b, &a)
-	if string(a.Spec) == "null" {
-		a.Spec = nil
+func (v *Visualization) decodeDefaults() { *v = Visualization{Type: VisualizationTable} }
+
+func (v *Visualization) afterDecode() {
+	if string(v.Spec) == "null" {
+		v.Spec = nil
 	}
-	*v = Visualization(a)
-	v.Extra = extra
-	return err
 }
 
 // Workspace-binding modes and bootstrap ids.
@@ -875,20 +583,8 @@ func (WorkspaceBinding) extendSchema(s map[string]any) {
 		map[string]any{"required": []string{"modes"}, "properties": map[string]any{"modes": map[string]any{"minItems": 1}}})}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (w WorkspaceBinding) MarshalJSON() ([]byte, error) {
-	type alias WorkspaceBinding
-	return marshalOpen((*alias)(&w), w.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (w *WorkspaceBinding) UnmarshalJSON(b []byte) error {
-	type alias WorkspaceBinding
-	v := alias{ReferenceLabel: DefaultReferenceLabel, ReferenceHelp: DefaultReferenceHelp, ReferencePlaceholder: DefaultReferencePlaceholder}
-	extra, err := unmarshalOpen(b, &v)
-	*w = WorkspaceBinding(v)
-	w.Extra = extra
-	return err
+func (w *WorkspaceBinding) decodeDefaults() {
+	*w = WorkspaceBinding{ReferenceLabel: DefaultReferenceLabel, ReferenceHelp: DefaultReferenceHelp, ReferencePlaceholder: DefaultReferencePlaceholder}
 }
 
 // BindingExisting is workspace_binding.existing (V2WorkspaceBindingExistingDefinition).
@@ -904,21 +600,7 @@ func DefaultBindingExisting() *BindingExisting {
 	return &BindingExisting{Action: BootstrapOptionsAction, ValueField: "agent_workspace_ref", LabelField: "display_name"}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (e BindingExisting) MarshalJSON() ([]byte, error) {
-	type alias BindingExisting
-	return marshalOpen((*alias)(&e), e.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (e *BindingExisting) UnmarshalJSON(b []byte) error {
-	type alias BindingExisting
-	v := alias(*DefaultBindingExisting())
-	extra, err := unmarshalOpen(b, &v)
-	*e = BindingExisting(v)
-	e.Extra = extra
-	return err
-}
+func (e *BindingExisting) decodeDefaults() { *e = BindingExisting(*DefaultBindingExisting()) }
 
 // BindingCreate is workspace_binding.create (V2WorkspaceBindingCreateDefinition).
 type BindingCreate struct {
@@ -933,18 +615,4 @@ func DefaultBindingCreate() *BindingCreate {
 	return &BindingCreate{Surface: BootstrapCreateSurface, Action: BootstrapCreateAction}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (c BindingCreate) MarshalJSON() ([]byte, error) {
-	type alias BindingCreate
-	return marshalOpen((*alias)(&c), c.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (c *BindingCreate) UnmarshalJSON(b []byte) error {
-	type alias BindingCreate
-	v := alias(*DefaultBindingCreate())
-	extra, err := unmarshalOpen(b, &v)
-	*c = BindingCreate(v)
-	c.Extra = extra
-	return err
-}
+func (c *BindingCreate) decodeDefaults() { *c = BindingCreate(*DefaultBindingCreate()) }

@@ -25,26 +25,16 @@ type ActionRequest struct {
 	Extra                  Extra                     `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler; a nil Input is written as {}.
-func (r ActionRequest) MarshalJSON() ([]byte, error) {
-	type alias ActionRequest
+func (r *ActionRequest) encodeDefaults() {
 	if r.Input == nil {
 		r.Input = json.RawMessage("{}")
 	}
-	return marshalOpen((*alias)(&r), r.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler; an absent input is read as {}.
-func (r *ActionRequest) UnmarshalJSON(b []byte) error {
-	type alias ActionRequest
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	if v.Input == nil {
-		v.Input = json.RawMessage("{}")
+func (r *ActionRequest) afterDecode() {
+	if r.Input == nil {
+		r.Input = json.RawMessage("{}")
 	}
-	*r = ActionRequest(v)
-	r.Extra = extra
-	return err
 }
 
 // SurfaceRequest is a supervaizer/surface.load request (V2SurfaceRequest,
@@ -66,26 +56,16 @@ type SurfaceRequest struct {
 	Extra                  Extra                     `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler; a nil Input is written as {}.
-func (r SurfaceRequest) MarshalJSON() ([]byte, error) {
-	type alias SurfaceRequest
+func (r *SurfaceRequest) encodeDefaults() {
 	if r.Input == nil {
 		r.Input = json.RawMessage("{}")
 	}
-	return marshalOpen((*alias)(&r), r.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler; an absent input is read as {}.
-func (r *SurfaceRequest) UnmarshalJSON(b []byte) error {
-	type alias SurfaceRequest
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	if v.Input == nil {
-		v.Input = json.RawMessage("{}")
+func (r *SurfaceRequest) afterDecode() {
+	if r.Input == nil {
+		r.Input = json.RawMessage("{}")
 	}
-	*r = SurfaceRequest(v)
-	r.Extra = extra
-	return err
 }
 
 // Actor is the Studio user behind a request.
@@ -94,44 +74,12 @@ type Actor struct {
 	Extra  Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (a Actor) MarshalJSON() ([]byte, error) {
-	type alias Actor
-	return marshalOpen((*alias)(&a), a.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *Actor) UnmarshalJSON(b []byte) error {
-	type alias Actor
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*a = Actor(v)
-	a.Extra = extra
-	return err
-}
-
 // WorkspaceRef is the request's workspace. The slug is a display and routing
 // hint, never authority: use the verified context.
 type WorkspaceRef struct {
 	ID    string `json:"id" sv:"required"`
 	Slug  string `json:"slug,omitempty" sv:"null"`
 	Extra Extra  `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (w WorkspaceRef) MarshalJSON() ([]byte, error) {
-	type alias WorkspaceRef
-	return marshalOpen((*alias)(&w), w.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (w *WorkspaceRef) UnmarshalJSON(b []byte) error {
-	type alias WorkspaceRef
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*w = WorkspaceRef(v)
-	w.Extra = extra
-	return err
 }
 
 // MissionContext is the mission a request belongs to (V2MissionContext,
@@ -144,26 +92,16 @@ type MissionContext struct {
 	Extra    Extra           `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler; nil metadata is written as {}.
-func (m MissionContext) MarshalJSON() ([]byte, error) {
-	type alias MissionContext
+func (m *MissionContext) encodeDefaults() {
 	if m.Metadata == nil {
 		m.Metadata = json.RawMessage("{}")
 	}
-	return marshalOpen((*alias)(&m), m.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler; absent metadata is read as {}.
-func (m *MissionContext) UnmarshalJSON(b []byte) error {
-	type alias MissionContext
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	if v.Metadata == nil {
-		v.Metadata = json.RawMessage("{}")
+func (m *MissionContext) afterDecode() {
+	if m.Metadata == nil {
+		m.Metadata = json.RawMessage("{}")
 	}
-	*m = MissionContext(v)
-	m.Extra = extra
-	return err
 }
 
 // VerifiedWorkspaceContext is the verified workspace authorization injected into
@@ -184,22 +122,11 @@ type VerifiedWorkspaceContext struct {
 // LocalModeGrantID is the grant id of the unverified local-mode context.
 const LocalModeGrantID = "local-mode"
 
-// UnmarshalJSON implements json.Unmarshaler. It refuses a key that differs from
-// a declared key only in letter case, which encoding/json would otherwise read
-// into the declared field; other unknown keys are ignored.
-func (c *VerifiedWorkspaceContext) UnmarshalJSON(b []byte) error {
-	type alias VerifiedWorkspaceContext
-	var v alias
-	if _, err := unmarshalOpen(b, &v); err != nil {
-		return err
-	}
-	*c = VerifiedWorkspaceContext(v)
-	return nil
-}
+func (*VerifiedWorkspaceContext) strictKeys() {}
 
-// MarshalJSON implements json.Marshaler; nil Scopes are written as [], which the
-// schema requires.
-func (c VerifiedWorkspaceContext) MarshalJSON() ([]byte, error) {
-	type alias VerifiedWorkspaceContext
-	return marshalOpen((*alias)(&c), nil)
+// encodeDefaults writes nil Scopes as [], which the schema requires.
+func (c *VerifiedWorkspaceContext) encodeDefaults() {
+	if c.Scopes == nil {
+		c.Scopes = []string{}
+	}
 }

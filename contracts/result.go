@@ -29,21 +29,7 @@ type ActionResult struct {
 	Extra Extra `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (r ActionResult) MarshalJSON() ([]byte, error) {
-	type alias ActionResult
-	return marshalResult((*alias)(&r), r.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *ActionResult) UnmarshalJSON(b []byte) error {
-	type alias ActionResult
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*r = ActionResult(v)
-	r.Extra = extra
-	return err
-}
+func (*ActionResult) dropsNullExtras() {}
 
 // Effect records what an action did (V2Effect). Only Type is
 // required; its vocabulary belongs to the agent. Item, Summary, Case and Data are
@@ -70,21 +56,7 @@ type Effect struct {
 	Extra      Extra            `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (e Effect) MarshalJSON() ([]byte, error) {
-	type alias Effect
-	return marshalResult((*alias)(&e), e.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (e *Effect) UnmarshalJSON(b []byte) error {
-	type alias Effect
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*e = Effect(v)
-	e.Extra = extra
-	return err
-}
+func (*Effect) dropsNullExtras() {}
 
 // ReplaySafety tells Studio how safely an action can be replayed
 // (V2ReplaySafetyMetadata). All four keys are always written.
@@ -104,21 +76,9 @@ func DefaultReplaySafety() ReplaySafety {
 	return ReplaySafety{StableExternalIDsRequired: true, Convergent: true}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (r ReplaySafety) MarshalJSON() ([]byte, error) {
-	type alias ReplaySafety
-	return marshalResult((*alias)(&r), r.Extra)
-}
+func (*ReplaySafety) dropsNullExtras() {}
 
-// UnmarshalJSON implements json.Unmarshaler; absent keys take their defaults.
-func (r *ReplaySafety) UnmarshalJSON(b []byte) error {
-	type alias ReplaySafety
-	v := alias(DefaultReplaySafety())
-	extra, err := unmarshalOpen(b, &v)
-	*r = ReplaySafety(v)
-	r.Extra = extra
-	return err
-}
+func (r *ReplaySafety) decodeDefaults() { *r = ReplaySafety(DefaultReplaySafety()) }
 
 // Business error codes the SDK itself returns in ActionResult.Errors.
 const (
@@ -151,21 +111,7 @@ type ResultError struct {
 	Extra   Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (e ResultError) MarshalJSON() ([]byte, error) {
-	type alias ResultError
-	return marshalResult((*alias)(&e), e.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (e *ResultError) UnmarshalJSON(b []byte) error {
-	type alias ResultError
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*e = ResultError(v)
-	e.Extra = extra
-	return err
-}
+func (*ResultError) dropsNullExtras() {}
 
 // SurfaceResult is what a surface handler returns (V2SurfaceResult, the protocol
 // the protocol). Its four keys are always written: unset versions as null.
@@ -175,20 +121,4 @@ type SurfaceResult struct {
 	A2UICatalogVersion *string         `json:"a2ui_catalog_version"`
 	Document           json.RawMessage `json:"document" sv:"required,object"`
 	Extra              Extra           `json:"-"`
-}
-
-// MarshalJSON implements json.Marshaler.
-func (r SurfaceResult) MarshalJSON() ([]byte, error) {
-	type alias SurfaceResult
-	return marshalOpen((*alias)(&r), r.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *SurfaceResult) UnmarshalJSON(b []byte) error {
-	type alias SurfaceResult
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*r = SurfaceResult(v)
-	r.Extra = extra
-	return err
 }

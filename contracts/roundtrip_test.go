@@ -21,13 +21,13 @@ func TestCorpusRoundTrip(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			first := newValue(t, d.model)
 			require.NoError(t, v.Decode(d.model, d.raw, first))
-			enc1, err := json.Marshal(first)
+			enc1, err := contracts.Marshal(first)
 			require.NoError(t, err)
 			require.NoError(t, v.Validate(d.model, enc1), "the encoding of a decoded document is valid")
 
 			second := newValue(t, d.model)
-			require.NoError(t, json.Unmarshal(enc1, second))
-			enc2, err := json.Marshal(second)
+			require.NoError(t, contracts.Unmarshal(enc1, second))
+			enc2, err := contracts.Marshal(second)
 			require.NoError(t, err)
 			assert.Equal(t, string(enc1), string(enc2), "decode -> encode is stable")
 		})
@@ -120,7 +120,7 @@ func TestUnknownKeysSurvive(t *testing.T) {
 			require.NoError(t, v.Validate(tt.model, []byte(tt.doc)))
 			val := newValue(t, tt.model)
 			require.NoError(t, v.Decode(tt.model, []byte(tt.doc), val))
-			got, err := json.Marshal(val)
+			got, err := contracts.Marshal(val)
 			require.NoError(t, err)
 			assert.JSONEq(t, tt.doc, string(got))
 		})
@@ -260,7 +260,7 @@ func TestWireNulls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw, err := json.Marshal(tt.value)
+			raw, err := contracts.Marshal(tt.value)
 			require.NoError(t, err)
 			for ptr, want := range tt.want {
 				val, ok := lookup(t, raw, ptr)
@@ -285,11 +285,11 @@ func TestDecodedNullsDropped(t *testing.T) {
 		"external_ref": null, "observed_at": null}`)
 	var res contracts.ActionResult
 	require.NoError(t, contracts.DefaultValidator().Decode(contracts.ModelActionResult, raw, &res))
-	got, err := json.Marshal(res)
+	got, err := contracts.Marshal(res)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"status": "ok", "effects": [{"type": "x"}]}`, string(got))
 
 	var rs contracts.ReplaySafety
-	require.NoError(t, json.Unmarshal([]byte(`{}`), &rs))
+	require.NoError(t, contracts.Unmarshal([]byte(`{}`), &rs))
 	assert.Equal(t, contracts.DefaultReplaySafety(), rs, "absent replay-safety keys take the contract defaults")
 }

@@ -23,28 +23,18 @@ type SetupPlan struct {
 	Extra                Extra         `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (p SetupPlan) MarshalJSON() ([]byte, error) {
-	type alias SetupPlan
+func (p *SetupPlan) encodeDefaults() {
 	if p.ConfirmationRequired == nil {
 		t := true
 		p.ConfirmationRequired = &t
 	}
-	return marshalOpen((*alias)(&p), p.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (p *SetupPlan) UnmarshalJSON(b []byte) error {
-	type alias SetupPlan
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	if v.ConfirmationRequired == nil {
+func (p *SetupPlan) afterDecode() {
+	if p.ConfirmationRequired == nil {
 		t := true
-		v.ConfirmationRequired = &t
+		p.ConfirmationRequired = &t
 	}
-	*p = SetupPlan(v)
-	p.Extra = extra
-	return err
 }
 
 // SetupStep is one step of a setup plan (V2SetupStep).
@@ -58,24 +48,13 @@ type SetupStep struct {
 	Extra       Extra    `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler; an empty status is written as "pending".
-func (s SetupStep) MarshalJSON() ([]byte, error) {
-	type alias SetupStep
+func (s *SetupStep) encodeDefaults() {
 	if s.Status == "" {
 		s.Status = StepPending
 	}
-	return marshalOpen((*alias)(&s), s.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *SetupStep) UnmarshalJSON(b []byte) error {
-	type alias SetupStep
-	v := alias{Status: StepPending}
-	extra, err := unmarshalOpen(b, &v)
-	*s = SetupStep(v)
-	s.Extra = extra
-	return err
-}
+func (s *SetupStep) decodeDefaults() { *s = SetupStep{Status: StepPending} }
 
 // PlanValue is a setup plan given either typed (validated by every rule of
 // the protocol) or as a plain JSON object that passes through unchanged (only its
@@ -103,7 +82,7 @@ func (PlanValue) jsonSchema(*schemaGen) map[string]any { return map[string]any{"
 // MarshalJSON implements json.Marshaler.
 func (p PlanValue) MarshalJSON() ([]byte, error) {
 	if p.Plan != nil {
-		return json.Marshal(p.Plan)
+		return Marshal(p.Plan)
 	}
 	if p.Raw != nil {
 		return p.Raw, nil
@@ -206,22 +185,6 @@ func (CostEstimate) extendSchema(s map[string]any) {
 	}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (c CostEstimate) MarshalJSON() ([]byte, error) {
-	type alias CostEstimate
-	return marshalOpen((*alias)(&c), c.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (c *CostEstimate) UnmarshalJSON(b []byte) error {
-	type alias CostEstimate
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*c = CostEstimate(v)
-	c.Extra = extra
-	return err
-}
-
 // FieldDraft is the result of a help action (V2FieldDraft). A nil
 // Value means null (a pure check).
 type FieldDraft struct {
@@ -231,27 +194,18 @@ type FieldDraft struct {
 	Extra       Extra           `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler. A null value is dropped, like every
-// null of an action result.
-func (d FieldDraft) MarshalJSON() ([]byte, error) {
-	type alias FieldDraft
+func (d *FieldDraft) encodeDefaults() {
 	if string(d.Value) == "null" {
 		d.Value = nil
 	}
-	return marshalResult((*alias)(&d), d.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *FieldDraft) UnmarshalJSON(b []byte) error {
-	type alias FieldDraft
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	if string(v.Value) == "null" {
-		v.Value = nil
+func (*FieldDraft) dropsNullExtras() {}
+
+func (d *FieldDraft) afterDecode() {
+	if string(d.Value) == "null" {
+		d.Value = nil
 	}
-	*d = FieldDraft(v)
-	d.Extra = extra
-	return err
 }
 
 // Suggestion severities.
@@ -271,27 +225,18 @@ type Suggestion struct {
 	Extra         Extra           `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (s Suggestion) MarshalJSON() ([]byte, error) {
-	type alias Suggestion
+func (s *Suggestion) encodeDefaults() {
 	if s.Severity == "" {
 		s.Severity = SeverityInfo
 	}
 	if string(s.ProposedValue) == "null" {
 		s.ProposedValue = nil
 	}
-	return marshalResult((*alias)(&s), s.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *Suggestion) UnmarshalJSON(b []byte) error {
-	type alias Suggestion
-	v := alias{Severity: SeverityInfo}
-	extra, err := unmarshalOpen(b, &v)
-	*s = Suggestion(v)
-	s.Extra = extra
-	return err
-}
+func (*Suggestion) dropsNullExtras() {}
+
+func (s *Suggestion) decodeDefaults() { *s = Suggestion{Severity: SeverityInfo} }
 
 // DryRunOutcome describes what a dry-run action left behind (V2DryRunOutcome,
 // the protocol). Every key is optional.
@@ -302,18 +247,4 @@ type DryRunOutcome struct {
 	Extra        Extra         `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d DryRunOutcome) MarshalJSON() ([]byte, error) {
-	type alias DryRunOutcome
-	return marshalResult((*alias)(&d), d.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *DryRunOutcome) UnmarshalJSON(b []byte) error {
-	type alias DryRunOutcome
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*d = DryRunOutcome(v)
-	d.Extra = extra
-	return err
-}
+func (*DryRunOutcome) dropsNullExtras() {}

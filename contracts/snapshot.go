@@ -23,21 +23,7 @@ type JobState struct {
 	Extra Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (s JobState) MarshalJSON() ([]byte, error) {
-	type alias JobState
-	return marshalResult((*alias)(&s), s.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *JobState) UnmarshalJSON(b []byte) error {
-	type alias JobState
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*s = JobState(v)
-	s.Extra = extra
-	return err
-}
+func (*JobState) dropsNullExtras() {}
 
 // Job is job_state.job (V2JobSnapshot).
 type Job struct {
@@ -51,21 +37,7 @@ type Job struct {
 	Extra       Extra        `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (j Job) MarshalJSON() ([]byte, error) {
-	type alias Job
-	return marshalResult((*alias)(&j), j.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (j *Job) UnmarshalJSON(b []byte) error {
-	type alias Job
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*j = Job(v)
-	j.Extra = extra
-	return err
-}
+func (*Job) dropsNullExtras() {}
 
 // Information is the open information object of a job or step snapshot; Studio
 // reads cost.total_cost from it.
@@ -74,21 +46,7 @@ type Information struct {
 	Extra Extra `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (i Information) MarshalJSON() ([]byte, error) {
-	type alias Information
-	return marshalResult((*alias)(&i), i.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (i *Information) UnmarshalJSON(b []byte) error {
-	type alias Information
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*i = Information(v)
-	i.Extra = extra
-	return err
-}
+func (*Information) dropsNullExtras() {}
 
 // Cost is information.cost.
 type Cost struct {
@@ -96,21 +54,7 @@ type Cost struct {
 	Extra     Extra    `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (c Cost) MarshalJSON() ([]byte, error) {
-	type alias Cost
-	return marshalResult((*alias)(&c), c.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (c *Cost) UnmarshalJSON(b []byte) error {
-	type alias Cost
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*c = Cost(v)
-	c.Extra = extra
-	return err
-}
+func (*Cost) dropsNullExtras() {}
 
 // JobDisplay is the agent's vocabulary for a job's list entry and title line.
 // Each text is at most 120 code points; unset texts are omitted.
@@ -121,21 +65,7 @@ type JobDisplay struct {
 	Extra              Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (d JobDisplay) MarshalJSON() ([]byte, error) {
-	type alias JobDisplay
-	return marshalResult((*alias)(&d), d.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *JobDisplay) UnmarshalJSON(b []byte) error {
-	type alias JobDisplay
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*d = JobDisplay(v)
-	d.Extra = extra
-	return err
-}
+func (*JobDisplay) dropsNullExtras() {}
 
 // JobSource says where a job came from (V2JobSource).
 type JobSource struct {
@@ -146,21 +76,7 @@ type JobSource struct {
 	Extra         Extra  `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (s JobSource) MarshalJSON() ([]byte, error) {
-	type alias JobSource
-	return marshalResult((*alias)(&s), s.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *JobSource) UnmarshalJSON(b []byte) error {
-	type alias JobSource
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*s = JobSource(v)
-	s.Extra = extra
-	return err
-}
+func (*JobSource) dropsNullExtras() {}
 
 // Case is a unit of work inside a job (V2CaseSnapshot). An empty
 // lane is written as "work"; metadata and steps are always written.
@@ -175,24 +91,15 @@ type Case struct {
 	Extra      Extra          `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (c Case) MarshalJSON() ([]byte, error) {
-	type alias Case
+func (c *Case) encodeDefaults() {
 	if c.Lane == "" {
 		c.Lane = DefaultLane
 	}
-	return marshalResult((*alias)(&c), c.Extra)
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (c *Case) UnmarshalJSON(b []byte) error {
-	type alias Case
-	v := alias{Lane: DefaultLane}
-	extra, err := unmarshalOpen(b, &v)
-	*c = Case(v)
-	c.Extra = extra
-	return err
-}
+func (*Case) dropsNullExtras() {}
+
+func (c *Case) decodeDefaults() { *c = Case{Lane: DefaultLane} }
 
 // Step is an observable activity inside a case (V2StepSnapshot).
 // Human-in-the-loop is Status "awaiting" plus Awaiting, not a step kind.
@@ -208,21 +115,7 @@ type Step struct {
 	Extra       Extra         `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (s Step) MarshalJSON() ([]byte, error) {
-	type alias Step
-	return marshalResult((*alias)(&s), s.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (s *Step) UnmarshalJSON(b []byte) error {
-	type alias Step
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*s = Step(v)
-	s.Extra = extra
-	return err
-}
+func (*Step) dropsNullExtras() {}
 
 // Awaiting is the human-in-the-loop state of a step (V2AwaitingState).
 type Awaiting struct {
@@ -234,21 +127,7 @@ type Awaiting struct {
 	Extra      Extra           `json:"-"`
 }
 
-// MarshalJSON implements json.Marshaler.
-func (a Awaiting) MarshalJSON() ([]byte, error) {
-	type alias Awaiting
-	return marshalResult((*alias)(&a), a.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *Awaiting) UnmarshalJSON(b []byte) error {
-	type alias Awaiting
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*a = Awaiting(v)
-	a.Extra = extra
-	return err
-}
+func (*Awaiting) dropsNullExtras() {}
 
 // ArtifactRef references an agent-owned output (V2ArtifactRef). A
 // Studio-stored artifact (Storage "studio") carries the Studio FileID.
@@ -269,18 +148,4 @@ func (ArtifactRef) extendSchema(s map[string]any) {
 		map[string]any{"required": []string{"file_id"}, "properties": map[string]any{"file_id": map[string]any{"type": "string", "minLength": 1}}})}
 }
 
-// MarshalJSON implements json.Marshaler.
-func (a ArtifactRef) MarshalJSON() ([]byte, error) {
-	type alias ArtifactRef
-	return marshalResult((*alias)(&a), a.Extra)
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *ArtifactRef) UnmarshalJSON(b []byte) error {
-	type alias ArtifactRef
-	var v alias
-	extra, err := unmarshalOpen(b, &v)
-	*a = ArtifactRef(v)
-	a.Extra = extra
-	return err
-}
+func (*ArtifactRef) dropsNullExtras() {}

@@ -260,10 +260,10 @@ func (v *Validator) checkDst(m Model, dst any) error {
 }
 
 // ValidateValue marshals value (the model's Go type, a pointer to it, or any
-// value that marshals to the model, such as a map) with encoding/json and
+// value that marshals to the model, such as a map) with Marshal and
 // validates the JSON. It returns the JSON that was validated.
 func (v *Validator) ValidateValue(m Model, value any) ([]byte, error) {
-	raw, err := json.Marshal(value)
+	raw, err := Marshal(value)
 	if err != nil {
 		return nil, fmt.Errorf("contracts: marshal %s: %w", m, err)
 	}
@@ -332,7 +332,7 @@ func (v *Validator) decode(m Model, raw []byte) (any, error) {
 // decodeChecked decodes raw, which passed the schema of m, and runs the Go rules.
 func (v *Validator) decodeChecked(m Model, raw []byte) (any, error) {
 	val := reflect.New(modelTypes[m]).Interface()
-	if err := json.Unmarshal(raw, val); err != nil {
+	if err := Unmarshal(raw, val); err != nil {
 		return nil, &ValidationError{Model: m, Problems: []Problem{decodeProblem(raw, err)}}
 	}
 	if ps := checkValue(v, val); len(ps) > 0 {
@@ -619,7 +619,7 @@ func describeKind(k jsonschema.ErrorKind) (rule, msg string) {
 }
 
 func jsonText(v any) string {
-	b, err := json.Marshal(v)
+	b, err := Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}

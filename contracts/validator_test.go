@@ -92,7 +92,7 @@ func TestTypedSetupPlanOnlyInValues(t *testing.T) {
 	assert.Equal(t, []contracts.Problem{{Loc: []any{"setup_plan", "steps", 1, "id"}, Type: "unique",
 		Msg: "step id is used twice: same id as steps/0", Path: "/setup_plan/steps/1/id"}}, ve.Problems)
 
-	raw, err := json.Marshal(res)
+	raw, err := contracts.Marshal(res)
 	require.NoError(t, err)
 	assert.NoError(t, v.Validate(contracts.ModelActionResult, raw), "a plan read from JSON is a plain map")
 
@@ -166,7 +166,7 @@ func TestConcurrentValidation(t *testing.T) {
 func TestCheck(t *testing.T) {
 	v := contracts.DefaultValidator()
 	badCost := &contracts.ActionResult{Status: contracts.StatusOK, DryRun: &contracts.DryRunOutcome{}}
-	require.NoError(t, json.Unmarshal([]byte(`{"status":"ok","dry_run":{"cost_incurred":{"status":"estimated","min":3,"max":1}}}`), badCost))
+	require.NoError(t, contracts.Unmarshal([]byte(`{"status":"ok","dry_run":{"cost_incurred":{"status":"estimated","min":3,"max":1}}}`), badCost))
 	tests := []struct {
 		name  string
 		m     contracts.Model

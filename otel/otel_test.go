@@ -61,7 +61,7 @@ func newFixture(t *testing.T) *fixture {
 // returns the JSON-RPC error code (0 for a result) and the error data.
 func (f *fixture) post(t *testing.T, req contracts.ActionRequest, token string, header http.Header) (int, json.RawMessage) {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": supervaizer.MethodActionInvoke,
+	body, err := contracts.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": supervaizer.MethodActionInvoke,
 		"params": map[string]any{"action_request": req}})
 	require.NoError(t, err)
 	r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(string(body)))

@@ -331,7 +331,7 @@ func itemsToObjects[T any](items []T) ([]map[string]any, error) {
 	if len(items) == 0 {
 		return []map[string]any{}, nil
 	}
-	raw, err := json.Marshal(items)
+	raw, err := contracts.Marshal(items)
 	if err != nil {
 		return nil, fmt.Errorf("supervaizer: encode items: %w", err)
 	}
@@ -351,7 +351,7 @@ func itemsToObjects[T any](items []T) ([]map[string]any, error) {
 
 // itemToObject encodes one item as a JSON object.
 func itemToObject[T any](item T) (map[string]any, error) {
-	raw, err := json.Marshal(item)
+	raw, err := contracts.Marshal(item)
 	if err != nil {
 		return nil, fmt.Errorf("supervaizer: encode the item: %w", err)
 	}

@@ -64,7 +64,7 @@ func printResult(res *contracts.ActionResult, problems []contracts.Problem, err 
 	case len(problems) > 0:
 		fmt.Println("invalid input at", problems[0].Path)
 	default:
-		out, _ := json.Marshal(res.Effects)
+		out, _ := contracts.Marshal(res.Effects)
 		fmt.Println(res.Status, string(out))
 		for _, e := range res.Errors {
 			if e.Field != "" {

@@ -91,7 +91,7 @@ type page struct {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := contracts.Marshal(v)
 	if err != nil {
 		http.Error(w, `{"detail":"Internal Server Error"}`, http.StatusInternalServerError)
 		return

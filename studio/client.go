@@ -22,6 +22,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 )
 
@@ -301,7 +302,7 @@ func (a *Client) mask(s string, secrets []string) string {
 func (a *Client) call(ctx context.Context, method, path string, body any, secrets ...string) ([]byte, error) {
 	var payload []byte
 	if body != nil {
-		b, err := json.Marshal(body)
+		b, err := contracts.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("supervaizer: Studio %s %s: encode body: %w", method, path, err)
 		}
@@ -534,7 +535,7 @@ func (a *Client) sendEvent(ctx context.Context, ev Event, secrets ...string) ([]
 	}
 	details := json.RawMessage(`{}`)
 	if ev.Details != nil {
-		b, err := json.Marshal(ev.Details)
+		b, err := contracts.Marshal(ev.Details)
 		if err != nil {
 			return nil, fmt.Errorf("supervaizer: SendEvent(%s): encode details: %w", ev.Type, err)
 		}

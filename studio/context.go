@@ -206,7 +206,7 @@ func decodeObject(body []byte, dst any) error {
 	if _, ok := jsonObject(body); !ok {
 		return errors.New("not a JSON object")
 	}
-	if err := json.Unmarshal(body, dst); err != nil {
+	if err := contracts.Unmarshal(body, dst); err != nil {
 		return fmt.Errorf("unexpected shape: %w", err)
 	}
 	return nil

@@ -155,7 +155,7 @@ func errorData(err error) string {
 // response; it returns "" when they hold.
 func strictProblem(r1 json.RawMessage) string {
 	var res contracts.ActionResult
-	if err := json.Unmarshal(r1, &res); err != nil {
+	if err := contracts.Unmarshal(r1, &res); err != nil {
 		return fmt.Sprintf("result 1 cannot be decoded: %v", err)
 	}
 	var problems []string
@@ -194,7 +194,7 @@ func conflictProblem(t testing.TB, ts *TestServer, req contracts.ActionRequest, 
 			req.IdempotencyKey, in, contracts.StatusError, err, errorData(err))
 	}
 	var res contracts.ActionResult
-	if err := json.Unmarshal(r3, &res); err != nil {
+	if err := contracts.Unmarshal(r3, &res); err != nil {
 		return fmt.Sprintf("result 3 cannot be decoded: %v\n\tresult 3: %s", err, r3)
 	}
 	if res.Status != contracts.StatusError || len(res.Errors) == 0 || res.Errors[0].Code != contracts.ErrorIdempotencyConflict {
@@ -211,7 +211,7 @@ func encodeJSON(v any) (json.RawMessage, error) {
 		}
 		return raw, nil
 	}
-	return json.Marshal(v)
+	return contracts.Marshal(v)
 }
 
 // decodeValue decodes JSON into a generic value, numbers kept as written.

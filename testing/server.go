@@ -221,7 +221,7 @@ func (ts *TestServer) InvokeWithToken(ctx context.Context, req contracts.ActionR
 		return nil, err
 	}
 	var res contracts.ActionResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if err := contracts.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("svtest: decode the action result: %w", err)
 	}
 	return &res, nil
@@ -255,7 +255,7 @@ func (ts *TestServer) LoadSurfaceWithToken(ctx context.Context, req contracts.Su
 		return nil, err
 	}
 	var res contracts.SurfaceResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if err := contracts.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("svtest: decode the surface result: %w", err)
 	}
 	return &res, nil
@@ -295,7 +295,7 @@ func AuthCode(err error) string {
 // (pass a json.RawMessage for exact bytes). JSON-RPC errors are part of the
 // body, not an error; an HTTP status other than 200 is an *[HTTPError].
 func (ts *TestServer) Call(ctx context.Context, method string, params any, token string) (json.RawMessage, error) {
-	body, err := json.Marshal(struct {
+	body, err := contracts.Marshal(struct {
 		JSONRPC string `json:"jsonrpc"`
 		ID      uint64 `json:"id"`
 		Method  string `json:"method"`

@@ -217,7 +217,7 @@ func TestTestServerURL(t *testing.T) {
 		assert.Equal(t, base, ts.URL(), "started once")
 
 		req := ts.Request(echoAction, nil)
-		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "rpc-1", "method": supervaizer.MethodActionInvoke,
+		body, err := contracts.Marshal(map[string]any{"jsonrpc": "2.0", "id": "rpc-1", "method": supervaizer.MethodActionInvoke,
 			"params": map[string]any{"action_request": req}})
 		require.NoError(t, err)
 		hr, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/a2a", strings.NewReader(string(body)))
@@ -273,12 +273,12 @@ func TestTestServerRequests(t *testing.T) {
 	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newServedAgent(t, startIdempotent)})
 	req := ts.Request(contracts.DefaultStartAction, startInput{TopicID: "t-1"})
 	req.IdempotencyKey, req.JobID = "setup-7f3c", "job-77"
-	raw, err := json.Marshal(req)
+	raw, err := contracts.Marshal(req)
 	require.NoError(t, err)
 	svtest.Golden(t, filepath.Join("testdata", "action_request.golden.json"), raw)
 
 	sreq := ts.SurfaceRequest(surfaceID)
-	raw, err = json.Marshal(sreq)
+	raw, err = contracts.Marshal(sreq)
 	require.NoError(t, err)
 	svtest.Golden(t, filepath.Join("testdata", "surface_request.golden.json"), raw)
 

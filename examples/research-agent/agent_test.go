@@ -199,7 +199,7 @@ func TestPreview(t *testing.T) {
 			res := invoke(t, ts, onJob(ts, actionPreview, "job-1", tt.input))
 			require.Equal(t, contracts.StatusOK, res.Status, "%+v", res.Errors)
 			var plan contracts.SetupPlan
-			require.NoError(t, json.Unmarshal(mustMarshal(t, res.SetupPlan), &plan))
+			require.NoError(t, contracts.Unmarshal(mustMarshal(t, res.SetupPlan), &plan))
 			assert.Equal(t, tt.wantStatus, plan.Steps[0].Status)
 			assert.Equal(t, tt.wantMax, *plan.CostEstimate.Max)
 			assert.Equal(t, []string{actionGoalSuggest}, plan.Steps[0].HelpActions)
@@ -412,7 +412,7 @@ func TestWorkspaceBinding(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, contracts.StatusOK, res.Status)
 		assert.Empty(t, res.Effects[0].Items, ws)
-		raw, err := json.Marshal(res)
+		raw, err := contracts.Marshal(res)
 		require.NoError(t, err)
 		assert.NotContains(t, string(raw), ref, ws)
 		assert.NotContains(t, string(raw), "Acme Production", ws)
@@ -569,7 +569,7 @@ func TestRestartKeepsState(t *testing.T) {
 	first, rerr := h.client.invokeRaw(req)
 	require.Nil(t, rerr)
 	var started contracts.ActionResult
-	require.NoError(t, json.Unmarshal(first, &started))
+	require.NoError(t, contracts.Unmarshal(first, &started))
 	sub := jobRequest(t, wsA, actionSubmit, "job-1", map[string]any{"review_text": "# Final", "approve_review": true})
 	sub.CaseID, sub.StepID = started.JobState.Cases[0].ID, started.JobState.Cases[0].Steps[0].ID
 	require.Equal(t, contracts.StatusOK, h.client.invoke(sub).Status)

@@ -93,7 +93,7 @@ func nextEffect(t *testing.T, events <-chan sseEvent) effectEvent {
 				continue
 			}
 			var e effectEvent
-			require.NoError(t, json.Unmarshal(ev.data, &e))
+			require.NoError(t, contracts.Unmarshal(ev.data, &e))
 			return e
 		case <-timeout:
 			require.FailNow(t, "no effect event within 5s")
@@ -192,7 +192,7 @@ func TestEndToEnd(t *testing.T) {
 	raw1, rerr := c.invokeRaw(sub)
 	require.Nil(t, rerr)
 	var replay contracts.ActionResult
-	require.NoError(t, json.Unmarshal(raw1, &replay))
+	require.NoError(t, contracts.Unmarshal(raw1, &replay))
 	assert.Equal(t, jobActive, replay.JobState.Job.Status, "the stored result of the first submission")
 
 	// job.stop on a finished job changes nothing.

@@ -182,7 +182,7 @@ type rpcResponse struct {
 // the error of a call that got no answer (a dead agent, a cancelled
 // context): the caller decides whether that fails its test.
 func postRPC(ctx context.Context, hc *http.Client, base string, id any, method string, params any, token string) (*http.Response, []byte, error) {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	body, err := contracts.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +216,7 @@ func (c *client) invoke(req contracts.ActionRequest) *contracts.ActionResult {
 	raw, rerr := c.invokeRaw(req)
 	require.Nil(c.t, rerr, "action %s: %+v", req.Action, rerr)
 	var res contracts.ActionResult
-	require.NoError(c.t, json.Unmarshal(raw, &res))
+	require.NoError(c.t, contracts.Unmarshal(raw, &res))
 	return &res
 }
 
@@ -226,7 +226,7 @@ func (c *client) load(req contracts.SurfaceRequest) (*contracts.SurfaceResult, m
 	raw, rerr := c.call(supervaizer.MethodSurfaceLoad, map[string]any{"surface_request": req}, c.studio.TokenForSurface(req))
 	require.Nil(c.t, rerr, "surface %s: %+v", req.Surface, rerr)
 	var res contracts.SurfaceResult
-	require.NoError(c.t, json.Unmarshal(raw, &res))
+	require.NoError(c.t, contracts.Unmarshal(raw, &res))
 	var doc map[string]any
 	require.NoError(c.t, json.Unmarshal(res.Document, &doc))
 	return &res, doc

@@ -93,7 +93,7 @@ func Mutations(tb testing.TB, raw []byte, limit int) [][]byte {
 		if n++; (n-1)%stride != 0 || len(out) >= limit {
 			return
 		}
-		b, err := json.Marshal(v)
+		b, err := contracts.Marshal(v)
 		require.NoError(tb, err)
 		out = append(out, b)
 	}

@@ -271,6 +271,9 @@ var (
 	numberType        = reflect.TypeFor[json.Number]()
 	anyMapType        = reflect.TypeFor[map[string]any]()
 	contractsPkg      = reflect.TypeFor[contracts.Extra]().PkgPath()
+	// verifiedContextType is the one model without Extra whose encoding
+	// differs from encoding/json's (nil scopes are written as []).
+	verifiedContextType = reflect.TypeFor[contracts.VerifiedWorkspaceContext]()
 )
 
 func newEncFunc(t reflect.Type) encFunc {
@@ -328,6 +331,11 @@ func newEncFunc(t reflect.Type) encFunc {
 		}
 	}
 	if t.Kind() == reflect.Struct && t.PkgPath() == contractsPkg {
+		if _, open := t.FieldByName("Extra"); open || t == verifiedContextType {
+			// A model without a spec (registration models and the
+			// like, off the hot path): written by the reference codec.
+			return opaque(marshalEnc)
+		}
 		if f := structEncFunc(t, nil); f != nil {
 			return f
 		}
@@ -474,8 +482,8 @@ func addressable(f encFunc) encFunc {
 	}
 }
 
-// marshalEnc writes v with json.Marshal, as encoding/json writes a value in
-// place (a MarshalJSON method's output compacted and HTML-escaped).
+// marshalEnc writes v with contracts.Marshal, as encoding/json writes a value
+// in place (a MarshalJSON method's output compacted and HTML-escaped).
 func marshalEnc(e *encoder, v reflect.Value) {
 	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(v.Type()).Implements(marshalerType) {
 		v = v.Addr()
@@ -751,9 +759,10 @@ func isJSONNumber(s string) bool {
 	return wire.IsNumber([]byte(s))
 }
 
-// marshal appends json.Marshal(v).
+// marshal appends contracts.Marshal(v): json.Marshal's bytes for a value
+// without models.
 func (e *encoder) marshal(v any) {
-	b, err := json.Marshal(v)
+	b, err := contracts.Marshal(v)
 	if err != nil {
 		e.fail()
 		return

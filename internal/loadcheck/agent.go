@@ -232,7 +232,7 @@ func (ra *researchAgent) close() error {
 // actionBody is the JSON-RPC body of supervaizer/action.invoke for req, in
 // the wrapped form Studio sends.
 func actionBody(req contracts.ActionRequest) []byte {
-	b, err := json.Marshal(map[string]any{
+	b, err := contracts.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": "rpc-" + req.RequestID, "method": supervaizer.MethodActionInvoke,
 		"params": map[string]any{"action_request": req},
 	})

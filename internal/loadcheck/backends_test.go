@@ -34,7 +34,7 @@ func TestStartBodiesHaveANewJobAndKeyEach(t *testing.T) {
 						Req contracts.ActionRequest `json:"action_request"`
 					} `json:"params"`
 				}
-				if !assert.NoError(t, json.Unmarshal(b, &body)) {
+				if !assert.NoError(t, contracts.Unmarshal(b, &body)) {
 					return
 				}
 				r := body.Params.Req

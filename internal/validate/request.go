@@ -298,7 +298,7 @@ func (d *requestDecoder) verified(i int32, dst **contracts.VerifiedWorkspaceCont
 		return true
 	case wire.Object:
 		vc := &contracts.VerifiedWorkspaceContext{}
-		if json.Unmarshal(d.raw(i), vc) != nil {
+		if contracts.Unmarshal(d.raw(i), vc) != nil {
 			return false
 		}
 		*dst = vc

@@ -15,7 +15,6 @@ package validate
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"sync"
@@ -188,7 +187,7 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 			built = t
 		}
 	} else {
-		b, err := json.Marshal(value)
+		b, err := contracts.Marshal(value)
 		if err != nil {
 			return out[:start], at, false, fmt.Errorf("contracts: marshal %s: %w", m, err)
 		}
@@ -252,7 +251,7 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 // rules.
 func (v *Validator) decodeChecked(m contracts.Model, raw []byte) (any, error) {
 	val := m.New()
-	if err := json.Unmarshal(raw, val); err != nil {
+	if err := contracts.Unmarshal(raw, val); err != nil {
 		// The reference reports the decoding problem as Validate does.
 		if rerr := v.ref.Decode(m, raw, val); rerr != nil {
 			return nil, rerr
