@@ -63,9 +63,9 @@ func (w *benchWriter) Write(p []byte) (int, error) {
 // on a real tracer provider (AlwaysSample, every span exported
 // synchronously to an exporter that counts and drops it) and a real meter
 // provider (a ManualReader, read once after the loop). Besides ns/op, B/op
-// and allocs/op it reports cpu-ns/op: the CPU time of the whole process per
-// call, the garbage collector's included. docs/performance.md records the
-// figures ("The OpenTelemetry observer's cost").
+// and allocs/op it reports cpu-ns/op, the CPU time of the whole process per
+// call (the garbage collector's included), and with the observer spans/op.
+// docs/performance.md records the figures ("The OpenTelemetry observer").
 func BenchmarkObserver(b *testing.B) {
 	calls := []struct {
 		name    string
@@ -102,11 +102,13 @@ func BenchmarkObserver(b *testing.B) {
 				b.Fatal(err)
 			}
 			served := benchServe(b, srv, c.body, c.bodyCap, c.want)
-			// Each call made its server span and its handler span, and was
-			// counted once.
-			if got := spans.spans.Load(); got < 2*served {
+			// Each call made its server span and its handler span (and one
+			// per store operation), and was counted once.
+			got := spans.spans.Load()
+			if got < 2*served {
 				b.Fatalf("%d spans exported for %d calls", got, served)
 			}
+			b.ReportMetric(float64(got)/float64(served), "spans/op")
 			if got := callsCounted(b, reader); got != served {
 				b.Fatalf("%s counted %d calls, %d served", svotel.MetricCalls, got, served)
 			}
