@@ -180,7 +180,10 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 // (TestA2ATaskViewAcrossInstances). Caching a digest of the stored value
 // does not help, as checking it still takes the read, and comparing the
 // bytes read (sameRecord) costs less than hashing them. Only a version
-// check cheaper than a read could skip it, and no Store offers one.
+// check cheaper than a read could skip it, and no Store offers one. A
+// store.Exclusive store (memory, bbolt) is not enough either: it excludes
+// other processes, not other writers in this one (two Servers on one
+// store, or each behind its own wrapper of it).
 func (tv *taskView) put(ctx context.Context, key string, next func(old []byte, found bool) ([]byte, bool)) {
 	for range maxViewRetries {
 		old, found, err := tv.store.Get(ctx, key)
