@@ -34,9 +34,56 @@ const a2aStopAction = "job.stop"
 // part an action call is.
 const a2aShape = `Invalid A2A message: params.message must carry exactly one data part {"kind":"data","data":{"action":"<action id>","input":{...}}}`
 
+// a2aShape10 is a2aShape in the 1.0 binding, where a part is a oneof: a
+// data part is the member data.
+const a2aShape10 = `Invalid A2A message: params.message must carry exactly one data part {"data":{"action":"<action id>","input":{...}}}`
+
 // a2aTaskShape is the -32602 message of tasks/get, tasks/cancel and
-// tasks/resubscribe params without a task id.
+// tasks/resubscribe params without a task id (and of their 1.0 names).
 const a2aTaskShape = `Invalid A2A task params: params must be {"id":"<task id>"}`
+
+// a2aBinding is the A2A JSON-RPC binding a call speaks: its method names
+// and the shapes of its params and answers. Everything else is one call:
+// the same mapping, checks, task view and stream (docs/a2a.md, "Two
+// bindings").
+type a2aBinding uint8
+
+const (
+	// binding03 is A2A 0.3: message/send, …; objects tagged by kind,
+	// lower-case task states, a Task or a Message as the result.
+	binding03 a2aBinding = iota
+	// binding10 is A2A 1.0: SendMessage, …; protobuf-JSON (a part is a
+	// oneof member, TASK_STATE_* and ROLE_* enums, no kind), the result of
+	// SendMessage and of each stream event wrapped in a member naming it.
+	binding10
+)
+
+// shape is the -32602 message of message params that break the shape.
+func (b a2aBinding) shape() string {
+	if b == binding10 {
+		return a2aShape10
+	}
+	return a2aShape
+}
+
+// key is the member under which obj holds the field named camel in JSON:
+// camel, or in the 1.0 binding its proto field name snake when only that one
+// is present (protobuf-JSON readers accept both). dup reports both present:
+// read differently by different decoders, refused like a repeated key.
+func (b a2aBinding) key(t *wire.Tape, obj int32, camel, snake string) (name string, dup bool) {
+	if b != binding10 {
+		return camel, false
+	}
+	_, hasCamel := member(t, obj, camel)
+	_, hasSnake := member(t, obj, snake)
+	switch {
+	case hasCamel && hasSnake:
+		return camel, true
+	case hasSnake:
+		return snake, false
+	}
+	return camel, false
+}
 
 // emptyInput is the input of a call without one; never modified.
 var emptyInput = json.RawMessage("{}")
@@ -118,75 +165,140 @@ func parseMeta(t *wire.Tape, params int32, shape string) (a2aMeta, *Error) {
 	return m, nil
 }
 
-// parseMessage reads message/send and message/stream params: exactly one
-// data part {"kind":"data","data":{"action":…,"input":{…}}}.
-func parseMessage(t *wire.Tape, params int32) (a2aMessage, *Error) {
+// parseMessage reads message/send and message/stream params (SendMessage
+// and SendStreamingMessage in the 1.0 binding): exactly one data part
+// {"kind":"data","data":{"action":…,"input":{…}}} (1.0: {"data":{…}}).
+func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error) {
 	m := a2aMessage{input: -1}
+	shape := b.shape()
 	if params < 0 || !isObject(t, params) {
-		return m, shapeError(a2aShape, []any{"params"}, "params must be an object with a message")
+		return m, shapeError(shape, []any{"params"}, "params must be an object with a message")
 	}
 	if t.Repeated { // read differently by different decoders: refused, as in the request models
-		return m, shapeError(a2aShape, []any{"params"}, "a key is given twice")
+		return m, shapeError(shape, []any{"params"}, "a key is given twice")
 	}
 	msg, ok := member(t, params, "message")
 	if !ok || !isObject(t, msg) {
-		return m, shapeError(a2aShape, []any{"params", "message"}, "an object is required")
+		return m, shapeError(shape, []any{"params", "message"}, "an object is required")
 	}
-	if m.messageID, ok = optString(t, msg, "messageId"); !ok || strings.TrimSpace(m.messageID) == "" {
-		return m, shapeError(a2aShape, []any{"params", "message", "messageId"}, "a non-blank string is required")
-	}
-	if m.taskID, ok = optString(t, msg, "taskId"); !ok {
-		return m, shapeError(a2aShape, []any{"params", "message", "taskId"}, "must be a string")
-	}
-	if m.contextID, ok = optString(t, msg, "contextId"); !ok {
-		return m, shapeError(a2aShape, []any{"params", "message", "contextId"}, "must be a string")
+	for _, f := range [...]struct {
+		camel, snake string
+		dst          *string
+		required     bool
+	}{
+		{"messageId", "message_id", &m.messageID, true},
+		{"taskId", "task_id", &m.taskID, false},
+		{"contextId", "context_id", &m.contextID, false},
+	} {
+		k, dup := b.key(t, msg, f.camel, f.snake)
+		if dup {
+			return m, shapeError(shape, []any{"params", "message", f.snake}, "given both as "+f.camel+" and "+f.snake)
+		}
+		v, ok := optString(t, msg, k)
+		switch {
+		case f.required && (!ok || strings.TrimSpace(v) == ""):
+			return m, shapeError(shape, []any{"params", "message", k}, "a non-blank string is required")
+		case !ok:
+			return m, shapeError(shape, []any{"params", "message", k}, "must be a string")
+		}
+		*f.dst = v
 	}
 	parts, ok := member(t, msg, "parts")
 	if !ok || t.Nodes[parts].Kind != wire.Array || t.Nodes[parts].N != 1 {
-		return m, shapeError(a2aShape, []any{"params", "message", "parts"}, "exactly one part is required")
+		return m, shapeError(shape, []any{"params", "message", "parts"}, "exactly one part is required")
 	}
 	part := parts + 1
 	if !isObject(t, part) {
-		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0}, "a data part is required")
+		return m, shapeError(shape, []any{"params", "message", "parts", 0}, "a data part is required")
 	}
-	if kind, ok := optString(t, part, "kind"); !ok || kind != "data" {
-		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "kind"}, `"data" is required`)
+	if b == binding10 {
+		if rpcErr := checkPart10(t, part); rpcErr != nil {
+			return m, rpcErr
+		}
+	} else if kind, ok := optString(t, part, "kind"); !ok || kind != "data" {
+		return m, shapeError(shape, []any{"params", "message", "parts", 0, "kind"}, `"data" is required`)
 	}
 	data, ok := member(t, part, "data")
 	if !ok || !isObject(t, data) {
-		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data"}, "an object is required")
+		return m, shapeError(shape, []any{"params", "message", "parts", 0, "data"}, "an object is required")
 	}
 	for k := data + 1; k < t.Nodes[data].Next; k = t.Nodes[k+1].Next {
 		if name := t.Str(k); string(name) != "action" && string(name) != "input" {
-			return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data", string(name)}, "only action and input are allowed")
+			return m, shapeError(shape, []any{"params", "message", "parts", 0, "data", string(name)}, "only action and input are allowed")
 		}
 	}
 	if m.action, ok = optString(t, data, "action"); !ok || strings.TrimSpace(m.action) == "" {
-		return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data", "action"}, "a declared action id is required")
+		return m, shapeError(shape, []any{"params", "message", "parts", 0, "data", "action"}, "a declared action id is required")
 	}
 	if in, ok := member(t, data, "input"); ok {
 		if !isObject(t, in) {
-			return m, shapeError(a2aShape, []any{"params", "message", "parts", 0, "data", "input"}, "must be an object")
+			return m, shapeError(shape, []any{"params", "message", "parts", 0, "data", "input"}, "must be an object")
 		}
 		m.input = in
 	}
-	if cfg, ok := member(t, params, "configuration"); ok && t.Nodes[cfg].Kind != wire.Null {
-		if !isObject(t, cfg) {
-			return m, shapeError(a2aShape, []any{"params", "configuration"}, "must be an object")
-		}
-		if b, ok := member(t, cfg, "blocking"); ok {
-			switch t.Nodes[b].Kind {
-			case wire.True:
-				m.blocking = true
-			case wire.False, wire.Null:
-			default:
-				return m, shapeError(a2aShape, []any{"params", "configuration", "blocking"}, "must be a boolean")
-			}
-		}
+	if rpcErr := parseConfiguration(t, params, b, &m); rpcErr != nil {
+		return m, rpcErr
 	}
-	meta, err := parseMeta(t, params, a2aShape)
+	meta, err := parseMeta(t, params, shape)
 	m.meta = meta
 	return m, err
+}
+
+// checkPart10 checks the one part of a 1.0 message: a data part, whose
+// content is the member data (the part's oneof content holds exactly one of
+// text, raw, url and data), with no media type or application/json. The
+// data object itself is read as in the 0.3 binding.
+func checkPart10(t *wire.Tape, part int32) *Error {
+	for _, other := range [...]string{"text", "raw", "url"} {
+		if _, ok := member(t, part, other); ok {
+			return shapeError(a2aShape10, []any{"params", "message", "parts", 0, other}, "a data part is required: its content is the member data alone")
+		}
+	}
+	k, dup := binding10.key(t, part, "mediaType", "media_type")
+	if dup {
+		return shapeError(a2aShape10, []any{"params", "message", "parts", 0, "media_type"}, "given both as mediaType and media_type")
+	}
+	mt, ok := optString(t, part, k)
+	if !ok {
+		return shapeError(a2aShape10, []any{"params", "message", "parts", 0, k}, "must be a string")
+	}
+	if mt != "" && !isJSONContentType(mt) {
+		return newError(a2atask.CodeContentTypeNotSupported, "Content type not supported: "+mt+" (a data part is application/json)",
+			map[string]any{"mediaType": mt, "supported": []string{"application/json"}})
+	}
+	return nil
+}
+
+// parseConfiguration reads params.configuration: whether the call waits
+// for a terminal or input-required state. In the 0.3 binding it waits when
+// blocking is true; in the 1.0 binding unless returnImmediately is true.
+func parseConfiguration(t *wire.Tape, params int32, b a2aBinding, m *a2aMessage) *Error {
+	shape := b.shape()
+	field := "blocking"
+	m.blocking = b == binding10
+	cfg, ok := member(t, params, "configuration")
+	if !ok || t.Nodes[cfg].Kind == wire.Null {
+		return nil
+	}
+	if !isObject(t, cfg) {
+		return shapeError(shape, []any{"params", "configuration"}, "must be an object")
+	}
+	if b == binding10 {
+		var dup bool
+		if field, dup = b.key(t, cfg, "returnImmediately", "return_immediately"); dup {
+			return shapeError(shape, []any{"params", "configuration", "return_immediately"}, "given both as returnImmediately and return_immediately")
+		}
+	}
+	if n, ok := member(t, cfg, field); ok {
+		switch t.Nodes[n].Kind {
+		case wire.True:
+			m.blocking = b == binding03
+		case wire.False, wire.Null:
+		default:
+			return shapeError(shape, []any{"params", "configuration", field}, "must be a boolean")
+		}
+	}
+	return nil
 }
 
 // parseTaskParams reads tasks/get, tasks/cancel and tasks/resubscribe
@@ -336,10 +448,32 @@ func (s *Server) hasAction(slug, action string) bool {
 	return a != nil && a.action(action) != nil
 }
 
-// a2aSend serves message/send: the mapped action.invoke call, its result as
-// a Task or a Message, appended to dst.
-func (s *Server) a2aSend(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
-	m, rpcErr := parseMessage(t, params)
+// a2aMethod serves a task method of either binding that answers JSON (the
+// streaming ones are a2aStream's), once the A2A-Version header is one the
+// bindings speak.
+func (s *Server) a2aMethod(r *http.Request, t *wire.Tape, method string, params int32, dst []byte) ([]byte, *Error) {
+	if rpcErr := a2aVersionError(r); rpcErr != nil {
+		return dst, rpcErr
+	}
+	b := binding03
+	switch method {
+	case a2atask.MethodSendMessage, a2atask.MethodGetTask, a2atask.MethodCancelTask:
+		b = binding10
+	}
+	switch method {
+	case a2atask.MethodMessageSend, a2atask.MethodSendMessage:
+		return s.a2aSend(r, t, params, dst, b)
+	case a2atask.MethodTasksGet, a2atask.MethodGetTask:
+		return s.a2aGet(r, t, params, dst, b)
+	}
+	return s.a2aCancel(r, t, params, dst, b)
+}
+
+// a2aSend serves message/send (SendMessage in the 1.0 binding b): the
+// mapped action.invoke call, its result as a Task or a Message, appended to
+// dst.
+func (s *Server) a2aSend(r *http.Request, t *wire.Tape, params int32, dst []byte, b a2aBinding) ([]byte, *Error) {
+	m, rpcErr := parseMessage(t, params, b)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
@@ -355,18 +489,18 @@ func (s *Server) a2aSend(r *http.Request, t *wire.Tape, params int32, dst []byte
 	if !call.read { // a replayed answer, or a result without job_state
 		jobAction := s.isJobAction(req.AgentSlug, req.Action)
 		if !m.blocking {
-			return appendAnswer(dst, &req, raw, jobAction), nil
+			return appendAnswer(dst, &req, raw, jobAction, b), nil
 		}
 		v, isTask := answerView(&req, raw, jobAction)
 		if !isTask || v.state == nil {
-			return appendAnswer(dst, &req, raw, jobAction), nil
+			return appendAnswer(dst, &req, raw, jobAction, b), nil
 		}
 		call.view = v
 	}
 	if m.blocking && !call.view.taskState().Final() {
 		call.view = s.awaitFinal(r, &req, m.meta, call.view)
 	}
-	return appendTask(dst, &call.view, nil), nil
+	return appendTaskResult(dst, &call.view, b), nil
 }
 
 // awaitFinal waits, up to the blocking bound, until the task view shows the
@@ -462,9 +596,9 @@ func (s *Server) a2aTask(ctx context.Context, vc *Workspace, slug, id string) (j
 	return v, nil
 }
 
-// a2aGet serves tasks/get: the job's last validated job_state, refreshed
-// through job.sync when the agent has it.
-func (s *Server) a2aGet(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
+// a2aGet serves tasks/get (GetTask): the job's last validated job_state,
+// refreshed through job.sync when the agent has it.
+func (s *Server) a2aGet(r *http.Request, t *wire.Tape, params int32, dst []byte, b a2aBinding) ([]byte, *Error) {
 	id, meta, rpcErr := parseTaskParams(t, params)
 	if rpcErr != nil {
 		return dst, rpcErr
@@ -482,11 +616,12 @@ func (s *Server) a2aGet(r *http.Request, t *wire.Tape, params int32, dst []byte)
 			v = nv
 		}
 	}
-	return appendTask(dst, &v, nil), nil
+	return appendTask(dst, &v, nil, b), nil
 }
 
-// a2aCancel serves tasks/cancel: the agent's job.stop on the job.
-func (s *Server) a2aCancel(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
+// a2aCancel serves tasks/cancel (CancelTask): the agent's job.stop on the
+// job.
+func (s *Server) a2aCancel(r *http.Request, t *wire.Tape, params int32, dst []byte, b a2aBinding) ([]byte, *Error) {
 	id, meta, rpcErr := parseTaskParams(t, params)
 	if rpcErr != nil {
 		return dst, rpcErr
@@ -519,7 +654,7 @@ func (s *Server) a2aCancel(r *http.Request, t *wire.Tape, params int32, dst []by
 	} else if nv, found, err := s.tasks.loadKey(r.Context(), taskKey(vc.WorkspaceID, slug, id)); err == nil && found {
 		v = nv
 	}
-	return appendTask(dst, &v, nil), nil
+	return appendTask(dst, &v, nil, b), nil
 }
 
 // notCancelable is the -32002 answer of tasks/cancel.

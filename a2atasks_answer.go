@@ -112,19 +112,23 @@ func answerView(req *ActionRequest, raw []byte, jobAction bool) (jobView, bool) 
 // appendAnswer appends the A2A answer to a validated v2 result: a Task when
 // it carries a job_state, a failed Task for an error result of a job action
 // (the error's code and message in the status message's data part), else an
-// agent Message whose data part holds the result.
-func appendAnswer(dst []byte, req *ActionRequest, raw []byte, jobAction bool) []byte {
+// agent Message whose data part holds the result. In the 1.0 binding the
+// answer is wrapped: {"task":…} or {"message":…}.
+func appendAnswer(dst []byte, req *ActionRequest, raw []byte, jobAction bool, b a2aBinding) []byte {
 	t := wire.Get()
 	defer wire.Put(t)
 	if t.Parse(raw) && isObject(t, 0) {
 		if js, ok := member(t, 0, "job_state"); ok && isObject(t, js) {
 			v := readJobState(t, js)
-			return appendTask(dst, &v, nil)
+			return appendTaskResultFailed(dst, &v, nil, b)
 		}
 		if status, _ := optString(t, 0, "status"); jobAction && status == contracts.StatusError {
 			v := jobView{id: req.JobID, mission: req.MissionID, status: "failed"}
-			return appendTask(dst, &v, firstError(t))
+			return appendTaskResultFailed(dst, &v, firstError(t), b)
 		}
+	}
+	if b == binding10 {
+		return appendReply10(dst, req, raw)
 	}
 	dst = append(dst, `{"kind":"message","role":"agent","messageId":`...)
 	dst = encode.AppendString(dst, "a2a-reply-"+req.RequestID, false)
@@ -152,11 +156,30 @@ func firstError(t *wire.Tape) []byte {
 	return append(out, '}')
 }
 
+// appendTaskResult appends the Task of v as the result of message/send and
+// the first event of a stream: the Task itself in the 0.3 binding,
+// {"task":…} in the 1.0 binding.
+func appendTaskResult(dst []byte, v *jobView, b a2aBinding) []byte {
+	return appendTaskResultFailed(dst, v, nil, b)
+}
+
+// appendTaskResultFailed is appendTaskResult with a failure (see appendTask).
+func appendTaskResultFailed(dst []byte, v *jobView, failure []byte, b a2aBinding) []byte {
+	if b == binding10 {
+		dst = append(dst, `{"task":`...)
+		return append(appendTask10(dst, v, failure), '}')
+	}
+	return appendTask(dst, v, failure, b)
+}
+
 // appendTask appends the Task of v: the state, a status message with the
 // status text (or with failure, a data part, for a failed task), the
 // job_state artifact and an empty history. Nothing in it depends on the
 // time: the same view is the same bytes.
-func appendTask(dst []byte, v *jobView, failure []byte) []byte {
+func appendTask(dst []byte, v *jobView, failure []byte, b a2aBinding) []byte {
+	if b == binding10 {
+		return appendTask10(dst, v, failure)
+	}
 	state := v.taskState()
 	dst = append(dst, `{"kind":"task","id":`...)
 	dst = encode.AppendString(dst, v.id, false)
@@ -211,8 +234,18 @@ func (s *Server) a2aBlocking() time.Duration {
 }
 
 // methodNotFound answers a method POST /a2a does not serve: -32003 for the
-// A2A push notification methods, -32601 for any other.
+// A2A push notification methods (0.3 and 1.0 names), -32004 for the 1.0
+// operations the agent does not offer, -32601 for any other.
 func methodNotFound(method string) *Error {
+	switch method {
+	case a2atask.MethodCreateTaskPushNotificationConfig, a2atask.MethodGetTaskPushNotificationConfig,
+		a2atask.MethodListTaskPushNotificationConfigs, a2atask.MethodDeleteTaskPushNotificationConfig:
+		return newError(a2atask.CodePushNotificationNotSupported, "Push Notification is not supported", nil)
+	case a2atask.MethodListTasks:
+		return newError(a2atask.CodeUnsupportedOperation, "Unsupported operation: ListTasks (the agent keeps no list of tasks: read a task with GetTask and its id)", nil)
+	case a2atask.MethodGetExtendedAgentCard:
+		return newError(a2atask.CodeUnsupportedOperation, "Unsupported operation: GetExtendedAgentCard (the Agent Card declares no extended card)", nil)
+	}
 	if strings.HasPrefix(method, a2atask.MethodPushConfigPrefix) {
 		return newError(a2atask.CodePushNotificationNotSupported, "Push Notification is not supported", nil)
 	}

@@ -48,6 +48,28 @@ var a2aGoldenSequences = map[string][]a2aGoldenStep{
 		{name: "v03_stream_awaiting", stream: true},
 		{name: "v03_resubscribe_terminal", stream: true},
 	},
+	"v10": {
+		{name: "v10_send_start", version: "1.0"},
+		{name: "v10_send_start_replayed", version: "1.0"},
+		{name: "v10_get", version: "1.0"},
+		{name: "v10_cancel", version: "1.0"},
+		{name: "v10_cancel_terminal", version: "1.0", code: -32002},
+		{name: "v10_get_unknown", version: "1.0", code: -32001},
+		{name: "v10_send_help", version: "1.0"},
+		{name: "v10_send_note_fail", version: "1.0"},
+		{name: "v10_send_start_rejected", version: "1.0"},
+		{name: "v10_send_text_part", version: "1.0", code: -32602},
+		{name: "v10_send_media_type", version: "1.0", code: -32005},
+		{name: "v10_push_config", version: "1.0", code: -32003},
+		{name: "v10_list_tasks", version: "1.0", code: -32004},
+		{name: "v10_extended_card", version: "1.0", code: -32004},
+		{name: "v10_unknown_method", version: "1.0", code: -32601},
+		{name: "v10_version_not_supported", version: "2.1", code: -32009},
+		{name: "v10_stream_awaiting", version: "1.0", stream: true},
+		{name: "v10_subscribe_terminal", version: "1.0", stream: true, code: -32004},
+		{name: "v10_subscribe_awaiting", version: "1.0", stream: true},
+		{name: "v10_stream_help", stream: true},
+	},
 }
 
 // TestA2AGolden runs the golden sequences. The answers must equal the

@@ -24,9 +24,15 @@ import (
 // before the Task (params, credentials, the action's own checks) is the
 // stream's one event.
 
-// a2aStream serves a streaming method; the request's tape t stays valid
+// a2aStream serves a streaming method: message/stream or tasks/resubscribe,
+// or their 1.0 names SendStreamingMessage and SubscribeToTask (whose events
+// take the 1.0 shapes, a2atasks_v10.go). The request's tape t stays valid
 // until it returns.
 func (s *Server) a2aStream(w http.ResponseWriter, r *http.Request, t *wire.Tape, req *jsonrpc.Request) {
+	b, send := binding03, req.Method == a2atask.MethodMessageStream
+	if req.Method == a2atask.MethodSendStreamingMessage || req.Method == a2atask.MethodSubscribeToTask {
+		b, send = binding10, req.Method == a2atask.MethodSendStreamingMessage
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	r = r.WithContext(ctx)
 	var polling sync.WaitGroup
@@ -39,11 +45,13 @@ func (s *Server) a2aStream(w http.ResponseWriter, r *http.Request, t *wire.Tape,
 		var v jobView
 		var meta a2aMeta
 		var message []byte
-		var rpcErr *Error
-		if req.Method == a2atask.MethodMessageStream {
-			v, meta, key, message, rpcErr = s.streamSend(r, t, req.ParamsNode)
-		} else {
-			v, meta, key, rpcErr = s.streamResume(r, t, req.ParamsNode)
+		rpcErr := a2aVersionError(r)
+		switch {
+		case rpcErr != nil:
+		case send:
+			v, meta, key, message, rpcErr = s.streamSend(r, t, req.ParamsNode, b)
+		default:
+			v, meta, key, rpcErr = s.streamResume(r, t, req.ParamsNode, b)
 		}
 		switch {
 		case rpcErr != nil:
@@ -52,7 +60,7 @@ func (s *Server) a2aStream(w http.ResponseWriter, r *http.Request, t *wire.Tape,
 			return sseFrame(nil, append(append(jsonrpc.AppendResultPrefix(nil, req.ID), message...), '}')), true
 		}
 		last = v
-		frame := sseFrame(nil, append(appendTask(jsonrpc.AppendResultPrefix(nil, req.ID), &v, nil), '}'))
+		frame := sseFrame(nil, append(appendTaskResult(jsonrpc.AppendResultPrefix(nil, req.ID), &v, b), '}'))
 		if final := v.state == nil || v.taskState().Final(); final || key == "" {
 			return frame, true
 		}
@@ -70,7 +78,7 @@ func (s *Server) a2aStream(w http.ResponseWriter, r *http.Request, t *wire.Tape,
 		if !ok {
 			return nil, false
 		}
-		return appendUpdates(req.ID, &last, &v)
+		return appendUpdates(req.ID, &last, &v, b)
 	})
 }
 
@@ -99,8 +107,8 @@ func (s *Server) pollSync(r *http.Request, meta a2aMeta, v jobView) {
 // and returns the task it answers and the key of its view, or the one
 // answer that ends the stream at once: the Message of a result without a
 // task, or the failed Task of an error result.
-func (s *Server) streamSend(r *http.Request, t *wire.Tape, params int32) (_ jobView, _ a2aMeta, key string, message []byte, _ *Error) {
-	m, rpcErr := parseMessage(t, params)
+func (s *Server) streamSend(r *http.Request, t *wire.Tape, params int32, b a2aBinding) (_ jobView, _ a2aMeta, key string, message []byte, _ *Error) {
+	m, rpcErr := parseMessage(t, params, b)
 	if rpcErr != nil {
 		return jobView{}, m.meta, "", nil, rpcErr
 	}
@@ -115,14 +123,15 @@ func (s *Server) streamSend(r *http.Request, t *wire.Tape, params int32) (_ jobV
 		jobAction := s.isJobAction(req.AgentSlug, req.Action)
 		var isTask bool
 		if v, isTask = answerView(&req, raw, jobAction); !isTask || v.state == nil {
-			return v, m.meta, "", appendAnswer(nil, &req, raw, jobAction), nil
+			return v, m.meta, "", appendAnswer(nil, &req, raw, jobAction, b), nil
 		}
 	}
 	return v, m.meta, taskKey(recordWorkspace(&req), req.AgentSlug, v.id), nil, nil
 }
 
 // streamResume reads the task tasks/resubscribe follows, as tasks/get does.
-func (s *Server) streamResume(r *http.Request, t *wire.Tape, params int32) (jobView, a2aMeta, string, *Error) {
+// SubscribeToTask (1.0) refuses a terminal task.
+func (s *Server) streamResume(r *http.Request, t *wire.Tape, params int32, b a2aBinding) (jobView, a2aMeta, string, *Error) {
 	id, meta, rpcErr := parseTaskParams(t, params)
 	if rpcErr != nil {
 		return jobView{}, meta, "", rpcErr
@@ -134,6 +143,9 @@ func (s *Server) streamResume(r *http.Request, t *wire.Tape, params int32) (jobV
 	v, rpcErr := s.a2aTask(r.Context(), vc, slug, id)
 	if rpcErr != nil {
 		return jobView{}, meta, "", rpcErr
+	}
+	if b == binding10 && v.taskState().Terminal() {
+		return jobView{}, meta, "", terminalSubscription(id, v.taskState())
 	}
 	return v, meta, taskKey(vc.WorkspaceID, slug, id), nil
 }
@@ -164,12 +176,15 @@ func sseFrame(dst, data []byte) []byte {
 // appendUpdates makes the frames for the change from last to v: an
 // artifact-update when the job_state changed, then a status-update when the
 // state or status text changed, final at a terminal or input-required state
-// (then the stream ends). last becomes v.
-func appendUpdates(id []byte, last, v *jobView) ([]byte, bool) {
+// (then the stream ends). last becomes v. In the 1.0 binding the events are
+// artifactUpdate and statusUpdate, without final.
+func appendUpdates(id []byte, last, v *jobView, b a2aBinding) ([]byte, bool) {
 	state := v.taskState()
 	final := state.Final()
 	var out []byte
-	if !bytes.Equal(last.state, v.state) {
+	if !bytes.Equal(last.state, v.state) && b == binding10 {
+		out = sseFrame(out, append(appendArtifactUpdate10(jsonrpc.AppendResultPrefix(nil, id), v), '}'))
+	} else if !bytes.Equal(last.state, v.state) {
 		ev := jsonrpc.AppendResultPrefix(nil, id)
 		ev = append(ev, `{"kind":"artifact-update","taskId":`...)
 		ev = encode.AppendString(ev, v.id, false)
@@ -180,7 +195,9 @@ func appendUpdates(id []byte, last, v *jobView) ([]byte, bool) {
 		ev = append(ev, `,"append":false,"lastChunk":true}}`...)
 		out = sseFrame(out, ev)
 	}
-	if state != last.taskState() || v.text != last.text || (final && out != nil) {
+	if changed := state != last.taskState() || v.text != last.text || (final && out != nil); changed && b == binding10 {
+		out = sseFrame(out, append(appendStatusUpdate10(jsonrpc.AppendResultPrefix(nil, id), v, state), '}'))
+	} else if changed {
 		ev := jsonrpc.AppendResultPrefix(nil, id)
 		ev = append(ev, `{"kind":"status-update","taskId":`...)
 		ev = encode.AppendString(ev, v.id, false)

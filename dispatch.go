@@ -70,7 +70,8 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		s.writeRPCError(w, req.ID, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data))
 		return
 	}
-	if req.Method == a2atask.MethodMessageStream || req.Method == a2atask.MethodTasksResubscribe {
+	switch req.Method {
+	case a2atask.MethodMessageStream, a2atask.MethodTasksResubscribe, a2atask.MethodSendStreamingMessage, a2atask.MethodSubscribeToTask:
 		if s.obs != nil {
 			s.noteCode(r.Context(), req.Method, 0) // the call ends with its stream
 		}
@@ -87,14 +88,13 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 		*buf, err = s.invokeAction(r, t, req.ParamsNode, *buf)
 	case MethodSurfaceLoad:
 		*buf, err = s.loadSurface(r, t, req.ParamsNode, *buf)
-	case a2atask.MethodMessageSend: // the A2A task methods (a2atasks.go)
-		*buf, err = s.a2aSend(r, t, req.ParamsNode, *buf)
-	case a2atask.MethodTasksGet:
-		*buf, err = s.a2aGet(r, t, req.ParamsNode, *buf)
-	case a2atask.MethodTasksCancel:
-		*buf, err = s.a2aCancel(r, t, req.ParamsNode, *buf)
+	case a2atask.MethodMessageSend, a2atask.MethodSendMessage, a2atask.MethodTasksGet, a2atask.MethodGetTask,
+		a2atask.MethodTasksCancel, a2atask.MethodCancelTask: // the A2A task methods of both bindings (a2atasks.go)
+		*buf, err = s.a2aMethod(r, t, req.Method, req.ParamsNode, *buf)
 	default:
-		err = methodNotFound(req.Method)
+		if err = a2aVersionError(r); err == nil {
+			err = methodNotFound(req.Method)
+		}
 	}
 	if s.obs != nil {
 		var code Code

@@ -18,13 +18,51 @@ const (
 	MethodPushConfigPrefix = "tasks/pushNotificationConfig/"
 )
 
+// The A2A 1.0 methods served on POST /a2a beside the 0.3 ones: the same
+// calls, each mapped onto the same code path as its 0.3 equivalent (named in
+// the comments); only their params and answers take the A2A 1.0
+// protobuf-JSON shapes (docs/a2a.md, "Two bindings").
+const (
+	MethodSendMessage          = "SendMessage"          // message/send: answers {"task":…} or {"message":…}
+	MethodSendStreamingMessage = "SendStreamingMessage" // message/stream
+	MethodGetTask              = "GetTask"              // tasks/get
+	MethodCancelTask           = "CancelTask"           // tasks/cancel
+	MethodSubscribeToTask      = "SubscribeToTask"      // tasks/resubscribe; a terminal task is [CodeUnsupportedOperation]
+	// The push notification methods, each answered with
+	// [CodePushNotificationNotSupported].
+	MethodCreateTaskPushNotificationConfig = "CreateTaskPushNotificationConfig"
+	MethodGetTaskPushNotificationConfig    = "GetTaskPushNotificationConfig"
+	MethodListTaskPushNotificationConfigs  = "ListTaskPushNotificationConfigs"
+	MethodDeleteTaskPushNotificationConfig = "DeleteTaskPushNotificationConfig"
+	// Operations the agent does not offer, each answered with
+	// [CodeUnsupportedOperation]: the controller keeps no list of tasks (a
+	// task is read by its id), and the card declares no extended card.
+	MethodListTasks            = "ListTasks"
+	MethodGetExtendedAgentCard = "GetExtendedAgentCard"
+)
+
+// The A2A protocol versions of the two bindings, as the A2A-Version header
+// and the Agent Card's supportedInterfaces name them (major.minor).
+const (
+	ProtocolVersion03 = "0.3"
+	ProtocolVersion10 = "1.0"
+	// HeaderVersion is the request header in which an A2A client names the
+	// protocol version it speaks. Absent, or naming 0.3 or 1.0 (any patch
+	// version), the call is served; naming any other version, it is answered
+	// with [CodeVersionNotSupported].
+	HeaderVersion = "A2A-Version"
+)
+
 // The A2A JSON-RPC error codes the task methods answer, besides those of
 // JSON-RPC 2.0 and of supervaizer/action.invoke (-32010, -32030), which keep
 // their codes.
 const (
 	CodeTaskNotFound                 = -32001 // unknown task, or a task of another workspace
 	CodeTaskNotCancelable            = -32002 // terminal task, or an agent without job.stop
-	CodePushNotificationNotSupported = -32003 // tasks/pushNotificationConfig/*
+	CodePushNotificationNotSupported = -32003 // tasks/pushNotificationConfig/* and the 1.0 push config methods
+	CodeUnsupportedOperation         = -32004 // ListTasks, GetExtendedAgentCard, SubscribeToTask on a terminal task
+	CodeContentTypeNotSupported      = -32005 // a 1.0 data part whose mediaType is not application/json
+	CodeVersionNotSupported          = -32009 // an A2A-Version header naming neither 0.3 nor 1.0
 )
 
 // The params.metadata keys a client may set on message/send and
@@ -70,6 +108,29 @@ const (
 	StateCanceled      TaskState = "canceled"
 	StateUnknown       TaskState = "unknown"
 )
+
+// ProtoName is the name of the state in the A2A 1.0 binding (the
+// protobuf-JSON enum value): TASK_STATE_SUBMITTED, TASK_STATE_WORKING,
+// TASK_STATE_INPUT_REQUIRED, TASK_STATE_COMPLETED, TASK_STATE_FAILED,
+// TASK_STATE_CANCELED, and TASK_STATE_UNSPECIFIED for [StateUnknown] or any
+// other value.
+func (s TaskState) ProtoName() string {
+	switch s {
+	case StateSubmitted:
+		return "TASK_STATE_SUBMITTED"
+	case StateWorking:
+		return "TASK_STATE_WORKING"
+	case StateInputRequired:
+		return "TASK_STATE_INPUT_REQUIRED"
+	case StateCompleted:
+		return "TASK_STATE_COMPLETED"
+	case StateFailed:
+		return "TASK_STATE_FAILED"
+	case StateCanceled:
+		return "TASK_STATE_CANCELED"
+	}
+	return "TASK_STATE_UNSPECIFIED"
+}
 
 // Terminal reports whether no further change is expected: completed,
 // failed or canceled.
