@@ -87,7 +87,10 @@ func TestAgentCardsOverHTTP(t *testing.T) {
 	assert.Equal(t, "0.3.0", c.ProtocolVersion, "not the registration's versions.a2a_version")
 	v10, v03, err := cardcheck.DecodeSupervaizerCard(card)
 	require.NoError(t, err)
-	assert.Equal(t, []cardcheck.AgentInterfaceV10{{URL: base + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}}, v10.SupportedInterfaces)
+	assert.Equal(t, []cardcheck.AgentInterfaceV10{
+		{URL: base + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+		{URL: base + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"},
+	}, v10.SupportedInterfaces, "both bindings, 1.0 preferred")
 	assert.Equal(t, "X-API-Key", v03.SecuritySchemes["apiKey"].Name)
 	assert.Equal(t, []map[string][]string{{"apiKey": {}}}, v03.Security)
 	assert.JSONEq(t, string(agent.RegistrationJSON()), string(c.Supervaizer.V2), "supervaizer.v2 is the registration")
@@ -148,8 +151,9 @@ func TestAgentCardsUsePublicURL(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &c))
 	assert.Equal(t, "https://research.example.com/a2a", c.URL)
-	require.Len(t, c.SupportedInterfaces, 1)
+	require.Len(t, c.SupportedInterfaces, 2)
 	assert.Equal(t, "https://research.example.com/a2a", c.SupportedInterfaces[0].URL)
+	assert.Equal(t, "https://research.example.com/a2a", c.SupportedInterfaces[1].URL)
 	assertValidAgentCard(t, w.Body.Bytes())
 }
 

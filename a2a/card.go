@@ -10,16 +10,16 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 // Defaults and fixed values of the Agent Card.
 const (
 	// DefaultA2AVersion is the A2A protocol version a card states, in
-	// protocolVersion and in its JSON-RPC interface, when
-	// [CardInput.A2AVersion] is empty. The JSON-RPC endpoint follows A2A 0.3:
-	// A2A 1.x clients use such an interface through their 0.3 compatibility
-	// transport, which they choose for a version from 0.3 up to 1.0.
+	// protocolVersion and in its 0.3 JSON-RPC interface, when
+	// [CardInput.A2AVersion] is empty. The same endpoint also speaks the A2A
+	// 1.0 JSON-RPC binding, which supportedInterfaces lists first.
 	DefaultA2AVersion = "0.3.0"
 	// DefaultDeveloper is the developer name used when none is given.
 	DefaultDeveloper = "Supervaize"
@@ -101,8 +101,11 @@ type AgentCard struct {
 	ProtocolVersion string `json:"protocolVersion"`
 	// PreferredTransport is the transport available at URL ([TransportJSONRPC]).
 	PreferredTransport string `json:"preferredTransport,omitempty"`
-	// SupportedInterfaces lists the interfaces in the A2A 1.0 form: one, the
-	// JSON-RPC interface at URL with ProtocolVersion.
+	// SupportedInterfaces lists the interfaces in the A2A 1.0 form, the
+	// preferred first: the A2A 1.0 JSON-RPC binding at URL (protocol version
+	// [a2atask.ProtocolVersion10]), then the 0.3 binding at the same URL
+	// with ProtocolVersion. POST /a2a serves both; a client chooses by the
+	// version it speaks.
 	SupportedInterfaces []AgentInterface `json:"supportedInterfaces"`
 	// Capabilities lists the optional A2A capabilities and the extensions.
 	Capabilities AgentCapabilities `json:"capabilities"`
@@ -403,18 +406,16 @@ func NewAgentCard(in CardInput) (*AgentCard, error) {
 	base, agentURL := id.base, id.base+"/agents/"+id.slug
 	controller := base + ControllerPath
 	card := &AgentCard{
-		Name:               in.Name,
-		Description:        in.Description,
-		Version:            in.Version,
-		URL:                controller,
-		ProtocolVersion:    protocol,
-		PreferredTransport: TransportJSONRPC,
-		SupportedInterfaces: []AgentInterface{{
-			URL: controller, ProtocolBinding: TransportJSONRPC, ProtocolVersion: protocol,
-		}},
-		DefaultInputModes:  []string{MediaTypeJSON},
-		DefaultOutputModes: []string{MediaTypeJSON},
-		Skills:             skills,
+		Name:                in.Name,
+		Description:         in.Description,
+		Version:             in.Version,
+		URL:                 controller,
+		ProtocolVersion:     protocol,
+		PreferredTransport:  TransportJSONRPC,
+		SupportedInterfaces: interfaces(controller, protocol),
+		DefaultInputModes:   []string{MediaTypeJSON},
+		DefaultOutputModes:  []string{MediaTypeJSON},
+		Skills:              skills,
 		SecuritySchemes: map[string]APIKeySecurityScheme{SecuritySchemeAPIKey: {
 			Type: "apiKey", In: "header", Name: APIKeyHeader, Description: apiKeyDescription,
 		}},
@@ -465,6 +466,18 @@ func NewAgentCard(in CardInput) (*AgentCard, error) {
 		return nil, err
 	}
 	return card, nil
+}
+
+// interfaces is the card's supportedInterfaces: the A2A 1.0 JSON-RPC
+// binding first (A2A 1.0: the first entry is the preferred one), then the
+// binding of protocol, both at controller; one entry when protocol is "1.0"
+// itself.
+func interfaces(controller, protocol string) []AgentInterface {
+	out := []AgentInterface{{URL: controller, ProtocolBinding: TransportJSONRPC, ProtocolVersion: a2atask.ProtocolVersion10}}
+	if protocol != a2atask.ProtocolVersion10 {
+		out = append(out, AgentInterface{URL: controller, ProtocolBinding: TransportJSONRPC, ProtocolVersion: protocol})
+	}
+	return out
 }
 
 // MarshalJSON encodes the card compactly. Nil lists are encoded as [] (the

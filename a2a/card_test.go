@@ -130,8 +130,10 @@ func TestNewAgentCardDerivedMembers(t *testing.T) {
 	assert.Equal(t, "https://research.example.com/a2a", card.URL)
 	assert.Equal(t, "0.3.0", card.ProtocolVersion)
 	assert.Equal(t, "JSONRPC", card.PreferredTransport)
-	assert.Equal(t, []a2a.AgentInterface{{URL: "https://research.example.com/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}},
-		card.SupportedInterfaces)
+	assert.Equal(t, []a2a.AgentInterface{
+		{URL: "https://research.example.com/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+		{URL: "https://research.example.com/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"},
+	}, card.SupportedInterfaces, "the 1.0 binding first (preferred), then the 0.3 one, at the same endpoint")
 	assert.Equal(t, map[string]a2a.APIKeySecurityScheme{"apiKey": {Type: "apiKey", In: "header", Name: "X-API-Key",
 		Description: card.SecuritySchemes["apiKey"].Description}}, card.SecuritySchemes)
 	assert.Contains(t, card.SecuritySchemes["apiKey"].Description, "X-API-Key")
@@ -171,12 +173,19 @@ func TestNewAgentCardDefaults(t *testing.T) {
 		{"A2A version given", func(in *a2a.CardInput) { in.A2AVersion = "0.3.1" },
 			func(t *testing.T, c *a2a.AgentCard) {
 				assert.Equal(t, "0.3.1", c.ProtocolVersion)
-				assert.Equal(t, "0.3.1", c.SupportedInterfaces[0].ProtocolVersion, "the interface speaks the card's version")
+				assert.Equal(t, "1.0", c.SupportedInterfaces[0].ProtocolVersion, "the 1.0 binding comes first")
+				assert.Equal(t, "0.3.1", c.SupportedInterfaces[1].ProtocolVersion, "the 0.3 interface speaks the card's version")
 			}},
 		{"A2A version not given", func(in *a2a.CardInput) { in.A2AVersion = "" },
 			func(t *testing.T, c *a2a.AgentCard) {
 				assert.Equal(t, a2a.DefaultA2AVersion, c.ProtocolVersion)
-				assert.Equal(t, a2a.DefaultA2AVersion, c.SupportedInterfaces[0].ProtocolVersion)
+				assert.Equal(t, a2a.DefaultA2AVersion, c.SupportedInterfaces[1].ProtocolVersion)
+			}},
+		{"A2A version 1.0 given", func(in *a2a.CardInput) { in.A2AVersion = "1.0" },
+			func(t *testing.T, c *a2a.AgentCard) {
+				assert.Equal(t, "1.0", c.ProtocolVersion)
+				assert.Equal(t, []a2a.AgentInterface{{URL: c.URL, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"}}, c.SupportedInterfaces,
+					"the 1.0 binding, once")
 			}},
 		{"blank scope is job", func(in *a2a.CardInput) { in.Actions = []a2a.ActionInfo{{ID: "x", Mutating: true}} },
 			func(t *testing.T, c *a2a.AgentCard) {
@@ -188,6 +197,7 @@ func TestNewAgentCardDefaults(t *testing.T) {
 			func(t *testing.T, c *a2a.AgentCard) {
 				assert.Equal(t, "https://Example.COM:8443/ctl/a2a", c.URL)
 				assert.Equal(t, c.URL, c.SupportedInterfaces[0].URL)
+				assert.Equal(t, c.URL, c.SupportedInterfaces[1].URL)
 				assert.Equal(t, "https://Example.COM:8443/ctl/agents/research-agent", c.HumanURL)
 				assert.Equal(t, "https://Example.COM:8443/ctl/changelog/research-agent", c.VersionInfo.ChangelogURL)
 				assert.Equal(t, "https://Example.COM:8443/ctl/static/agents/research-agent_logo.png", c.LogoURL)
@@ -373,10 +383,14 @@ func TestAgentCardDecodesAsA2A10AndA2A03(t *testing.T) {
 			v10, v03, err := cardcheck.DecodeSupervaizerCard(b)
 			require.NoError(t, err)
 
-			// A 1.x client picks an interface by protocolBinding and, with its
-			// 0.3 compatibility enabled, the 0.3 transport for a version from
-			// 0.3 up to (not including) 1.0.
-			assert.Equal(t, []cardcheck.AgentInterfaceV10{{URL: card.URL, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}}, v10.SupportedInterfaces)
+			// A 1.x client picks an interface by protocolBinding, the 1.0 one
+			// first; with its 0.3 compatibility enabled, a card listing only
+			// a version from 0.3 up to (not including) 1.0 gets the 0.3
+			// transport.
+			assert.Equal(t, []cardcheck.AgentInterfaceV10{
+				{URL: card.URL, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+				{URL: card.URL, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"},
+			}, v10.SupportedInterfaces)
 			assert.Equal(t, card.Name, v10.Name)
 			assert.Equal(t, card.Version, v10.Version)
 			assert.Len(t, v10.Skills, len(card.Skills))

@@ -26,7 +26,9 @@ func ExampleNewAgentCard() {
 		return
 	}
 	fmt.Println(card.URL, card.ProtocolVersion, card.PreferredTransport)
-	fmt.Printf("%+v\n", card.SupportedInterfaces[0])
+	for _, i := range card.SupportedInterfaces {
+		fmt.Printf("%+v\n", i)
+	}
 	fmt.Println(card.Security, card.SecuritySchemes[a2a.SecuritySchemeAPIKey].Name)
 	for _, s := range card.Skills {
 		fmt.Printf("%s | %s | %v\n", s.ID, s.Name, s.Tags)
@@ -36,6 +38,7 @@ func ExampleNewAgentCard() {
 	fmt.Println(a2a.VersionedCardPath(card.Version, "research-agent"))
 	// Output:
 	// https://research.example.com/a2a 0.3.0 JSONRPC
+	// {URL:https://research.example.com/a2a ProtocolBinding:JSONRPC ProtocolVersion:1.0}
 	// {URL:https://research.example.com/a2a ProtocolBinding:JSONRPC ProtocolVersion:0.3.0}
 	// [map[apiKey:[]]] X-API-Key
 	// job.start | Start research | [supervaizer job]

@@ -49,9 +49,13 @@ func FuzzNewAgentCard(f *testing.F) {
 		require.Len(t, card.Skills, 2)
 		assert.Equal(t, actionID, card.Skills[0].ID)
 		assert.Regexp(t, `^https?://[^/?#\s]+(/[^?#\s]*)?/a2a$`, card.URL)
-		require.Len(t, card.SupportedInterfaces, 1)
-		assert.Equal(t, card.URL, card.SupportedInterfaces[0].URL)
-		assert.Equal(t, card.ProtocolVersion, card.SupportedInterfaces[0].ProtocolVersion)
+		require.NotEmpty(t, card.SupportedInterfaces)
+		assert.Equal(t, "1.0", card.SupportedInterfaces[0].ProtocolVersion, "the 1.0 binding first")
+		last := card.SupportedInterfaces[len(card.SupportedInterfaces)-1]
+		assert.Equal(t, card.ProtocolVersion, last.ProtocolVersion, "then the card's own version, unless it is 1.0")
+		for _, i := range card.SupportedInterfaces {
+			assert.Equal(t, card.URL, i.URL)
+		}
 		assert.Equal(t, card.Supervaizer != nil, len(card.Capabilities.Extensions) == 1)
 	})
 }

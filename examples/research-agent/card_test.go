@@ -114,8 +114,10 @@ func TestAgentCardSecurityIsWhatTheEndpointEnforces(t *testing.T) {
 		assert.JSONEq(t, string(first), string(body), "%s serves the same card", path)
 		v10, v03, err := cardcheck.DecodeSupervaizerCard(body)
 		require.NoError(t, err, path)
-		require.Len(t, v10.SupportedInterfaces, 1, path)
-		assert.Equal(t, cardcheck.AgentInterfaceV10{URL: h.srv.URL + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"}, v10.SupportedInterfaces[0], path)
+		assert.Equal(t, []cardcheck.AgentInterfaceV10{
+			{URL: h.srv.URL + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+			{URL: h.srv.URL + "/a2a", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3.0"},
+		}, v10.SupportedInterfaces, path)
 		assert.Equal(t, v03.URL, v10.SupportedInterfaces[0].URL, path)
 		assert.Equal(t, []map[string][]string{{"apiKey": {}}}, v03.Security, path)
 		assert.Equal(t, cardcheck.SecuritySchemeV03{Type: "apiKey", In: "header", Name: "X-API-Key",
