@@ -1,21 +1,26 @@
-// Resolves the Agent Card of the running research-agent example with the
-// official A2A JavaScript SDK (@a2a-js/sdk, the version pinned in
-// package.json) and builds a client from it, with the SDK's default factory
-// and with its A2A 0.3 compatibility (legacyCompat) enabled; through the
-// latter it calls message/send, tasks/get and message/stream.
+// Runs the official A2A JavaScript SDK (@a2a-js/sdk, the version pinned in
+// package.json) against the running research-agent example: the default
+// resolver reads its Agent Card; the default client factory (no options)
+// builds the SDK's A2A 1.0 JSON-RPC client from it and calls the 1.0 methods
+// (SendMessage, GetTask, SendStreamingMessage, CancelTask, ListTasks); the
+// SDK's A2A 0.3 transport (legacyCompat, given the card's 0.3 interface)
+// calls the 0.3 methods (message/send, tasks/get, message/stream,
+// tasks/cancel). The JavaScript snippet of docs/a2a.md runs too.
 //
 // Run by `make conformance-a2a-js`, which builds the example and passes its
 // path in RESEARCH_AGENT_BIN. The agent runs in local mode on a free loopback
 // port, with its own data folder and a generated API key.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 
 import {
   ClientFactory,
@@ -100,12 +105,40 @@ after(async () => {
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
+// The states and roles of the SDK's 1.0 types (its protobuf enums).
+const TASK_STATE_CANCELED = 5;
+const TASK_STATE_INPUT_REQUIRED = 6;
+const ROLE_USER = 1;
+
+// startMessage is the params of a message calling the example's job.start
+// on topic, in the SDK's own types (both transports write them in their
+// binding's shape).
+const startMessage = (topic, messageId = randomBytes(8).toString('hex')) => ({
+  message: {
+    messageId, role: ROLE_USER,
+    parts: [{ content: { $case: 'data', value: { action: 'job.start', input: { topic_id: topic } } } }],
+  },
+});
+
+// textMessage calls no action: a text part is refused with -32602.
+const textMessage = () => ({
+  message: { messageId: randomBytes(8).toString('hex'), role: ROLE_USER, parts: [{ content: { $case: 'text', value: 'hello' } }] },
+});
+
+// The error the SDK raises for a JSON-RPC error answer, with its code.
+const rpcCode = (code) => (err) => {
+  const envelope = err.envelopeCode ?? err.cause?.envelopeCode;
+  assert.equal(envelope, code, `JSON-RPC error ${code}: ${err} ${JSON.stringify(err.data ?? err.cause?.data ?? {})}`);
+  return true;
+};
+
 describe('the default resolver', () => {
   for (const path of CARD_PATHS) {
-    test(`reads the JSON-RPC interface of ${path}`, async () => {
+    test(`reads both JSON-RPC interfaces of ${path}, 1.0 first`, async () => {
       const card = await new DefaultAgentCardResolver().resolve(base, path);
       assert.equal(card.name, 'Research Agent');
       assert.deepEqual(card.supportedInterfaces, [
+        { url: `${base}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
         { url: `${base}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '0.3.0' },
       ]);
       assert.deepEqual(card.securitySchemes, {
@@ -117,14 +150,85 @@ describe('the default resolver', () => {
 
 describe('the default client factory', () => {
   for (const path of CARD_PATHS) {
-    test(`builds a JSON-RPC client from ${path}`, async () => {
+    test(`builds the A2A 1.0 JSON-RPC client from ${path}`, async () => {
       const client = await new ClientFactory().createFromUrl(base, path);
       assert.equal(client.transport.protocolName, 'JSONRPC');
       assert.equal(client.transport.endpoint, `${base}/a2a`);
-      // Without 0.3 compatibility the SDK speaks its own version.
       assert.equal(client.protocolVersion, '1.0');
+      assert.doesNotMatch(client.transport.constructor.name, /Legacy/);
     });
   }
+});
+
+// The A2A 1.0 methods through the default factory's client. The key goes in
+// the header the card's security scheme names, as a service parameter of
+// each call (the SDK sends service parameters as HTTP headers, with its
+// A2A-Version: 1.0).
+describe('the A2A 1.0 binding through the default client factory', () => {
+  let client;
+  let options;
+  before(async () => {
+    client = await new ClientFactory().createFromUrl(base);
+    options = { serviceParameters: { [client.agentCard.securitySchemes.apiKey.name]: apiKey } };
+  });
+
+  test('without the key the controller refuses the call at the HTTP level', async () => {
+    await assert.rejects(client.sendMessage(startMessage('ev-batteries')), /401/);
+  });
+
+  test('SendMessage starts a job: a task awaiting review, with its job_state; the same messageId replays it', async () => {
+    const params = startMessage('ev-batteries');
+    const task = await client.sendMessage(params, options);
+    assert.ok(task.id, `a task: ${JSON.stringify(task)}`);
+    assert.ok(task.contextId);
+    assert.equal(task.status.state, TASK_STATE_INPUT_REQUIRED, 'SendMessage waits (returnImmediately is false): the draft brief awaits review');
+    assert.equal(task.artifacts.length, 1);
+    assert.equal(task.artifacts[0].artifactId, 'job_state');
+    assert.equal(task.artifacts[0].parts[0].content.$case, 'data');
+    assert.equal(task.artifacts[0].parts[0].content.value.job.id, task.id);
+
+    const again = await client.sendMessage(params, options);
+    assert.deepEqual(again, task, 'the same message is the same task');
+
+    const got = await client.getTask({ id: task.id }, options);
+    assert.equal(got.id, task.id);
+    assert.equal(got.contextId, task.contextId);
+    assert.equal(got.status.state, TASK_STATE_INPUT_REQUIRED);
+    assert.deepEqual(got.artifacts, task.artifacts);
+
+    const canceled = await client.cancelTask({ id: task.id }, options);
+    assert.equal(canceled.id, task.id);
+    assert.equal(canceled.status.state, TASK_STATE_CANCELED);
+    assert.equal((await client.getTask({ id: task.id }, options)).status.state, TASK_STATE_CANCELED);
+    await assert.rejects(client.cancelTask({ id: task.id }, options), rpcCode(-32002), 'a canceled task is not cancelable');
+  });
+
+  test('SendStreamingMessage: the task, then the stream ends at input-required', async () => {
+    const events = [];
+    for await (const event of client.sendMessageStream(startMessage('solid-state'), options)) {
+      events.push(event.payload.$case);
+      if (event.payload.$case === 'task') {
+        assert.equal(event.payload.value.status.state, TASK_STATE_INPUT_REQUIRED);
+      }
+    }
+    assert.deepEqual(events, ['task']);
+  });
+
+  test('GetTask of an unknown task is -32001', async () => {
+    await assert.rejects(client.getTask({ id: 'no-such-task' }, options), rpcCode(-32001));
+  });
+
+  test('a text part calls no action: -32602 naming the one data part', async () => {
+    await assert.rejects(client.sendMessage(textMessage(), options), (err) => {
+      rpcCode(-32602)(err);
+      assert.match(err.message, /exactly one data part \{"data":/);
+      return true;
+    });
+  });
+
+  test('ListTasks is an unsupported operation: -32004', async () => {
+    await assert.rejects(client.listTasks({}, options), rpcCode(-32004));
+  });
 });
 
 // legacyFactory enables the SDK's A2A 0.3 compatibility on the resolver and
@@ -140,62 +244,45 @@ function legacyFactory(fetchImpl) {
   }));
 }
 
-describe('the client factory with legacyCompat', () => {
-  for (const path of CARD_PATHS) {
-    test(`chooses the 0.3 JSON-RPC transport for ${path}`, async () => {
-      const client = await legacyFactory().createFromUrl(base, path);
-      const v10 = (await new ClientFactory().createFromUrl(base, path)).transport;
-      assert.match(client.transport.constructor.name, /LegacyJsonRpcTransport$/);
-      assert.notEqual(client.transport.constructor, v10.constructor, 'not the 1.0 JSON-RPC transport');
-      assert.equal(client.transport.protocolName, 'JSONRPC');
-      assert.equal(client.protocolVersion, '0.3');
-      assert.equal(client.transport.endpoint, `${base}/a2a`);
-    });
-  }
+// legacyClient is the SDK's 0.3 client: legacyCompat, given the card as a
+// client that speaks only 0.3 sees it (its 0.3 interface). Given the whole
+// card the SDK prefers the 1.0 interface even with legacyCompat.
+async function legacyClient(fetchImpl) {
+  const card = await new DefaultAgentCardResolver().resolve(base);
+  const v03 = { ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion !== '1.0') };
+  return legacyFactory(fetchImpl).createFromAgentCard(v03);
+}
 
-  test('reaches the endpoint with the key in the header the card declares', async () => {
-    const card = await new DefaultAgentCardResolver().resolve(base);
-    const header = card.securitySchemes.apiKey.name;
-    const message = {
-      message: { messageId: 'm-1', role: 1, parts: [{ content: { $case: 'text', value: 'hello' } }] },
-    };
+describe('the A2A 0.3 binding through the SDK\'s 0.3 transport', () => {
+  test('legacyCompat with the 0.3 interface chooses the 0.3 JSON-RPC transport', async () => {
+    const client = await legacyClient();
+    const v10 = (await new ClientFactory().createFromUrl(base)).transport;
+    assert.match(client.transport.constructor.name, /LegacyJsonRpcTransport$/);
+    assert.notEqual(client.transport.constructor, v10.constructor, 'not the 1.0 JSON-RPC transport');
+    assert.equal(client.transport.protocolName, 'JSONRPC');
+    assert.equal(client.protocolVersion, '0.3');
+    assert.equal(client.transport.endpoint, `${base}/a2a`);
+    const whole = await legacyFactory().createFromUrl(base);
+    assert.equal(whole.protocolVersion, '1.0', 'the whole card: the 1.0 interface, preferred');
+  });
 
-    // Without the key the controller refuses the call at the HTTP level.
-    const anonymous = await legacyFactory().createFromUrl(base);
-    await assert.rejects(anonymous.sendMessage(message), (err) => {
-      assert.match(String(err), /401/);
-      return true;
-    });
-
-    // With it the call reaches message/send, which answers -32602 naming the
-    // one data part an action call is: a text part calls no action.
-    const keyed = await legacyFactory(withKey(header)).createFromUrl(base);
-    await assert.rejects(keyed.sendMessage(message), (err) => {
+  test('the key in the header the card declares reaches message/send', async () => {
+    const anonymous = await legacyClient();
+    await assert.rejects(anonymous.sendMessage(textMessage()), /401/);
+    const keyed = await legacyClient(withKey('X-API-Key'));
+    await assert.rejects(keyed.sendMessage(textMessage()), (err) => {
       assert.doesNotMatch(String(err), /401/);
       assert.match(String(err), /-32602|exactly one data part/i);
       return true;
     });
   });
-});
 
-// The A2A task methods through the legacyCompat client: message/send starts
-// a research job (a task awaiting the operator's review), tasks/get reads it,
-// message/stream follows another one to its first final state.
-describe('the A2A task methods', () => {
-  const start = (topic) => ({
-    message: {
-      messageId: randomBytes(8).toString('hex'), role: 1,
-      parts: [{ content: { $case: 'data', value: { action: 'job.start', input: { topic_id: topic } } } }],
-    },
-  });
-
-  test('message/send, tasks/get and message/stream', async () => {
-    const card = await new DefaultAgentCardResolver().resolve(base);
-    const client = await legacyFactory(withKey(card.securitySchemes.apiKey.name)).createFromUrl(base);
-    const sent = await client.sendMessage(start('ev-batteries'));
+  test('message/send, tasks/get, message/stream and tasks/cancel', async () => {
+    const client = await legacyClient(withKey('X-API-Key'));
+    const sent = await client.sendMessage(startMessage('ev-batteries'));
     const task = sent.payload?.$case === 'task' ? sent.payload.value : sent;
     assert.ok(task.id, `a task: ${JSON.stringify(sent)}`);
-    assert.equal(task.status.state, 6, 'input-required: the draft brief awaits review');
+    assert.equal(task.status.state, TASK_STATE_INPUT_REQUIRED, 'input-required: the draft brief awaits review');
     assert.equal(task.artifacts.length, 1);
 
     const got = await client.getTask({ id: task.id });
@@ -203,9 +290,34 @@ describe('the A2A task methods', () => {
     assert.equal(got.status.state, task.status.state);
 
     const events = [];
-    for await (const event of client.sendMessageStream(start('solid-state'))) {
+    for await (const event of client.sendMessageStream(startMessage('solid-state'))) {
       events.push(event.payload?.$case ?? event.kind);
     }
     assert.deepEqual(events, ['task'], 'a stream ends at input-required');
+
+    const canceled = await client.cancelTask({ id: task.id });
+    assert.equal(canceled.status.state, TASK_STATE_CANCELED);
+  });
+});
+
+// The ```js blocks of docs/a2a.md run as written against the example, with
+// its address and key: each prints what its comments say.
+describe('the JavaScript snippet of docs/a2a.md', () => {
+  test('runs with the default client factory', async () => {
+    const here = dirname(fileURLToPath(import.meta.url));
+    const doc = await readFile(join(here, '..', '..', 'docs', 'a2a.md'), 'utf8');
+    const blocks = [...doc.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+    assert.equal(blocks.length, 1, 'docs/a2a.md has one JavaScript snippet');
+    assert.match(blocks[0], /new ClientFactory\(\)/, 'the default factory');
+    const code = blocks[0].replaceAll('http://localhost:8080', base).replaceAll('local-dev', apiKey);
+    // In this folder, so that it resolves @a2a-js/sdk as the tests do.
+    const file = join(here, `.docs-snippet-${randomBytes(4).toString('hex')}.mjs`);
+    await writeFile(file, code);
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 60_000 });
+      assert.equal(stdout, `true ${TASK_STATE_INPUT_REQUIRED}\ntask\n${TASK_STATE_CANCELED}\n`);
+    } finally {
+      await rm(file, { force: true });
+    }
   });
 });
