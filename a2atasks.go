@@ -181,14 +181,14 @@ func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error)
 	if !ok || !isObject(t, msg) {
 		return m, shapeError(shape, []any{"params", "message"}, "an object is required")
 	}
-	for _, f := range [...]struct {
+	var ids [3]string // messageId, taskId, contextId
+	for i, f := range [...]struct {
 		camel, snake string
-		dst          *string
 		required     bool
 	}{
-		{"messageId", "message_id", &m.messageID, true},
-		{"taskId", "task_id", &m.taskID, false},
-		{"contextId", "context_id", &m.contextID, false},
+		{"messageId", "message_id", true},
+		{"taskId", "task_id", false},
+		{"contextId", "context_id", false},
 	} {
 		k, dup := b.key(t, msg, f.camel, f.snake)
 		if dup {
@@ -201,8 +201,9 @@ func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error)
 		case !ok:
 			return m, shapeError(shape, []any{"params", "message", k}, "must be a string")
 		}
-		*f.dst = v
+		ids[i] = v
 	}
+	m.messageID, m.taskID, m.contextID = ids[0], ids[1], ids[2]
 	parts, ok := member(t, msg, "parts")
 	if !ok || t.Nodes[parts].Kind != wire.Array || t.Nodes[parts].N != 1 {
 		return m, shapeError(shape, []any{"params", "message", "parts"}, "exactly one part is required")
@@ -236,7 +237,8 @@ func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error)
 		}
 		m.input = in
 	}
-	if rpcErr := parseConfiguration(t, params, b, &m); rpcErr != nil {
+	var rpcErr *Error
+	if m.blocking, rpcErr = parseConfiguration(t, params, b); rpcErr != nil {
 		return m, rpcErr
 	}
 	meta, err := parseMeta(t, params, shape)
@@ -272,33 +274,33 @@ func checkPart10(t *wire.Tape, part int32) *Error {
 // parseConfiguration reads params.configuration: whether the call waits
 // for a terminal or input-required state. In the 0.3 binding it waits when
 // blocking is true; in the 1.0 binding unless returnImmediately is true.
-func parseConfiguration(t *wire.Tape, params int32, b a2aBinding, m *a2aMessage) *Error {
+func parseConfiguration(t *wire.Tape, params int32, b a2aBinding) (blocking bool, _ *Error) {
 	shape := b.shape()
 	field := "blocking"
-	m.blocking = b == binding10
+	blocking = b == binding10
 	cfg, ok := member(t, params, "configuration")
 	if !ok || t.Nodes[cfg].Kind == wire.Null {
-		return nil
+		return blocking, nil
 	}
 	if !isObject(t, cfg) {
-		return shapeError(shape, []any{"params", "configuration"}, "must be an object")
+		return blocking, shapeError(shape, []any{"params", "configuration"}, "must be an object")
 	}
 	if b == binding10 {
 		var dup bool
 		if field, dup = b.key(t, cfg, "returnImmediately", "return_immediately"); dup {
-			return shapeError(shape, []any{"params", "configuration", "return_immediately"}, "given both as returnImmediately and return_immediately")
+			return blocking, shapeError(shape, []any{"params", "configuration", "return_immediately"}, "given both as returnImmediately and return_immediately")
 		}
 	}
 	if n, ok := member(t, cfg, field); ok {
 		switch t.Nodes[n].Kind {
 		case wire.True:
-			m.blocking = b == binding03
+			blocking = b == binding03
 		case wire.False, wire.Null:
 		default:
-			return shapeError(shape, []any{"params", "configuration", field}, "must be a boolean")
+			return blocking, shapeError(shape, []any{"params", "configuration", field}, "must be a boolean")
 		}
 	}
-	return nil
+	return blocking, nil
 }
 
 // parseTaskParams reads tasks/get, tasks/cancel and tasks/resubscribe

@@ -525,6 +525,17 @@ func BenchmarkA2AMessageSend(b *testing.B) {
 	benchA2A(b, srv, body, `"kind":"task"`)
 }
 
+// BenchmarkA2ASendMessage is BenchmarkA2AMessageSend through the A2A 1.0
+// binding (SendMessage, returnImmediately): the same call, the 1.0 params
+// and Task encoding.
+func BenchmarkA2ASendMessage(b *testing.B) {
+	srv := benchTaskServer(b)
+	body := rpcBody(b, "rpc-1", a2atask.MethodSendMessage, message10Params("msg-bench", "job.sync", nil, func(_, m map[string]any) {
+		m["taskId"], m["contextId"] = "job-bench", "mission-job-bench"
+	}))
+	benchA2A(b, srv, body, `{"task":{"id":"job-bench"`)
+}
+
 func BenchmarkA2AActionInvoke(b *testing.B) {
 	srv := benchTaskServer(b)
 	body := rpcBody(b, "rpc-1", supervaizer.MethodActionInvoke, map[string]any{

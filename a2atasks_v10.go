@@ -113,12 +113,16 @@ func terminalSubscription(id string, state a2atask.TaskState) *Error {
 		map[string]any{"id": id})
 }
 
+// versionHeaderKey is the A2A-Version header's key in an http.Header
+// ("A2a-Version": canonicalized once, not per call).
+var versionHeaderKey = http.CanonicalHeaderKey(a2atask.HeaderVersion)
+
 // a2aVersionError answers a call whose A2A-Version header names a protocol
 // version neither binding speaks (A2A 1.0: VersionNotSupportedError). An
 // absent or empty header, and any 0.3.x or 1.0.x, is served; the method
 // name chooses the binding.
 func a2aVersionError(r *http.Request) *Error {
-	vals := r.Header[http.CanonicalHeaderKey(a2atask.HeaderVersion)]
+	vals := r.Header[versionHeaderKey]
 	if len(vals) == 0 {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
 )
 
@@ -22,6 +23,9 @@ var errorTableCodes = map[supervaizer.Code]bool{
 	contracts.CodeParseError: true, contracts.CodeInvalidRequest: true, contracts.CodeMethodNotFound: true,
 	supervaizer.CodeInvalidParams: true, supervaizer.CodeInternalError: true, supervaizer.CodeActionNotRegistered: true,
 	supervaizer.CodeSurfaceNotRegistered: true, supervaizer.CodeUnauthorized: true,
+	// The A2A task methods' own codes (both bindings).
+	a2atask.CodeTaskNotFound: true, a2atask.CodeTaskNotCancelable: true, a2atask.CodePushNotificationNotSupported: true,
+	a2atask.CodeUnsupportedOperation: true, a2atask.CodeContentTypeNotSupported: true, a2atask.CodeVersionNotSupported: true,
 }
 
 // addGoldenSeeds adds every golden request body to the corpus.
