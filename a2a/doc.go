@@ -22,8 +22,8 @@
 // supervaizer.v2), a valid standard A2A AgentCard for protocol versions 0.2.6
 // and 0.3.0, and a card A2A 1.x clients accept. url is <base>/a2a,
 // preferredTransport is JSONRPC, protocolVersion is [DefaultA2AVersion];
-// supportedInterfaces names the same JSON-RPC interface with its protocol
-// version for A2A 1.x clients; securitySchemes and security declare the
+// supportedInterfaces names, for A2A 1.x clients, the A2A 1.0 JSON-RPC
+// binding at url first (the preferred entry), then the 0.3 one; securitySchemes and security declare the
 // controller key sent in the X-API-Key header; each declared action is a
 // skill, and the Supervaizer v2 extension is declared in
 // capabilities.extensions when the agent has a registration. Its compact JSON

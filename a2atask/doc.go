@@ -1,7 +1,10 @@
 // Package a2atask holds the A2A task vocabulary a Supervaizer controller
 // speaks on POST /a2a beside the supervaizer/* methods: the standard A2A 0.3
 // methods message/send, message/stream, tasks/get, tasks/cancel and
-// tasks/resubscribe (spec open-questions item 65).
+// tasks/resubscribe (spec open-questions item 65), and their A2A 1.0 twins
+// SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask,
+// which run the same calls with the A2A 1.0 protobuf-JSON shapes (a part is
+// {"data":{…}}, a state TASK_STATE_*: [TaskState.ProtoName]).
 //
 // An A2A client calls an action with a message carrying exactly one data
 // part, {"kind":"data","data":{"action":"job.start","input":{…}}}.
@@ -13,6 +16,6 @@
 // its state follows the job status ([TaskState]), and its one artifact,
 // named [ArtifactJobState], holds the validated job_state.
 //
-// The types here are the JSON shapes of the answers, for clients and tests
-// that read them; the server writes them itself.
+// The types here are the JSON shapes of the 0.3 answers, for clients and
+// tests that read them; the server writes them itself.
 package a2atask
