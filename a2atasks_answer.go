@@ -225,7 +225,8 @@ func appendArtifact(dst, state []byte) []byte {
 	return append(dst, `}]}`...)
 }
 
-// a2aBlocking is the bound of a blocking message/send (HTTPSettings.A2ABlocking).
+// a2aBlocking is the bound of a blocking message/send or SendMessage
+// (HTTPSettings.A2ABlocking).
 func (s *Server) a2aBlocking() time.Duration {
 	if d := s.cfg.http.A2ABlocking; d > 0 {
 		return d

@@ -66,7 +66,8 @@ type HTTPSettings struct {
 	// Default 4 MiB.
 	EventQueueBytes int
 	// A2ABlocking bounds how long an A2A message/send with
-	// configuration.blocking waits for its task to be terminal or
+	// configuration.blocking (an A2A 1.0 SendMessage unless
+	// configuration.returnImmediately) waits for its task to be terminal or
 	// input-required before answering its current state. Default
 	// a2atask.DefaultBlockingTimeout (60 s).
 	A2ABlocking time.Duration

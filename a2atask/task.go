@@ -80,7 +80,9 @@ const (
 const ArtifactJobState = "job_state"
 
 // DefaultBlockingTimeout bounds how long message/send with
-// configuration.blocking waits for a terminal or input-required state.
+// configuration.blocking, or SendMessage without
+// configuration.returnImmediately, waits for a terminal or input-required
+// state.
 const DefaultBlockingTimeout = 60 * time.Second
 
 // TaskState is the state of a task, derived from its job's status.
