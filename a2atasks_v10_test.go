@@ -17,6 +17,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/contracts"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -213,7 +214,7 @@ func TestA2A10TaskStates(t *testing.T) {
 			assert.Equal(t, a2atask.ArtifactJobState, task.Artifacts[0].ArtifactID)
 			require.Len(t, task.Artifacts[0].Parts, 1)
 			var st supervaizer.JobState
-			require.NoError(t, json.Unmarshal(task.Artifacts[0].Parts[0].Data, &st))
+			require.NoError(t, contracts.Unmarshal(task.Artifacts[0].Parts[0].Data, &st))
 			assert.Equal(t, tt.status, st.Job.Status)
 
 			got := gotTask10(t, call10(t, srv, a2atask.MethodGetTask, map[string]any{"id": task.ID}, ""))
