@@ -27,7 +27,11 @@ const (
 type taskJobs struct {
 	mu       sync.Mutex
 	jobs     map[string]*taskJob
-	requests []supervaizer.ActionRequest // every request a handler received
+	// calls counts the requests the handlers received and lastReq holds the
+	// last one: no list of them, which would grow with a benchmark's b.N
+	// (and its copying and GC with it).
+	calls   int
+	lastReq supervaizer.ActionRequest
 }
 
 type taskJob struct {
@@ -52,13 +56,21 @@ type taskSetInput struct {
 func (j *taskJobs) seen(req *supervaizer.ActionRequest) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.requests = append(j.requests, *req)
+	j.calls++
+	j.lastReq = *req
 }
 
 func (j *taskJobs) last() supervaizer.ActionRequest {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.requests[len(j.requests)-1]
+	return j.lastReq
+}
+
+// count is the number of requests the handlers received.
+func (j *taskJobs) count() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.calls
 }
 
 // state is the job_state of job id (locked by the caller).

@@ -234,7 +234,7 @@ func TestA2ARefusals(t *testing.T) {
 			if tt.stopless {
 				startTask(t, srv, "job-known", "active", "")
 			}
-			seen := len(jobs.requests)
+			seen := jobs.count()
 			resp := callA2A(t, srv, tt.call)
 			require.NotNil(t, resp.Error, "result: %s", resp.Result)
 			assert.Equal(t, tt.code, resp.Error.Code, "error: %+v", resp.Error)
@@ -251,7 +251,7 @@ func TestA2ARefusals(t *testing.T) {
 				}
 			}
 			if tt.noAgent || tt.problem != "" {
-				assert.Len(t, jobs.requests, seen, "no handler runs")
+				assert.Equal(t, seen, jobs.count(), "no handler runs")
 			}
 		})
 	}
@@ -309,7 +309,7 @@ func TestA2ATokenScopes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seen := len(jobs.requests)
+			seen := jobs.count()
 			resp := callA2A(t, srv, tt.call)
 			if tt.code == 0 {
 				got := taskOf(t, resp)
@@ -323,7 +323,7 @@ func TestA2ATokenScopes(t *testing.T) {
 				require.NoError(t, json.Unmarshal(resp.Error.Data, &data))
 				assert.Equal(t, tt.reason, data.Code)
 			}
-			assert.Len(t, jobs.requests, seen, "no handler runs")
+			assert.Equal(t, seen, jobs.count(), "no handler runs")
 		})
 	}
 }
@@ -337,13 +337,13 @@ func TestA2AReplay(t *testing.T) {
 	second := postA2A(t, srv, call)
 	require.Equal(t, http.StatusOK, first.Code)
 	assert.Equal(t, first.Body.String(), second.Body.String())
-	assert.Len(t, jobs.requests, 1, "the job started once")
+	assert.Equal(t, 1, jobs.count(), "the job started once")
 	taskOf(t, decodeRPC(t, first))
 
 	conflict := taskOf(t, callA2A(t, srv, a2aCall{method: a2atask.MethodMessageSend, params: taskMessage("msg-once", "job.start", map[string]any{"topic_id": "other"}, nil)}))
 	assert.Equal(t, a2atask.StateFailed, conflict.Status.State)
 	assert.Contains(t, string(conflict.Status.Message.Parts[0].Data), `"code":"idempotency_conflict"`)
-	assert.Len(t, jobs.requests, 1)
+	assert.Equal(t, 1, jobs.count())
 }
 
 // TestA2AGetAndCancel: tasks/get refreshes through job.sync; tasks/cancel

@@ -230,12 +230,12 @@ func TestA2A10OneCall(t *testing.T) {
 	srv, jobs := newTaskServer(t, supervaizer.WithLocalMode(true))
 	input := map[string]any{"topic_id": "t", "status": "active", "text": "Working"}
 	v03 := taskOf(t, callA2A(t, srv, a2aCall{method: a2atask.MethodMessageSend, params: taskMessage("msg-twin", "job.start", input, nil)}))
-	require.Len(t, jobs.requests, 1)
+	require.Equal(t, 1, jobs.count())
 	first := jobs.last()
 
 	resp := call10(t, srv, a2atask.MethodSendMessage, message10Params("msg-twin", "job.start", input, nil), "")
 	v10 := sentTask10(t, resp)
-	assert.Len(t, jobs.requests, 1, "replayed: the job started once")
+	assert.Equal(t, 1, jobs.count(), "replayed: the job started once")
 	assert.Equal(t, v03.ID, v10.ID)
 	assert.Equal(t, v03.ContextID, v10.ContextID)
 	assert.Equal(t, a2atask.TaskState(v03.Status.State).ProtoName(), v10.Status.State)
@@ -318,19 +318,19 @@ func TestA2A10Parts(t *testing.T) {
 	srv, jobs := newTaskServer(t, supervaizer.WithLocalMode(true))
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seen := len(jobs.requests)
+			seen := jobs.count()
 			params := message10Params(fmt.Sprintf("msg-part-%d", i), "", nil, func(_, m map[string]any) { m["parts"] = tt.parts })
 			resp := call10(t, srv, a2atask.MethodSendMessage, params, "")
 			if tt.code == 0 {
 				r := sent10(t, resp)
 				require.NotNil(t, r.Message, "note.echo answers a message")
 				assert.Contains(t, string(r.Message.Parts[0].Data), `"input":{"n":1}`)
-				assert.Len(t, jobs.requests, seen+1)
+				assert.Equal(t, seen+1, jobs.count())
 				return
 			}
 			require.NotNil(t, resp.Error, "result: %s", resp.Result)
 			assert.Equal(t, tt.code, resp.Error.Code)
-			assert.Len(t, jobs.requests, seen, "no handler runs")
+			assert.Equal(t, seen, jobs.count(), "no handler runs")
 			if tt.code == -32602 {
 				assert.Contains(t, resp.Error.Message, `exactly one data part {"data":`)
 				assertProblemPath(t, resp.Error.Data, tt.loc)
@@ -400,13 +400,13 @@ func TestA2A10Params(t *testing.T) {
 	srv, jobs := newTaskServer(t, supervaizer.WithLocalMode(true))
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seen := len(jobs.requests)
+			seen := jobs.count()
 			params := message10Params(fmt.Sprintf("msg-param-%d", i), "job.start", map[string]any{"topic_id": "t"}, tt.mod)
 			resp := call10(t, srv, a2atask.MethodSendMessage, params, "")
 			if tt.loc == "" {
 				task := sentTask10(t, resp)
 				assert.Equal(t, "TASK_STATE_SUBMITTED", task.Status.State, "returnImmediately: answered at once")
-				require.Len(t, jobs.requests, seen+1)
+				require.Equal(t, seen+1, jobs.count())
 				req := jobs.last()
 				assert.Equal(t, fmt.Sprintf("msg-param-%d", i), req.RequestID)
 				if tt.check != nil {
@@ -417,7 +417,7 @@ func TestA2A10Params(t *testing.T) {
 			require.NotNil(t, resp.Error, "result: %s", resp.Result)
 			assert.Equal(t, -32602, resp.Error.Code)
 			assertProblemPath(t, resp.Error.Data, tt.loc)
-			assert.Len(t, jobs.requests, seen, "no handler runs")
+			assert.Equal(t, seen, jobs.count(), "no handler runs")
 		})
 	}
 }
@@ -653,7 +653,7 @@ func TestA2A10TokenScopes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seen := len(jobs.requests)
+			seen := jobs.count()
 			resp := call10(t, srv, tt.method, tt.params, tt.token)
 			if tt.code == 0 {
 				assert.Equal(t, "TASK_STATE_WORKING", gotTask10(t, resp).Status.State)
@@ -666,7 +666,7 @@ func TestA2A10TokenScopes(t *testing.T) {
 				require.NoError(t, json.Unmarshal(resp.Error.Data, &data))
 				assert.Equal(t, tt.reason, data.Code)
 			}
-			assert.Len(t, jobs.requests, seen, "no handler runs")
+			assert.Equal(t, seen, jobs.count(), "no handler runs")
 		})
 	}
 }
