@@ -25,8 +25,8 @@ const (
 
 // taskJobs is the task agent's job store: status and status text by job id.
 type taskJobs struct {
-	mu       sync.Mutex
-	jobs     map[string]*taskJob
+	mu   sync.Mutex
+	jobs map[string]*taskJob
 	// calls counts the requests the handlers received and lastReq holds the
 	// last one: no list of them, which would grow with a benchmark's b.N
 	// (and its copying and GC with it).
