@@ -45,9 +45,17 @@ type crashTally struct {
 	decisions atomic.Int64 // paused checkpoint records changed to allow or stop
 }
 
-// dyingStore counts the writes made once the governed job is approved and
-// dies at the dieAt-th (1-based; 0 never): that write and every later one
-// fail, reads still answer. keys lists the counted writes.
+// dyingStore counts the delivery's writes made once the governed job is
+// approved and dies at the dieAt-th (1-based; 0 never): that write and every
+// later one fail, reads still answer. keys lists the counted writes.
+//
+// Only the agent's own records and the rule checkpoints' are counted
+// (deliveryWrite): the SDK's other bookkeeping (the instance claim's
+// heartbeat, the A2A task view updated by each job result, the idempotency
+// record of the approval, written when its handler returns while the delivery
+// already runs) lands between them at moments that depend on timing, so
+// counting it made the n-th write of a run differ from the probe's n-th
+// (a flake under load). Those writes still fail once the process is dead.
 type dyingStore struct {
 	store.Store
 	dieAt int
@@ -75,7 +83,7 @@ func (s *dyingStore) write(key string, do func() error) error {
 		s.mu.Unlock()
 		return errProcessKilled
 	}
-	if s.armed {
+	if s.armed && deliveryWrite(key) {
 		s.keys = append(s.keys, key)
 		if len(s.keys) == s.dieAt {
 			s.dead = true
@@ -404,6 +412,13 @@ func TestGovernedDeliveryKillMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deliveryWrite reports whether key is one of the governed delivery's own
+// records: the agent's (jobs, outbox...) or a rule checkpoint's.
+func deliveryWrite(key string) bool {
+	parts, err := store.ParseKey(key)
+	return err == nil && len(parts) > 0 && (parts[0] == keyRoot || parts[0] == "rule-checkpoints")
 }
 
 // crashKeyLabel names a written key by its kind, without scope or ids.
