@@ -34,8 +34,8 @@ func init() {
 	}
 }
 
-// killAtWrite counts the writes made once a job is approved and sends
-// SIGKILL to its own process before the at-th.
+// killAtWrite counts the delivery's writes (deliveryKey) made once a job is
+// approved and sends SIGKILL to its own process before the at-th.
 type killAtWrite struct {
 	store.Store
 	at int
@@ -52,7 +52,7 @@ func (s *killAtWrite) Exclusive() bool { return store.IsExclusive(s.Store) }
 func (s *killAtWrite) before(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.armed {
+	if !s.armed || !deliveryKey(key) {
 		return
 	}
 	s.n++

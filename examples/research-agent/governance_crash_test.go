@@ -50,7 +50,7 @@ type crashTally struct {
 // later one fail, reads still answer. keys lists the counted writes.
 //
 // Only the agent's own records and the rule checkpoints' are counted
-// (deliveryWrite): the SDK's other bookkeeping (the instance claim's
+// (deliveryKey, as the crashpoint build counts them): the SDK's other bookkeeping (the instance claim's
 // heartbeat, the A2A task view updated by each job result, the idempotency
 // record of the approval, written when its handler returns while the delivery
 // already runs) lands between them at moments that depend on timing, so
@@ -83,7 +83,7 @@ func (s *dyingStore) write(key string, do func() error) error {
 		s.mu.Unlock()
 		return errProcessKilled
 	}
-	if s.armed && deliveryWrite(key) {
+	if s.armed && deliveryKey(key) {
 		s.keys = append(s.keys, key)
 		if len(s.keys) == s.dieAt {
 			s.dead = true
@@ -412,13 +412,6 @@ func TestGovernedDeliveryKillMatrix(t *testing.T) {
 			}
 		})
 	}
-}
-
-// deliveryWrite reports whether key is one of the governed delivery's own
-// records: the agent's (jobs, outbox...) or a rule checkpoint's.
-func deliveryWrite(key string) bool {
-	parts, err := store.ParseKey(key)
-	return err == nil && len(parts) > 0 && (parts[0] == keyRoot || parts[0] == "rule-checkpoints")
 }
 
 // crashKeyLabel names a written key by its kind, without scope or ids.

@@ -37,6 +37,17 @@ const (
 // from the SDK's own records.
 const keyRoot = "research-agent"
 
+// deliveryKey reports whether key is one of a governed delivery's own
+// records: the agent's (jobs, outbox...) or a rule checkpoint's. The crash
+// tests count these writes and no others (crashpoint.go and
+// governance_crash_test.go): the SDK's bookkeeping (the A2A task view, the
+// idempotency records, the instance claim's heartbeat) lands between them at
+// moments that depend on timing.
+func deliveryKey(key string) bool {
+	parts, err := store.ParseKey(key)
+	return err == nil && len(parts) > 0 && (parts[0] == keyRoot || parts[0] == "rule-checkpoints")
+}
+
 // errJobNotFound is returned for a job id unknown in the caller's workspace
 // scope. A job of another workspace is "not found" too: never tell them apart.
 var errJobNotFound = errors.New("job not found")
