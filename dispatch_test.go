@@ -52,7 +52,7 @@ func (m tokenMode) header(tb testing.TB, h *harness) string {
 }
 
 // goldenCase is the expectation of testdata/rpc/<name>.request.json, stated
-// here so that a wrong -update cannot go unnoticed.
+// here so that a wrong update of the files cannot go unnoticed.
 type goldenCase struct {
 	token tokenMode
 	code  supervaizer.Code // 0: success
@@ -182,7 +182,7 @@ func TestRPCGoldenFilesMatchTable(t *testing.T) {
 		onDisk[name]++
 	}
 	for name := range rpcGoldenCases {
-		assert.Equal(t, 2, onDisk[name], "%s needs a request and a response file (run go test -run TestRPCGolden -update)", name)
+		assert.Equal(t, 2, onDisk[name], "%s needs a request and a response file (run SUPERVAIZER_UPDATE_GOLDEN=1 go test -run TestRPCGolden)", name)
 	}
 	for name := range onDisk {
 		assert.Contains(t, rpcGoldenCases, name, "testdata/rpc/%s.* has no entry in rpcGoldenCases", name)

@@ -146,7 +146,7 @@ func goldenValues() map[contracts.Model]any {
 
 // TestGolden compares the encoding of one value per model with its golden file
 // (semantically: key order and white space do not matter) and validates it.
-// Run with -update to rewrite the files, then review the diff.
+// Run with SUPERVAIZER_UPDATE_GOLDEN=1 to rewrite the files, then review the diff.
 func TestGolden(t *testing.T) {
 	v := contracts.DefaultValidator()
 	values := goldenValues()

@@ -16,7 +16,7 @@ import (
 const publishedSchema = "schema/supervaizer-v2.schema.json"
 
 // TestPublishedSchema fails while the committed schema differs from Schema().
-// `go generate ./contracts` runs it with -update to rewrite the file.
+// `go generate ./contracts` runs it with SUPERVAIZER_UPDATE_GOLDEN=1 to rewrite the file.
 func TestPublishedSchema(t *testing.T) {
 	golden.Bytes(t, publishedSchema, contracts.Schema())
 }

@@ -1,22 +1,18 @@
-// Package golden is the golden-file helper of the SDK's own tests, and their
-// -update flag: it registers -update on the command line of every test
-// binary that links it. The public test kit (svtest, package testing) never
-// imports it, so that a user's test package may declare its own -update:
-// svtest.Golden has its own implementation and updates under the
-// environment variable SUPERVAIZER_UPDATE_GOLDEN. The packages svtest itself
-// imports (internal/jsonrpc, internal/sse, contracts, …) cannot import svtest
-// from their own tests, so they call this package.
+// Package golden is the golden-file helper of the SDK's own tests. The
+// packages svtest itself imports (internal/jsonrpc, internal/sse, contracts,
+// …) cannot import svtest from their own tests, so they call this package.
+// It registers no command-line flag, as svtest registers none: a test
+// package is free to declare its own -update.
 //
-// Under -update, or with SUPERVAIZER_UPDATE_GOLDEN=1 as svtest.Golden reads
-// it (one command updates every golden file of the module), each helper
-// rewrites its file from what the test got instead of comparing; review the
-// diff after each update.
+// With SUPERVAIZER_UPDATE_GOLDEN=1, as svtest.Golden reads it (one command
+// updates every golden file of the module), each helper rewrites its file
+// from what the test got instead of comparing; review the diff after each
+// update.
 package golden
 
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,24 +22,18 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files (and contracts' published schema) from the code; review the diff")
-
 // updateEnv is the environment variable svtest.Golden reads.
 const updateEnv = "SUPERVAIZER_UPDATE_GOLDEN"
 
-// Update reports whether the test binary runs with -update or with
-// SUPERVAIZER_UPDATE_GOLDEN set to a true value.
+// Update reports whether SUPERVAIZER_UPDATE_GOLDEN is set to a true value.
 func Update() bool {
-	if *update {
-		return true
-	}
 	on, err := strconv.ParseBool(os.Getenv(updateEnv))
 	return err == nil && on
 }
 
 // JSON compares got with the JSON file at path (assert.JSONEq: key order and
 // white space do not matter) and reports a difference with t.Errorf. Under
-// -update ([Update]) it writes got instead, indented, creating the directory.
+// SUPERVAIZER_UPDATE_GOLDEN ([Update]) it writes got instead, indented, creating the directory.
 // It returns whether got matched (or was written).
 func JSON(t testing.TB, path string, got []byte) bool {
 	t.Helper()
@@ -52,8 +42,8 @@ func JSON(t testing.TB, path string, got []byte) bool {
 
 // Bytes compares got with the file at path byte for byte (for wire bytes
 // whose key order, spacing or line ends are part of what is tested) and
-// reports the first line that differs with t.Errorf. Under -update
-// ([Update]) it writes got as it is. It returns whether got matched (or was
+// reports the first line that differs with t.Errorf. With
+// SUPERVAIZER_UPDATE_GOLDEN ([Update]) it writes got as it is. It returns whether got matched (or was
 // written).
 func Bytes(t testing.TB, path string, got []byte) bool {
 	t.Helper()
@@ -75,7 +65,7 @@ func checkJSON(t testing.TB, path string, got []byte, update bool) bool {
 	if !ok {
 		return false
 	}
-	return assert.JSONEq(t, string(want), string(got), "golden file %s differs (run the test with -update to rewrite it)", path)
+	return assert.JSONEq(t, string(want), string(got), "golden file %s differs (run the test with SUPERVAIZER_UPDATE_GOLDEN=1 to rewrite it)", path)
 }
 
 func checkBytes(t testing.TB, path string, got []byte, update bool) bool {
@@ -91,7 +81,7 @@ func checkBytes(t testing.TB, path string, got []byte, update bool) bool {
 		return true
 	}
 	n, wantLine, gotLine := firstDifferentLine(want, got)
-	t.Errorf("golden file %s differs from line %d on (run the test with -update to rewrite it)\nwant: %q\ngot:  %q",
+	t.Errorf("golden file %s differs from line %d on (run the test with SUPERVAIZER_UPDATE_GOLDEN=1 to rewrite it)\nwant: %q\ngot:  %q",
 		path, n, wantLine, gotLine)
 	return false
 }
@@ -100,7 +90,7 @@ func read(t testing.TB, path string) ([]byte, bool) {
 	t.Helper()
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Errorf("golden: %v (run the test with -update to create it)", err)
+		t.Errorf("golden: %v (run the test with SUPERVAIZER_UPDATE_GOLDEN=1 to create it)", err)
 		return nil, false
 	}
 	return want, true
