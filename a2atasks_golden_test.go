@@ -102,18 +102,7 @@ func TestA2AGolden(t *testing.T) {
 // TestA2AGoldenFilesMatchSequences: every file of testdata/a2a belongs to a
 // step, and every step has its two files.
 func TestA2AGoldenFilesMatchSequences(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "a2a", "*"))
-	require.NoError(t, err)
-	onDisk := map[string]int{}
-	for _, p := range paths {
-		base := filepath.Base(p)
-		name, ok := strings.CutSuffix(base, ".request.json")
-		if !ok {
-			name, ok = strings.CutSuffix(base, ".response.json")
-		}
-		require.True(t, ok, "unexpected file %s", p)
-		onDisk[name]++
-	}
+	onDisk := goldenPairs(t, filepath.Join("testdata", "a2a"))
 	steps := map[string]bool{}
 	for _, seq := range a2aGoldenSequences {
 		for _, st := range seq {

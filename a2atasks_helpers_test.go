@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
@@ -267,5 +268,18 @@ func taskClaims(scopes ...string) func(*svtest.Claims) {
 	return func(c *svtest.Claims) {
 		c.AgentSlug = taskAgentSlug
 		c.Scopes = scopes
+	}
+}
+
+// assertRefused checks that resp is the JSON-RPC error code and, when reason
+// is set, that its data names that reason code (the -32030 token codes).
+func assertRefused(t *testing.T, resp rpcResponse, code int, reason string) {
+	t.Helper()
+	require.NotNil(t, resp.Error, "result: %s", resp.Result)
+	assert.Equal(t, code, resp.Error.Code)
+	if reason != "" {
+		var data struct{ Code string }
+		require.NoError(t, json.Unmarshal(resp.Error.Data, &data))
+		assert.Equal(t, reason, data.Code)
 	}
 }

@@ -659,13 +659,7 @@ func TestA2A10TokenScopes(t *testing.T) {
 				assert.Equal(t, "TASK_STATE_WORKING", gotTask10(t, resp).Status.State)
 				return
 			}
-			require.NotNil(t, resp.Error, "result: %s", resp.Result)
-			assert.Equal(t, tt.code, resp.Error.Code)
-			if tt.reason != "" {
-				var data struct{ Code string }
-				require.NoError(t, json.Unmarshal(resp.Error.Data, &data))
-				assert.Equal(t, tt.reason, data.Code)
-			}
+			assertRefused(t, resp, tt.code, tt.reason)
 			assert.Equal(t, seen, jobs.count(), "no handler runs")
 		})
 	}

@@ -169,18 +169,7 @@ func serveGolden(tb testing.TB, h *harness, name string) *httptest.ResponseRecor
 }
 
 func TestRPCGoldenFilesMatchTable(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "rpc", "*.json"))
-	require.NoError(t, err)
-	onDisk := map[string]int{}
-	for _, p := range paths {
-		base := filepath.Base(p)
-		name, ok := strings.CutSuffix(base, ".request.json")
-		if !ok {
-			name, ok = strings.CutSuffix(base, ".response.json")
-		}
-		require.True(t, ok, "unexpected file %s", p)
-		onDisk[name]++
-	}
+	onDisk := goldenPairs(t, filepath.Join("testdata", "rpc"))
 	for name := range rpcGoldenCases {
 		assert.Equal(t, 2, onDisk[name], "%s needs a request and a response file (run SUPERVAIZER_UPDATE_GOLDEN=1 go test -run TestRPCGolden)", name)
 	}
@@ -824,4 +813,23 @@ func TestHandlerErrorKindsHaveGoldens(t *testing.T) {
 			assert.Equal(t, supervaizer.CodeInternalError, tc.code, kind)
 		}
 	}
+}
+
+// goldenPairs counts the files of the golden folder dir by golden name
+// (<name>.request.json, <name>.response.json); any other file fails t.
+func goldenPairs(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*"))
+	require.NoError(t, err)
+	onDisk := map[string]int{}
+	for _, p := range paths {
+		base := filepath.Base(p)
+		name, ok := strings.CutSuffix(base, ".request.json")
+		if !ok {
+			name, ok = strings.CutSuffix(base, ".response.json")
+		}
+		require.True(t, ok, "unexpected file %s", p)
+		onDisk[name]++
+	}
+	return onDisk
 }
