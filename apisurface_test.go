@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/supervaize/supervaizer-go/internal/apisurface"
 )
 
 // maxRootNames is the budget of exported names of the root package: what an
@@ -35,25 +36,6 @@ func parsePackage(t *testing.T, fset *token.FileSet, dir, name string) []*ast.Fi
 		files = append(files, f)
 	}
 	return files
-}
-
-// receiverName is the type name of a method's receiver (T of *T, T[P] or
-// *T[P, Q]); "" when it is not a plain name.
-func receiverName(d *ast.FuncDecl) string {
-	recv := d.Recv.List[0].Type
-	if s, ok := recv.(*ast.StarExpr); ok {
-		recv = s.X
-	}
-	switch x := recv.(type) {
-	case *ast.IndexExpr:
-		recv = x.X
-	case *ast.IndexListExpr:
-		recv = x.X
-	}
-	if id, ok := recv.(*ast.Ident); ok {
-		return id.Name
-	}
-	return ""
 }
 
 // internalAliasMethods returns the exported methods reachable through spec
@@ -88,7 +70,7 @@ func internalAliasMethods(t *testing.T, fset *token.FileSet, imports map[string]
 	var names []string
 	for _, f := range parsePackage(t, fset, dir, pkgName.Name) {
 		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && fd.Name.IsExported() && receiverName(fd) == sel.Sel.Name {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && fd.Name.IsExported() && apisurface.ReceiverName(fd) == sel.Sel.Name {
 				names = append(names, "method "+spec.Name.Name+"."+fd.Name.Name+" (through an alias of "+path+"."+sel.Sel.Name+")")
 			}
 		}
@@ -116,42 +98,9 @@ func fileImports(f *ast.File) map[string]string {
 func rootExportedNames(t *testing.T) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	var names []string
-	for _, f := range parsePackage(t, fset, ".", "supervaizer") {
-		imports := fileImports(f)
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				if d.Recv == nil {
-					names = append(names, "func "+d.Name.Name)
-					continue
-				}
-				if recv := receiverName(d); ast.IsExported(recv) {
-					names = append(names, "method "+recv+"."+d.Name.Name)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							names = append(names, "type "+s.Name.Name)
-							names = append(names, internalAliasMethods(t, fset, imports, s)...)
-						}
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() {
-								names = append(names, d.Tok.String()+" "+n.Name)
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	return names
+	return apisurface.Names(parsePackage(t, fset, ".", "supervaizer"), func(f *ast.File, spec *ast.TypeSpec) []string {
+		return internalAliasMethods(t, fset, fileImports(f), spec)
+	})
 }
 
 // TestRootExportedNamesBudget keeps the root package within its budget, so

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/supervaize/supervaizer-go/internal/apisurface"
 )
 
 // maxContractsNames is the budget of exported names of package contracts,
@@ -43,53 +44,13 @@ func parseNonTest(t *testing.T, dir string, mode parser.Mode) map[string]*ast.Fi
 // exportedNames lists the exported names of the package in dir.
 func exportedNames(t *testing.T, dir, pkgName string) []string {
 	t.Helper()
-	var names []string
+	var files []*ast.File
 	for _, f := range parseNonTest(t, dir, 0) {
-		if f.Name.Name != pkgName {
-			continue
-		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				if d.Recv == nil {
-					names = append(names, "func "+d.Name.Name)
-					continue
-				}
-				recv := d.Recv.List[0].Type
-				if s, ok := recv.(*ast.StarExpr); ok {
-					recv = s.X
-				}
-				switch x := recv.(type) {
-				case *ast.IndexExpr:
-					recv = x.X
-				case *ast.IndexListExpr:
-					recv = x.X
-				}
-				if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
-					names = append(names, "method "+id.Name+"."+d.Name.Name)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							names = append(names, "type "+s.Name.Name)
-						}
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							if n.IsExported() {
-								names = append(names, d.Tok.String()+" "+n.Name)
-							}
-						}
-					}
-				}
-			}
+		if f.Name.Name == pkgName {
+			files = append(files, f)
 		}
 	}
-	return names
+	return apisurface.Names(files, nil)
 }
 
 // TestContractsExportedNamesBudget keeps package contracts within its
