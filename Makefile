@@ -8,7 +8,7 @@ FUZZPKGS ?= ./...
 A2A_SCHEMAS ?= ../shared/schemas/a2a
 # Packages whose card tests (every test with Card in its name) also validate
 # against the published schemas in a build with the conformance tag.
-CONFORMANCE_A2A_PKGS = . ./a2a ./internal/cardcheck
+CONFORMANCE_A2A_PKGS = . ./a2a ./internal/tools/cardcheck
 # The example is a module of its own (it imports store/postgres): its card tests
 # run from its directory.
 EXAMPLE := examples/research-agent
@@ -49,7 +49,7 @@ test: lint ## Vet, staticcheck, gofmt, unit and end-to-end tests of every module
 	@echo "make test: cards checked against the A2A 0.2.6 and 0.3.0 structure; the published A2A schemas and SDK clients are checked by make conformance"
 	@for m in $(MODULES); do \
 	  echo "== go test -race ./... in $$m"; \
-	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/testreport -summary $(SKIPPED) || exit 1; \
+	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/tools/testreport -summary $(SKIPPED) || exit 1; \
 	done
 	@for m in $(MODULES); do \
 	  echo "== go test -run '^TestLimit' ./... in $$m (timing and memory limits: limits_test.go files, built only without -race)"; \
@@ -116,11 +116,11 @@ conformance-slug: ## Slugs against the real python-slugify 4.0.0 (Debian python3
 	  $(SLUG_PYTHON) internal/slug/pyref/slugref.py sweep "$$dir/sweep.json" && \
 	  SUPERVAIZER_SLUG_REFERENCE="$$dir" $(GO) test -tags conformance -count=1 -run Conformance -v ./internal/slug
 
-apicheck: ## Fail on an incompatible change of the exported API since api/supervaizer-go.apidiff that CHANGELOG.md's Unreleased section does not record under Breaking (internal/apicheck)
-	$(GO) run ./internal/apicheck
+apicheck: ## Fail on an incompatible change of the exported API since api/supervaizer-go.apidiff that CHANGELOG.md's Unreleased section does not record under Breaking (internal/tools/apicheck)
+	$(GO) run ./internal/tools/apicheck
 
 apibaseline: ## Record the exported API as the baseline of make apicheck (at release time, after CHANGELOG.md gets its release section)
-	@mkdir -p api && $(GO) run ./internal/apicheck -record
+	@mkdir -p api && $(GO) run ./internal/tools/apicheck -record
 
 bench: ## Benchmarks with allocations, every module
 	@for m in $(MODULES); do (cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || exit 1; done
@@ -143,9 +143,9 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 	  $(GO) test -count=1 -run 'TestBrowser(JobStartFlow|InvalidInput|Dashboard|ContactImport)' ./...
 
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
-	$(GO) run ./internal/loadcheck
+	$(GO) run ./internal/tools/loadcheck
 
 loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min)
-	$(GO) run ./internal/loadcheck -backends
+	$(GO) run ./internal/tools/loadcheck -backends
 
 .PHONY: help test lint apicheck apibaseline fuzz bench cover run loadcheck loadcheck-backends conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/apisurface"
+	"github.com/supervaize/supervaizer-go/internal/tools/apisurface"
 )
 
 // maxRootNames is the budget of exported names of the root package: what an

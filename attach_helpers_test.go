@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/proctest"
-	"github.com/supervaize/supervaizer-go/internal/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
+	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 

@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/golden"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 	"github.com/supervaize/supervaizer-go/internal/redact"
-	"github.com/supervaize/supervaizer-go/internal/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/internal/cardcheck"
+	"github.com/supervaize/supervaizer-go/internal/tools/cardcheck"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 

@@ -23,7 +23,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/ssetest"
+	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
 	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )

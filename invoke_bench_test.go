@@ -9,7 +9,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
+	"github.com/supervaize/supervaizer-go/internal/tools/loadcheck/fixture"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/supervaize/supervaizer-go/internal/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 	"github.com/supervaize/supervaizer-go/observe"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"

@@ -13,8 +13,8 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/contractstest"
-	"github.com/supervaize/supervaizer-go/internal/golden"
+	"github.com/supervaize/supervaizer-go/internal/tools/contractstest"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 )
 
 // researchAgentSpec is the design document's research-agent.

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/internal/proctest"
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 )
 
 // serveAgent is a one-agent local-mode controller: job.start answers at once,

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/internal/ssetest"
+	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
 )
 
 // TestSSEEffectEvents checks the protocol through the server: connected

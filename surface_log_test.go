@@ -11,7 +11,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
-	"github.com/supervaize/supervaizer-go/internal/proctest"
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/a2a"
-	"github.com/supervaize/supervaizer-go/internal/cardcheck"
-	"github.com/supervaize/supervaizer-go/internal/golden"
+	"github.com/supervaize/supervaizer-go/internal/tools/cardcheck"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 )
 
 func TestAgentCardGolden(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/a2a"
-	"github.com/supervaize/supervaizer-go/internal/cardcheck"
+	"github.com/supervaize/supervaizer-go/internal/tools/cardcheck"
 )
 
 // cardValidators returns every validator of cardcheck: the A2A 0.2.6 and

@@ -11,8 +11,8 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/contractstest"
-	"github.com/supervaize/supervaizer-go/internal/golden"
+	"github.com/supervaize/supervaizer-go/internal/tools/contractstest"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 )
 
 func marshal(t testing.TB, v any) []byte {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/apisurface"
+	"github.com/supervaize/supervaizer-go/internal/tools/apisurface"
 )
 
 // maxContractsNames is the budget of exported names of package contracts,

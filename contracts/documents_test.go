@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/contractstest"
+	"github.com/supervaize/supervaizer-go/internal/tools/contractstest"
 )
 
 // docProblem is the part of a problem a document test asserts.

@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
-	loadfixture "github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
+	loadfixture "github.com/supervaize/supervaizer-go/internal/tools/loadcheck/fixture"
 	svotel "github.com/supervaize/supervaizer-go/otel"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 	"github.com/supervaize/supervaizer-go/internal/wsctx"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 )
 
 const billingPath = "/w/ws-1/api/v1/billing/consumption/"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 )
 
 func TestAccountHeadersAndBase(t *testing.T) {

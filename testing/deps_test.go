@@ -31,7 +31,7 @@ func goList(t *testing.T, args ...string) []string {
 // internal/ (the internal packages in its graph are there because the public
 // packages it imports use them), so nothing lends it SDK state: agents are
 // linked by Studio's registration handshake and wire errors are decoded with
-// encoding/json. Nor does its graph hold internal/golden, the SDK's own
+// encoding/json. Nor does its graph hold internal/tools/golden, the SDK's own
 // test helper.
 func TestBuildsOnThePublicAPI(t *testing.T) {
 	t.Parallel()
@@ -42,6 +42,6 @@ func TestBuildsOnThePublicAPI(t *testing.T) {
 		assert.False(t, strings.HasPrefix(imp, sdkInternal), "svtest imports %s", imp)
 	}
 	deps := goList(t, "-deps", "-f", "{{.ImportPath}}")
-	assert.NotContains(t, deps, sdkInternal+"golden", "internal/golden is the SDK's own test helper")
+	assert.NotContains(t, deps, sdkInternal+"tools/golden", "internal/tools/golden is the SDK's own test helper")
 	assert.NotContains(t, deps, sdkInternal+"sdkhook")
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/a2a"
-	"github.com/supervaize/supervaizer-go/internal/cardcheck"
+	"github.com/supervaize/supervaizer-go/internal/tools/cardcheck"
 )
 
 // fetch GETs url and returns the JSON body.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/ssetest"
+	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 

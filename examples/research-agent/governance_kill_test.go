@@ -20,7 +20,7 @@ import (
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/proctest"
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 	"github.com/supervaize/supervaizer-go/store"
 )
 

@@ -25,7 +25,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/proctest"
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/contractstest"
+	"github.com/supervaize/supervaizer-go/internal/tools/contractstest"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 

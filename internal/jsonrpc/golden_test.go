@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/golden"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 )
 
 // respond decodes body and encodes the response a controller would send,

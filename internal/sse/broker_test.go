@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/golden"
-	"github.com/supervaize/supervaizer-go/internal/proctest"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 )
 
 func TestNewBrokerDefaults(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/ssetest"
+	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
 )
 
 // sseEvent is one event as a client sees it.

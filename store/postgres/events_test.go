@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/proctest"
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 	"github.com/supervaize/supervaizer-go/internal/sse"
-	"github.com/supervaize/supervaizer-go/internal/ssetest"
+	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
 )
 
 type logged struct {

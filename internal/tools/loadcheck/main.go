@@ -28,12 +28,12 @@
 //
 // Usage:
 //
-//	go run ./internal/loadcheck [-concurrency 32] [-duration 3s] [-rounds 3] [-cases job.sync,fixture]
+//	go run ./internal/tools/loadcheck [-concurrency 32] [-duration 3s] [-rounds 3] [-cases job.sync,fixture]
 //
 // With -backends it measures the research agent on each store instead (see
 // backends.go; make loadcheck-backends):
 //
-//	go run ./internal/loadcheck -backends [-database-url postgres://…] [-concurrency 32] [-duration 3s] [-rounds 3]
+//	go run ./internal/tools/loadcheck -backends [-database-url postgres://…] [-concurrency 32] [-duration 3s] [-rounds 3]
 package main
 
 import (
@@ -51,7 +51,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
+	"github.com/supervaize/supervaizer-go/internal/tools/loadcheck/fixture"
 )
 
 // Targets on the reference 2-core machine: throughput ratios, and the p99 of

@@ -15,7 +15,7 @@
 // change to Server's fields and methods, `./contracts` every change in
 // package contracts.
 //
-//	go run ./internal/apicheck [-record] [-apidiff version] [-baseline api/supervaizer-go.apidiff] [-changelog CHANGELOG.md]
+//	go run ./internal/tools/apicheck [-record] [-apidiff version] [-baseline api/supervaizer-go.apidiff] [-changelog CHANGELOG.md]
 //
 // With -record it writes the baseline instead (make apibaseline, at release
 // time, once CHANGELOG.md has its release section).

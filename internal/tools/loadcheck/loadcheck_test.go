@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/supervaize/supervaizer-go/internal/loadcheck/fixture"
+	"github.com/supervaize/supervaizer-go/internal/tools/loadcheck/fixture"
 )
 
 func TestPercentile(t *testing.T) {

@@ -92,7 +92,7 @@ func TestDocsCompile(t *testing.T) {
 
 // vetBlocks type-checks and vets every block, each a complete Go file, as a
 // package of its own inside the module: go vet needs a real directory, so each
-// block is written to a fresh folder under internal/doccheck (ignored by git)
+// block is written to a fresh folder under internal/tools/doccheck (ignored by git)
 // that is removed when the test ends.
 func vetBlocks(t *testing.T, root string, blocks []block) {
 	t.Helper()
@@ -101,12 +101,12 @@ func vetBlocks(t *testing.T, root string, blocks []block) {
 		t.Run(name, func(t *testing.T) {
 			require.True(t, isGoFile(b.code),
 				"%s: a Go block must be a complete file starting with a package clause (use ```text for fragments)", name)
-			dir, err := os.MkdirTemp(filepath.Join(root, "internal", "doccheck"), "blocks-")
+			dir, err := os.MkdirTemp(filepath.Join(root, "internal", "tools", "doccheck"), "blocks-")
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = os.RemoveAll(dir) })
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(b.code), 0o600))
 			// go vet type-checks a package of any name, then runs the analyzers.
-			cmd := exec.Command("go", "vet", "./internal/doccheck/"+filepath.Base(dir))
+			cmd := exec.Command("go", "vet", "./internal/tools/doccheck/"+filepath.Base(dir))
 			cmd.Dir = root
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s does not pass go vet:\n%s", name, out)

@@ -48,7 +48,7 @@ func CorpusDir(tb testing.TB) string {
 	tb.Helper()
 	_, file, _, ok := runtime.Caller(0)
 	require.True(tb, ok, "no caller information")
-	return filepath.Join(filepath.Dir(file), "..", "..", "contracts", "testdata", "corpus")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "contracts", "testdata", "corpus")
 }
 
 // LoadCorpus reads every document of the contracts corpus.

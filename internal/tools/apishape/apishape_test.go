@@ -12,6 +12,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ import (
 )
 
 // repoRoot is the repository's root, from this package's folder.
-const repoRoot = "../.."
+const repoRoot = "../../.."
 
 // goFiles returns every .go file of the repository (every module), testdata
 // and hidden folders excluded.
@@ -217,4 +218,43 @@ func TestRootFilesStayThin(t *testing.T) {
 		assert.LessOrEqual(t, lines, maxRootFileLines, "%s has %d lines: move a subsystem to its own file or package", name, lines)
 	}
 	assert.Positive(t, checked)
+}
+
+// TestInternalHoldsWhatTheLibraryRuns: internal/ holds the library's own
+// internals and, under internal/tools, the development tools (load check,
+// apicheck, test helpers), apart (issue 34). Every internal package outside
+// internal/tools is built into the module's public packages; no package
+// under internal/tools is.
+func TestInternalHoldsWhatTheLibraryRuns(t *testing.T) {
+	const tools = "github.com/supervaize/supervaizer-go/internal/tools/"
+	list := func(args ...string) []string {
+		cmd := exec.Command("go", append([]string{"list"}, args...)...)
+		cmd.Dir = repoRoot
+		out, err := cmd.Output()
+		require.NoError(t, err, "go list %s", strings.Join(args, " "))
+		return strings.Fields(string(out))
+	}
+	var library, internals []string
+	for _, p := range list("./...") {
+		if strings.Contains(p+"/", "/internal/") {
+			internals = append(internals, p)
+		} else {
+			library = append(library, p)
+		}
+	}
+	require.NotEmpty(t, library)
+	deps := map[string]bool{}
+	for _, p := range list(append([]string{"-deps"}, library...)...) {
+		deps[p] = true
+	}
+	var tooled int
+	for _, p := range internals {
+		if strings.HasPrefix(p, tools) {
+			tooled++
+			assert.False(t, deps[p], "%s is a development tool, yet the library imports it", p)
+			continue
+		}
+		assert.True(t, deps[p], "%s is in internal/ but no library package imports it: a tool goes under internal/tools", p)
+	}
+	assert.Positive(t, tooled, "no package under internal/tools")
 }

@@ -97,7 +97,7 @@ func TestUpdateUnwritable(t *testing.T) {
 // does, and the package registers no -update flag (a test package that
 // imports it may declare its own). Not parallel: it sets the environment.
 func TestUpdate(t *testing.T) {
-	assert.Nil(t, flag.Lookup("update"), "internal/golden registers -update")
+	assert.Nil(t, flag.Lookup("update"), "internal/tools/golden registers -update")
 	tests := []struct {
 		env  string
 		want bool
