@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 	"github.com/supervaize/supervaizer-go/internal/redact"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 	"github.com/supervaize/supervaizer-go/studio"
 )
