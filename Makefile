@@ -39,26 +39,26 @@ A2A_GO_DIR = conformance/a2a-go
 .DEFAULT_GOAL := help
 
 help: ## List targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "%-16s %s\n",$$1,$$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{n[NR]=$$1; d[NR]=$$2; if (length($$1)>w) w=length($$1)}END{for(i=1;i<=NR;i++) printf "%-*s  %s\n",w,n[i],d[i]}'
 
-# SKIPPED collects the tests that did not run in each module, listed last by make test.
-SKIPPED = $(or $(TMPDIR),/tmp)/supervaizer-make-test-skipped-$(shell id -u).txt
-
+# make test collects the tests that did not run in each module in a file of
+# its own run (mktemp, removed on exit), listed last: two runs at once never
+# share or delete each other's list.
 test: lint ## Vet, staticcheck, gofmt, unit and end-to-end tests of every module with the race detector, every benchmark run once; lists the tests that did not run
-	@rm -f $(SKIPPED)
 	@echo "make test: cards checked against the A2A 0.2.6 and 0.3.0 structure; the published A2A schemas and SDK clients are checked by make conformance"
-	@for m in $(MODULES); do \
+	@skipped=$$(mktemp "$${TMPDIR:-/tmp}/supervaizer-make-test-skipped.XXXXXX") && trap 'rm -f "$$skipped"' EXIT && \
+	for m in $(MODULES); do \
 	  echo "== go test -race ./... in $$m"; \
-	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/tools/testreport -summary $(SKIPPED) || exit 1; \
-	done
-	@for m in $(MODULES); do \
+	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/tools/testreport -summary "$$skipped" || exit 1; \
+	done && \
+	for m in $(MODULES); do \
 	  echo "== go test -run '^TestLimit' ./... in $$m (timing and memory limits: limits_test.go files, built only without -race)"; \
 	  (cd $$m && $(GO) test -count=1 -run '^TestLimit' ./...) | { grep -v -e 'no test files' -e 'no tests to run' || true; } || exit 1; \
-	done
-	@for m in $(MODULES); do \
+	done && \
+	for m in $(MODULES); do \
 	  out=$$(cd $$m && $(GO) test -run '^$$' -bench . -benchtime 1x ./... 2>&1) || { printf '%s\n' "$$out"; exit 1; }; \
-	done
-	@if [ -s $(SKIPPED) ]; then printf '\nmake test: every test passed; these did not run (skipped):\n'; cat $(SKIPPED); else echo "make test: every test passed and every test ran"; fi; rm -f $(SKIPPED)
+	done && \
+	if [ -s "$$skipped" ]; then printf '\nmake test: every test passed; these did not run (skipped):\n'; cat "$$skipped"; else echo "make test: every test passed and every test ran"; fi
 
 lint: ## go vet and staticcheck (every module, and the conformance builds), gofmt, and go.mod/go.sum tidy (every module)
 	@for m in $(MODULES); do \

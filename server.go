@@ -29,8 +29,9 @@ import (
 )
 
 // Version is the SDK version sent to Studio as controller_version in
-// server.register.
-const Version = "0.1.0"
+// server.register: the last release of CHANGELOG.md (a test keeps the two
+// equal, so a release updates both).
+const Version = "0.2.0"
 
 // JSON-RPC methods served on POST /a2a.
 const (

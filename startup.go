@@ -200,7 +200,11 @@ func (s *Server) logStartup(ctx context.Context) {
 		notSet("no public URL: Agent Cards take their URLs from the Host header of each discovery request", "set SUPERVAIZER_PUBLIC_URL")
 	}
 	if s.Mode() == ModeStandalone {
-		notSet("not attached to Studio: the controller does not register and sends no events", "set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID")
+		// Standalone is deliberate: no SUPERVAIZE_* variable is set (a
+		// partial account fails NewServer) and tokens are verified without a
+		// handshake. It is said, not warned about.
+		s.logger.LogAttrs(ctx, slog.LevelInfo, "standalone: not attached to Studio, the controller does not register and sends no events",
+			slog.String("to_attach", "set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID"))
 	}
 	s.warnMissingHandlers()
 	s.warnMisnamedActions(ctx)
@@ -224,18 +228,15 @@ var protocolActions = []protocolAction{{
 		return p.Setup != nil && p.Setup.PreviewAction == contracts.DefaultPreviewAction
 	},
 	fix: "set RegistrationSpec.JobPolicy to &contracts.JobPolicy{Setup: &contracts.JobSetupPolicy{}} (job_policy.setup), or rename the action",
-}, {
-	id: contracts.DefaultSubmitAction,
-	role: func(p contracts.JobPolicy) bool {
-		return p.Setup != nil && p.Setup.SubmitAction == contracts.DefaultSubmitAction
-	},
-	fix: "set RegistrationSpec.JobPolicy to &contracts.JobPolicy{Setup: &contracts.JobSetupPolicy{}} (job_policy.setup), or rename the action",
 }}
 
-// warnMisnamedActions logs, at startup, each declared action named as a
-// protocol-defined one (job.sync, job.preview, job.submit) that the job
-// policy does not make what its name says: Studio then treats it as a plain
-// action (job.sync without job_policy.sync is never called to sync a job).
+// warnMisnamedActions logs, at startup, each declared action whose name
+// promises a role only the job policy gives (job.sync, job.start.preview)
+// when the policy does not give it: Studio then treats it as a plain action
+// (job.sync without job_policy.sync is never called to sync a job).
+// step.awaiting.submit is not one: an awaiting step names the action that
+// submits it (Awaiting.Action), so it is what its name says with or without
+// job_policy.setup.
 func (s *Server) warnMisnamedActions(ctx context.Context) {
 	for _, a := range s.agents {
 		if a.reg == nil {

@@ -63,8 +63,9 @@ func TestStartupExplainsItself(t *testing.T) {
 		mode: supervaizer.ModeStandalone,
 		want: []string{`mode=standalone`, `api_key_fingerprint=` + studio.KeyFingerprint(envKey), `source=SUPERVAIZER_API_KEY`,
 			`not configured: no public URL`, `fix="set SUPERVAIZER_PUBLIC_URL"`,
-			`not configured: not attached to Studio`, `fix="set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID"`},
-		wantNot: []string{envKey, "attached to Studio\"", "not verified", "local preview"},
+			// Standalone is what this configuration says: info, not a warning.
+			`level=INFO msg="standalone: not attached to Studio`, `to_attach="set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID"`},
+		wantNot: []string{envKey, "attached to Studio\"", "not verified", "local preview", "level=WARN msg=\"not configured: not attached"},
 	}, {
 		name: "a generated key is never printed and the fix is named",
 		env:  map[string]string{"SUPERVAIZER_STUDIO_AGENT_ID": studioAgentID},
@@ -290,7 +291,14 @@ func TestStartupWarnsMisnamedProtocolActions(t *testing.T) {
 	}, {
 		name:    "the setup actions without job_policy.setup",
 		handled: []string{"job.start.preview", "step.awaiting.submit", "job.start"},
-		warned:  []string{"job.start.preview", "step.awaiting.submit"},
+		warned:  []string{"job.start.preview"},
+	}, {
+		// The docs' review step (concepts.md, getting-started.md's smaller
+		// agent): an awaiting step names step.awaiting.submit, which is
+		// what its name says without any job policy.
+		name:    "step.awaiting.submit for a review step, no job policy",
+		reg:     supervaizer.RegistrationSpec{Actions: supervaizer.Actions("job.start", "step.awaiting.submit")},
+		handled: []string{"job.start", "step.awaiting.submit"},
 	}, {
 		name:    "the setup actions with job_policy.setup",
 		reg:     supervaizer.RegistrationSpec{JobPolicy: &contracts.JobPolicy{Setup: &contracts.JobSetupPolicy{}}},
