@@ -17,21 +17,39 @@ import (
 // differ from a declared key only in letter case), except the Studio-injected
 // keys passed as tolerated. A field is required unless it is a pointer or tagged
 // omitempty/omitzero; `sv` tags add rules (see the package documentation).
+//
+// The fields of an embedded struct without a json name are promoted, as
+// encoding/json decodes them.
 type InputValidator struct {
 	schema *jsonschema.Schema
 	doc    []byte
+	under  string // the key problems are located under: "input", or none
 }
 
 // NewInputValidator derives and compiles the schema of t, which must be a struct
 // type. Tolerated keys are accepted at the top level with any value.
 func NewInputValidator(t reflect.Type, tolerated ...string) (*InputValidator, error) {
+	return newInputValidator(t, false, tolerated)
+}
+
+// NewAnswerValidator derives and compiles the schema of t, a struct type a
+// model's answer is decoded into, by the rules of [NewInputValidator] (no key
+// tolerated), except that an optional field also accepts null, read as unset:
+// a model under constrained decoding sends every field, null for the ones it
+// leaves out. Its problems are located at the answer's own keys (loc
+// ["status"], path "/status").
+func NewAnswerValidator(t reflect.Type) (*InputValidator, error) {
+	return newInputValidator(t, true, nil)
+}
+
+func newInputValidator(t reflect.Type, answer bool, tolerated []string) (*InputValidator, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("contracts: input type %s must be a struct", t)
 	}
-	doc, err := inputSchema(t, tolerated)
+	doc, err := inputSchema(t, answer, tolerated)
 	if err != nil {
 		return nil, err
 	}
@@ -48,17 +66,21 @@ func NewInputValidator(t reflect.Type, tolerated ...string) (*InputValidator, er
 	if err != nil {
 		return nil, fmt.Errorf("contracts: compile the input schema of %s: %w", t, err)
 	}
-	return &InputValidator{schema: s, doc: doc}, nil
+	v := &InputValidator{schema: s, doc: doc, under: "input"}
+	if answer {
+		v.under = ""
+	}
+	return v, nil
 }
 
-func inputSchema(t reflect.Type, tolerated []string) (doc []byte, err error) {
+func inputSchema(t reflect.Type, answer bool, tolerated []string) (doc []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("contracts: input type %s: %v", t, r)
 		}
 	}()
 	g := newSchemaGen()
-	g.input = true
+	g.input, g.nullOptional = true, answer
 	root := g.ref(t)
 	name := root["$ref"].(string)[len("#/$defs/"):]
 	props := g.defs[name]["properties"].(map[string]any)
@@ -82,31 +104,40 @@ func inputSchema(t reflect.Type, tolerated []string) (doc []byte, err error) {
 func (v *InputValidator) Schema() []byte { return slices.Clone(v.doc) }
 
 // Validate validates raw input. The problems are located under "input"
-// (loc ["input", "topic_id"], path "/input/topic_id").
+// (loc ["input", "topic_id"], path "/input/topic_id"); an answer's
+// ([NewAnswerValidator]) at its own keys.
 func (v *InputValidator) Validate(raw []byte) []Problem {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return []Problem{{Loc: []any{"input"}, Msg: "not valid JSON", Type: "json", Path: "/input"}}
+		return v.locate([]Problem{{Msg: "not valid JSON", Type: "json"}})
 	}
 	if loc, dup := duplicateKey(raw); dup {
-		p := newProblem(loc, "duplicate_key", "the key appears twice in the same object")
-		return []Problem{{Loc: append([]any{"input"}, p.Loc...), Msg: p.Msg, Type: p.Type, Path: "/input" + p.Path}}
+		return v.locate([]Problem{newProblem(loc, "duplicate_key", "the key appears twice in the same object")})
 	}
 	err = referenceValidate(v.schema, inst)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, errNumberRange) {
-		return []Problem{{Loc: []any{"input"}, Msg: numberRangeProblem.Msg, Type: numberRangeProblem.Type, Path: "/input"}}
+		return v.locate([]Problem{{Msg: numberRangeProblem.Msg, Type: numberRangeProblem.Type}})
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []Problem{{Loc: []any{"input"}, Msg: "cannot be validated", Type: "schema", Path: "/input"}}
+		return v.locate([]Problem{{Msg: "cannot be validated", Type: "schema"}})
 	}
-	ps := problemsOf(ve)
+	return v.locate(problemsOf(ve))
+}
+
+// locate places problems located in the validated document under v.under.
+func (v *InputValidator) locate(ps []Problem) []Problem {
 	for i := range ps {
-		ps[i].Loc = append([]any{"input"}, ps[i].Loc...)
-		ps[i].Path = "/input" + ps[i].Path
+		if v.under != "" {
+			ps[i].Loc = append([]any{v.under}, ps[i].Loc...)
+			ps[i].Path = "/" + v.under + ps[i].Path
+		}
+		if ps[i].Loc == nil {
+			ps[i].Loc = []any{}
+		}
 	}
 	return ps
 }

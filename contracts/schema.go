@@ -66,6 +66,86 @@ type schemaGen struct {
 	// pointer or tagged omitempty/omitzero, and definitions are named by
 	// package path so types of different packages never collide.
 	input bool
+	// nullOptional (input mode, a model's answer) lets every optional field
+	// also be null.
+	nullOptional bool
+}
+
+// jsonField is a field of a struct as its JSON key.
+type jsonField struct {
+	f          reflect.StructField
+	name, opts string
+}
+
+// fields lists the keys of struct t. Outside input mode, every exported field
+// with a json name. In input mode, the keys encoding/json decodes: a field
+// without a json name is keyed by its Go name, the fields of an embedded
+// struct without a json name are promoted, and of several fields with the
+// same key the shallowest wins, then the one with a json name; when that
+// leaves several, none (as encoding/json).
+func (g *schemaGen) fields(t reflect.Type) []jsonField {
+	type cand struct {
+		jsonField
+		depth  int
+		tagged bool
+	}
+	var cands []cand
+	type level struct {
+		t     reflect.Type
+		depth int
+	}
+	seen := map[reflect.Type]bool{}
+	for queue := []level{{t, 0}}; len(queue) > 0; queue = queue[1:] {
+		cur := queue[0]
+		if seen[cur.t] {
+			continue
+		}
+		seen[cur.t] = true
+		for i := range cur.t.NumField() {
+			f := cur.t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if f.Anonymous && g.input {
+				et := f.Type
+				if et.Kind() == reflect.Pointer {
+					et = et.Elem()
+				}
+				if name == "" && et.Kind() == reflect.Struct {
+					queue = append(queue, level{et, cur.depth + 1})
+					continue
+				}
+			}
+			if !f.IsExported() || (name == "" && !g.input) {
+				continue
+			}
+			tagged := name != ""
+			if !tagged {
+				name = f.Name
+			}
+			cands = append(cands, cand{jsonField{f, name, opts}, cur.depth, tagged})
+		}
+	}
+	out := make([]jsonField, 0, len(cands))
+	for i, c := range cands {
+		dominant, ties := true, 0
+		for j, o := range cands {
+			if j == i || o.name != c.name {
+				continue
+			}
+			switch {
+			case o.depth < c.depth, o.depth == c.depth && o.tagged && !c.tagged:
+				dominant = false
+			case o.depth == c.depth && o.tagged == c.tagged:
+				ties++
+			}
+		}
+		if dominant && ties == 0 {
+			out = append(out, c.jsonField)
+		}
+	}
+	return out
 }
 
 func newSchemaGen() *schemaGen { return &schemaGen{defs: map[string]map[string]any{}} }
@@ -92,21 +172,16 @@ func (g *schemaGen) define(t reflect.Type) map[string]any {
 	}
 	props := map[string]any{}
 	var required []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || (name == "" && !g.input) {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
+	for _, jf := range g.fields(t) {
+		f, name, opts := jf.f, jf.name, jf.opts
 		rules := parseRules(f.Tag.Get("sv"))
 		if g.input && f.Type.Kind() != reflect.Pointer && !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
 			rules.required = true
+		}
+		if g.nullOptional && !rules.required {
+			// An answer's optional field also accepts null, read as unset:
+			// constrained decoding sends every field, null for the ones left out.
+			rules.null, rules.nonull = f.Type.Kind() != reflect.Pointer, false
 		}
 		props[name] = g.schemaOf(f.Type, rules)
 		if rules.required {

@@ -228,51 +228,72 @@ var diffInputSeeds = []string{
 		`"labels":{"a":"b"},"free":{"x":[1,2]},"optional":true,"rule_snapshot":{"any":"thing"}}`,
 }
 
-func TestInputValidatorAgreesWithReference(t *testing.T) {
+// diffValidators are the input and the answer validators of diffInput:
+// both compile.
+func diffValidators(t testing.TB) map[string]*Input {
 	iv, err := NewInput(reflect.TypeFor[diffInput](), "rule_snapshot")
 	require.NoError(t, err)
-	require.NotNil(t, iv.fast, "the derived input schema must compile")
-	ref := iv.Reference()
-	decided, total := 0, 0
-	for _, seed := range diffInputSeeds {
-		require.Empty(t, iv.Validate([]byte(seed)))
-		for _, mut := range contractstest.Mutations(t, []byte(seed), 2000) {
-			total++
-			want := ref.Validate(mut)
-			tp := wire.Get()
-			if tp.Parse(mut) && tp.Plain() {
-				if got, sure := iv.fast.check(tp); sure {
-					decided++
-					assert.Equal(t, len(want) == 0, got, "compiled verdict differs on %s", mut)
+	av, err := NewAnswer(reflect.TypeFor[diffInput]())
+	require.NoError(t, err)
+	return map[string]*Input{"input": iv, "answer": av}
+}
+
+// diffAnswerSeeds are valid answers of diffInput: optional fields null.
+var diffAnswerSeeds = []string{
+	`{"topic_id":"t-1","depth":3,"optional":null,"title":null,"tags":null,"nested":null,"items":[{"id":"a","score":null}],"labels":null,"free":null}`,
+}
+
+func TestInputValidatorAgreesWithReference(t *testing.T) {
+	for name, iv := range diffValidators(t) {
+		t.Run(name, func(t *testing.T) {
+			require.NotNil(t, iv.fast, "the derived schema must compile")
+			ref := iv.Reference()
+			decided, total := 0, 0
+			seeds := diffInputSeeds
+			if name == "answer" {
+				seeds = append(seeds[:1:1], diffAnswerSeeds...) // the other seed has a tolerated key
+			}
+			for _, seed := range seeds {
+				require.Empty(t, iv.Validate([]byte(seed)))
+				for _, mut := range contractstest.Mutations(t, []byte(seed), 2000) {
+					total++
+					want := ref.Validate(mut)
+					tp := wire.Get()
+					if tp.Parse(mut) && tp.Plain() {
+						if got, sure := iv.fast.check(tp); sure {
+							decided++
+							assert.Equal(t, len(want) == 0, got, "compiled verdict differs on %s", mut)
+						}
+					}
+					wire.Put(tp)
+					assert.Equal(t, want, iv.Validate(mut), "problems differ on %s", mut)
 				}
 			}
-			wire.Put(tp)
-			assert.Equal(t, want, iv.Validate(mut), "problems differ on %s", mut)
-		}
+			t.Logf("%d mutated documents, %d decided by the compiled validator", total, decided)
+			assert.Greater(t, decided, total*9/10)
+		})
 	}
-	t.Logf("%d mutated inputs, %d decided by the compiled validator", total, decided)
-	assert.Greater(t, decided, total*9/10)
 }
 
 // FuzzInputValidator compares the compiled and the reference verdicts on the
-// input schema of diffInput.
+// input and the answer schemas of diffInput.
 func FuzzInputValidator(f *testing.F) {
-	for _, s := range diffInputSeeds {
+	for _, s := range append(diffInputSeeds, diffAnswerSeeds...) {
 		f.Add([]byte(s))
 	}
-	iv, err := NewInput(reflect.TypeFor[diffInput](), "rule_snapshot")
-	require.NoError(f, err)
-	ref := iv.Reference()
+	ivs := diffValidators(f)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		want := ref.Validate(raw)
-		tp := wire.Get()
-		defer wire.Put(tp)
-		if tp.Parse(raw) && tp.Plain() {
-			if got, sure := iv.fast.check(tp); sure && got != (len(want) == 0) {
-				t.Fatalf("compiled verdict %t, reference problems %v on %q", got, want, raw)
+		for _, iv := range ivs {
+			want := iv.Reference().Validate(raw)
+			tp := wire.Get()
+			if tp.Parse(raw) && tp.Plain() {
+				if got, sure := iv.fast.check(tp); sure && got != (len(want) == 0) {
+					t.Fatalf("compiled verdict %t, reference problems %v on %q", got, want, raw)
+				}
 			}
+			wire.Put(tp)
+			assert.Equal(t, want, iv.Validate(raw))
 		}
-		assert.Equal(t, want, iv.Validate(raw))
 	})
 }
 

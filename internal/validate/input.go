@@ -16,7 +16,16 @@ type Input struct {
 
 // NewInput is [contracts.NewInputValidator] with the compiled schema.
 func NewInput(t reflect.Type, tolerated ...string) (*Input, error) {
-	ref, err := contracts.NewInputValidator(t, tolerated...)
+	return compileInput(contracts.NewInputValidator(t, tolerated...))
+}
+
+// NewAnswer is [contracts.NewAnswerValidator] with the compiled schema: the
+// check of a model's answer (package answer).
+func NewAnswer(t reflect.Type) (*Input, error) {
+	return compileInput(contracts.NewAnswerValidator(t))
+}
+
+func compileInput(ref *contracts.InputValidator, err error) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
