@@ -60,7 +60,7 @@ func TestSignedTokensVerify(t *testing.T) {
 		want wsauth.Code
 	}{
 		{"valid", func(*Claims) {}, ""},
-		{"expired", func(c *Claims) { c.IssuedAt, c.ExpiresAt = now.Add(-time.Hour), now.Add(-10 * time.Minute) }, wsauth.CodeExpired},
+		{"expired", func(c *Claims) { c.IssuedAt, c.ExpiresAt = now.Add(-time.Hour), now.Add(-10*time.Minute) }, wsauth.CodeExpired},
 		{"wrong audience", func(c *Claims) { c.Audience = AudiencePrefix + "other" }, wsauth.CodeWrongAudience},
 		{"wrong issuer", func(c *Claims) { c.Issuer = "https://other.test" }, wsauth.CodeWrongIssuer},
 		{"missing scope", func(c *Claims) { c.Scopes = []string{"supervaizer/action.invoke"} }, wsauth.CodeMissingScope},
