@@ -596,6 +596,9 @@ type checkpointRuntime struct {
 	// started is closed once the server started (nil: started); stopped
 	// when it shuts down. See Config.
 	started, stopped <-chan struct{}
+	// prev is the runtime of the server that served the agent before this
+	// one was attached: the agent goes back to it once this server stops.
+	prev *checkpointRuntime
 
 	// Sharing the store with other instances (claim.go): this process's
 	// instance and boot, the lease of its claims, and how often a paused step
@@ -680,7 +683,11 @@ type Config struct {
 // Attach connects the runtime to the server's store and lifetime described
 // by cfg, keeping the decision hooks registered before. The root package's
 // NewServer calls it for every agent that declares rule checkpoints; a
-// second call replaces the first (a step already running keeps its state).
+// second call replaces the first (a step already running keeps its state)
+// while its server runs: once cfg.Stopped is closed, the agent goes back to
+// the runtime of the latest server still running (a test's twin server, or
+// the controller of a registration handshake, built and shut down while
+// another server serves the agent, takes nothing from it).
 func (a *Runtime) Attach(cfg Config) {
 	rt := newCheckpointRuntime(a.slug, cfg.Store, cfg.Logger)
 	rt.started, rt.stopped = cfg.Started, cfg.Stopped
@@ -700,7 +707,44 @@ func (a *Runtime) Attach(cfg Config) {
 	if a.checkpoints != nil { // hooks registered before the server
 		rt.hooks = a.checkpoints.hooks
 	}
+	rt.prev = a.current()
 	a.checkpoints = rt
+}
+
+// current returns the runtime of the latest server still serving the agent:
+// the last one attached, else, once its server stopped, the latest attached
+// before it whose server runs; the last one attached when none runs, nil when
+// none was attached. It forgets the stopped servers' runtimes behind the last
+// one. The caller holds a.mu.
+func (a *Runtime) current() *checkpointRuntime {
+	last := a.checkpoints
+	if last == nil || last.store == nil {
+		return nil
+	}
+	for p := last; p.prev != nil; {
+		if closed(p.prev.stopped) {
+			p.prev = p.prev.prev
+			continue
+		}
+		p = p.prev
+	}
+	if last.prev != nil && closed(last.stopped) {
+		return last.prev
+	}
+	return last
+}
+
+// closed reports whether ch is closed (a nil channel never is).
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // ruleCheckpointCapability returns capabilities.rule_checkpoints, or nil.
@@ -708,21 +752,22 @@ func (a *Runtime) ruleCheckpointCapability() *contracts.RuleCheckpoints { return
 
 // checkpointRuntime returns the agent's runtime, set when a Server serves it.
 func (a *Runtime) checkpointRuntime() (*checkpointRuntime, error) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.checkpoints == nil || a.checkpoints.store == nil {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rt := a.current()
+	if rt == nil {
 		return nil, invalidState("agent %q is not served: NewServer attaches the rule-checkpoint store", a.slug)
 	}
-	return a.checkpoints, nil
+	return rt, nil
 }
 
 // checkpointLogger is the server's logger once the agent is served, else the
 // account's.
 func (a *Runtime) checkpointLogger(account *studio.Client) *slog.Logger {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.checkpoints != nil && a.checkpoints.logger != nil {
-		return a.checkpoints.logger
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if rt := a.current(); rt != nil && rt.logger != nil {
+		return rt.logger
 	}
 	return account.Logger()
 }

@@ -201,3 +201,50 @@ func FuzzRestoreSavedGate(f *testing.F) {
 		assert.True(t, redact.HeaderSafe(tok))
 	})
 }
+
+// TestAttachGoesBackOnceTheServerStops: a server attached after another one
+// (a test's twin, the controller of a registration handshake) takes the agent
+// only while it runs; once it stops, the agent is back on the latest server
+// still running, and the stopped runtimes are forgotten.
+func TestAttachGoesBackOnceTheServerStops(t *testing.T) {
+	agent := NewRuntime("research-agent", &contracts.RuleCheckpoints{Phases: []string{contracts.PhaseBefore}})
+	_, err := agent.checkpointRuntime()
+	require.Error(t, err, "not served yet")
+	discard := slog.New(slog.DiscardHandler)
+	type server struct {
+		st   *store.Memory
+		stop chan struct{}
+	}
+	attach := func() server {
+		s := server{st: store.NewMemory(), stop: make(chan struct{})}
+		agent.Attach(Config{Store: s.st, Logger: discard, Stopped: s.stop})
+		return s
+	}
+	storeOf := func() store.Store {
+		rt, err := agent.checkpointRuntime()
+		require.NoError(t, err)
+		return rt.store
+	}
+	chain := func() int {
+		n := 0
+		for rt := agent.checkpoints; rt != nil; rt = rt.prev {
+			n++
+		}
+		return n
+	}
+	a := attach()
+	assert.Same(t, a.st, storeOf())
+	b := attach()
+	assert.Same(t, b.st, storeOf(), "the last server attached serves the agent while it runs")
+	close(b.stop)
+	assert.Same(t, a.st, storeOf(), "back on the server still running")
+	c := attach()
+	d := attach()
+	close(c.stop)
+	assert.Same(t, d.st, storeOf())
+	assert.Equal(t, 2, chain(), "the stopped runtimes are forgotten: d, then a")
+	close(d.stop)
+	assert.Same(t, a.st, storeOf())
+	close(a.stop)
+	assert.Same(t, d.st, storeOf(), "every server stopped: the last one attached")
+}

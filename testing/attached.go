@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,7 +131,7 @@ func NewAttachedTestServerWithAPI(t testing.TB, api *FakeStudioAPI, agents []*su
 	}
 	hs.Config.Handler = srv
 	ts := &TestServer{Server: srv, Studio: api.Studio(), API: api, APIKey: DefaultAPIKey, t: t,
-		agentSlug: agents[0].Slug(), store: mem, http: hs}
+		agentSlug: agents[0].Slug(), store: mem, http: hs, agents: slices.Clone(agents), opts: slices.Clone(opts)}
 	t.Cleanup(ts.close)
 	if err := srv.Start(t.Context()); err != nil {
 		t.Fatalf("svtest: Server.Start (registration with the fake Studio API): %v", err)

@@ -314,8 +314,8 @@ func ExampleWithEffectProbe() {
 		fmt.Println(svtest.AssertConfirmIdempotent(t, ts, req, svtest.WithEffectProbe(leads.Load)), leads.Load())
 	})
 	// Output:
-	// FAIL: svtest.AssertConfirmIdempotent: rule "the retry creates nothing" (effect probe) failed: the effect probe went from 1 to 2 during the identical retry
-	// false 2
+	// FAIL: svtest.AssertConfirmIdempotent: rule "the retry creates nothing" (effect probe) failed: the effect probe went from 1 (after call 1) to 3 during the identical calls 2 and 3
+	// false 3
 }
 
 func ExampleFakeStudio_Mint() {

@@ -24,6 +24,7 @@ func (t *exampleT) Errorf(format string, args ...any) {
 	fmt.Printf("FAIL: "+format+"\n", args...)
 }
 func (t *exampleT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+func (t *exampleT) Logf(string, ...any)               {}
 
 // runExample runs f like a test body, then its cleanups.
 func runExample(f func(t testing.TB)) {

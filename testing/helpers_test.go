@@ -196,6 +196,7 @@ type recordingTB struct {
 	testing.TB
 	mu     sync.Mutex
 	errors []string
+	logged []string
 	failed bool
 }
 
@@ -227,6 +228,18 @@ func (r *recordingTB) Failed() bool {
 // Fatalf records the failure without stopping the goroutine: use it only
 // with code that returns after Fatalf.
 func (r *recordingTB) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
+
+func (r *recordingTB) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logged = append(r.logged, fmt.Sprintf(format, args...))
+}
+
+func (r *recordingTB) logs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.logged...)
+}
 
 func (r *recordingTB) messages() []string {
 	r.mu.Lock()

@@ -21,6 +21,7 @@ const (
 	ruleStrict   = `"strictly idempotent response" (recommended)`
 	ruleConflict = `"idempotency conflict" (recommended)`
 	ruleProbe    = `"the retry creates nothing" (effect probe)`
+	ruleReplay   = `"replay answers the recorded bytes"`
 )
 
 // IdempotencyOption turns on an opt-in check of [AssertConfirmIdempotent]
@@ -35,8 +36,9 @@ type idempotencyChecks struct {
 }
 
 // WithEffectProbe plugs a probe of the agent's own side effects, for example a
-// counter of created records: the check fails unless the identical retry leaves
-// the probe unchanged (the retry must create nothing). This
+// counter of created records: the check fails unless the identical calls 2
+// (the handler run again on a twin server) and 3 (the retry through the
+// pipeline) leave the probe unchanged (a retry must create nothing). This
 // catches a handler that creates records again but answers the same result.
 func WithEffectProbe(probe func() int64) IdempotencyOption {
 	return func(c *idempotencyChecks) { c.probe = probe }
@@ -54,7 +56,7 @@ func RequireStrictlyIdempotent() IdempotencyOption {
 	return func(c *idempotencyChecks) { c.strict = true }
 }
 
-// ExpectConflict makes a third call with the same request but the input
+// ExpectConflict makes a fourth call, through the pipeline, with the same request but the input
 // changedInput (encoded with encoding/json; a json.RawMessage is used as is),
 // and checks that it returns status "error" with errors[0].code
 // "idempotency_conflict": a result, not a JSON-RPC error.
@@ -72,13 +74,34 @@ func RecommendedChecks(changedInput any) IdempotencyOption {
 }
 
 // AssertConfirmIdempotent is the conformance helper of the protocol that every
-// agent runs on its job.start handler. It sends req twice through ts's real
-// pipeline (each call with a freshly minted token) and asserts the two required
-// rules: the two results are equal (their JSON as the dispatcher sent it,
-// compared as JSON values), and every effect of the second result is present
-// in the first (counted, so a repeated effect is new). opts add the recommended
-// checks. Each failed rule is reported with t.Errorf, naming the rule and
-// showing the results; it returns whether every check passed.
+// agent runs on its job.start handler (spec item 76: it reaches the handler
+// twice). It makes three identical calls of req, each with a freshly minted
+// token:
+//
+//  1. through ts's real pipeline, as Studio's first attempt;
+//  2. on a twin of ts: a server serving the same agents with the same options
+//     on an empty store, as after a lost idempotency record, so the SDK's
+//     idempotency layer has nothing to answer from and the handler itself
+//     runs again;
+//  3. through ts's pipeline again, as Studio's retry.
+//
+// It asserts the required rules: "results equal" (result 2 is result 1, their
+// JSON compared as values: no field is exempt, a timestamp included, since a
+// retry answers what the first attempt answered), "no new effect" (every
+// effect of result 2 is in result 1, counted, so a repeated effect is new)
+// and "replay answers the recorded bytes" (result 3 is byte for byte result 1).
+// [WithEffectProbe] adds "the retry creates nothing" (the probe does not move
+// during calls 2 and 3); opts add the recommended checks. A [TestServer] of
+// [Connect] has no twin: its call 2 goes through the pipeline, and the helper
+// logs that the handler was not reached again. Each failed rule is reported
+// with t.Errorf, naming the rule and showing the results, never t.Fatal; it
+// returns whether every check passed.
+//
+// The twin shares the agents, so the handler's own store and counters, with
+// ts: a handler that recognizes the retry in its own records (the job it
+// created under the request's job_id or idempotency key) passes. The twin
+// serves nothing over the network, sends no event to ts's stream and is shut
+// down before the helper returns; ts's server keeps serving the agents.
 func AssertConfirmIdempotent(t testing.TB, ts *TestServer, req contracts.ActionRequest, opts ...IdempotencyOption) bool {
 	t.Helper()
 	var checks idempotencyChecks
@@ -104,25 +127,37 @@ func AssertConfirmIdempotent(t testing.TB, ts *TestServer, req contracts.ActionR
 	if checks.probe != nil {
 		before = checks.probe()
 	}
-	r2, err := ts.InvokeRaw(ctx, req)
-	if checks.probe != nil {
-		if after := checks.probe(); after != before {
-			fail(ruleProbe, "the effect probe went from %d to %d during the identical retry", before, after)
-		}
-	}
+	const call2 = "call 2 (on a twin server with an empty store: the handler runs again)"
+	r2, err := handlerAgain(t, ts, req)
 	if err != nil {
-		t.Errorf("svtest.AssertConfirmIdempotent: call 2 (the identical retry) of action %q failed: %v%s\n\tresult 1: %s",
-			req.Action, err, errorData(err), r1)
+		t.Errorf("svtest.AssertConfirmIdempotent: %s of action %q failed: %v%s\n\tresult 1: %s",
+			call2, req.Action, err, errorData(err), r1)
 		return false
 	}
 	if !jsonEqual(r1, r2) {
-		fail(ruleEqual, "the retry returned a different result\n\tresult 1: %s\n\tresult 2: %s", r1, r2)
+		fail(ruleEqual, "the handler, run again on the identical request in %s, returned a different result\n\tresult 1: %s\n\tresult 2: %s",
+			call2, r1, r2)
 	}
 	if added, err := newEffects(r1, r2); err != nil {
 		fail(ruleNoEffect, "%v\n\tresult 1: %s\n\tresult 2: %s", err, r1, r2)
 	} else if len(added) > 0 {
-		fail(ruleNoEffect, "the retry added %d effect(s) absent from result 1: %s\n\tresult 1: %s\n\tresult 2: %s",
-			len(added), strings.Join(added, ", "), r1, r2)
+		fail(ruleNoEffect, "the handler, run again in %s, added %d effect(s) absent from result 1: %s\n\tresult 1: %s\n\tresult 2: %s",
+			call2, len(added), strings.Join(added, ", "), r1, r2)
+	}
+	const call3 = "call 3 (the retry through the pipeline)"
+	r3, err := ts.InvokeRaw(ctx, req)
+	if err != nil {
+		t.Errorf("svtest.AssertConfirmIdempotent: %s of action %q failed: %v%s\n\tresult 1: %s",
+			call3, req.Action, err, errorData(err), r1)
+		return false
+	}
+	if checks.probe != nil {
+		if after := checks.probe(); after != before {
+			fail(ruleProbe, "the effect probe went from %d (after call 1) to %d during the identical calls 2 and 3", before, after)
+		}
+	}
+	if !bytes.Equal(r1, r3) {
+		fail(ruleReplay, "%s did not answer result 1 byte for byte\n\tresult 1: %s\n\tresult 3: %s", call3, r1, r3)
 	}
 	if checks.strict {
 		if msg := strictProblem(r1); msg != "" {
@@ -135,6 +170,27 @@ func AssertConfirmIdempotent(t testing.TB, ts *TestServer, req contracts.ActionR
 		}
 	}
 	return ok
+}
+
+// handlerAgain makes the identical call on a twin of ts (twin.go), which runs
+// the handler again; for a TestServer of Connect, which has none, through the
+// pipeline, logged.
+func handlerAgain(t testing.TB, ts *TestServer, req contracts.ActionRequest) (json.RawMessage, error) {
+	t.Helper()
+	tw, err := ts.newTwin()
+	if errors.Is(err, errNoTwin) {
+		t.Logf("svtest.AssertConfirmIdempotent: %v; call 2 goes through its pipeline, whose idempotency layer may answer without running the handler", err)
+		return ts.InvokeRaw(t.Context(), req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := tw.close(); err != nil {
+			t.Errorf("svtest.AssertConfirmIdempotent: shut the twin server down: %v", err)
+		}
+	}()
+	return tw.InvokeRaw(t.Context(), req)
 }
 
 // errorData renders the data of a JSON-RPC error, which names the failed
@@ -188,18 +244,18 @@ func conflictProblem(t testing.TB, ts *TestServer, req contracts.ActionRequest, 
 	}
 	req3 := req
 	req3.Input = in
-	r3, err := ts.InvokeRaw(t.Context(), req3)
+	r4, err := ts.InvokeRaw(t.Context(), req3)
 	if err != nil {
-		return fmt.Sprintf("call 3 (same idempotency_key %q, changed input %s) must return a result with status %q, got a JSON-RPC error: %v%s",
+		return fmt.Sprintf("call 4 (same idempotency_key %q, changed input %s) must return a result with status %q, got a JSON-RPC error: %v%s",
 			req.IdempotencyKey, in, contracts.StatusError, err, errorData(err))
 	}
 	var res contracts.ActionResult
-	if err := contracts.Unmarshal(r3, &res); err != nil {
-		return fmt.Sprintf("result 3 cannot be decoded: %v\n\tresult 3: %s", err, r3)
+	if err := contracts.Unmarshal(r4, &res); err != nil {
+		return fmt.Sprintf("result 4 cannot be decoded: %v\n\tresult 4: %s", err, r4)
 	}
 	if res.Status != contracts.StatusError || len(res.Errors) == 0 || res.Errors[0].Code != contracts.ErrorIdempotencyConflict {
-		return fmt.Sprintf("call 3 (same idempotency_key %q, changed input %s) must return status %q with errors[0].code %q\n\tresult 3: %s",
-			req.IdempotencyKey, in, contracts.StatusError, contracts.ErrorIdempotencyConflict, r3)
+		return fmt.Sprintf("call 4 (same idempotency_key %q, changed input %s) must return status %q with errors[0].code %q\n\tresult 4: %s",
+			req.IdempotencyKey, in, contracts.StatusError, contracts.ErrorIdempotencyConflict, r4)
 	}
 	return ""
 }

@@ -3,7 +3,9 @@ package testing_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,14 +32,14 @@ func TestAssertConfirmIdempotent(t *testing.T) {
 		{name: "idempotent, raw changed input", behaviour: startIdempotent,
 			opts: []svtest.IdempotencyOption{svtest.ExpectConflict(json.RawMessage(`{"topic_id":"x"}`))}},
 		{name: "new job on every call", behaviour: startFresh,
-			wantRules: []string{`"results equal"`, `"no new effect"`},
-			wantShown: []string{"result 1: {", "result 2: {", `"job_id":"job-1"`, `"job_id":"job-2"`}},
+			wantRules: []string{`"results equal"`, `"no new effect"`, `"replay answers the recorded bytes"`},
+			wantShown: []string{"result 1: {", `"job_id":"job-1"`}},
 		{name: "retry appends an effect", behaviour: startAppend,
-			wantRules: []string{`"results equal"`, `"no new effect"`},
-			wantShown: []string{"result 1: {", "result 2: {"}},
+			wantRules: []string{`"results equal"`, `"no new effect"`, `"replay answers the recorded bytes"`},
+			wantShown: []string{"result 1: {"}},
 		{name: "retry drops an effect", behaviour: startFewer,
-			wantRules: []string{`"results equal"`},
-			wantShown: []string{"result 1: {", "result 2: {", "job.noted"}},
+			wantRules: []string{`"results equal"`, `"replay answers the recorded bytes"`},
+			wantShown: []string{"result 1: {", "job.noted"}},
 		{name: "loose handler passes the required rules", behaviour: startLoose},
 		{name: "not strictly idempotent", behaviour: startLoose,
 			opts:      []svtest.IdempotencyOption{svtest.RequireStrictlyIdempotent()},
@@ -51,7 +53,7 @@ func TestAssertConfirmIdempotent(t *testing.T) {
 		{name: "conflict not detected", behaviour: startLoose,
 			opts:      []svtest.IdempotencyOption{svtest.ExpectConflict(changed)},
 			wantRules: []string{`"idempotency conflict"`},
-			wantShown: []string{"result 3: {", `"status":"ok"`, "idempotency_conflict"}},
+			wantShown: []string{"result 4: {", `"status":"ok"`, "idempotency_conflict"}},
 		{name: "conflict as a JSON-RPC error", behaviour: startConflictAsRPC,
 			opts:      []svtest.IdempotencyOption{svtest.ExpectConflict(changed)},
 			wantRules: []string{`"idempotency conflict"`},
@@ -143,7 +145,7 @@ func TestAssertConfirmIdempotentSecondCallFails(t *testing.T) {
 	assert.False(t, svtest.AssertConfirmIdempotent(rec, ts, startRequest(ts, launchAction, "t-1")))
 	msgs := rec.messages()
 	require.Len(t, msgs, 1)
-	assert.Contains(t, msgs[0], "call 2 (the identical retry)")
+	assert.Contains(t, msgs[0], "call 2 (on a twin server with an empty store: the handler runs again)")
 	assert.Contains(t, msgs[0], `result 1: {"status":"ok","effects":[]}`)
 }
 
@@ -155,14 +157,59 @@ func TestAssertConfirmIdempotentPasses(t *testing.T) {
 		svtest.RecommendedChecks(map[string]any{"topic_id": "t-2"})))
 }
 
-// TestAssertConfirmIdempotentSDKLayer shows that the helper checks the whole
-// pipeline: the SDK's idempotency layer covers job.start, so even a handler
-// that starts a new job on every call passes there (and fails on launch).
-func TestAssertConfirmIdempotentSDKLayer(t *testing.T) {
+// TestAssertConfirmIdempotentReachesTheHandler is spec item 76: the SDK's
+// idempotency layer covers job.start, so a pipeline retry alone never reaches
+// the handler again; the helper's call on a twin server with an empty store
+// does. A job.start that creates a new job id and counts a record on every
+// call fails, naming the rules, and the probe sees the record created by the
+// handler run again; the retry through the pipeline still answers the
+// recorded bytes. The test server keeps serving the agent afterwards.
+func TestAssertConfirmIdempotentReachesTheHandler(t *testing.T) {
 	t.Parallel()
-	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newServedAgent(t, startFresh)})
-	changed := svtest.RecommendedChecks(map[string]any{"topic_id": "t-2"})
-	assert.True(t, svtest.AssertConfirmIdempotent(t, ts, startRequest(ts, contracts.DefaultStartAction, "t-1"), changed))
+	a := newAgent(t, agentName)
+	var created atomic.Int64
+	jobs := 0
+	supervaizer.HandleActionFor(a, contracts.DefaultStartAction, func(_ context.Context, req *supervaizer.ActionRequest, in startInput) (*supervaizer.ActionResult, error) {
+		created.Add(1)
+		jobs++ // the handler runs on one goroutine at a time here
+		return supervaizer.OK(supervaizer.JobStarted(fmt.Sprintf("job-%d", jobs), map[string]any{"topic_id": in.TopicID})), nil
+	})
+	ts := svtest.NewTestServer(t, []*supervaizer.Agent{a})
 	rec := newRecordingTB(t)
-	assert.False(t, svtest.AssertConfirmIdempotent(rec, ts, startRequest(ts, launchAction, "t-1"), changed))
+	req := startRequest(ts, contracts.DefaultStartAction, "t-1")
+	ok := svtest.AssertConfirmIdempotent(rec, ts, req,
+		svtest.RecommendedChecks(map[string]any{"topic_id": "t-2"}), svtest.WithEffectProbe(created.Load))
+	assert.False(t, ok)
+	assert.True(t, rec.Failed())
+	msgs := rec.messages()
+	require.Len(t, msgs, 3, "messages: %v", msgs)
+	assert.Contains(t, msgs[0], `rule "results equal"`)
+	assert.Contains(t, msgs[0], `"job_id":"job-1"`)
+	assert.Contains(t, msgs[0], `"job_id":"job-2"`)
+	assert.Contains(t, msgs[0], "twin server with an empty store")
+	assert.Contains(t, msgs[1], `rule "no new effect"`)
+	assert.Contains(t, msgs[2], `rule "the retry creates nothing" (effect probe)`)
+	assert.Contains(t, msgs[2], "from 1 (after call 1) to 2", "the handler ran twice, the pipeline retry answered from the record")
+	assert.Equal(t, int64(2), created.Load(), "calls 1 and 2 ran the handler; 3 and the conflict call were answered by the layer")
+
+	// The test server still serves the agent, from its own record.
+	res, err := ts.Invoke(t.Context(), req)
+	require.NoError(t, err)
+	assert.Equal(t, "job-1", res.Effects[0].JobID)
+	assert.Equal(t, int64(2), created.Load())
+}
+
+// TestAssertConfirmIdempotentConnect: a connected controller has no twin (its
+// handler runs in another process); call 2 goes through the pipeline and the
+// helper says so in the log.
+func TestAssertConfirmIdempotentConnect(t *testing.T) {
+	t.Parallel()
+	local := svtest.NewTestServer(t, []*supervaizer.Agent{newServedAgent(t, startFresh)})
+	remote := svtest.Connect(t, local.URL(), local.APIKey, local.Studio)
+	rec := newRecordingTB(t)
+	assert.True(t, svtest.AssertConfirmIdempotent(rec, remote, startRequest(remote, contracts.DefaultStartAction, "t-1")))
+	logs := rec.logs()
+	require.Len(t, logs, 1)
+	assert.Contains(t, logs[0], "(Connect)")
+	assert.Contains(t, logs[0], "call 2 goes through its pipeline")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,12 +41,14 @@ type TestServer struct {
 	APIKey string              // the transport key (X-API-Key): DefaultAPIKey, or the key given to Connect
 
 	t         testing.TB
-	store     *store.Memory // the default store, closed with the server; nil for Connect
-	agentSlug string        // the primary agent: the default agent_slug of built requests
-	reqSeq    atomic.Uint64 // request ids of built requests
-	rpcSeq    atomic.Uint64 // JSON-RPC ids
-	baseURL   string        // Connect: the controller's base URL
-	client    *http.Client  // Connect: the HTTP client
+	store     *store.Memory        // the default store, closed with the server; nil for Connect
+	agentSlug string               // the primary agent: the default agent_slug of built requests
+	agents    []*supervaizer.Agent // the agents served; nil for Connect
+	opts      []supervaizer.Option // the caller's options, applied again to a twin (twin.go)
+	reqSeq    atomic.Uint64        // request ids of built requests
+	rpcSeq    atomic.Uint64        // JSON-RPC ids
+	baseURL   string               // Connect: the controller's base URL
+	client    *http.Client         // Connect: the HTTP client
 
 	mu          sync.Mutex
 	http        *httptest.Server
@@ -96,7 +99,8 @@ func NewTestServerWithStudio(t testing.TB, studio *FakeStudio, agents []*superva
 		t.Fatalf("svtest: NewServer: %v", err)
 		return nil
 	}
-	ts := &TestServer{Server: srv, Studio: studio, APIKey: DefaultAPIKey, t: t, agentSlug: agents[0].Slug(), store: mem}
+	ts := &TestServer{Server: srv, Studio: studio, APIKey: DefaultAPIKey, t: t, agentSlug: agents[0].Slug(), store: mem,
+		agents: slices.Clone(agents), opts: slices.Clone(opts)}
 	t.Cleanup(ts.close)
 	return ts
 }

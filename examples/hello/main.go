@@ -22,18 +22,26 @@ type StartInput struct {
 	Name string `json:"name" sv:"nonblank"`
 }
 
-func main() {
+// newServer builds the agent; its handlers declare its surfaces and actions.
+func newServer() (*sv.Server, error) {
 	// Local mode: no Studio, the development API key. Remove it to deploy (docs/deploying.md).
 	srv, err := sv.New(sv.AgentSpec{Name: "Hello Agent", Version: "1.0.0"}, sv.WithLocalMode(true))
 	if err != nil {
-		log.Fatal(err)
+		return nil, err
 	}
-	// The handlers declare the agent's surfaces and actions in its registration.
 	srv.HandleSurface("job.start", sv.StaticSurface(a2ui.NewForm("hello.start", "Say hello", "job.start",
 		a2ui.StringField("name", "Name", a2ui.Required()))))
 	sv.HandleActionFor(srv, "job.start", func(ctx context.Context, req *sv.ActionRequest, in StartInput) (*sv.ActionResult, error) {
-		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"greeting": "Hello, " + in.Name})), nil // replayed by idempotency_key
+		return sv.OK(sv.JobStarted(req.JobID, map[string]any{"greeting": "Hello, " + in.Name})), nil // the same answer every time
 	})
+	return srv, nil
+}
+
+func main() {
+	srv, err := newServer()
+	if err != nil {
+		log.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", srv.NewHTTPServer().Addr) // SUPERVAIZER_ADDR, default 127.0.0.1:8080
 	if err != nil {
 		log.Fatal(err)
