@@ -18,7 +18,7 @@ import (
 const EnvDatabaseURL = "SUPERVAIZER_DATABASE_URL"
 
 // ReadinessPath answers 200 while the controller can serve, 503 while it
-// cannot: shutting down, or its [Backend] unreachable or not yet caught up
+// cannot: shutting down, or its [store.Backend] unreachable or not yet caught up
 // with the shared event stream. Load balancers route by it. It needs no key
 // and reveals nothing else.
 const ReadinessPath = "/readyz"
@@ -30,41 +30,6 @@ const (
 	followStopTimeout  = 5 * time.Second
 )
 
-// EventLog is the event stream of GET /a2a/events shared by several instances
-// of a controller: every instance appends the events it publishes, and
-// follows the log to serve every instance's events to its own subscribers.
-// Implementations must be safe for concurrent use.
-type EventLog interface {
-	// Append adds an event and returns its id, greater than the id of every
-	// event appended before it by any instance. The event must be durable,
-	// and visible to every follower, when Append returns.
-	Append(ctx context.Context, name string, data []byte) (id uint64, err error)
-
-	// Follow calls deliver for every retained event with an id greater than
-	// after, then for every event appended later, in id order and each once,
-	// until ctx is done; it then returns ctx.Err(). caughtUp, when not nil,
-	// is called once, after the events retained when Follow started have
-	// been delivered. Follow recovers from failures on its own (reconnecting
-	// and carrying on after the last event delivered); deliver runs on its
-	// goroutine and returns quickly.
-	Follow(ctx context.Context, after uint64, deliver func(id uint64, name string, data []byte), caughtUp func()) error
-}
-
-// Backend is the state that several instances of a controller behind one
-// load balancer share: the [store.Store] of idempotency records and
-// rule-checkpoint progress, and the [EventLog] behind GET /a2a/events. Module
-// github.com/supervaize/supervaizer-go/store/postgres provides one.
-type Backend interface {
-	// Store returns the shared store.
-	Store() store.Store
-	// EventLog returns the shared event stream.
-	EventLog() EventLog
-	// Ping reports whether the backend can be reached, for readiness.
-	Ping(ctx context.Context) error
-	// Name names the backend in the startup log, for example "postgres".
-	Name() string
-}
-
 // WithBackend keeps the server's state in b, shared with the other instances
 // that use the same backend: b's store replaces [WithStore], and the events of
 // GET /a2a/events go through b's event log, so that a subscriber of any
@@ -72,7 +37,7 @@ type Backend interface {
 // on any instance with Last-Event-ID. [ReadinessPath] then fails while b is
 // unreachable. The caller closes b after [Server.Shutdown]. Default: none,
 // the store of WithStore and an in-process event stream.
-func WithBackend(b Backend) Option { return func(c *config) { c.backend = b } }
+func WithBackend(b store.Backend) Option { return func(c *config) { c.backend = b } }
 
 // attachBackend sets the store and the event stream from the configuration.
 // It returns the store to use.

@@ -86,7 +86,7 @@ type memBackend struct {
 }
 
 func (b *memBackend) Store() store.Store             { return b.st }
-func (b *memBackend) EventLog() supervaizer.EventLog { return b.log }
+func (b *memBackend) EventLog() store.EventLog { return b.log }
 func (b *memBackend) Name() string                   { return "memtest" }
 func (b *memBackend) Ping(ctx context.Context) error {
 	if b.down.Load() {
@@ -276,10 +276,10 @@ func (l *blockingLog) Follow(ctx context.Context, after uint64, deliver func(uin
 // swapLog is a memBackend with another event log.
 type swapLog struct {
 	*memBackend
-	log supervaizer.EventLog
+	log store.EventLog
 }
 
-func (b *swapLog) EventLog() supervaizer.EventLog { return b.log }
+func (b *swapLog) EventLog() store.EventLog { return b.log }
 
 func waitReady(t *testing.T, c *http.Client, base string) {
 	t.Helper()

@@ -44,7 +44,7 @@ type config struct {
 	getenv                          func(string) string
 	studioAttached                  bool
 	store                           store.Store
-	backend                         Backend
+	backend                         store.Backend
 	jwksRefetch                     *time.Duration
 	jwksMaxAge                      *time.Duration
 	addr                            string       // WithAddr (serve.go)

@@ -25,6 +25,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
 	"github.com/supervaize/supervaizer-go/observe"
+	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
@@ -83,7 +84,7 @@ type Server struct {
 
 	// Shared state of several instances (backend.go): the event log, nil
 	// without a Backend; eventsReady once its retained events are read.
-	events      EventLog
+	events      store.EventLog
 	eventsReady atomic.Bool
 	followMu    sync.Mutex    // guards followDone: seal starts the follower, Shutdown waits for it
 	followDone  chan struct{} // closed when the follower ends; nil until it starts

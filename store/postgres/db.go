@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -159,7 +158,7 @@ func (db *DB) prepare(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-var _ supervaizer.Backend = (*DB)(nil)
+var _ store.Backend = (*DB)(nil)
 
 // Name returns "postgres", the name of the backend in the startup log.
 func (db *DB) Name() string { return "postgres" }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/store"
 )
 
 // Defaults of the event log.
@@ -72,9 +72,9 @@ type EventLog struct {
 }
 
 // EventLog returns the event log kept in the database, an [*EventLog].
-func (db *DB) EventLog() supervaizer.EventLog { return db.events }
+func (db *DB) EventLog() store.EventLog { return db.events }
 
-var _ supervaizer.EventLog = (*EventLog)(nil)
+var _ store.EventLog = (*EventLog)(nil)
 
 // Append adds an event to the log and returns its id, greater than the id of
 // every event appended before it by any instance. The event is committed, and

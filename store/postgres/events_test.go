@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,8 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
+	"github.com/supervaize/supervaizer-go/store"
+	"github.com/supervaize/supervaizer-go/store/storetest"
 )
 
 type logged struct {
@@ -98,75 +99,18 @@ func requireIncreasing(t *testing.T, events []logged) {
 	}
 }
 
-func TestEventLogAppendAndFollow(t *testing.T) {
-	db := openTest(t)
-	l := db.events
-	ids := appendN(t, l, "a", 3)
-	assert.True(t, ids[0] < ids[1] && ids[1] < ids[2], "ids increase: %v", ids)
-
-	all := follow(t, l, 0)
-	assert.Equal(t, []logged{
-		{ids[0], "test.event", `{"n":"a0"}`}, {ids[1], "test.event", `{"n":"a1"}`}, {ids[2], "test.event", `{"n":"a2"}`},
-	}, all.snapshot(), "the backlog is delivered before caughtUp")
-	fromTwo := follow(t, l, ids[1])
-	assert.Equal(t, []logged{{ids[2], "test.event", `{"n":"a2"}`}}, fromTwo.snapshot())
-
-	more := appendN(t, l, "b", 2)
-	got := all.waitFor(t, 5)
-	assert.Equal(t, logged{more[1], "test.event", `{"n":"b1"}`}, got[4])
-	assert.Len(t, fromTwo.waitFor(t, 3), 3)
-
-	// Binary-safe names and payloads.
-	id, err := l.Append(t.Context(), "é\x00", []byte{0, 0xff})
-	require.NoError(t, err)
-	assert.Equal(t, logged{id, "é\x00", "\x00\xff"}, all.waitFor(t, 6)[5])
-}
-
-// TestEventLogIdsSurviveReopen checks that ids keep increasing when every
-// instance restarts.
-func TestEventLogIdsSurviveReopen(t *testing.T) {
-	schema := testSchema(t)
-	db := openSchema(t, testURL(t), schema)
-	before := appendN(t, db.events, "a", 2)
-	db.Close()
-	db = openSchema(t, testURL(t), schema)
-	assert.Greater(t, appendN(t, db.events, "b", 1)[0], before[1])
-}
-
-// TestEventLogInstances appends from three instances at once; a follower on
-// each receives every instance's events, in id order, each once: the same
-// sequence everywhere.
-func TestEventLogInstances(t *testing.T) {
-	schema := testSchema(t)
-	url := testURL(t)
-	var dbs [3]*DB
-	var cols [3]*collector
-	for i := range dbs {
-		dbs[i] = openSchema(t, url, schema)
-		cols[i] = follow(t, dbs[i].events, 0)
-	}
-	const perWriter, writers = 40, 6
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			l := dbs[w%3].events
-			for i := range perWriter {
-				_, err := l.Append(context.Background(), "test.event", []byte(fmt.Sprintf("w%d-%d", w, i)))
-				assert.NoError(t, err)
-			}
-		})
-	}
-	wg.Wait()
-	first := cols[0].waitFor(t, perWriter*writers)
-	requireIncreasing(t, first)
-	seen := map[string]bool{}
-	for _, e := range first {
-		assert.False(t, seen[e.data], "delivered twice: %s", e.data)
-		seen[e.data] = true
-	}
-	for i := 1; i < len(cols); i++ {
-		assert.Equal(t, first, cols[i].waitFor(t, perWriter*writers), "follower %d", i)
-	}
+// TestEventLogConformance runs the event-log suite of package storetest:
+// each instance is a DB of its own on the subtest's schema, and a restart
+// closes it and opens another.
+func TestEventLogConformance(t *testing.T) {
+	testURL(t)
+	storetest.RunEventLog(t, func(t *testing.T) storetest.OpenEventLog {
+		url, schema := testURL(t), testSchema(t)
+		return func(t *testing.T) (store.EventLog, func()) {
+			db := openSchema(t, url, schema)
+			return db.EventLog(), db.Close
+		}
+	})
 }
 
 // TestEventLogFollowerReconnects kills the follower's connection in the

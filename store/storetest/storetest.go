@@ -9,6 +9,8 @@
 //			return s
 //		})
 //	}
+//
+// An implementation of [store.EventLog] runs [RunEventLog] the same way.
 package storetest
 
 import (

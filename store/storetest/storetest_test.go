@@ -10,3 +10,17 @@ import (
 func TestRunMemory(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return store.NewMemory() })
 }
+
+func TestRunMemoryBackendStore(t *testing.T) {
+	storetest.Run(t, func(*testing.T) store.Store { return store.NewMemoryBackend().Store() })
+}
+
+// TestRunEventLogMemory runs the event-log suite on the memory event log: the
+// instances of a MemoryBackend share one log, which a restart of one of them
+// keeps (the process goes on).
+func TestRunEventLogMemory(t *testing.T) {
+	storetest.RunEventLog(t, func(*testing.T) storetest.OpenEventLog {
+		b := store.NewMemoryBackend()
+		return func(*testing.T) (store.EventLog, func()) { return b.EventLog(), func() {} }
+	})
+}
