@@ -85,9 +85,9 @@ type memBackend struct {
 	down atomic.Bool // Ping fails
 }
 
-func (b *memBackend) Store() store.Store             { return b.st }
+func (b *memBackend) Store() store.Store       { return b.st }
 func (b *memBackend) EventLog() store.EventLog { return b.log }
-func (b *memBackend) Name() string                   { return "memtest" }
+func (b *memBackend) Name() string             { return "memtest" }
 func (b *memBackend) Ping(ctx context.Context) error {
 	if b.down.Load() {
 		return errors.New("dial tcp 10.0.0.1:5432: connection refused")
