@@ -40,12 +40,24 @@ type HandlerRegistry interface {
 
 func (a *Agent) agentFor(string) *Agent { return a }
 
-// Studio-injected input keys an agent's strict input type tolerates:
-// the job name on job.start.preview and the rule
-// snapshot on job.start.
-var toleratedInputKeys = map[string][]string{
-	contracts.DefaultPreviewAction: {"name"},
-	contracts.DefaultStartAction:   {"rule_snapshot"},
+// studioInputKeys returns the keys Studio adds to the input of the action id,
+// which its strict input type tolerates (spec item 77): the job name on the
+// registration's setup preview action and the rule snapshot on its start
+// action, whatever their ids. They reach the handler in req.Input, never in
+// the typed input.
+func (a *Agent) studioInputKeys(id string) []string {
+	preview, start := contracts.DefaultPreviewAction, contracts.DefaultStartAction
+	if a.reg != nil && a.reg.JobPolicy.Setup != nil {
+		preview, start = a.reg.JobPolicy.Setup.PreviewAction, a.reg.JobPolicy.Setup.StartAction
+	}
+	var keys []string
+	if id == preview {
+		keys = append(keys, "name")
+	}
+	if id == start {
+		keys = append(keys, "rule_snapshot")
+	}
+	return keys
 }
 
 // HandleActionFor registers a typed handler for the action id: the request's
@@ -59,7 +71,7 @@ func HandleActionFor[In any](r HandlerRegistry, id string, h func(ctx context.Co
 	if h == nil {
 		panic(fmt.Sprintf("supervaizer: HandleActionFor(%q) on agent %q: nil handler", id, a.slug))
 	}
-	iv, err := validate.NewInput(reflect.TypeFor[In](), toleratedInputKeys[id]...)
+	iv, err := validate.NewInput(reflect.TypeFor[In](), a.studioInputKeys(id)...)
 	if err != nil {
 		panic(fmt.Sprintf("supervaizer: HandleActionFor(%q) on agent %q: %v", id, a.slug, err))
 	}
