@@ -175,11 +175,24 @@ type Message struct {
 }
 
 // Part is one part of a message or an artifact: a text part (Kind "text",
-// Text) or a data part (Kind "data", Data).
+// Text), a data part (Kind "data", Data) or, in what other agents answer, a
+// file part (Kind "file", File). A controller never writes file parts.
 type Part struct {
 	Kind string          `json:"kind"`
 	Text string          `json:"text,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
+	File *File           `json:"file,omitempty"`
+}
+
+// File is the file of a file part: a reference (URI) or inline content
+// (Bytes, base64 as on the wire), with an optional name and media type. A
+// client reading one treats the URI as a reference: fetching it is a
+// decision of its own (package a2a/client never does).
+type File struct {
+	URI      string `json:"uri,omitempty"`
+	Bytes    string `json:"bytes,omitempty"`
+	Name     string `json:"name,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
 }
 
 // Artifact is an output of a task; a job's task has one, [ArtifactJobState].
