@@ -14,7 +14,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
-	"github.com/supervaize/supervaizer-go/internal/golden"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 	"github.com/supervaize/supervaizer-go/observe"
 )
 
