@@ -192,7 +192,7 @@ func (c *checker) checkEvents(s *eventStream, started []startedJob) {
 			if !ok {
 				break
 			}
-			heartbeat = heartbeat || e.name == "supervaizer.heartbeat"
+			heartbeat = heartbeat || e.name == "supervaizer.heartbeat" && jsonEqual(e.data, []byte(`{"status":"ok"}`))
 			var d struct {
 				AgentSlug string `json:"agent_slug"`
 				Action    string `json:"action"`

@@ -253,3 +253,18 @@ func TestStartInput(t *testing.T) {
 	assert.Equal(t, map[string]any{"a": "supervaizer-check-conflict", "b": 1, "c": "x"}, conflicting(in))
 	assert.Equal(t, map[string]any{"supervaizer_check": "conflict"}, conflicting(startInput(nil)))
 }
+
+// FuzzReadEvents: the event-stream parser never panics, and every event it
+// emits has a name without a line break.
+func FuzzReadEvents(f *testing.F) {
+	f.Add("event: supervaizer.connected\ndata: {\"status\":\"connected\"}\n\n")
+	f.Add(": ping\r\nid: 1\r\nevent: x\r\ndata: a\r\ndata: b\r\n\r\n")
+	f.Add("data\n\nevent\n\n:\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		readEvents(strings.NewReader(in), func(e sseEvent) bool {
+			assert.NotEmpty(t, e.name)
+			assert.NotContains(t, e.name, "\n")
+			return true
+		})
+	})
+}
