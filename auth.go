@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
@@ -75,6 +76,27 @@ func isBootstrapAction(id string) bool {
 }
 
 func isBootstrapSurface(id string) bool { return id == contracts.BootstrapCreateSurface }
+
+// bindingMissing reports whether a verified non-bootstrap call must be
+// refused before its handler (spec item 78): the agent's registration
+// requires a workspace binding and the token carries no
+// agent_workspace_ref. Local mode, which verifies no token, is never
+// refused.
+func (s *Server) bindingMissing(agentSlug string, vc *contracts.VerifiedWorkspaceContext) bool {
+	if vc == nil || s.localAuth {
+		return false
+	}
+	a := s.bySlug[agentSlug]
+	if a == nil || a.reg == nil || a.reg.WorkspaceBinding == nil || !a.reg.WorkspaceBinding.Required {
+		return false
+	}
+	return vc.AgentWorkspaceRef == nil || strings.TrimSpace(*vc.AgentWorkspaceRef) == ""
+}
+
+// bindingMissingMessage is the message of a call refused by bindingMissing.
+func bindingMissingMessage(agentSlug string) string {
+	return fmt.Sprintf("Agent %q requires a workspace binding and the workspace token carries no agent_workspace_ref: bind the workspace first", agentSlug)
+}
 
 // tokenVerifier adapts the built-in verifier.
 type tokenVerifier struct{ v *wsauth.Verifier }

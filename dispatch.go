@@ -231,6 +231,13 @@ func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input
 	if s.obs != nil && ws != nil {
 		s.noteCall(ctx, "action", req.AgentSlug, req.Action, ws.WorkspaceID)
 	}
+	if s.bindingMissing(req.AgentSlug, ws) { // a business result, before the handler (auth.go)
+		raw, err := contracts.Marshal(Fail(contracts.ErrorWorkspaceBindingMissing, "%s", bindingMissingMessage(req.AgentSlug)))
+		if err != nil {
+			return dst, failedWith(req, err)
+		}
+		return append(dst, raw...), nil
+	}
 	if a2a != nil {
 		a2aActor(req, ws)
 	}
@@ -403,6 +410,9 @@ func (s *Server) loadSurface(r *http.Request, t *wire.Tape, params int32, dst []
 	req.WorkspaceAuthorization = ws // never the client's
 	if s.obs != nil && ws != nil {
 		s.noteCall(ctx, "surface", req.AgentSlug, req.Surface, ws.WorkspaceID)
+	}
+	if s.bindingMissing(req.AgentSlug, ws) { // auth.go
+		return dst, authFailure(contracts.ErrorWorkspaceBindingMissing, bindingMissingMessage(req.AgentSlug))
 	}
 	a := s.bySlug[req.AgentSlug]
 	var h SurfaceHandler
