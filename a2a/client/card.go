@@ -133,18 +133,22 @@ const (
 
 // chooseBinding picks the binding and its endpoint: the first A2A 1.0
 // JSON-RPC entry of supportedInterfaces, else a 0.3 JSON-RPC one (an entry
-// of supportedInterfaces, the card's url with a 0.3 protocolVersion, or an
-// additionalInterfaces entry of such a card).
-func (c *Card) chooseBinding() (Binding, string, error) {
+// of supportedInterfaces, the card's url with a 0.3 or no protocolVersion,
+// or an additionalInterfaces entry of such a card).
+func (c *Card) chooseBinding(only Binding) (Binding, string, error) {
 	jsonrpc := func(s string) bool { return strings.EqualFold(s, a2a.TransportJSONRPC) }
-	for _, want := range []Binding{Binding10, Binding03} {
+	order := []Binding{Binding10, Binding03}
+	if only != "" {
+		order = []Binding{only}
+	}
+	for _, want := range order {
 		for _, i := range c.SupportedInterfaces {
 			if jsonrpc(i.ProtocolBinding) && majorMinor(i.ProtocolVersion) == string(want) && i.URL != "" {
 				return want, i.URL, nil
 			}
 		}
 	}
-	if majorMinor(c.ProtocolVersion) == string(Binding03) {
+	if v := majorMinor(c.ProtocolVersion); (v == string(Binding03) || c.ProtocolVersion == "") && only != Binding10 {
 		if c.URL != "" && (c.PreferredTransport == "" || jsonrpc(c.PreferredTransport)) {
 			return Binding03, c.URL, nil
 		}

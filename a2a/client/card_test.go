@@ -66,3 +66,16 @@ func TestChooseBinding(t *testing.T) {
 	_, err := client.New(context.Background(), r.srv.URL, r.opts()...)
 	require.ErrorIs(t, err, client.ErrNoBinding)
 }
+
+// TestWithBinding: the caller may restrict the client to one binding.
+func TestWithBinding(t *testing.T) {
+	both := `{"name":"R","skills":[],"url":"{{base}}/a2a","protocolVersion":"0.3.0","supportedInterfaces":[{"url":"{{base}}/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`
+	r := newRemote(t, true, both, nil)
+	assert.Equal(t, client.Binding03, r.dial(t, client.WithBinding(client.Binding03)).Binding())
+	assert.Equal(t, client.Binding10, r.dial(t, client.WithBinding(client.Binding10)).Binding())
+	only03 := newRemote(t, true, card03, nil)
+	_, err := client.New(context.Background(), only03.srv.URL, only03.opts(client.WithBinding(client.Binding10))...)
+	require.ErrorIs(t, err, client.ErrNoBinding)
+	_, err = client.New(context.Background(), only03.srv.URL, only03.opts(client.WithBinding("2.0"))...)
+	require.ErrorContains(t, err, "not a binding")
+}

@@ -52,7 +52,7 @@ func New(ctx context.Context, base string, opts ...Option) (*Client, error) {
 	if c.card, err = c.t.discover(ctx, u); err != nil {
 		return nil, err
 	}
-	b, endpoint, err := c.card.chooseBinding()
+	b, endpoint, err := c.card.chooseBinding(cfg.binding)
 	if err != nil {
 		return nil, err
 	}

@@ -407,3 +407,11 @@ func ExampleWithObserver() {
 	// traceparent injected for /a2a
 	// <nil>
 }
+
+func ExampleWithBinding() {
+	srv := exampleRemote() // its card offers A2A 1.0 only
+	defer srv.Close()
+	_, err := client.New(context.Background(), srv.URL, client.AllowLoopback(), client.WithBinding(client.Binding03))
+	fmt.Println(errors.Is(err, client.ErrNoBinding))
+	// Output: true
+}

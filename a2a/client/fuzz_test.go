@@ -23,7 +23,7 @@ func FuzzDecodeCard(f *testing.F) {
 		if c.Name == "" || c.Skills == nil {
 			t.Fatalf("accepted a card without a name or skills: %q", data)
 		}
-		_, _, _ = c.chooseBinding()
+		_, _, _ = c.chooseBinding("")
 	})
 }
 

@@ -45,6 +45,7 @@ type config struct {
 	header           http.Header
 	headerFuncs      []func(context.Context, http.Header) error
 	observer         observe.Observer
+	binding          Binding
 }
 
 func defaults() config {
@@ -178,6 +179,19 @@ func WithObserver(o observe.Observer) Option {
 			return errors.New("a2a client: WithObserver: nil observer")
 		}
 		c.observer = o
+		return nil
+	}
+}
+
+// WithBinding restricts the client to one binding, [Binding10] or
+// [Binding03], instead of the card's preferred one: New fails with
+// [ErrNoBinding] when the card does not offer it.
+func WithBinding(b Binding) Option {
+	return func(c *config) error {
+		if b != Binding10 && b != Binding03 {
+			return fmt.Errorf("a2a client: WithBinding(%q): not a binding", string(b))
+		}
+		c.binding = b
 		return nil
 	}
 }

@@ -1,6 +1,8 @@
 // Package a2ago checks the A2A task methods of a Supervaizer controller with
-// the official A2A Go SDK client (github.com/a2aproject/a2a-go, 0.3 line). It
-// is a module of its own so that the SDK never depends on that client.
+// the official A2A Go SDK client (github.com/a2aproject/a2a-go, 0.3 line),
+// and the SDK's own safe client (package a2a/client) against the example
+// binary and against a server built with that SDK. It is a module of its
+// own so that the SDK never depends on that client.
 package a2ago
 
 import (
