@@ -81,3 +81,18 @@ func TestExactDuplicateKeys(t *testing.T) {
 		require.Error(t, v.Decode(contracts.ModelActionResult, []byte(doc), &res))
 	}
 }
+
+// TestFoldKey: two keys fold alike exactly when encoding/json reads them
+// into the same field (long s and Kelvin sign included), the folding every
+// key check of the SDK uses.
+func TestFoldKey(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"topic_id", "TOPIC_ID"}, {"topic_id", "Topic_Id"},
+		{"s", "\u017f"}, // long s folds with s, as in encoding/json
+		{"k", "\u212a"}, // Kelvin sign folds with k
+	} {
+		assert.Equal(t, contracts.FoldKey(tc.a), contracts.FoldKey(tc.b), "%q ~ %q", tc.a, tc.b)
+	}
+	assert.NotEqual(t, contracts.FoldKey("topic_id"), contracts.FoldKey("topic-id"))
+	assert.Equal(t, strings.ToUpper("abc"), contracts.FoldKey("abc"), "ASCII folds to upper case")
+}

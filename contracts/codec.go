@@ -225,7 +225,7 @@ func buildInfo(t reflect.Type, built map[reflect.Type]*codecInfo) *codecInfo {
 				fd.nilMap = sf.Type.Kind() == reflect.Map && sf.Tag.Get("sv") != ""
 			}
 			ci.declared[name] = len(ci.fields)
-			ci.folded[foldKey(name)] = name
+			ci.folded[FoldKey(name)] = name
 			ci.fields = append(ci.fields, fd)
 			if buildInfo(sf.Type, built).walk {
 				walk = true
@@ -567,7 +567,7 @@ func decodeFields(data []byte, v reflect.Value, ci *codecInfo, extra *Extra) err
 			if _, ok := ci.declared[k]; ok {
 				continue
 			}
-			if real, ok := ci.folded[foldKey(k)]; ok {
+			if real, ok := ci.folded[FoldKey(k)]; ok {
 				if folded == nil || k < folded.key { // report the same key on every run
 					folded = &foldedKeyError{key: k, declared: real}
 				}
@@ -590,7 +590,7 @@ func decodeFields(data []byte, v reflect.Value, ci *codecInfo, extra *Extra) err
 		val, ok := raw[f.name]
 		if !ok && !ci.strict {
 			for k, kv := range raw {
-				if foldKey(k) == foldKey(f.name) {
+				if FoldKey(k) == FoldKey(f.name) {
 					val, ok = kv, true
 					break
 				}

@@ -43,12 +43,45 @@ const (
 // that declares none.
 func DefaultImportFormats() []string { return []string{ImportFormatCSV} }
 
-// documentTypes maps each typed document type to its model.
-var documentTypes = map[string]Model{
-	DocumentForm:           ModelForm,
-	DocumentReview:         ModelDocumentReview,
-	DocumentResourceImport: ModelResourceImport,
-	DocumentDashboard:      ModelDashboard,
+// documents is the registry of the typed A2UI documents: for each, its
+// document type, its model and its Go type, in the order the SurfaceResult
+// schema dispatches on them. Adding a component is its Go type (with its
+// hooks: encodeDefaults, decodeDefaults, check) plus one entry here: the
+// model list and the Validator ([Models], [Model.New]), the SurfaceResult
+// schema and checks, the SDK's encoder and compiled validator and the
+// preview read this table ([DocumentModel], [Model.DocumentType]).
+var documents = []struct {
+	typ    string
+	model  Model
+	goType reflect.Type
+}{
+	{DocumentForm, ModelForm, reflect.TypeFor[FormDocument]()},
+	{DocumentReview, ModelDocumentReview, reflect.TypeFor[DocumentReviewDocument]()},
+	{DocumentResourceImport, ModelResourceImport, reflect.TypeFor[ResourceImportDocument]()},
+	{DocumentDashboard, ModelDashboard, reflect.TypeFor[DashboardDocument]()},
+}
+
+// DocumentModel returns the model of the typed document type typ (for
+// example ModelForm for "Form"); ok is false for an opaque document type
+// such as "Configurator", whose content only Studio checks.
+func DocumentModel(typ string) (m Model, ok bool) {
+	for _, d := range documents {
+		if d.typ == typ {
+			return d.model, true
+		}
+	}
+	return "", false
+}
+
+// DocumentType returns the document type of a document model (for example
+// "Form" for ModelForm), or "" when m is not a document model.
+func (m Model) DocumentType() string {
+	for _, d := range documents {
+		if d.model == m {
+			return d.typ
+		}
+	}
+	return ""
 }
 
 // typeIs is the schema condition "type is present and equals v".
@@ -59,10 +92,10 @@ func typeIs(v string) map[string]any {
 // extendSchema makes document an object with a non-blank string type and, for
 // each typed document, requires the document to match that type's schema.
 func (SurfaceResult) extendSchema(s map[string]any) {
-	dispatch := []any{}
-	for _, typ := range []string{DocumentForm, DocumentReview, DocumentResourceImport, DocumentDashboard} {
-		dispatch = append(dispatch, rule("a "+typ+" document must match the "+typ+" document schema",
-			typeIs(typ), map[string]any{"$ref": "#/$defs/" + string(documentTypes[typ])}))
+	dispatch := make([]any, 0, len(documents))
+	for _, d := range documents {
+		dispatch = append(dispatch, rule("a "+d.typ+" document must match the "+d.typ+" document schema",
+			typeIs(d.typ), map[string]any{"$ref": "#/$defs/" + string(d.model)}))
 	}
 	s["properties"].(map[string]any)["document"] = map[string]any{
 		"type":       "object",
@@ -72,9 +105,10 @@ func (SurfaceResult) extendSchema(s map[string]any) {
 	}
 }
 
-// check runs the Go rules of the typed document the result carries.
+// check runs the Go rules of the typed document the result carries (a
+// document type without rules beyond its schema has no check method).
 func (r *SurfaceResult) check(c *checks, at path) {
-	m, ok := documentTypes[DocumentType(r.Document)]
+	m, ok := DocumentModel(DocumentType(r.Document))
 	if !ok {
 		return // an opaque document: the schema has checked its type
 	}
@@ -84,7 +118,9 @@ func (r *SurfaceResult) check(c *checks, at path) {
 		c.problems = append(c.problems, newProblem(docAt.segs, "decode", decodeMessage(err)))
 		return
 	}
-	doc.(checker).check(c, docAt)
+	if ch, ok := doc.(checker); ok {
+		ch.check(c, docAt)
+	}
 }
 
 // Submit is the submit button of a document: the action Studio invokes and the

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/tools/contractstest"
+	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 )
 
 // docProblem is the part of a problem a document test asserts.
@@ -32,36 +35,62 @@ func docRead(t *testing.T, name string) []byte {
 	return b
 }
 
-// TestDocumentExamples decodes the spec examples,
-// validates them as documents and inside a SurfaceResult, and checks what they
-// marshal to (defaults written).
+// TestDocumentExamples decodes the example of every typed document of the
+// registry (testdata/documents/<type>.json, a spec example where the spec has
+// one), validates it as a document and inside a SurfaceResult, and compares
+// what it marshals to (defaults written) with its golden file <type>.want.json,
+// which `go generate ./contracts` writes.
 func TestDocumentExamples(t *testing.T) {
-	tests := []struct {
-		name  string
-		model contracts.Model
-		dst   any
-	}{
-		{"form", contracts.ModelForm, new(contracts.FormDocument)},
-		{"document_review", contracts.ModelDocumentReview, new(contracts.DocumentReviewDocument)},
-		{"resource_import", contracts.ModelResourceImport, new(contracts.ResourceImportDocument)},
-		{"dashboard", contracts.ModelDashboard, new(contracts.DashboardDocument)},
-	}
 	v := contracts.DefaultValidator()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, m := range documentModels(t) {
+		name := exampleName(m.DocumentType())
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			in := docRead(t, tt.name+".json")
-			require.NoError(t, v.Decode(tt.model, in, tt.dst))
-			got, err := contracts.Marshal(tt.dst)
+			in := docRead(t, name+".json")
+			dst := m.New()
+			require.NoError(t, v.Decode(m, in, dst))
+			got, err := contracts.Marshal(dst)
 			require.NoError(t, err)
-			assert.JSONEq(t, string(docRead(t, tt.name+".want.json")), string(got))
-			_, err = v.ValidateValue(tt.model, tt.dst)
+			golden.JSON(t, filepath.Join("testdata", "documents", name+".want.json"), got)
+			_, err = v.ValidateValue(m, dst)
 			require.NoError(t, err)
 			res := contracts.SurfaceResult{Surface: "s", Document: in}
 			_, err = v.ValidateValue(contracts.ModelSurfaceResult, &res)
 			require.NoError(t, err)
 		})
 	}
+}
+
+// documentModels lists the typed documents of the registry: every one has
+// an example in testdata/documents, named by exampleName.
+func documentModels(tb testing.TB) []contracts.Model {
+	var ms []contracts.Model
+	for _, m := range contracts.Models() {
+		if typ := m.DocumentType(); typ != "" {
+			got, ok := contracts.DocumentModel(typ)
+			require.True(tb, ok, typ)
+			require.Equal(tb, m, got, "DocumentModel(%q)", typ)
+			ms = append(ms, m)
+		}
+	}
+	require.GreaterOrEqual(tb, len(ms), 4, "Form, DocumentReview, ResourceImport, Dashboard")
+	return ms
+}
+
+// exampleName is the file name of a document type's example: "DocumentReview"
+// is testdata/documents/document_review.json.
+func exampleName(typ string) string {
+	var b strings.Builder
+	for i, r := range typ {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func TestDocumentSchemaDefs(t *testing.T) {
@@ -71,15 +100,18 @@ func TestDocumentSchemaDefs(t *testing.T) {
 		} `json:"$defs"`
 	}
 	require.NoError(t, json.Unmarshal(contracts.Schema(), &doc))
-	for _, name := range []string{"FormDocument", "DocumentReviewDocument", "ResourceImportDocument",
-		"DashboardDocument", "Submit", "Preview", "ImportColumn", "ReviewContent", "ReviewCheck", "DashboardDataset"} {
+	for _, name := range []string{"Submit", "Preview", "ImportColumn", "ReviewContent", "ReviewCheck", "DashboardDataset"} {
 		assert.Contains(t, doc.Defs, name)
 	}
 	document := string(doc.Defs["SurfaceResult"].Properties["document"])
-	for _, ref := range []string{"FormDocument", "DocumentReviewDocument", "ResourceImportDocument", "DashboardDocument"} {
-		assert.Contains(t, document, `"#/$defs/`+ref+`"`)
+	for _, m := range documentModels(t) {
+		assert.Contains(t, doc.Defs, string(m))
+		assert.Contains(t, document, `"#/$defs/`+string(m)+`"`, "the SurfaceResult dispatches %s documents", m.DocumentType())
 	}
 	assert.Contains(t, contracts.Models(), contracts.ModelResourceImport)
+	_, typed := contracts.DocumentModel(contracts.DocumentConfigurator)
+	assert.False(t, typed, "a Configurator is opaque")
+	assert.Empty(t, contracts.ModelSurfaceResult.DocumentType())
 }
 
 const docImport = `{"type": "ResourceImport", "id": "contacts.import", "title": "Import contacts", "resource": "contacts",
@@ -266,8 +298,8 @@ func TestDocumentExtraKeysSurvive(t *testing.T) {
 // and to each document decoder: nothing panics, and a valid document marshals
 // to JSON that is valid and stable.
 func FuzzDecodeDocument(f *testing.F) {
-	for _, name := range []string{"form", "document_review", "resource_import", "dashboard"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "documents", name+".json"))
+	for _, m := range documentModels(f) {
+		b, err := os.ReadFile(filepath.Join("testdata", "documents", exampleName(m.DocumentType())+".json"))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -277,10 +309,6 @@ func FuzzDecodeDocument(f *testing.F) {
 	f.Add([]byte(`{"type": "Configurator"}`))
 	f.Add([]byte(`{"type": "Form", "submit": {"action": "a"}, "Submit": {}}`))
 	f.Add([]byte(`{"type": "ResourceImport", "accepted_formats": ["xlsx"], "columns": [{"id": "a"}, {"id": "a"}]}`))
-	models := map[string]contracts.Model{
-		contracts.DocumentForm: contracts.ModelForm, contracts.DocumentReview: contracts.ModelDocumentReview,
-		contracts.DocumentResourceImport: contracts.ModelResourceImport, contracts.DocumentDashboard: contracts.ModelDashboard,
-	}
 	v := contracts.DefaultValidator()
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		res, err := json.Marshal(map[string]json.RawMessage{"surface": json.RawMessage(`"s"`), "document": doc})
@@ -292,16 +320,11 @@ func FuzzDecodeDocument(f *testing.F) {
 		if resErr != nil && !errors.As(resErr, &ve) {
 			t.Fatalf("not a validation error: %v", resErr)
 		}
-		m, typed := models[contracts.DocumentType(doc)]
+		m, typed := contracts.DocumentModel(contracts.DocumentType(doc))
 		if !typed {
 			return
 		}
-		dst := map[contracts.Model]func() any{
-			contracts.ModelForm:           func() any { return new(contracts.FormDocument) },
-			contracts.ModelDocumentReview: func() any { return new(contracts.DocumentReviewDocument) },
-			contracts.ModelResourceImport: func() any { return new(contracts.ResourceImportDocument) },
-			contracts.ModelDashboard:      func() any { return new(contracts.DashboardDocument) },
-		}[m]
+		dst := m.New
 		first := dst()
 		if err := v.Decode(m, doc, first); err != nil {
 			if resErr == nil {

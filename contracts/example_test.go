@@ -72,3 +72,28 @@ func ExampleSchema() {
 	// ActionRequest requires [action actor agent_slug mission_id request_id surface workspace]
 	// ActionResult status: [ok error]
 }
+
+// A surface handler's document is typed when its type is in the registry:
+// DocumentModel gives its model, which the Validator checks it against; an
+// opaque document (a Configurator) has none.
+func ExampleDocumentModel() {
+	for _, typ := range []string{contracts.DocumentForm, contracts.DocumentConfigurator} {
+		m, typed := contracts.DocumentModel(typ)
+		fmt.Printf("%s: typed %v, model %q, type of the model %q\n", typ, typed, m, m.DocumentType())
+	}
+	// Output:
+	// Form: typed true, model "FormDocument", type of the model "Form"
+	// Configurator: typed false, model "", type of the model ""
+}
+
+// FoldKey is the folding under which Unmarshal refuses a key that differs
+// from a declared key only in letter case (the long s folds with "s").
+func ExampleFoldKey() {
+	fmt.Println(contracts.FoldKey("Status") == contracts.FoldKey("status"))
+	fmt.Println(contracts.FoldKey("\u017ftatus") == contracts.FoldKey("status"))
+	fmt.Println(contracts.FoldKey("status_id") == contracts.FoldKey("status-id"))
+	// Output:
+	// true
+	// true
+	// false
+}

@@ -22,11 +22,14 @@ func (e *foldedKeyError) message() string {
 	return fmt.Sprintf("key %q differs from %q only in letter case", e.key, e.declared)
 }
 
-// foldKey folds a key the way encoding/json matches object keys to struct
-// fields (the folding of bytes.EqualFold): two keys fold alike exactly when
-// encoding/json would read them into the same field. strings.ToLower is not
-// enough: the long s (U+017F) matches "s" and the Kelvin sign (U+212A) "k".
-func foldKey(k string) string {
+// FoldKey folds an object key the way encoding/json matches object keys to
+// struct fields (the folding of bytes.EqualFold): two keys fold alike exactly
+// when encoding/json would read them into the same field. [Unmarshal] and the
+// Validator refuse a key that folds like a declared key without being it;
+// code that checks keys of its own (resource fields, request keys) folds them
+// with FoldKey to refuse the same keys. strings.ToLower is not enough: the
+// long s (U+017F) matches "s" and the Kelvin sign (U+212A) "k".
+func FoldKey(k string) string {
 	var b strings.Builder
 	b.Grow(len(k))
 	for _, r := range k {

@@ -36,27 +36,30 @@ const (
 	ModelVerifiedContext   Model = "VerifiedWorkspaceContext"
 )
 
-// modelTypes maps each model to its Go declaration.
-var modelTypes = map[Model]reflect.Type{
-	ModelRegistration:      reflect.TypeFor[Registration](),
-	ModelActionRequest:     reflect.TypeFor[ActionRequest](),
-	ModelSurfaceRequest:    reflect.TypeFor[SurfaceRequest](),
-	ModelActionResult:      reflect.TypeFor[ActionResult](),
-	ModelSurfaceResult:     reflect.TypeFor[SurfaceResult](),
-	ModelJobState:          reflect.TypeFor[JobState](),
-	ModelSetupPlan:         reflect.TypeFor[SetupPlan](),
-	ModelField:             reflect.TypeFor[Field](),
-	ModelCostEstimate:      reflect.TypeFor[CostEstimate](),
-	ModelIntroduction:      reflect.TypeFor[Introduction](),
-	ModelFullDescription:   reflect.TypeFor[FullDescription](),
-	ModelBillingCatalog:    reflect.TypeFor[BillingCatalog](),
-	ModelContextAssignment: reflect.TypeFor[ContextAssignment](),
-	ModelVerifiedContext:   reflect.TypeFor[VerifiedWorkspaceContext](),
-	ModelForm:              reflect.TypeFor[FormDocument](),
-	ModelDocumentReview:    reflect.TypeFor[DocumentReviewDocument](),
-	ModelResourceImport:    reflect.TypeFor[ResourceImportDocument](),
-	ModelDashboard:         reflect.TypeFor[DashboardDocument](),
-}
+// modelTypes maps each model to its Go declaration: the models below and
+// the typed documents of the registry (documents.go).
+var modelTypes = func() map[Model]reflect.Type {
+	ts := map[Model]reflect.Type{
+		ModelRegistration:      reflect.TypeFor[Registration](),
+		ModelActionRequest:     reflect.TypeFor[ActionRequest](),
+		ModelSurfaceRequest:    reflect.TypeFor[SurfaceRequest](),
+		ModelActionResult:      reflect.TypeFor[ActionResult](),
+		ModelSurfaceResult:     reflect.TypeFor[SurfaceResult](),
+		ModelJobState:          reflect.TypeFor[JobState](),
+		ModelSetupPlan:         reflect.TypeFor[SetupPlan](),
+		ModelField:             reflect.TypeFor[Field](),
+		ModelCostEstimate:      reflect.TypeFor[CostEstimate](),
+		ModelIntroduction:      reflect.TypeFor[Introduction](),
+		ModelFullDescription:   reflect.TypeFor[FullDescription](),
+		ModelBillingCatalog:    reflect.TypeFor[BillingCatalog](),
+		ModelContextAssignment: reflect.TypeFor[ContextAssignment](),
+		ModelVerifiedContext:   reflect.TypeFor[VerifiedWorkspaceContext](),
+	}
+	for _, d := range documents {
+		ts[d.model] = d.goType
+	}
+	return ts
+}()
 
 // New returns a pointer to a new zero value of the Go type of m (the value
 // [Validator.Decode] fills), or nil when m is not a model.

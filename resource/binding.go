@@ -16,7 +16,6 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/fold"
 )
 
 // Binding is a resource bound to its [Handlers]: the declared definition, the
@@ -54,7 +53,7 @@ func Bind[T any](def contracts.ResourceDefinition, impl Handlers[T]) (*Binding, 
 		return nil, err
 	}
 	for _, f := range def.Fields {
-		if k := fold.Key(f.ID); names[k] == "" {
+		if k := contracts.FoldKey(f.ID); names[k] == "" {
 			names[k] = f.ID
 		}
 	}
@@ -288,7 +287,7 @@ func decodeItem[T any](b *Binding, raw []byte) (T, error) {
 	}
 	var errs []contracts.ResultError
 	for _, k := range slices.Sorted(maps.Keys(values)) {
-		if exact, ok := b.names[fold.Key(k)]; ok && exact != k {
+		if exact, ok := b.names[contracts.FoldKey(k)]; ok && exact != k {
 			errs = append(errs, contracts.ResultError{Code: codeAmbiguousKey, Field: k,
 				Message: "differs from the key " + strconv.Quote(exact) + " only in letter case"})
 		}
@@ -420,8 +419,8 @@ func collectJSONNames(t reflect.Type, names map[string]string, depth int) {
 		if name == "" {
 			name = f.Name
 		}
-		if _, dup := names[fold.Key(name)]; !dup {
-			names[fold.Key(name)] = name
+		if _, dup := names[contracts.FoldKey(name)]; !dup {
+			names[contracts.FoldKey(name)] = name
 		}
 	}
 }

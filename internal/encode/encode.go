@@ -10,7 +10,9 @@
 // encoding a value runs the plan. The models whose MarshalJSON is "the
 // declared fields, nil always-written slices as [], defaults for some empty
 // fields, then the undeclared keys" are described by a [modelSpec] in
-// [modelSpecs] and encoded from their fields. Plain structs of package
+// [modelSpecs] and encoded from their fields; the specs are derived from
+// contracts (its registry of documents and what Marshal writes), not
+// stated here. Plain structs of package
 // contracts (no MarshalJSON) are encoded as encoding/json encodes structs. A
 // type with a MarshalJSON of another shape (and any type of another package
 // that has one) is encoded by calling it, as encoding/json does. A free-form
@@ -130,14 +132,17 @@ func AppendTape(dst []byte, v any, t *wire.Tape) (out []byte, ok, tapeOK bool) {
 	return e.b, e.ok, e.ok && e.t != nil
 }
 
-// modelSpec describes a model whose MarshalJSON is marshalOpen (or
-// marshalResult) of its fields after setting defaults.
+// modelSpec describes a model that contracts.Marshal writes as its fields
+// after setting defaults (marshalOpen or marshalResult). Nothing in it is
+// stated here: deriveSpec reads it from what contracts.Marshal writes, so
+// the models' hooks (encodeDefaults, dropsNullExtras) stay the one statement
+// of the defaults.
 type modelSpec struct {
 	// result: the model travels inside action results only, which drop every
 	// null (marshalResult): extra keys holding null are not written.
 	result bool
 	// defaults maps a JSON key to the JSON written when its field is empty
-	// (the empty string, a nil pointer or a nil slice).
+	// (the empty string, a nil pointer, slice or map; see defaultApplies).
 	defaults map[string]string
 	// custom encodes the whole value instead of the fields.
 	custom func(e *encoder, v reflect.Value)
@@ -148,62 +153,156 @@ var (
 	modelSpecsOnce sync.Once
 )
 
+// specRoots are the models the SDK writes on its hot path besides the typed
+// documents, which the contracts registry lists ([contracts.DocumentModel]):
+// action results (with the job_state snapshot), setup plans and their
+// fields, surface results. Every model they hold gets a spec too.
+var specRoots = []reflect.Type{
+	reflect.TypeFor[contracts.ActionResult](),
+	reflect.TypeFor[contracts.JobState](),
+	reflect.TypeFor[contracts.SetupPlan](),
+	reflect.TypeFor[contracts.CostEstimate](),
+	reflect.TypeFor[contracts.Field](),
+	reflect.TypeFor[contracts.SurfaceResult](),
+}
+
+// notFieldLists are the models under the roots that the encoder leaves to
+// contracts.Marshal: their encoding is not "the fields with constant
+// defaults" (a wire shape of another type, a default that depends on the
+// value, null values normalised away), or they are rare answers off the hot
+// path (drafts and dry runs of preview actions). The models they hold are
+// not walked.
+var notFieldLists = []reflect.Type{
+	reflect.TypeFor[contracts.FieldDraft](),
+	reflect.TypeFor[contracts.DryRunOutcome](),
+	reflect.TypeFor[contracts.Widget](),
+	reflect.TypeFor[contracts.ResourceField](),
+}
+
+// specs returns the spec of every model under the roots and the typed
+// documents of the contracts registry.
 func specs() map[reflect.Type]*modelSpec {
 	modelSpecsOnce.Do(func() {
-		result, open := &modelSpec{result: true}, &modelSpec{}
-		formats, err := json.Marshal(contracts.DefaultImportFormats())
-		if err != nil {
-			panic("contracts: encode the default import formats: " + err.Error())
-		}
-		def := func(kv ...string) *modelSpec {
-			s := &modelSpec{defaults: map[string]string{}}
-			for i := 0; i < len(kv); i += 2 {
-				s.defaults[kv[i]] = kv[i+1]
-			}
-			return s
-		}
-		caseSpec := def("lane", strconv.Quote(contracts.DefaultLane))
-		caseSpec.result = true
 		modelSpecs = map[reflect.Type]*modelSpec{
-			// Action results and the job_state snapshot.
-			reflect.TypeFor[contracts.ActionResult]():  result,
-			reflect.TypeFor[contracts.Effect]():        result,
-			reflect.TypeFor[contracts.ReplaySafety]():  result,
-			reflect.TypeFor[contracts.ResultError]():   result,
-			reflect.TypeFor[contracts.JobState]():      result,
-			reflect.TypeFor[contracts.Job]():           result,
-			reflect.TypeFor[contracts.Information]():   result,
-			reflect.TypeFor[contracts.Cost]():          result,
-			reflect.TypeFor[contracts.JobDisplay]():    result,
-			reflect.TypeFor[contracts.JobSource]():     result,
-			reflect.TypeFor[contracts.Case]():          caseSpec,
-			reflect.TypeFor[contracts.Step]():          result,
-			reflect.TypeFor[contracts.Awaiting]():      result,
-			reflect.TypeFor[contracts.ArtifactRef]():   result,
-			reflect.TypeFor[contracts.Field]():         open,
-			reflect.TypeFor[contracts.AwaitingField](): open,
-			reflect.TypeFor[contracts.FieldOption]():   open,
-			reflect.TypeFor[contracts.OptionsSource](): def("type", `"resource"`, "value_field", `"id"`),
-			// Setup plans and previews.
-			reflect.TypeFor[contracts.PlanValue]():    {custom: encodePlanValue},
-			reflect.TypeFor[contracts.SetupPlan]():    def("confirmation_required", "true"),
-			reflect.TypeFor[contracts.SetupStep]():    def("status", strconv.Quote(contracts.StepPending)),
-			reflect.TypeFor[contracts.CostEstimate](): open,
-			// Surface results and their documents.
-			reflect.TypeFor[contracts.SurfaceResult]():          open,
-			reflect.TypeFor[contracts.FormDocument]():           def("type", strconv.Quote(contracts.DocumentForm)),
-			reflect.TypeFor[contracts.Submit]():                 open,
-			reflect.TypeFor[contracts.Preview]():                open,
-			reflect.TypeFor[contracts.DocumentReviewDocument](): def("type", strconv.Quote(contracts.DocumentReview)),
-			reflect.TypeFor[contracts.ReviewContent]():          open,
-			reflect.TypeFor[contracts.ReviewCheck]():            open,
-			reflect.TypeFor[contracts.ResourceImportDocument](): def("type", strconv.Quote(contracts.DocumentResourceImport), "accepted_formats", string(formats)),
-			reflect.TypeFor[contracts.ImportColumn]():           def("type", strconv.Quote(contracts.FieldString)),
-			reflect.TypeFor[contracts.DashboardDocument]():      def("type", strconv.Quote(contracts.DocumentDashboard)),
-			reflect.TypeFor[contracts.DashboardDataset]():       open,
+			reflect.TypeFor[contracts.PlanValue](): {custom: encodePlanValue},
+		}
+		skip := map[reflect.Type]bool{}
+		for _, t := range notFieldLists {
+			skip[t] = true
+		}
+		roots := slices.Clone(specRoots)
+		for _, m := range contracts.Models() {
+			if m.DocumentType() != "" {
+				roots = append(roots, reflect.TypeOf(m.New()).Elem())
+			}
+		}
+		var walk func(t reflect.Type)
+		walk = func(t reflect.Type) {
+			for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map || t.Kind() == reflect.Array {
+				t = t.Elem()
+			}
+			if t.Kind() != reflect.Struct || t.PkgPath() != contractsPkg || skip[t] {
+				return
+			}
+			skip[t] = true
+			if _, open := t.FieldByName("Extra"); open && modelSpecs[t] == nil {
+				if spec := deriveSpec(t); spec != nil {
+					modelSpecs[t] = spec
+				}
+			}
+			for i := range t.NumField() {
+				walk(t.Field(i).Type)
+			}
+		}
+		for _, t := range roots {
+			walk(t)
 		}
 	})
 	return modelSpecs
+}
+
+// probeKey is an undeclared key deriveSpec writes to see whether a model
+// drops the extra keys holding null.
+const probeKey = "~probe"
+
+// deriveSpec reads the spec of the model t from contracts.Marshal: the keys
+// of its zero value written with another value than the empty field's own
+// (the defaults its encodeDefaults hook sets), and whether a null extra key
+// is dropped. It returns nil when the zero value is not written as t's
+// fields (a key added or left out): t is then written by contracts.Marshal.
+func deriveSpec(t reflect.Type) *modelSpec {
+	zero := reflect.New(t)
+	written, err := contracts.Marshal(zero.Interface())
+	if err != nil {
+		return nil
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(written, &keys) != nil {
+		return nil
+	}
+	spec := &modelSpec{defaults: map[string]string{}}
+	ti := infoOf(t)
+	n := 0
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" || name == "" {
+			continue
+		}
+		got, ok := keys[name]
+		own, omitted := emptyField(f.Type, slices.Contains(ti.nilSlice, i), slices.Contains(ti.nilMap, i), strings.Contains(opts, "omitempty"))
+		switch {
+		case ok:
+			n++
+			if f.Type.Kind() != reflect.Struct && (omitted || string(got) != own) {
+				spec.defaults[name] = string(got)
+			}
+		case !omitted:
+			return nil
+		}
+	}
+	if n != len(keys) {
+		return nil
+	}
+	probe := reflect.New(t)
+	probe.Elem().FieldByName("Extra").Set(reflect.ValueOf(contracts.Extra{probeKey: json.RawMessage("null")}))
+	withNull, err := contracts.Marshal(probe.Interface())
+	if err != nil {
+		return nil
+	}
+	spec.result = !bytes.Contains(withNull, []byte(strconv.Quote(probeKey)))
+	return spec
+}
+
+// emptyField returns how the empty value of a field of type t is written
+// without a default (own), or that it is left out (omitted, omitempty).
+// nilSlice and nilMap say that a nil slice or map is written as [] or {}.
+func emptyField(t reflect.Type, nilSlice, nilMap, omitEmpty bool) (own string, omitted bool) {
+	switch t.Kind() {
+	case reflect.String:
+		own = `""`
+	case reflect.Bool:
+		own = "false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		own = "0"
+	case reflect.Slice:
+		own = "null"
+		if nilSlice {
+			own = "[]"
+		}
+	case reflect.Map:
+		own = "null"
+		if nilMap {
+			own = "{}"
+		}
+	case reflect.Pointer, reflect.Interface:
+		own = "null"
+	default: // a struct or an array is never empty
+		return "", false
+	}
+	return own, omitEmpty
 }
 
 // encodePlanValue writes a PlanValue as its MarshalJSON does: the typed plan,
@@ -581,7 +680,7 @@ func structEncFunc(t reflect.Type, spec *modelSpec) encFunc {
 			}
 			lit := ""
 			switch {
-			case fp.def != "" && isEmptyValue(fv):
+			case fp.def != "" && defaultApplies(fv):
 				lit = fp.def
 			case fp.omitEmpty && isEmptyValue(fv):
 				continue
@@ -614,6 +713,18 @@ func (e *encoder) member(fp *fieldPlan, n int32) {
 		end := len(e.b) - 1 - e.base // before the colon
 		e.t.AddKey(end-fp.keyLen, end, fp.keyEsc)
 	}
+}
+
+// defaultApplies reports whether the default of a field holding v is
+// written, as the hooks test it: a nil slice, map, pointer or interface, an
+// empty string or another empty value (an empty but non-nil slice is
+// written as it is).
+func defaultApplies(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	}
+	return isEmptyValue(v)
 }
 
 // isEmptyValue is encoding/json's omitempty test.

@@ -3,6 +3,7 @@ package encode
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -119,18 +120,92 @@ func TestResultPathNeedsNoMarshalJSON(t *testing.T) {
 			walk(typ.Field(i).Type, seen)
 		}
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[contracts.ActionResult](), reflect.TypeFor[contracts.SurfaceResult](), reflect.TypeFor[contracts.FormDocument](),
-		reflect.TypeFor[contracts.DocumentReviewDocument](), reflect.TypeFor[contracts.ResourceImportDocument](), reflect.TypeFor[contracts.DashboardDocument]()} {
+	for _, typ := range specTypes(t) {
 		seen := map[reflect.Type]bool{}
-		// Drafts and dry runs (rare answers of preview actions), dashboard
-		// widgets and resource fields are written by contracts.Marshal:
-		// their shapes are not field lists.
-		for _, typ := range []reflect.Type{reflect.TypeFor[contracts.FieldDraft](), reflect.TypeFor[contracts.DryRunOutcome](),
-			reflect.TypeFor[contracts.Widget](), reflect.TypeFor[contracts.ResourceField]()} {
+		for _, typ := range notFieldLists {
 			seen[typ] = true
 		}
 		walk(typ, seen)
 	}
+}
+
+// specTypes are the roots of the specs: the hot-path models and every typed
+// document of the contracts registry.
+func specTypes(t *testing.T) []reflect.Type {
+	roots := append([]reflect.Type{}, specRoots...)
+	docs := 0
+	for _, m := range contracts.Models() {
+		if m.DocumentType() != "" {
+			roots = append(roots, reflect.TypeOf(m.New()).Elem())
+			docs++
+		}
+	}
+	require.GreaterOrEqual(t, docs, 4, "the registry's documents (Form, DocumentReview, ResourceImport, Dashboard)")
+	return roots
+}
+
+// TestSpecsFollowTheHooks: the specs are read from contracts.Marshal, so
+// every model of the contracts registry is encoded from its fields, and
+// each field is written as contracts.Marshal writes it, empty (its default,
+// if any), empty but not nil, and set. A default the hooks set only for a
+// nil slice is not written for an empty one.
+func TestSpecsFollowTheHooks(t *testing.T) {
+	for _, root := range specTypes(t) {
+		assert.Contains(t, specs(), root, "%s has no spec", root)
+	}
+	for typ, spec := range specs() {
+		if spec.custom != nil {
+			continue
+		}
+		assertEncodesLikeMarshal(t, reflect.New(typ).Interface(), typ.String()+" zero")
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if !f.IsExported() || f.Name == "Extra" {
+				continue
+			}
+			for j, sample := range samples(f.Type) {
+				v := reflect.New(typ)
+				v.Elem().Field(i).Set(sample)
+				assertEncodesLikeMarshal(t, v.Interface(), fmt.Sprintf("%s.%s#%d", typ, f.Name, j))
+			}
+		}
+	}
+	// The defaults are the hooks': a document's type, the formats of an import.
+	assert.Equal(t, `"Form"`, specs()[reflect.TypeFor[contracts.FormDocument]()].defaults["type"])
+	assert.Equal(t, `["csv"]`, specs()[reflect.TypeFor[contracts.ResourceImportDocument]()].defaults["accepted_formats"])
+	assert.True(t, specs()[reflect.TypeFor[contracts.Case]()].result)
+	assert.False(t, specs()[reflect.TypeFor[contracts.Field]()].result)
+}
+
+// samples returns values of type t that are not its zero value: empty but
+// not nil, and holding one element (or a non-empty scalar).
+func samples(t reflect.Type) []reflect.Value {
+	one := func(x any) []reflect.Value { return []reflect.Value{reflect.ValueOf(x).Convert(t)} }
+	switch {
+	case t == reflect.TypeFor[json.RawMessage]():
+		return []reflect.Value{reflect.ValueOf(json.RawMessage(`{"a":1}`))}
+	case t.Kind() == reflect.String:
+		return one("x")
+	case t.Kind() == reflect.Bool:
+		return one(true)
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Float64:
+		return one(1)
+	case t.Kind() == reflect.Slice:
+		filled := reflect.MakeSlice(t, 1, 1)
+		if t.Elem().Kind() == reflect.String {
+			filled.Index(0).SetString("x")
+		}
+		return []reflect.Value{reflect.MakeSlice(t, 0, 0), filled}
+	case t.Kind() == reflect.Map:
+		filled := reflect.MakeMap(t)
+		filled.SetMapIndex(reflect.ValueOf("k").Convert(t.Key()), reflect.Zero(t.Elem()))
+		return []reflect.Value{reflect.MakeMap(t), filled}
+	case t.Kind() == reflect.Pointer:
+		return []reflect.Value{reflect.New(t.Elem())}
+	case t.Kind() == reflect.Interface:
+		return []reflect.Value{reflect.ValueOf("x")}
+	}
+	return nil // a struct: its own spec is tested
 }
 
 func TestEncoderMatchesMarshal(t *testing.T) {

@@ -6,7 +6,10 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
+
+	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 var funcs = template.FuncMap{
@@ -89,8 +92,12 @@ type surfaceBody struct {
 	Doc      *document
 	Raw      json.RawMessage
 	Tables   map[string]table // by widget id
-	// Known is whether the document type is one the preview renders.
+	// Known is whether the document type is a typed document of the
+	// contracts registry, which the preview renders.
 	Known bool
+	// Submits is whether the document's model declares a submit action:
+	// the preview renders its fields as a form.
+	Submits bool
 	// Studio is the description of a surface Studio generates itself (not
 	// loaded from the controller).
 	Studio *studioSurface
@@ -134,9 +141,8 @@ func (h *Handler) serveSurface(w http.ResponseWriter, r *http.Request) {
 			body.Err = "the document is not an object: " + err.Error()
 		} else {
 			body.Doc = &doc
-			switch doc.Type {
-			case "Form", "DocumentReview", "ResourceImport", "Dashboard":
-				body.Known = true
+			if m, ok := contracts.DocumentModel(doc.Type); ok {
+				body.Known, body.Submits = true, declaresKey(m, "submit")
 			}
 			if doc.Type == "Dashboard" {
 				body.Tables = h.widgetTables(r.Context(), a, id, &doc)
@@ -150,6 +156,18 @@ func (h *Handler) serveSurface(w http.ResponseWriter, r *http.Request) {
 		title = id
 	}
 	h.render(w, "surface", page{Title: title, Agents: h.agents, Agent: a, Body: body})
+}
+
+// declaresKey reports whether the Go type of the model m declares the JSON
+// key.
+func declaresKey(m contracts.Model, key string) bool {
+	t := reflect.TypeOf(m.New()).Elem()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return true
+		}
+	}
+	return false
 }
 
 // fillReviewState takes the job, case and step a DocumentReview names in its

@@ -7,11 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/contracts"
 )
 
 // fakeController answers the preview's JSON-RPC calls: surface.load with the
@@ -453,4 +457,32 @@ func TestOverviewLeadsWithTheIntroduction(t *testing.T) {
 	body = serve(h, http.MethodGet, Prefix, "", nil).Body.String()
 	assert.NotContains(t, body, `class="tagline"`)
 	assert.NotContains(t, body, `id="cta-start"`)
+}
+
+// TestDocumentKindsFollowTheRegistry: every typed document of the contracts
+// registry is rendered (not shown as raw JSON), and its fields become a form
+// exactly when its model declares a submit action; an opaque document type
+// is shown as JSON.
+func TestDocumentKindsFollowTheRegistry(t *testing.T) {
+	docs := map[string]string{"opaque": `{"type": "Configurator", "submit": {"action": "x"}}`}
+	want := map[string]bool{}
+	for _, m := range contracts.Models() {
+		typ := m.DocumentType()
+		if typ == "" {
+			continue
+		}
+		docs[typ] = `{"type": ` + q(typ) + `, "submit": {"action": "act"}, "fields": [{"id": "f1", "label": "F1", "type": "string"}]}`
+		_, submits := reflect.TypeOf(m.New()).Elem().FieldByName("Submit")
+		want[typ] = submits
+	}
+	require.Len(t, want, 4, "Form, DocumentReview, ResourceImport, Dashboard")
+	h := newTestHandler(t, &fakeController{docs: docs}, false)
+	for surface := range docs {
+		body := serve(h, http.MethodGet, Prefix+"surface?agent=a&surface="+url.QueryEscape(surface), "", nil).Body.String()
+		submits, typed := want[surface]
+		assert.Equal(t, !typed, strings.Contains(body, `id="document-json"`), "%s: shown as JSON only when untyped", surface)
+		assert.Equal(t, submits, strings.Contains(body, `id="surface-form"`), "%s: a form exactly when the model declares submit", surface)
+	}
+	assert.False(t, want[contracts.DocumentDashboard], "a Dashboard has no submit")
+	assert.True(t, want[contracts.DocumentForm])
 }

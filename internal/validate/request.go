@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/fold"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
@@ -81,7 +80,7 @@ func (d *requestDecoder) key(m int32) string {
 // declared one only in letter case (unmarshalOpen refuses it).
 func (d *requestDecoder) extra(ti foldedKeys, m int32, dst *contracts.Extra) bool {
 	k := d.key(m)
-	if _, folded := ti[fold.Key(k)]; folded {
+	if _, folded := ti[contracts.FoldKey(k)]; folded {
 		return false
 	}
 	if *dst == nil {
@@ -107,7 +106,7 @@ type requestFields struct {
 }
 
 // foldedKeys holds the case-folded json keys of a struct's declared fields
-// (fold.Key): the keys UnmarshalJSON refuses when they differ from a declared
+// (contracts.FoldKey): the keys UnmarshalJSON refuses when they differ from a declared
 // key only in letter case.
 type foldedKeys map[string]struct{}
 
@@ -117,7 +116,7 @@ func foldedKeysOf(t reflect.Type) foldedKeys {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if f.IsExported() && name != "-" && name != "" {
-			ks[fold.Key(name)] = struct{}{}
+			ks[contracts.FoldKey(name)] = struct{}{}
 		}
 	}
 	return ks
