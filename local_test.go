@@ -3,11 +3,16 @@ package supervaizer_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,4 +145,44 @@ func TestLocalModeListensOnlyOnLoopback(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	})
+}
+
+// TestLocalModeInjectsNoAgent is spec item 80: local mode adds no agent of
+// its own (the Python reference adds a Hello World agent unless
+// SUPERVAIZER_DISABLE_HELLO_WORLD is true; examples/hello is the Go
+// equivalent). The variable is not read: whatever its value, the controller
+// serves exactly its agents. docs/protocol.md records the difference.
+func TestLocalModeInjectsNoAgent(t *testing.T) {
+	for _, disable := range []string{"", "false", "true"} {
+		env := map[string]string{"SUPERVAIZER_LOCAL_MODE": "true", "SUPERVAIZER_DISABLE_HELLO_WORLD": disable}
+		srv, err := sv.NewServer([]*sv.Agent{previewAgent(t, new(atomic.Int64), nil)},
+			sv.WithEnv(func(k string) string { return env[k] }), sv.WithLogger(slog.New(slog.DiscardHandler)))
+		require.NoError(t, err)
+		assert.Equal(t, sv.ModeLocal, srv.Mode(), "SUPERVAIZER_LOCAL_MODE is read")
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/.well-known/agents.json", nil))
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		var list struct {
+			Agents []map[string]any `json:"agents"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &list), w.Body.String())
+		assert.Len(t, list.Agents, 1, "DISABLE_HELLO_WORLD=%q: only the server's own agent", disable)
+		require.NoError(t, srv.Shutdown(t.Context()))
+	}
+
+	// No file of the SDK reads the variable; the protocol reference says why.
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "DISABLE_HELLO_WORLD", path)
+		return nil
+	})
+	require.NoError(t, err)
+	doc, err := os.ReadFile(filepath.Join("docs", "protocol.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), "No injected Hello World agent")
+	assert.Contains(t, string(doc), "`SUPERVAIZER_DISABLE_HELLO_WORLD` is not read")
 }
