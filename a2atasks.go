@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"time"
 
@@ -95,11 +94,11 @@ func (s *Server) a2aAgent(meta a2aMeta) string {
 // a2aWorkspace is the workspace.id of an A2A call: metadata, else the
 // workspace_id claim of the token (the verifier then checks the token as for
 // any call), else in local mode "local".
-func (s *Server) a2aWorkspace(r *http.Request, meta a2aMeta) string {
+func (s *Server) a2aWorkspace(c *Call, meta a2aMeta) string {
 	if meta.workspaceID != "" {
 		return meta.workspaceID
 	}
-	if ws := tokenWorkspace(r.Header.Get(HeaderWorkspaceAuthorization)); ws != "" {
+	if ws := tokenWorkspace(c.r.Header.Get(HeaderWorkspaceAuthorization)); ws != "" {
 		return ws
 	}
 	if s.localAuth {
@@ -167,22 +166,22 @@ func a2aActor(req *ActionRequest, ws *Workspace) {
 
 // a2aRequest builds the action.invoke request of an A2A call for action on
 // job jobID of mission missionID.
-func (s *Server) a2aRequest(r *http.Request, meta a2aMeta, requestID, action, jobID, missionID string) ActionRequest {
+func (s *Server) a2aRequest(c *Call, meta a2aMeta, requestID, action, jobID, missionID string) ActionRequest {
 	surface := meta.surface
 	if surface == "" {
 		surface = contracts.DefaultStartAction // the surface Studio sends for job.sync and job.stop
 	}
 	return ActionRequest{
 		RequestID: requestID, Actor: contracts.Actor{UserID: meta.userID},
-		Workspace: contracts.WorkspaceRef{ID: s.a2aWorkspace(r, meta)},
+		Workspace: contracts.WorkspaceRef{ID: s.a2aWorkspace(c, meta)},
 		MissionID: missionID, AgentSlug: s.a2aAgent(meta), Surface: surface, Action: action,
 		Input: emptyInput, JobID: jobID,
 	}
 }
 
 // messageRequest maps message/send and message/stream onto action.invoke.
-func (s *Server) messageRequest(r *http.Request, t *wire.Tape, m *a2aMessage) ActionRequest {
-	req := s.a2aRequest(r, m.meta, m.messageID, m.action, m.taskID, m.contextID)
+func (s *Server) messageRequest(c *Call, t *wire.Tape, m *a2aMessage) ActionRequest {
+	req := s.a2aRequest(c, m.meta, m.messageID, m.action, m.taskID, m.contextID)
 	req.IdempotencyKey = m.messageID
 	if req.JobID == "" {
 		req.JobID = a2aDerive("a2a-", req.Workspace.ID, m.messageID)
@@ -217,40 +216,48 @@ func (s *Server) hasAction(slug, action string) bool {
 	return a != nil && a.action(action) != nil
 }
 
-// a2aMethod serves a task method of either binding that answers JSON (the
-// streaming ones are a2aStream's), once the A2A-Version header is one the
-// bindings speak.
-func (s *Server) a2aMethod(r *http.Request, t *wire.Tape, method string, params int32, dst []byte) ([]byte, *Error) {
-	if rpcErr := a2aVersionError(r); rpcErr != nil {
-		return dst, rpcErr
-	}
-	b := binding03
-	switch method {
-	case a2atask.MethodSendMessage, a2atask.MethodGetTask, a2atask.MethodCancelTask:
-		b = binding10
-	}
-	switch method {
-	case a2atask.MethodMessageSend, a2atask.MethodSendMessage:
-		return s.a2aSend(r, t, params, dst, b)
-	case a2atask.MethodTasksGet, a2atask.MethodGetTask:
-		return s.a2aGet(r, t, params, dst, b)
-	}
-	return s.a2aCancel(r, t, params, dst, b)
+// a2aTaskParams is a decoded tasks/get, tasks/cancel or tasks/resubscribe
+// params object (and their 1.0 names).
+type a2aTaskParams struct {
+	id   string
+	meta a2aMeta
 }
 
-// a2aSend serves message/send (SendMessage in the 1.0 binding b): the
+// decodeMessage decodes the params of a message method of binding b, once
+// the A2A-Version header is one the bindings speak.
+func (b a2aBinding) decodeMessage(_ *Server, c *Call) (a2aMessage, *Error) {
+	if rpcErr := a2aVersionError(c.r); rpcErr != nil {
+		return a2aMessage{input: -1}, rpcErr
+	}
+	return parseMessage(c.t, c.rpc.ParamsNode, b)
+}
+
+// decodeTask decodes the params of a task method, once the A2A-Version
+// header is one the bindings speak.
+func decodeTask(_ *Server, c *Call) (a2aTaskParams, *Error) {
+	if rpcErr := a2aVersionError(c.r); rpcErr != nil {
+		return a2aTaskParams{}, rpcErr
+	}
+	id, meta, rpcErr := parseTaskParams(c.t, c.rpc.ParamsNode)
+	return a2aTaskParams{id: id, meta: meta}, rpcErr
+}
+
+// decodeNone decodes no params: the method answers an error (unsupported),
+// once the A2A-Version header is one the bindings speak.
+func decodeNone(_ *Server, c *Call) (struct{}, *Error) {
+	return struct{}{}, a2aVersionError(c.r)
+}
+
+// send serves message/send (SendMessage in the 1.0 binding b): the
 // mapped action.invoke call, its result as a Task or a Message, appended to
 // dst.
-func (s *Server) a2aSend(r *http.Request, t *wire.Tape, params int32, dst []byte, b a2aBinding) ([]byte, *Error) {
-	m, rpcErr := parseMessage(t, params, b)
-	if rpcErr != nil {
-		return dst, rpcErr
-	}
-	req := s.messageRequest(r, t, &m)
+func (b a2aBinding) send(s *Server, c *Call, m a2aMessage, dst []byte) ([]byte, *Error) {
+	t := c.t
+	req := s.messageRequest(c, t, &m)
 	scratch := getResponseBuffer()
 	defer putResponseBuffer(scratch)
 	var call a2aInvocation
-	raw, rpcErr := s.invoke(r, &req, t, m.input, &call, (*scratch)[:0])
+	raw, rpcErr := s.invoke(c, &req, t, m.input, &call, (*scratch)[:0])
 	*scratch = raw
 	if rpcErr != nil {
 		return dst, rpcErr
@@ -267,7 +274,7 @@ func (s *Server) a2aSend(r *http.Request, t *wire.Tape, params int32, dst []byte
 		call.view = v
 	}
 	if m.blocking && !call.view.taskState().Final() {
-		call.view = s.awaitFinal(r, &req, m.meta, call.view)
+		call.view = s.awaitFinal(c, &req, m.meta, call.view)
 	}
 	return appendTaskResult(dst, &call.view, b), nil
 }
@@ -276,8 +283,8 @@ func (s *Server) a2aSend(r *http.Request, t *wire.Tape, params int32, dst []byte
 // job terminal or input-required. It refreshes through the agent's job.sync
 // when it has one (the token must carry that scope), and reads the view in
 // the store otherwise, which results and effects on any instance update.
-func (s *Server) awaitFinal(r *http.Request, req *ActionRequest, meta a2aMeta, v jobView) jobView {
-	ctx, cancel := context.WithTimeout(r.Context(), s.a2aBlocking())
+func (s *Server) awaitFinal(c *Call, req *ActionRequest, meta a2aMeta, v jobView) jobView {
+	ctx, cancel := context.WithTimeout(c.r.Context(), s.a2aBlocking())
 	defer cancel()
 	key := taskKey(recordWorkspace(req), req.AgentSlug, v.id)
 	sync := s.hasAction(req.AgentSlug, contracts.DefaultSyncAction)
@@ -296,7 +303,7 @@ func (s *Server) awaitFinal(r *http.Request, req *ActionRequest, meta a2aMeta, v
 		case <-changed:
 		case <-tick.C:
 			if sync {
-				if nv, ok := s.a2aSync(r, meta, v); ok {
+				if nv, ok := s.a2aSync(c, meta, v); ok {
 					v = nv
 				} else {
 					sync = false // the token cannot refresh: wait for the view
@@ -317,10 +324,10 @@ const a2aPollInterval = 500 * time.Millisecond
 // a2aSync refreshes the view of a job through the agent's job.sync, as the
 // same caller (the same token and metadata). ok is false when the call
 // failed; the failure is not the caller's answer.
-func (s *Server) a2aSync(r *http.Request, meta a2aMeta, v jobView) (jobView, bool) {
-	req := s.a2aRequest(r, meta, "a2a-sync-"+uuid.NewString(), contracts.DefaultSyncAction, v.id, v.mission)
+func (s *Server) a2aSync(c *Call, meta a2aMeta, v jobView) (jobView, bool) {
+	req := s.a2aRequest(c, meta, "a2a-sync-"+uuid.NewString(), contracts.DefaultSyncAction, v.id, v.mission)
 	var call a2aInvocation
-	raw, rpcErr := s.invoke(r, &req, nil, -1, &call, nil)
+	raw, rpcErr := s.invoke(c, &req, nil, -1, &call, nil)
 	if rpcErr != nil {
 		return v, false
 	}
@@ -336,13 +343,13 @@ func (s *Server) a2aSync(r *http.Request, meta a2aMeta, v jobView) (jobView, boo
 
 // a2aAuthorize admits a tasks/* call: the scopes of action.invoke for the
 // action when the agent has it, action.invoke alone otherwise.
-func (s *Server) a2aAuthorize(r *http.Request, meta a2aMeta, action string) (*Workspace, string, *Error) {
+func (s *Server) a2aAuthorize(c *Call, meta a2aMeta, action string) (*Workspace, string, *Error) {
 	slug := s.a2aAgent(meta)
 	scopes := []string{MethodActionInvoke}
 	if s.hasAction(slug, action) {
 		scopes = append(scopes, action)
 	}
-	vc, rpcErr := s.authorize(r.Context(), r, contracts.WorkspaceRef{ID: s.a2aWorkspace(r, meta)}, slug, scopes)
+	vc, rpcErr := s.authorize(c.r.Context(), c.r, contracts.WorkspaceRef{ID: s.a2aWorkspace(c, meta)}, slug, scopes)
 	return vc, slug, rpcErr
 }
 
@@ -365,41 +372,35 @@ func (s *Server) a2aTask(ctx context.Context, vc *Workspace, slug, id string) (j
 	return v, nil
 }
 
-// a2aGet serves tasks/get (GetTask): the job's last validated job_state,
+// get serves tasks/get (GetTask): the job's last validated job_state,
 // refreshed through job.sync when the agent has it.
-func (s *Server) a2aGet(r *http.Request, t *wire.Tape, params int32, dst []byte, b a2aBinding) ([]byte, *Error) {
-	id, meta, rpcErr := parseTaskParams(t, params)
+func (b a2aBinding) get(s *Server, c *Call, p a2aTaskParams, dst []byte) ([]byte, *Error) {
+	id, meta := p.id, p.meta
+	vc, slug, rpcErr := s.a2aAuthorize(c, meta, contracts.DefaultSyncAction)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
-	vc, slug, rpcErr := s.a2aAuthorize(r, meta, contracts.DefaultSyncAction)
-	if rpcErr != nil {
-		return dst, rpcErr
-	}
-	v, rpcErr := s.a2aTask(r.Context(), vc, slug, id)
+	v, rpcErr := s.a2aTask(c.r.Context(), vc, slug, id)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
 	if s.hasAction(slug, contracts.DefaultSyncAction) {
-		if nv, ok := s.a2aSync(r, meta, v); ok {
+		if nv, ok := s.a2aSync(c, meta, v); ok {
 			v = nv
 		}
 	}
 	return appendTask(dst, &v, nil, b), nil
 }
 
-// a2aCancel serves tasks/cancel (CancelTask): the agent's job.stop on the
+// cancel serves tasks/cancel (CancelTask): the agent's job.stop on the
 // job.
-func (s *Server) a2aCancel(r *http.Request, t *wire.Tape, params int32, dst []byte, b a2aBinding) ([]byte, *Error) {
-	id, meta, rpcErr := parseTaskParams(t, params)
+func (b a2aBinding) cancel(s *Server, c *Call, p a2aTaskParams, dst []byte) ([]byte, *Error) {
+	id, meta := p.id, p.meta
+	vc, slug, rpcErr := s.a2aAuthorize(c, meta, a2aStopAction)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
-	vc, slug, rpcErr := s.a2aAuthorize(r, meta, a2aStopAction)
-	if rpcErr != nil {
-		return dst, rpcErr
-	}
-	v, rpcErr := s.a2aTask(r.Context(), vc, slug, id)
+	v, rpcErr := s.a2aTask(c.r.Context(), vc, slug, id)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
@@ -409,9 +410,9 @@ func (s *Server) a2aCancel(r *http.Request, t *wire.Tape, params int32, dst []by
 	if v.taskState().Terminal() {
 		return dst, notCancelable(id, "the task is "+string(v.taskState()))
 	}
-	req := s.a2aRequest(r, meta, "a2a-cancel-"+uuid.NewString(), a2aStopAction, v.id, v.mission)
+	req := s.a2aRequest(c, meta, "a2a-cancel-"+uuid.NewString(), a2aStopAction, v.id, v.mission)
 	var call a2aInvocation
-	raw, rpcErr := s.invoke(r, &req, nil, -1, &call, nil)
+	raw, rpcErr := s.invoke(c, &req, nil, -1, &call, nil)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
@@ -420,7 +421,7 @@ func (s *Server) a2aCancel(r *http.Request, t *wire.Tape, params int32, dst []by
 	}
 	if call.read {
 		v = call.view
-	} else if nv, found, err := s.tasks.loadKey(r.Context(), taskKey(vc.WorkspaceID, slug, id)); err == nil && found {
+	} else if nv, found, err := s.tasks.loadKey(c.r.Context(), taskKey(vc.WorkspaceID, slug, id)); err == nil && found {
 		v = nv
 	}
 	return appendTask(dst, &v, nil, b), nil

@@ -3,11 +3,9 @@ package supervaizer
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/encode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
@@ -24,52 +22,46 @@ import (
 // before the Task (params, credentials, the action's own checks) is the
 // stream's one event.
 
-// a2aStream serves a streaming method: message/stream or tasks/resubscribe,
-// or their 1.0 names SendStreamingMessage and SubscribeToTask (whose events
-// take the 1.0 shapes, a2atasks_v10.go). The request's tape t stays valid
-// until it returns.
-func (s *Server) a2aStream(w http.ResponseWriter, r *http.Request, t *wire.Tape, req *jsonrpc.Request) {
-	b, send := binding03, req.Method == a2atask.MethodMessageStream
-	if req.Method == a2atask.MethodSendStreamingMessage || req.Method == a2atask.MethodSubscribeToTask {
-		b, send = binding10, req.Method == a2atask.MethodSendStreamingMessage
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	r = r.WithContext(ctx)
+// stream serves a streaming method of binding b: message/stream or
+// tasks/resubscribe, or their 1.0 names SendStreamingMessage and
+// SubscribeToTask (whose events take the 1.0 shapes, a2atasks_v10.go).
+// rpcErr is the error of its params, answered as the stream's one event;
+// else start runs the call (send) or reads the task it follows (resume).
+func (b a2aBinding) stream(s *Server, c *Call, rpcErr *Error, start func() (jobView, a2aMeta, string, []byte, *Error)) {
+	ctx, cancel := context.WithCancel(c.r.Context())
+	c.r = c.r.WithContext(ctx)
+	r := c.r
 	var polling sync.WaitGroup
 	defer polling.Wait() // after cancel: no refresh outlives the call
 	defer cancel()
 
+	id := c.rpc.ID
 	var key string   // the view key of the followed task
 	var last jobView // what the client has seen
 	first := func() ([]byte, bool) {
 		var v jobView
 		var meta a2aMeta
 		var message []byte
-		rpcErr := a2aVersionError(r)
-		switch {
-		case rpcErr != nil:
-		case send:
-			v, meta, key, message, rpcErr = s.streamSend(r, t, req.ParamsNode, b)
-		default:
-			v, meta, key, rpcErr = s.streamResume(r, t, req.ParamsNode, b)
+		if rpcErr == nil {
+			v, meta, key, message, rpcErr = start()
 		}
 		switch {
 		case rpcErr != nil:
-			return s.errorFrame(req.ID, rpcErr), true
+			return s.errorFrame(id, rpcErr), true
 		case message != nil: // the stream's one event
-			return sseFrame(nil, append(append(jsonrpc.AppendResultPrefix(nil, req.ID), message...), '}')), true
+			return sseFrame(nil, append(append(jsonrpc.AppendResultPrefix(nil, id), message...), '}')), true
 		}
 		last = v
-		frame := sseFrame(nil, append(appendTaskResult(jsonrpc.AppendResultPrefix(nil, req.ID), &v, b), '}'))
+		frame := sseFrame(nil, append(appendTaskResult(jsonrpc.AppendResultPrefix(nil, id), &v, b), '}'))
 		if final := v.state == nil || v.taskState().Final(); final || key == "" {
 			return frame, true
 		}
 		if s.hasAction(s.a2aAgent(meta), contracts.DefaultSyncAction) {
-			polling.Go(func() { s.pollSync(r, meta, v) })
+			polling.Go(func() { s.pollSync(c, meta, v) })
 		}
 		return frame, false
 	}
-	s.tasks.events.ServeStream(w, r, first, func(data []byte) ([]byte, bool) {
+	s.tasks.events.ServeStream(c.w, r, first, func(data []byte) ([]byte, bool) {
 		k, rec, ok := splitTaskEvent(data)
 		if !ok || k != key {
 			return nil, false
@@ -78,7 +70,20 @@ func (s *Server) a2aStream(w http.ResponseWriter, r *http.Request, t *wire.Tape,
 		if !ok {
 			return nil, false
 		}
-		return appendUpdates(req.ID, &last, &v, b)
+		return appendUpdates(id, &last, &v, b)
+	})
+}
+
+// streamSendMethod serves message/stream (SendStreamingMessage).
+func (b a2aBinding) streamSendMethod(s *Server, c *Call, m a2aMessage, rpcErr *Error) {
+	b.stream(s, c, rpcErr, func() (jobView, a2aMeta, string, []byte, *Error) { return s.streamSend(c, m, b) })
+}
+
+// streamResumeMethod serves tasks/resubscribe (SubscribeToTask).
+func (b a2aBinding) streamResumeMethod(s *Server, c *Call, p a2aTaskParams, rpcErr *Error) {
+	b.stream(s, c, rpcErr, func() (jobView, a2aMeta, string, []byte, *Error) {
+		v, meta, key, err := s.streamResume(c, p, b)
+		return v, meta, key, nil, err
 	})
 }
 
@@ -86,15 +91,15 @@ func (s *Server) a2aStream(w http.ResponseWriter, r *http.Request, t *wire.Tape,
 // that a job progressing in the agent's background shows; results go to the
 // view, which the stream follows. It stops at the first failure (a token
 // without the job.sync scope, say).
-func (s *Server) pollSync(r *http.Request, meta a2aMeta, v jobView) {
+func (s *Server) pollSync(c *Call, meta a2aMeta, v jobView) {
 	tick := time.NewTicker(a2aPollInterval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-c.r.Context().Done():
 			return
 		case <-tick.C:
-			nv, ok := s.a2aSync(r, meta, v)
+			nv, ok := s.a2aSync(c, meta, v)
 			if !ok || nv.taskState().Final() {
 				return
 			}
@@ -107,14 +112,11 @@ func (s *Server) pollSync(r *http.Request, meta a2aMeta, v jobView) {
 // and returns the task it answers and the key of its view, or the one
 // answer that ends the stream at once: the Message of a result without a
 // task, or the failed Task of an error result.
-func (s *Server) streamSend(r *http.Request, t *wire.Tape, params int32, b a2aBinding) (_ jobView, _ a2aMeta, key string, message []byte, _ *Error) {
-	m, rpcErr := parseMessage(t, params, b)
-	if rpcErr != nil {
-		return jobView{}, m.meta, "", nil, rpcErr
-	}
-	req := s.messageRequest(r, t, &m)
+func (s *Server) streamSend(c *Call, m a2aMessage, b a2aBinding) (_ jobView, _ a2aMeta, key string, message []byte, _ *Error) {
+	t := c.t
+	req := s.messageRequest(c, t, &m)
 	var call a2aInvocation
-	raw, rpcErr := s.invoke(r, &req, t, m.input, &call, nil)
+	raw, rpcErr := s.invoke(c, &req, t, m.input, &call, nil)
 	if rpcErr != nil {
 		return jobView{}, m.meta, "", nil, rpcErr
 	}
@@ -131,16 +133,13 @@ func (s *Server) streamSend(r *http.Request, t *wire.Tape, params int32, b a2aBi
 
 // streamResume reads the task tasks/resubscribe follows, as tasks/get does.
 // SubscribeToTask (1.0) refuses a terminal task.
-func (s *Server) streamResume(r *http.Request, t *wire.Tape, params int32, b a2aBinding) (jobView, a2aMeta, string, *Error) {
-	id, meta, rpcErr := parseTaskParams(t, params)
+func (s *Server) streamResume(c *Call, p a2aTaskParams, b a2aBinding) (jobView, a2aMeta, string, *Error) {
+	id, meta := p.id, p.meta
+	vc, slug, rpcErr := s.a2aAuthorize(c, meta, contracts.DefaultSyncAction)
 	if rpcErr != nil {
 		return jobView{}, meta, "", rpcErr
 	}
-	vc, slug, rpcErr := s.a2aAuthorize(r, meta, contracts.DefaultSyncAction)
-	if rpcErr != nil {
-		return jobView{}, meta, "", rpcErr
-	}
-	v, rpcErr := s.a2aTask(r.Context(), vc, slug, id)
+	v, rpcErr := s.a2aTask(c.r.Context(), vc, slug, id)
 	if rpcErr != nil {
 		return jobView{}, meta, "", rpcErr
 	}

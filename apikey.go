@@ -76,21 +76,29 @@ func (ks *apiKeys) lookup(presented string) (KeyScope, bool) {
 func (s *Server) requireKey(need KeyScope) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			presented := r.Header.Get(canonicalAPIKeyHeader)
-			scope, ok := s.keys.lookup(presented)
-			if !ok {
-				s.deny(r, "invalid or missing API key", presented)
-				writeDetail(w, http.StatusUnauthorized, "Invalid or missing API key")
-				return
-			}
-			if !scope.satisfies(need) {
-				s.deny(r, "insufficient scope", presented)
-				writeDetail(w, http.StatusForbidden, "Insufficient scope")
+			if status, detail := s.checkKey(r, need); status != 0 {
+				writeDetail(w, status, detail)
 				return
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// checkKey checks the transport key of r for the scope need: status is 0
+// when it is granted, else the refusal's (401 or 403) with its detail.
+func (s *Server) checkKey(r *http.Request, need KeyScope) (status int, detail string) {
+	presented := r.Header.Get(canonicalAPIKeyHeader)
+	scope, ok := s.keys.lookup(presented)
+	if !ok {
+		s.deny(r, "invalid or missing API key", presented)
+		return http.StatusUnauthorized, "Invalid or missing API key"
+	}
+	if !scope.satisfies(need) {
+		s.deny(r, "insufficient scope", presented)
+		return http.StatusForbidden, "Insufficient scope"
+	}
+	return 0, ""
 }
 
 func (s *Server) deny(r *http.Request, reason, presented string) {

@@ -79,8 +79,8 @@ func (s *Server) resolveStudio() error {
 			return nil
 		}
 		envCfg.Logger = s.logger
-		if s.obs != nil { // outgoing calls carry the trace context (observer.go)
-			envCfg.HTTPClient = &http.Client{Transport: s.obs.Transport(http.DefaultTransport)}
+		if o := s.cfg.observer; o != nil { // outgoing calls carry the trace context (observer.go)
+			envCfg.HTTPClient = &http.Client{Transport: o.Transport(http.DefaultTransport)}
 		}
 		if acct, err = studio.NewClient(envCfg); err != nil {
 			return err

@@ -197,23 +197,9 @@ func (s *Server) authorize(ctx context.Context, r *http.Request, ws contracts.Wo
 // verifyWorkspace asks the verifier to prove c and logs a failure (its code,
 // never the token). Any error other than an *AuthError, or no context, fails
 // closed as workspace_authorization_not_configured.
+// The observer sees each verification through s.verifier (observedVerifier,
+// observer.go).
 func (s *Server) verifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contracts.VerifiedWorkspaceContext, *AuthError) {
-	var start time.Time
-	if s.obs != nil {
-		start = time.Now()
-	}
-	vc, ae := s.verifyWorkspaceOnce(ctx, c)
-	if s.obs != nil {
-		code := ""
-		if ae != nil {
-			code = ae.Code
-		}
-		s.observeToken(ctx, c.AgentSlug, code, start) // observer.go
-	}
-	return vc, ae
-}
-
-func (s *Server) verifyWorkspaceOnce(ctx context.Context, c WorkspaceCheck) (*contracts.VerifiedWorkspaceContext, *AuthError) {
 	vc, err := s.verifier.VerifyWorkspace(ctx, c)
 	if err == nil && vc == nil {
 		err = errors.New("verifier returned no context and no error")

@@ -21,12 +21,13 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
-// The one way through POST /a2a (ARCHITECTURE.md):
+// The one way through POST /a2a (docs/architecture.md):
 //
-//	transport key (middleware) → size limit → JSON-RPC envelope → method →
-//	request model → drop client workspace_authorization → workspace token
-//	(unless bootstrap) → handler lookup → handler → result validated →
-//	SSE publish (actions) → response
+//	transport key → size limit → JSON-RPC envelope → the method's table
+//	entry (interceptors around it) → params decoded → drop client
+//	workspace_authorization → workspace token (unless bootstrap) → handler
+//	lookup → handler (interceptors around it) → result validated → SSE
+//	publish (actions) → response
 //
 // Each step has one error, mapped once to its JSON-RPC code. The body is parsed
 // once, into a tape (internal/wire): the envelope, the request model and a
@@ -38,79 +39,232 @@ const maxInitialBody = 64 << 10
 // EventEffect is the name of the SSE event published after each successful action.
 const EventEffect = "supervaizer.effect"
 
+// method is one entry of the method table: a JSON-RPC method served on
+// POST /a2a. Adding a method is adding an entry (methods.go lists them).
+type method struct {
+	name    string
+	binding string   // the family of methods it belongs to: "supervaizer", an A2A binding, an extension
+	key     KeyScope // the API key scope the call needs
+	// tokenScope is the scope a workspace token must carry for the call,
+	// with the id of the action or surface it calls.
+	tokenScope string
+	// unary serves a method answered with one JSON-RPC response: it
+	// appends the result to dst. stream serves a method answered with an
+	// event stream. One of them is set (unaryMethod, streamMethod).
+	unary  func(s *Server, c *Call, dst []byte) ([]byte, *Error)
+	stream func(s *Server, c *Call)
+}
+
+// unaryMethod is the entry of a unary method: its params decoded by decode
+// (from c's tape, before anything else), then served by handle.
+func unaryMethod[P any](name, binding string, key KeyScope, tokenScope string,
+	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, dst []byte) ([]byte, *Error)) method {
+	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
+		unary: func(s *Server, c *Call, dst []byte) ([]byte, *Error) {
+			p, err := decode(s, c)
+			if err != nil {
+				return dst, err
+			}
+			return handle(s, c, p, dst)
+		}}
+}
+
+// streamMethod is the entry of a streaming method: handle receives the
+// decoded params or their error, which it answers as the stream's one
+// event.
+func streamMethod[P any](name, binding string, key KeyScope, tokenScope string,
+	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, err *Error)) method {
+	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
+		stream: func(s *Server, c *Call) {
+			p, err := decode(s, c)
+			handle(s, c, p, err)
+		}}
+}
+
+// served is a method as one server serves it: its entry and the
+// interceptors' chain around it, built once (buildMethods).
+type served struct {
+	m      *method
+	unary  UnaryFunc
+	stream StreamFunc
+}
+
+// buildMethods makes the server's chains: the table's entries and the
+// fallback of a method it does not serve, each wrapped in the interceptors.
+func (s *Server) buildMethods(table []method, ics []Interceptor) {
+	s.methods = make(map[string]*served, len(table))
+	wrap := func(m *method) *served {
+		sv := &served{m: m}
+		if m.stream != nil {
+			sv.stream = chainStream(ics, func(ctx context.Context, c *Call) { s.serveStream(ctx, c) })
+		} else {
+			sv.unary = chainUnary(ics, func(ctx context.Context, c *Call) { s.serveUnary(ctx, c) })
+		}
+		return sv
+	}
+	for i := range table {
+		if _, dup := s.methods[table[i].name]; dup {
+			panic("supervaizer: the method table has " + table[i].name + " twice")
+		}
+		s.methods[table[i].name] = wrap(&table[i])
+	}
+	s.otherMethod = wrap(&method{name: otherMethod, binding: "", key: ScopeWrite, unary: unknownMethod})
+	s.refuse = chainUnary(ics, func(ctx context.Context, c *Call) { s.writeRefusal(c) })
+	s.handler = chainHandler(ics, runHandler)
+}
+
+// otherMethod is the method label of a call of a method the server does not serve.
+const otherMethod = "other"
+
+// refusal is the answer of a request refused before any method: an HTTP
+// status with a detail, or a JSON-RPC error of the envelope.
+type refusal struct {
+	status int
+	detail string
+	rpc    *Error
+}
+
 func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer s.inflight.Done()
-	if s.closing.Load() {
-		writeDetail(w, http.StatusServiceUnavailable, "server is shutting down")
+	c := getCall(w, r)
+	defer putCall(c)
+	t := wire.Get()
+	defer wire.Put(t)
+	c.t = t
+	if !s.readCall(c, &c.refusal) {
+		s.refuse(r.Context(), c)
 		return
+	}
+	sv := s.methods[c.rpc.Method]
+	if sv == nil {
+		sv = s.otherMethod
+	}
+	c.entry = sv
+	if sv != s.otherMethod {
+		c.Method = sv.m.name
+	} else {
+		c.Method = otherMethod
+	}
+	if sv.stream != nil {
+		c.Streaming = true
+		sv.stream(r.Context(), c)
+		return
+	}
+	sv.unary(r.Context(), c)
+}
+
+// readCall takes a POST /a2a request up to its JSON-RPC envelope, read into
+// c: the transport key, the shutdown and start states, the content type, the
+// body within its size limit, the envelope. It returns false with the
+// refusal when one of them refuses the request.
+func (s *Server) readCall(c *Call, ref *refusal) bool {
+	r := c.r
+	if status, detail := s.checkKey(r, ScopeWrite); status != 0 {
+		ref.status, ref.detail = status, detail
+		return false
+	}
+	if s.closing.Load() {
+		ref.status, ref.detail = http.StatusServiceUnavailable, "server is shutting down"
+		return false
 	}
 	if s.studio != nil && !s.started.Load() {
 		// Attached to Studio: without the handshake no token could verify.
-		writeDetail(w, http.StatusServiceUnavailable, "controller not started: Server.Start has not registered it with Studio")
-		return
+		ref.status, ref.detail = http.StatusServiceUnavailable, "controller not started: Server.Start has not registered it with Studio"
+		return false
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
-		writeDetail(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
-		return
+		ref.status, ref.detail = http.StatusUnsupportedMediaType, "Content-Type must be application/json"
+		return false
 	}
-	body, ok := s.readBody(w, r)
-	if !ok {
-		return
+	body, status, detail := s.readBody(c.w, r)
+	if status != 0 {
+		ref.status, ref.detail = status, detail
+		return false
 	}
-	// The body is parsed once, into t: the envelope, the request model and
-	// the typed input are all read from it.
-	t := wire.Get()
-	defer wire.Put(t)
-	req, rpcErr := jsonrpc.Decode(t, body)
+	// The body is parsed once, into c.t: the envelope, the request model
+	// and the typed input are all read from it.
+	req, rpcErr := jsonrpc.Decode(c.t, body)
+	c.rpc = *req
 	if rpcErr != nil {
-		if s.obs != nil {
-			s.noteCode(r.Context(), req.Method, Code(rpcErr.Code))
-		}
-		s.writeRPCError(w, req.ID, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data))
+		ref.status, ref.rpc = http.StatusOK, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data)
+		return false
+	}
+	return true
+}
+
+// writeRefusal answers a request refused before any method.
+func (s *Server) writeRefusal(c *Call) {
+	ref := &c.refusal
+	if ref.rpc != nil {
+		c.end(int(ref.rpc.code), http.StatusOK)
+		s.writeRPCError(c.w, c.rpc.ID, ref.rpc)
 		return
 	}
-	switch req.Method {
-	case a2atask.MethodMessageStream, a2atask.MethodTasksResubscribe, a2atask.MethodSendStreamingMessage, a2atask.MethodSubscribeToTask:
-		if s.obs != nil {
-			s.noteCode(r.Context(), req.Method, 0) // the call ends with its stream
-		}
-		s.a2aStream(w, r, t, req) // text/event-stream (a2atasks_stream.go)
-		return
-	}
-	// The result is encoded (once) straight after the response's prefix.
+	c.end(0, ref.status)
+	writeDetail(c.w, ref.status, ref.detail)
+}
+
+// serveUnary serves a unary method of c's entry: the result is encoded
+// (once) straight after the response's prefix.
+func (s *Server) serveUnary(ctx context.Context, c *Call) {
+	c.use(ctx)
 	buf := getResponseBuffer()
 	defer putResponseBuffer(buf)
-	*buf = jsonrpc.AppendResultPrefix((*buf)[:0], req.ID)
+	*buf = jsonrpc.AppendResultPrefix((*buf)[:0], c.rpc.ID)
+	m := c.entry.m
 	var err *Error
-	switch req.Method {
-	case MethodActionInvoke:
-		*buf, err = s.invokeAction(r, t, req.ParamsNode, *buf)
-	case MethodSurfaceLoad:
-		*buf, err = s.loadSurface(r, t, req.ParamsNode, *buf)
-	case a2atask.MethodMessageSend, a2atask.MethodSendMessage, a2atask.MethodTasksGet, a2atask.MethodGetTask,
-		a2atask.MethodTasksCancel, a2atask.MethodCancelTask: // the A2A task methods of both bindings (a2atasks.go)
-		*buf, err = s.a2aMethod(r, t, req.Method, req.ParamsNode, *buf)
-	default:
-		if err = a2aVersionError(r); err == nil {
-			err = methodNotFound(req.Method)
+	if m.key != ScopeWrite { // every method today needs the scope readCall checked
+		if status, detail := s.checkKey(c.r, m.key); status != 0 {
+			c.end(0, status)
+			writeDetail(c.w, status, detail)
+			return
 		}
 	}
-	if s.obs != nil {
-		var code Code
-		if err != nil {
-			code = err.code
-		}
-		s.noteCode(r.Context(), req.Method, code)
-	}
+	*buf, err = m.unary(s, c, *buf)
 	if err != nil {
-		s.writeRPCError(w, req.ID, err)
+		c.end(int(err.code), http.StatusOK)
+		s.writeRPCError(c.w, c.rpc.ID, err)
 		return
 	}
-	w.Header()["Content-Type"] = headerJSON
+	c.end(0, http.StatusOK)
+	c.w.Header()["Content-Type"] = headerJSON
 	*buf = append(*buf, '}')
-	_, _ = w.Write(*buf) // Write does not retain its argument
+	_, _ = c.w.Write(*buf) // Write does not retain its argument
 }
+
+// serveStream serves a streaming method of c's entry (text/event-stream).
+// The call's code is 0: its errors are events of the stream.
+func (s *Server) serveStream(ctx context.Context, c *Call) {
+	c.use(ctx)
+	sw := statusWriter{ResponseWriter: c.w}
+	c.w = &sw
+	c.entry.m.stream(s, c)
+	c.end(0, sw.status)
+}
+
+// statusWriter records the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // responseBuffers recycles the buffers that responses are assembled in.
 var responseBuffers = sync.Pool{New: func() any { return new([]byte) }}
@@ -138,13 +292,13 @@ func isJSONContentType(ct string) bool {
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
-// readBody reads the body within the size limit; a larger body is answered 413
-// (before it is read when Content-Length announces it).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+// readBody reads the body within the size limit; a larger body is refused
+// 413 (before it is read when Content-Length announces it). status is 0
+// when the body was read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (_ []byte, status int, detail string) {
 	limit := s.cfg.maxBody
 	if r.ContentLength > limit {
-		writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
-		return nil, false
+		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
 	}
 	// One allocation when Content-Length is right: the spare byte lets the
 	// read that reports EOF happen without growing the buffer.
@@ -165,16 +319,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
-			return buf, true
+			return buf, 0, ""
 		}
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
-			} else {
-				writeDetail(w, http.StatusBadRequest, "Could not read the request body")
+				return nil, http.StatusRequestEntityTooLarge, "Request body too large"
 			}
-			return nil, false
+			return nil, http.StatusBadRequest, "Could not read the request body"
 		}
 	}
 }
@@ -193,20 +345,31 @@ func (s *Server) decodeParams(m contracts.Model, t *wire.Tape, node int32, key s
 	return node, s.validator.DecodeAt(m, t, node, dst)
 }
 
-// invokeAction serves supervaizer/action.invoke: it appends the result to dst.
-func (s *Server) invokeAction(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
-	var req contracts.ActionRequest
-	node, err := s.decodeParams(contracts.ModelActionRequest, t, params, "action_request", &req)
+// actionParams is the decoded params of supervaizer/action.invoke: the
+// request and the node of its input on the call's tape (-1 when absent).
+type actionParams struct {
+	req   ActionRequest
+	input int32
+}
+
+// decodeAction decodes the params of supervaizer/action.invoke.
+func decodeAction(s *Server, c *Call) (*actionParams, *Error) {
+	p := &actionParams{input: -1}
+	node, err := s.decodeParams(contracts.ModelActionRequest, c.t, c.rpc.ParamsNode, "action_request", &p.req)
 	if err != nil {
-		return dst, requestError("Invalid Supervaizer v2 action request", err)
+		return nil, requestError("Invalid Supervaizer v2 action request", err)
 	}
-	input := int32(-1)
 	if node >= 0 {
-		if in, ok := t.Member(node, []byte("input")); ok {
-			input = in
+		if in, ok := c.t.Member(node, []byte("input")); ok {
+			p.input = in
 		}
 	}
-	return s.invoke(r, &req, t, input, nil, dst)
+	return p, nil
+}
+
+// invokeAction serves supervaizer/action.invoke: it appends the result to dst.
+func invokeAction(s *Server, c *Call, p *actionParams, dst []byte) ([]byte, *Error) {
+	return s.invoke(c, &p.req, c.t, p.input, nil, dst)
 }
 
 // invoke runs a decoded action request through the rest of the pipeline
@@ -219,17 +382,15 @@ func (s *Server) invokeAction(r *http.Request, t *wire.Tape, params int32, dst [
 //
 // supervaizer/action.invoke and the A2A task methods (a2atasks.go) both come
 // through here: every check applies to both, once.
-func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input int32, a2a *a2aInvocation, dst []byte) ([]byte, *Error) {
-	if s.obs != nil {
-		s.noteCall(r.Context(), "action", req.AgentSlug, req.Action, req.Workspace.ID) // observer.go
-	}
-	ctx, ws, rpcErr := s.admit(r, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, MethodActionInvoke, req.Action)
+func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, a2a *a2aInvocation, dst []byte) ([]byte, *Error) {
+	s.note(c, "action", req.AgentSlug, req.Action, req.Workspace.ID) // observer.go
+	ctx, ws, rpcErr := s.admit(c, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, req.Action)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
 	req.WorkspaceAuthorization = ws // never the client's
-	if s.obs != nil && ws != nil {
-		s.noteCall(ctx, "action", req.AgentSlug, req.Action, ws.WorkspaceID)
+	if ws != nil {
+		c.WorkspaceID = ws.WorkspaceID
 	}
 	if s.bindingMissing(req.AgentSlug, ws) { // a business result, before the handler (auth.go)
 		raw, err := contracts.Marshal(Fail(contracts.ErrorWorkspaceBindingMissing, "%s", bindingMissingMessage(req.AgentSlug)))
@@ -271,16 +432,16 @@ func (s *Server) invoke(r *http.Request, req *ActionRequest, t *wire.Tape, input
 		// The idempotency layer keeps the result it stores: its own buffer.
 		var raw []byte
 		raw, rpcErr = s.idem.run(ctx, req, func(ctx context.Context) ([]byte, *Error) {
-			raw, _, _, err := s.runAction(ctx, h, req, true, nil, nil)
+			raw, _, _, err := s.runAction(ctx, c, h, req, true, nil, nil)
 			ran = err == nil
 			return raw, err
 		})
 		dst = append(dst, raw...)
-		if s.obs != nil && rpcErr == nil {
-			s.noteIdempotency(ctx, ran, raw) // observer.go
+		if rpcErr == nil {
+			noteIdempotency(c, ran, raw) // observer.go
 		}
 	} else {
-		dst, effects, parsed, rpcErr = s.runAction(ctx, h, req, false, dst, rt)
+		dst, effects, parsed, rpcErr = s.runAction(ctx, c, h, req, false, dst, rt)
 		ran = rpcErr == nil
 	}
 	if rpcErr != nil {
@@ -316,16 +477,11 @@ func surfaceFailed(req *SurfaceRequest) *Error {
 // effects is the result's "effects" value in dst as the validation read it
 // (nil when it did not). When t is not nil, parsed reports that it holds
 // the tape of the appended result ([validate.Validator.AppendResultTape]).
-func (s *Server) runAction(ctx context.Context, h ActionHandler, req *ActionRequest, strict bool, dst []byte, t *wire.Tape) (_, effects []byte, parsed bool, _ *Error) {
-	var res *ActionResult
-	var err error
-	if s.obs != nil {
-		hctx, end := s.startHandler(ctx) // observer.go
-		res, err = callAction(hctx, h, req)
-		end(err)
-	} else {
-		res, err = callAction(ctx, h, req)
-	}
+func (s *Server) runAction(ctx context.Context, c *Call, h ActionHandler, req *ActionRequest, strict bool, dst []byte, t *wire.Tape) (_, effects []byte, parsed bool, _ *Error) {
+	c.act, c.actReq, c.surf, c.surfReq = h, req, nil, nil
+	err := s.handler(ctx, c) // the interceptors around runHandler (observer.go)
+	res := c.actRes
+	c.act, c.actReq, c.actRes = nil, nil, nil
 	if err != nil {
 		if e, ok := isInputError(err); ok {
 			return dst, nil, false, e
@@ -379,37 +535,42 @@ func (s *Server) publishEffects(ctx context.Context, req *ActionRequest, raw, ef
 
 // admit is the workspace step of the pipeline: a
 // bootstrap call gets no verified context, even with a token; any other call
-// is verified with the scopes [method, id] before any handler lookup. The
-// caller puts the returned verified workspace in the handler's context
-// (withCall); the client's workspace_authorization is never used.
-func (s *Server) admit(r *http.Request, bootstrap bool, ws contracts.WorkspaceRef, agentSlug, method, id string) (context.Context, *contracts.VerifiedWorkspaceContext, *Error) {
+// is verified with the scopes [the method's token scope, id] before any
+// handler lookup. The caller puts the returned verified workspace in the
+// handler's context (withCall); the client's workspace_authorization is
+// never used.
+func (s *Server) admit(c *Call, bootstrap bool, ws contracts.WorkspaceRef, agentSlug, id string) (context.Context, *contracts.VerifiedWorkspaceContext, *Error) {
+	r := c.r
 	ctx := r.Context()
 	if bootstrap {
 		return ctx, nil, nil
 	}
-	vc, err := s.authorize(ctx, r, ws, agentSlug, []string{method, id})
+	vc, err := s.authorize(ctx, r, ws, agentSlug, []string{c.entry.m.tokenScope, id})
 	if err != nil {
 		return nil, nil, err
 	}
 	return ctx, vc, nil
 }
 
+// decodeSurface decodes the params of supervaizer/surface.load.
+func decodeSurface(s *Server, c *Call) (*SurfaceRequest, *Error) {
+	req := new(SurfaceRequest)
+	if _, err := s.decodeParams(contracts.ModelSurfaceRequest, c.t, c.rpc.ParamsNode, "surface_request", req); err != nil {
+		return nil, requestError("Invalid Supervaizer v2 surface request", err)
+	}
+	return req, nil
+}
+
 // loadSurface serves supervaizer/surface.load: it appends the result to dst.
-func (s *Server) loadSurface(r *http.Request, t *wire.Tape, params int32, dst []byte) ([]byte, *Error) {
-	var req contracts.SurfaceRequest
-	if _, err := s.decodeParams(contracts.ModelSurfaceRequest, t, params, "surface_request", &req); err != nil {
-		return dst, requestError("Invalid Supervaizer v2 surface request", err)
-	}
-	if s.obs != nil {
-		s.noteCall(r.Context(), "surface", req.AgentSlug, req.Surface, req.Workspace.ID) // observer.go
-	}
-	ctx, ws, rpcErr := s.admit(r, isBootstrapSurface(req.Surface), req.Workspace, req.AgentSlug, MethodSurfaceLoad, req.Surface)
+func loadSurface(s *Server, c *Call, req *SurfaceRequest, dst []byte) ([]byte, *Error) {
+	s.note(c, "surface", req.AgentSlug, req.Surface, req.Workspace.ID) // observer.go
+	ctx, ws, rpcErr := s.admit(c, isBootstrapSurface(req.Surface), req.Workspace, req.AgentSlug, req.Surface)
 	if rpcErr != nil {
 		return dst, rpcErr
 	}
 	req.WorkspaceAuthorization = ws // never the client's
-	if s.obs != nil && ws != nil {
-		s.noteCall(ctx, "surface", req.AgentSlug, req.Surface, ws.WorkspaceID)
+	if ws != nil {
+		c.WorkspaceID = ws.WorkspaceID
 	}
 	if s.bindingMissing(req.AgentSlug, ws) { // auth.go
 		return dst, authFailure(contracts.ErrorWorkspaceBindingMissing, bindingMissingMessage(req.AgentSlug))
@@ -424,26 +585,21 @@ func (s *Server) loadSurface(r *http.Request, t *wire.Tape, params int32, dst []
 			map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface})
 	}
 	ctx = withCall(ctx, a, ws)
-	var res *SurfaceResult
-	var err error
-	if s.obs != nil {
-		hctx, end := s.startHandler(ctx) // observer.go
-		res, err = callSurface(hctx, h, &req)
-		end(err)
-	} else {
-		res, err = callSurface(ctx, h, &req)
-	}
+	c.surf, c.surfReq, c.act, c.actReq = h, req, nil, nil
+	err := s.handler(ctx, c) // the interceptors around runHandler (observer.go)
+	res := c.surfRes
+	c.surf, c.surfReq, c.surfRes = nil, nil, nil
 	if err == nil && res == nil {
 		err = errors.New("handler returned no result")
 	}
 	if err != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
-		return dst, surfaceFailed(&req)
+		return dst, surfaceFailed(req)
 	}
 	dst, verr := s.appendSurfaceResult(dst, res)
 	if verr != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, fmt.Errorf("invalid result: %w", verr))
-		return dst, surfaceFailed(&req)
+		return dst, surfaceFailed(req)
 	}
 	return dst, nil
 }
@@ -521,4 +677,39 @@ func (s *Server) writeRPCError(w http.ResponseWriter, id json.RawMessage, e *Err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// The families of methods on POST /a2a (method.binding).
+const (
+	bindingSupervaizer = "supervaizer"
+	bindingA2A03       = "a2a/0.3"
+	bindingA2A10       = "a2a/1.0"
+)
+
+// methodTable is every method served on POST /a2a: one entry each.
+func methodTable() []method {
+	return []method{
+		unaryMethod(MethodActionInvoke, bindingSupervaizer, ScopeWrite, MethodActionInvoke, decodeAction, invokeAction),
+		unaryMethod(MethodSurfaceLoad, bindingSupervaizer, ScopeWrite, MethodSurfaceLoad, decodeSurface, loadSurface),
+
+		unaryMethod(a2atask.MethodMessageSend, bindingA2A03, ScopeWrite, MethodActionInvoke, binding03.decodeMessage, binding03.send),
+		streamMethod(a2atask.MethodMessageStream, bindingA2A03, ScopeWrite, MethodActionInvoke, binding03.decodeMessage, binding03.streamSendMethod),
+		unaryMethod(a2atask.MethodTasksGet, bindingA2A03, ScopeWrite, MethodActionInvoke, decodeTask, binding03.get),
+		unaryMethod(a2atask.MethodTasksCancel, bindingA2A03, ScopeWrite, MethodActionInvoke, decodeTask, binding03.cancel),
+		streamMethod(a2atask.MethodTasksResubscribe, bindingA2A03, ScopeWrite, MethodActionInvoke, decodeTask, binding03.streamResumeMethod),
+
+		unaryMethod(a2atask.MethodSendMessage, bindingA2A10, ScopeWrite, MethodActionInvoke, binding10.decodeMessage, binding10.send),
+		streamMethod(a2atask.MethodSendStreamingMessage, bindingA2A10, ScopeWrite, MethodActionInvoke, binding10.decodeMessage, binding10.streamSendMethod),
+		unaryMethod(a2atask.MethodGetTask, bindingA2A10, ScopeWrite, MethodActionInvoke, decodeTask, binding10.get),
+		unaryMethod(a2atask.MethodCancelTask, bindingA2A10, ScopeWrite, MethodActionInvoke, decodeTask, binding10.cancel),
+		streamMethod(a2atask.MethodSubscribeToTask, bindingA2A10, ScopeWrite, MethodActionInvoke, decodeTask, binding10.streamResumeMethod),
+	}
+}
+
+// unknownMethod answers a method the table does not have.
+func unknownMethod(_ *Server, c *Call, dst []byte) ([]byte, *Error) {
+	if err := a2aVersionError(c.r); err != nil {
+		return dst, err
+	}
+	return dst, methodNotFound(c.rpc.Method)
 }

@@ -3,85 +3,228 @@ package supervaizer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
+	"github.com/supervaize/supervaizer-go/internal/wire"
 	"github.com/supervaize/supervaizer-go/observe"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
-// WithObserver installs o, the controller's observability hook (package
-// observe; github.com/supervaize/supervaizer-go/otel implements it with
-// OpenTelemetry): it sees each POST /a2a call, each workspace token
-// verification, each event stream change and each store operation, and
-// derives the context of the calls (the incoming trace context). Default:
-// none, and then nothing is observed at no cost.
+// Interceptors wrap each call served on POST /a2a (connect's Interceptor,
+// a2a-go's CallInterceptor); observer hooks (package observe) see what is
+// not a call: token verifications, event streams, store operations and
+// outgoing HTTP. Both are installed once, when the server is built: with
+// none installed, the call path runs no check and allocates nothing for
+// them.
+
+// Call is one call served on POST /a2a, as an [Interceptor] sees it. The
+// server completes it as the call goes: Method once the envelope is read;
+// Kind, AgentSlug, Name and WorkspaceID once the request is read (the
+// verified workspace once the token is verified); Code, HTTPStatus,
+// Idempotency and Duration when the answer is written, before the
+// interceptors' functions return.
+//
+// The values an interceptor may use as telemetry labels come from known sets
+// (spec item 75): Method is a method the server serves or "other"; AgentSlug
+// is a served agent or "unknown"; Name is an action or surface the agent has
+// a handler for or "unknown". WorkspaceID is unbounded: not a label.
+//
+// A Call belongs to the server: read it during the call, never keep it
+// after the function that received it returns.
+type Call struct {
+	// Method is the JSON-RPC method when the server serves it, "other" for
+	// any other name, "" when no envelope was read (a refusal before it:
+	// API key, body size, content type, shutdown, a malformed envelope).
+	Method string
+	// Streaming is true for a method answered with an event stream
+	// (message/stream and the other streaming A2A methods).
+	Streaming bool
+	// Kind is "action" or "surface" ("" for a call that names neither).
+	Kind string
+	// AgentSlug is the agent the request names, "unknown" when the server
+	// does not serve it ("" before the request is read).
+	AgentSlug string
+	// Name is the action or surface id when the agent has a handler for
+	// it, else "unknown".
+	Name string
+	// WorkspaceID is the verified workspace's id (the request's before the
+	// token is verified, "" when unknown).
+	WorkspaceID string
+	// Code is the JSON-RPC error code of the answer, 0 for a result. An
+	// action's business error (a result with status error) is a result.
+	Code int
+	// HTTPStatus is the status of the answer: 200 for every JSON-RPC
+	// answer (errors included), else the refusal's (401 without the API
+	// key, 413 for a body too large, 503 while shutting down, ...).
+	HTTPStatus int
+	// Idempotency is what the idempotency layer did with the call.
+	Idempotency observe.Idempotency
+	// Header is the request's header (for the incoming trace context).
+	Header http.Header
+	// Start is when the request arrived; Duration is how long the call took
+	// until its answer was written (for a streaming method, until the
+	// stream ended).
+	Start    time.Time
+	Duration time.Duration
+
+	// The pipeline's state of the call.
+	w       http.ResponseWriter
+	r       *http.Request
+	t       *wire.Tape
+	rpc     jsonrpc.Request
+	entry   *served
+	refusal refusal
+	// The handler the HandlerFunc chain runs, and its answer.
+	act     ActionHandler
+	actReq  *ActionRequest
+	actRes  *ActionResult
+	surf    SurfaceHandler
+	surfReq *SurfaceRequest
+	surfRes *SurfaceResult
+}
+
+// UnaryFunc serves a unary call: it returns when the answer is written.
+type UnaryFunc func(ctx context.Context, c *Call)
+
+// StreamFunc serves a streaming call: it returns when the stream ends.
+type StreamFunc func(ctx context.Context, c *Call)
+
+// HandlerFunc runs the agent's action or surface handler of a call; it
+// returns the handler's error.
+type HandlerFunc func(ctx context.Context, c *Call) error
+
+// Interceptor wraps the calls served on POST /a2a: each unary call, each
+// streaming call and, within a call, the run of the agent's handler. Each
+// Wrap method is called once, when the server is built, never per call; it
+// returns a function that does its work around next (which it must call,
+// with the context the call continues with). A refusal before any method
+// (no API key, a body too large, a malformed envelope) is a unary call of
+// Method "".
+//
+// The functions run concurrently and on the request's path: they must not
+// block.
+type Interceptor interface {
+	WrapUnary(next UnaryFunc) UnaryFunc
+	WrapStream(next StreamFunc) StreamFunc
+	WrapHandler(next HandlerFunc) HandlerFunc
+}
+
+// WithObserver installs o, the controller's observer hooks (package observe;
+// github.com/supervaize/supervaizer-go/otel implements them with
+// OpenTelemetry): each workspace token verification, each event stream
+// change, each store operation and the Studio client's outgoing calls.
+// When o is also an [Interceptor] (the otel observer is), it is installed
+// as the first interceptor: it then sees each call. Default: none, and then
+// nothing is observed at no cost.
 func WithObserver(o observe.Observer) Option { return func(c *config) { c.observer = o } }
 
-// obsCallKey is the context key of the call an observer sees.
-type obsCallKey struct{}
+// WithInterceptors installs interceptors around each call, after the one of
+// [WithObserver] when there is one: the first is the outermost.
+func WithInterceptors(ics ...Interceptor) Option {
+	return func(c *config) { c.interceptors = append(c.interceptors, ics...) }
+}
 
-// observedCall returns the call of ctx being observed; nil when there is
-// none. Call it only when s.obs is set: without an observer no call is.
-func observedCall(ctx context.Context) *observe.Call {
-	c, _ := ctx.Value(obsCallKey{}).(*observe.Call)
+// interceptors is the list a server's calls go through.
+func (c *config) interceptorList() []Interceptor {
+	var out []Interceptor
+	if ic, ok := c.observer.(Interceptor); ok {
+		out = append(out, ic)
+	}
+	for _, ic := range c.interceptors {
+		if ic != nil {
+			out = append(out, ic)
+		}
+	}
+	return out
+}
+
+// chainUnary wraps next in ics, the first outermost.
+func chainUnary(ics []Interceptor, next UnaryFunc) UnaryFunc {
+	for i := len(ics) - 1; i >= 0; i-- {
+		next = ics[i].WrapUnary(next)
+	}
+	return next
+}
+
+func chainStream(ics []Interceptor, next StreamFunc) StreamFunc {
+	for i := len(ics) - 1; i >= 0; i-- {
+		next = ics[i].WrapStream(next)
+	}
+	return next
+}
+
+func chainHandler(ics []Interceptor, next HandlerFunc) HandlerFunc {
+	for i := len(ics) - 1; i >= 0; i-- {
+		next = ics[i].WrapHandler(next)
+	}
+	return next
+}
+
+// runHandler is the innermost HandlerFunc: the handler c names.
+func runHandler(ctx context.Context, c *Call) error {
+	var err error
+	if c.act != nil {
+		c.actRes, err = callAction(ctx, c.act, c.actReq)
+	} else {
+		c.surfRes, err = callSurface(ctx, c.surf, c.surfReq)
+	}
+	return err
+}
+
+// calls recycles the Call of each request.
+var calls = sync.Pool{New: func() any { return new(Call) }}
+
+func getCall(w http.ResponseWriter, r *http.Request) *Call {
+	c := calls.Get().(*Call)
+	c.w, c.r, c.Header, c.Start = w, r, r.Header, time.Now()
 	return c
 }
 
-// observeA2A wraps the POST /a2a handler (the transport key included) in
-// the observer's StartCall and its end.
-func (s *Server) observeA2A(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := &observe.Call{Start: time.Now()}
-		ctx, end := s.obs.StartCall(r.Context(), r.Header)
-		r = r.WithContext(context.WithValue(ctx, obsCallKey{}, c))
-		sw := &statusWriter{ResponseWriter: w}
-		defer func() {
-			c.Duration = time.Since(c.Start)
-			c.HTTPStatus = sw.status
-			end(c)
-		}()
-		next.ServeHTTP(sw, r)
-	})
+func putCall(c *Call) {
+	*c = Call{}
+	calls.Put(c)
 }
 
-// statusWriter records the status of a response.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap gives http.ResponseController the writer underneath.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// noteCall records what the request names in the observed call of ctx.
-func (s *Server) noteCall(ctx context.Context, kind, agentSlug, name, workspaceID string) {
-	if c := observedCall(ctx); c != nil {
-		c.Kind, c.AgentSlug, c.Name, c.WorkspaceID = kind, agentSlug, name, workspaceID
+// use makes ctx, the context an interceptor continues the call with, the
+// request's.
+func (c *Call) use(ctx context.Context) {
+	if ctx != c.r.Context() {
+		c.r = c.r.WithContext(ctx)
 	}
 }
 
-// noteIdempotency records what the idempotency layer did with the observed
-// call of ctx: ran tells that the handler ran, raw is the result sent.
-func (s *Server) noteIdempotency(ctx context.Context, ran bool, raw []byte) {
-	c := observedCall(ctx)
-	if c == nil {
+// end records the outcome of the call: its JSON-RPC code (0 for a result),
+// its HTTP status and its duration.
+func (c *Call) end(code, status int) {
+	c.Code, c.HTTPStatus, c.Duration = code, status, time.Since(c.Start)
+}
+
+// unknownLabel is the label of an agent or a name the server does not serve.
+const unknownLabel = "unknown"
+
+// note records what the request names: kind, the agent and the action or
+// surface id, each only when the server serves it (labels from known sets),
+// and the workspace (the request's, then the verified one).
+func (s *Server) note(c *Call, kind, slug, name, workspaceID string) {
+	c.Kind, c.AgentSlug, c.Name, c.WorkspaceID = kind, unknownLabel, unknownLabel, workspaceID
+	a := s.bySlug[slug]
+	if a == nil {
 		return
 	}
+	c.AgentSlug = a.slug
+	if (kind == "action" && a.action(name) != nil) || (kind == "surface" && a.surface(name) != nil) {
+		c.Name = name
+	}
+}
+
+// noteIdempotency records what the idempotency layer did with the call:
+// ran tells that the handler ran, raw is the result sent.
+func noteIdempotency(c *Call, ran bool, raw []byte) {
 	switch {
 	case ran:
 		c.Idempotency = observe.IdempotencyRan
@@ -100,20 +243,49 @@ var (
 	idemInProgressCode = []byte(`"code":"idempotency_in_progress"`)
 )
 
-// observeToken reports a token verification outcome (its code, never the token).
-func (s *Server) observeToken(ctx context.Context, agentSlug, code string, start time.Time) {
-	s.obs.Token(ctx, observe.Token{AgentSlug: agentSlug, Code: code, Duration: time.Since(start)})
+// installHooks puts the observer's hooks where they observe: around the
+// store, the workspace verifier and the event broker (the Studio client's
+// transport is attach.go's). Without an observer nothing is wrapped.
+func (s *Server) installHooks(st store.Store) store.Store {
+	o := s.cfg.observer
+	if o == nil {
+		return st
+	}
+	s.verifier = observedVerifier{v: s.verifier, obs: o}
+	return observedStore{st: st, obs: o}
 }
 
 // streamObserver is the event broker's Observe: the observer's Stream, nil
 // without an observer.
-func (s *Server) streamObserver() func(ctx context.Context, change string, dropped uint64, reason string) {
-	if s.obs == nil {
+func streamObserver(o observe.Observer) func(ctx context.Context, change string, dropped uint64, reason string) {
+	if o == nil {
 		return nil
 	}
 	return func(ctx context.Context, change string, dropped uint64, reason string) {
-		s.obs.Stream(ctx, observe.Stream{Change: observe.StreamChange(change), Dropped: dropped, Reason: reason})
+		o.Stream(ctx, observe.Stream{Change: observe.StreamChange(change), Dropped: dropped, Reason: reason})
 	}
+}
+
+// observedVerifier reports each workspace token verification (its outcome's
+// code, never the token) to an observer.
+type observedVerifier struct {
+	v   WorkspaceVerifier
+	obs observe.Observer
+}
+
+func (o observedVerifier) VerifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contracts.VerifiedWorkspaceContext, error) {
+	start := time.Now()
+	vc, err := o.v.VerifyWorkspace(ctx, c)
+	code := ""
+	var ae *AuthError
+	switch {
+	case errors.As(err, &ae):
+		code = ae.Code
+	case err != nil || vc == nil:
+		code = authNotConfigured // as verifyWorkspace maps it
+	}
+	o.obs.Token(ctx, observe.Token{AgentSlug: c.AgentSlug, Code: code, Duration: time.Since(start)})
+	return vc, err
 }
 
 // observedStore reports each operation of a store to an observer. It
@@ -168,20 +340,3 @@ func (o observedStore) Close() error { return o.st.Close() }
 
 // Exclusive answers for the store underneath.
 func (o observedStore) Exclusive() bool { return store.IsExclusive(o.st) }
-
-// noteCode records the method and the JSON-RPC code (0 for a result) of
-// the observed call of ctx.
-func (s *Server) noteCode(ctx context.Context, method string, code Code) {
-	if c := observedCall(ctx); c != nil {
-		c.Method, c.Code = method, int(code)
-	}
-}
-
-// startHandler starts observing a handler of the observed call of ctx.
-func (s *Server) startHandler(ctx context.Context) (context.Context, func(error)) {
-	c := observedCall(ctx)
-	if c == nil {
-		c = &observe.Call{} // a call that came around POST /a2a
-	}
-	return s.obs.StartHandler(ctx, c)
-}

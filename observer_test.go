@@ -17,12 +17,13 @@ import (
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
-// fakeObserver records everything the SDK reports. StartCall puts the
-// incoming traceparent in the call's context, StartHandler marks the
-// handler's.
+// fakeObserver records everything the SDK reports: it is an interceptor
+// (each call, each handler) and the observer hooks. Its call wrappers put
+// the incoming traceparent in the call's context, its handler wrapper marks
+// the handler's.
 type fakeObserver struct {
 	mu       sync.Mutex
-	calls    []observe.Call
+	calls    []supervaizer.Call
 	handlers []string // "kind name: error"
 	tokens   []observe.Token
 	streams  []observe.Stream
@@ -33,18 +34,34 @@ type traceKey struct{}
 
 type handlerKey struct{}
 
-func (f *fakeObserver) StartCall(ctx context.Context, h http.Header) (context.Context, func(*observe.Call)) {
-	ctx = context.WithValue(ctx, traceKey{}, h.Get("traceparent"))
-	return ctx, func(c *observe.Call) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.calls = append(f.calls, *c)
+func (f *fakeObserver) WrapUnary(next supervaizer.UnaryFunc) supervaizer.UnaryFunc {
+	return func(ctx context.Context, c *supervaizer.Call) {
+		next(context.WithValue(ctx, traceKey{}, c.Header.Get("traceparent")), c)
+		f.record(c)
 	}
 }
 
-func (f *fakeObserver) StartHandler(ctx context.Context, c *observe.Call) (context.Context, func(error)) {
-	name := c.Kind + " " + c.Name
-	return context.WithValue(ctx, handlerKey{}, name), func(err error) {
+func (f *fakeObserver) WrapStream(next supervaizer.StreamFunc) supervaizer.StreamFunc {
+	return func(ctx context.Context, c *supervaizer.Call) {
+		next(context.WithValue(ctx, traceKey{}, c.Header.Get("traceparent")), c)
+		f.record(c)
+	}
+}
+
+func (f *fakeObserver) record(c *supervaizer.Call) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, supervaizer.Call{ // what an interceptor reads, without the server's state
+		Method: c.Method, Streaming: c.Streaming, Kind: c.Kind, AgentSlug: c.AgentSlug, Name: c.Name,
+		WorkspaceID: c.WorkspaceID, Code: c.Code, HTTPStatus: c.HTTPStatus, Idempotency: c.Idempotency,
+		Start: c.Start, Duration: c.Duration,
+	})
+}
+
+func (f *fakeObserver) WrapHandler(next supervaizer.HandlerFunc) supervaizer.HandlerFunc {
+	return func(ctx context.Context, c *supervaizer.Call) error {
+		name := c.Kind + " " + c.Name
+		err := next(context.WithValue(ctx, handlerKey{}, name), c)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		msg := ""
@@ -52,6 +69,7 @@ func (f *fakeObserver) StartHandler(ctx context.Context, c *observe.Call) (conte
 			msg = err.Error()
 		}
 		f.handlers = append(f.handlers, name+": "+msg)
+		return err
 	}
 }
 
@@ -76,7 +94,7 @@ func (f *fakeObserver) Store(_ context.Context, op observe.StoreOp) {
 func (f *fakeObserver) Transport(base http.RoundTripper) http.RoundTripper { return base }
 
 // take returns what f recorded since the last take and forgets it.
-func (f *fakeObserver) take() (calls []observe.Call, handlers []string, tokens []observe.Token, stores []string) {
+func (f *fakeObserver) take() (calls []supervaizer.Call, handlers []string, tokens []observe.Token, stores []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	calls, handlers, tokens = f.calls, f.handlers, f.tokens
@@ -102,7 +120,7 @@ func TestObserverSeesEachCall(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		call     rpcCall
-		want     observe.Call
+		want     supervaizer.Call
 		handlers []string
 		tokens   []observe.Token
 		stores   []string
@@ -110,7 +128,7 @@ func TestObserverSeesEachCall(t *testing.T) {
 		{
 			name: "job.start runs",
 			call: rpcCall{body: rpcBody(t, 1, supervaizer.MethodActionInvoke, start), key: testWriteKey, token: token},
-			want: observe.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.start",
+			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.start",
 				WorkspaceID: testWorkspaceID, HTTPStatus: http.StatusOK, Idempotency: observe.IdempotencyRan},
 			handlers: []string{"action job.start: "}, tokens: verified,
 			// the record taken, the result recorded, then the task view
@@ -119,54 +137,54 @@ func TestObserverSeesEachCall(t *testing.T) {
 		{
 			name: "job.start replayed",
 			call: rpcCall{body: rpcBody(t, 2, supervaizer.MethodActionInvoke, start), key: testWriteKey, token: token},
-			want: observe.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.start",
+			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.start",
 				WorkspaceID: testWorkspaceID, HTTPStatus: http.StatusOK, Idempotency: observe.IdempotencyReplayed},
 			tokens: verified, stores: []string{observe.StorePutIfAbsent},
 		},
 		{
 			name: "job.start conflict",
 			call: rpcCall{body: rpcBody(t, 3, supervaizer.MethodActionInvoke, otherJob), key: testWriteKey, token: token},
-			want: observe.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.start",
+			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.start",
 				WorkspaceID: testWorkspaceID, HTTPStatus: http.StatusOK, Idempotency: observe.IdempotencyConflict},
 			tokens: verified, stores: []string{observe.StorePutIfAbsent},
 		},
 		{
 			name: "handler error",
 			call: rpcCall{body: rpcBody(t, 4, supervaizer.MethodActionInvoke, actionParams("fail.error", nil)), key: testWriteKey, token: token},
-			want: observe.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "fail.error",
+			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "fail.error",
 				WorkspaceID: testWorkspaceID, Code: int(supervaizer.CodeInternalError), HTTPStatus: http.StatusOK},
 			handlers: []string{"action fail.error: database password=hunter2 rejected"}, tokens: verified,
 		},
 		{
 			name: "forged token",
 			call: rpcCall{body: rpcBody(t, 5, supervaizer.MethodActionInvoke, actionParams("job.sync", nil)), key: testWriteKey, token: forged},
-			want: observe.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.sync",
+			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.sync",
 				WorkspaceID: testWorkspaceID, Code: int(supervaizer.CodeUnauthorized), HTTPStatus: http.StatusOK},
 			tokens: []observe.Token{{AgentSlug: testAgentSlug, Code: "workspace_authorization_bad_signature"}},
 		},
 		{
 			name: "malformed token",
 			call: rpcCall{body: rpcBody(t, 5, supervaizer.MethodActionInvoke, actionParams("job.sync", nil)), key: testWriteKey, token: "Bearer not-a-jwt"},
-			want: observe.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.sync",
+			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.sync",
 				WorkspaceID: testWorkspaceID, Code: int(supervaizer.CodeUnauthorized), HTTPStatus: http.StatusOK},
 			tokens: []observe.Token{{AgentSlug: testAgentSlug, Code: "workspace_authorization_malformed"}},
 		},
 		{
 			name: "surface",
 			call: rpcCall{body: rpcBody(t, 6, supervaizer.MethodSurfaceLoad, surfaceParams("job.start", nil)), key: testWriteKey, token: token},
-			want: observe.Call{Method: supervaizer.MethodSurfaceLoad, AgentSlug: testAgentSlug, Kind: "surface", Name: "job.start",
+			want: supervaizer.Call{Method: supervaizer.MethodSurfaceLoad, AgentSlug: testAgentSlug, Kind: "surface", Name: "job.start",
 				WorkspaceID: testWorkspaceID, HTTPStatus: http.StatusOK},
 			handlers: []string{"surface job.start: "}, tokens: verified,
 		},
 		{
 			name: "unknown method",
 			call: rpcCall{body: rpcBody(t, 7, "tasks/unknown", map[string]any{}), key: testWriteKey},
-			want: observe.Call{Method: "tasks/unknown", Code: contracts.CodeMethodNotFound, HTTPStatus: http.StatusOK},
+			want: supervaizer.Call{Method: "other", Code: contracts.CodeMethodNotFound, HTTPStatus: http.StatusOK},
 		},
 		{
 			name: "no API key",
 			call: rpcCall{body: rpcBody(t, 8, supervaizer.MethodActionInvoke, start)},
-			want: observe.Call{HTTPStatus: http.StatusUnauthorized},
+			want: supervaizer.Call{HTTPStatus: http.StatusUnauthorized},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,7 @@ type config struct {
 	errs                            []error
 	preview                         *bool            // WithPreview (preview.go)
 	observer                        observe.Observer // WithObserver (observer.go)
+	interceptors                    []Interceptor    // WithInterceptors (observer.go)
 
 	// Studio attachment (attach.go).
 	studio        *studio.Client

@@ -219,7 +219,12 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"detail": "Content-Type must be application/json", "errors": nil})
 		return nil, false
 	}
-	return s.readBody(w, r)
+	body, status, detail := s.readBody(w, r)
+	if status != 0 {
+		writeDetail(w, status, detail)
+		return nil, false
+	}
+	return body, true
 }
 
 // verifyDataResource verifies the workspace token of a REST call with the

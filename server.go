@@ -24,7 +24,6 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
-	"github.com/supervaize/supervaizer-go/observe"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -76,11 +75,19 @@ type Server struct {
 	validator *validate.Validator
 	broker    *sse.Broker
 	idem      *idempotency
-	tasks     *taskView        // the A2A task view (a2atasks.go)
-	obs       observe.Observer // WithObserver, nil when none (observer.go)
+	tasks     *taskView // the A2A task view (a2atasks.go)
 	router    http.Handler
-	a2aPost   http.Handler     // POST /a2a with the router's middleware, served before routing (ServeHTTP)
-	preview   *preview.Handler // the local preview, nil when not served (preview.go)
+
+	// The method table as this server serves it, each entry wrapped in the
+	// interceptors (dispatch.go, observer.go): methods by name, otherMethod
+	// for a name it does not serve, refuse for a request refused before any
+	// method, handler around each agent handler.
+	methods     map[string]*served
+	otherMethod *served
+	refuse      UnaryFunc
+	handler     HandlerFunc
+	a2aPost     http.Handler     // POST /a2a with the router's middleware, served before routing (ServeHTTP)
+	preview     *preview.Handler // the local preview, nil when not served (preview.go)
 
 	// Shared state of several instances (backend.go): the event log, nil
 	// without a Backend; eventsReady once its retained events are read.
@@ -152,7 +159,6 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		logger:    cfg.logger,
 		cfg:       cfg,
 		validator: validate.Default(),
-		obs:       cfg.observer,
 		lifetime:  lifetime,
 		stop:      stop,
 		startedCh: make(chan struct{}),
@@ -195,13 +201,11 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout, MaxStreams: cfg.http.MaxEventStreams,
 		ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
-		Shared:  cfg.backend != nil, // fed by the shared event log (backend.go)
-		Observe: s.streamObserver(), // observer.go
+		Shared:  cfg.backend != nil,           // fed by the shared event log (backend.go)
+		Observe: streamObserver(cfg.observer), // observer.go
 	})
-	st := s.attachBackend() // the store and the event stream (backend.go)
-	if s.obs != nil {
-		st = observedStore{st: st, obs: s.obs} // observer.go
-	}
+	st := s.installHooks(s.attachBackend()) // the store and the event stream (backend.go), observed (observer.go)
+	s.buildMethods(methodTable(), cfg.interceptorList())
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})
 	s.idem.track = s.inflight.Add
 	s.idem.life = lifetime
@@ -503,10 +507,7 @@ func (s *Server) routes() http.Handler {
 	r.Get(a2a.WellKnownCardPath, s.servePrimaryCard)
 	r.Get(a2a.WellKnownCardPathV02, s.servePrimaryCard)
 	r.Get("/.well-known/agents/*", s.serveAgentCard)
-	a2aPost := s.requireKey(ScopeWrite)(http.HandlerFunc(s.serveA2A))
-	if s.obs != nil {
-		a2aPost = s.observeA2A(a2aPost) // observer.go
-	}
+	a2aPost := http.Handler(http.HandlerFunc(s.serveA2A)) // its transport key checked by readCall (dispatch.go)
 	r.Post("/a2a", a2aPost.ServeHTTP)
 	s.a2aPost = mws.Handler(a2aPost)
 	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.serveEvents)

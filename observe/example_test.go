@@ -12,14 +12,21 @@ import (
 	"github.com/supervaize/supervaizer-go/observe"
 )
 
-// callLogger prints each call; it embeds observe.Nop for the rest.
+// callLogger prints each call: it is an interceptor (supervaizer.Interceptor)
+// and an observer whose hooks are observe.Nop's, so that WithObserver
+// installs both.
 type callLogger struct{ observe.Nop }
 
-func (callLogger) StartCall(ctx context.Context, _ http.Header) (context.Context, func(*observe.Call)) {
-	return ctx, func(c *observe.Call) {
+func (callLogger) WrapUnary(next supervaizer.UnaryFunc) supervaizer.UnaryFunc {
+	return func(ctx context.Context, c *supervaizer.Call) {
+		next(ctx, c)
 		fmt.Printf("%s %s %s code=%d idempotency=%q\n", c.Method, c.AgentSlug, c.Name, c.Code, c.Idempotency)
 	}
 }
+
+func (callLogger) WrapStream(next supervaizer.StreamFunc) supervaizer.StreamFunc { return next }
+
+func (callLogger) WrapHandler(next supervaizer.HandlerFunc) supervaizer.HandlerFunc { return next }
 
 func Example() {
 	reg := supervaizer.RegistrationSpec{

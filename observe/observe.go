@@ -1,9 +1,12 @@
-// Package observe is the observability hook of a Supervaizer controller:
+// Package observe holds the observer hooks of a Supervaizer controller:
 // the [Observer] interface that [github.com/supervaize/supervaizer-go.WithObserver]
-// installs. The SDK calls it for each POST /a2a call, each workspace token
-// verification, each event stream subscribe, drop and disconnect, and each
-// store operation; it depends on no telemetry library. The module
-// github.com/supervaize/supervaizer-go/otel implements it with OpenTelemetry.
+// installs. The SDK calls it for what is not a call: each workspace token
+// verification, each event stream subscribe, drop and disconnect, each
+// store operation, and the Studio client's outgoing HTTP. Calls themselves
+// are seen by an interceptor ([github.com/supervaize/supervaizer-go.Interceptor]),
+// installed by the same option when the observer is one too. It depends on
+// no telemetry library. The module github.com/supervaize/supervaizer-go/otel
+// implements both with OpenTelemetry.
 //
 // With no observer installed the SDK calls nothing and allocates nothing for
 // observation.
@@ -15,26 +18,12 @@ import (
 	"time"
 )
 
-// Observer sees a controller's work. Its methods are called concurrently
-// and must not block: they run on the request's path.
+// Observer sees what a controller does besides its calls. Its methods are
+// called concurrently and must not block: they may run on a request's path.
 //
 // Embed [Nop] to implement only the methods of interest: a method added to
 // Observer in a later version is then a no-op for the embedding type.
 type Observer interface {
-	// StartCall is called when a POST /a2a request arrives, before its body
-	// is read. header is the request's: an implementation extracts the
-	// incoming W3C trace context (traceparent, tracestate) from it. The
-	// returned context is the request's from then on, the handler's
-	// included; end is called once, when the answer is decided, with the
-	// call's description (end must not keep c after it returns).
-	StartCall(ctx context.Context, header http.Header) (_ context.Context, end func(c *Call))
-
-	// StartHandler is called just before an action or surface handler runs,
-	// with the call as known then (Code, Duration and Idempotency are not
-	// set yet). The returned context is the handler's; end is called when
-	// the handler returns, with its error (nil on success).
-	StartHandler(ctx context.Context, c *Call) (_ context.Context, end func(err error))
-
 	// Token is called with the outcome of each workspace token verification.
 	Token(ctx context.Context, t Token)
 
@@ -52,35 +41,6 @@ type Observer interface {
 	// trace context of the context they are made with. Return base to
 	// leave it as is.
 	Transport(base http.RoundTripper) http.RoundTripper
-}
-
-// Call describes one POST /a2a call.
-type Call struct {
-	// Method is the JSON-RPC method ("" when the envelope could not be read).
-	Method string
-	// AgentSlug is the request's agent_slug ("" before the request is read).
-	AgentSlug string
-	// Kind is "action" or "surface" ("" for a call that names neither).
-	Kind string
-	// Name is the action or surface id.
-	Name string
-	// WorkspaceID is the verified workspace's id (the request's when not
-	// verified, "" when unknown).
-	WorkspaceID string
-	// Code is the JSON-RPC error code of the answer, 0 for a result. An
-	// action's business error (a result with status error) is a result.
-	Code int
-	// HTTPStatus is the status of the answer: 200 for every JSON-RPC
-	// answer (errors included), else the refusal's (401 without the API
-	// key, 413 for a body too large, 503 while shutting down, ...).
-	HTTPStatus int
-	// Start is when the request arrived; Duration is how long the call took
-	// until its answer was sent (for the streaming methods message/stream
-	// and tasks/resubscribe, until the stream ended).
-	Start    time.Time
-	Duration time.Duration
-	// Idempotency is what the idempotency layer did with the call.
-	Idempotency Idempotency
 }
 
 // Idempotency is the idempotency layer's part in a call.
@@ -163,16 +123,6 @@ type StoreOp struct {
 type Nop struct{}
 
 var _ Observer = Nop{}
-
-// StartCall returns ctx and an end that does nothing.
-func (Nop) StartCall(ctx context.Context, _ http.Header) (context.Context, func(*Call)) {
-	return ctx, func(*Call) {}
-}
-
-// StartHandler returns ctx and an end that does nothing.
-func (Nop) StartHandler(ctx context.Context, _ *Call) (context.Context, func(error)) {
-	return ctx, func(error) {}
-}
 
 // Token does nothing.
 func (Nop) Token(context.Context, Token) {}

@@ -1,6 +1,7 @@
-// Package otel observes a Supervaizer controller with OpenTelemetry: it
-// implements [observe.Observer], which
-// [github.com/supervaize/supervaizer-go.WithObserver] installs.
+// Package otel observes a Supervaizer controller with OpenTelemetry: its
+// [Observer] is an interceptor ([supervaizer.Interceptor]) and implements
+// the observer hooks ([observe.Observer]);
+// [github.com/supervaize/supervaizer-go.WithObserver] installs both.
 //
 // Each POST /a2a call is a server span following the RPC semantic
 // conventions (rpc.system "jsonrpc", rpc.method, rpc.jsonrpc.error_code),
@@ -21,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	otelapi "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -29,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/observe"
 )
 
@@ -178,26 +181,63 @@ func New(cfg Config) (*Observer, error) {
 // a2aSpanName names the server span until the method is known.
 const a2aSpanName = "POST /a2a"
 
-// StartCall starts the server span of a POST /a2a call, child of the
-// caller's span when header carries a trace context.
-func (o *Observer) StartCall(ctx context.Context, header http.Header) (context.Context, func(*observe.Call)) {
-	ctx = o.propagator.Extract(ctx, propagation.HeaderCarrier(header))
-	ctx, span := o.tracer.Start(ctx, a2aSpanName, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(AttrRPCSystem.String("jsonrpc"), AttrJSONRPCVer.String("2.0")))
-	return ctx, func(c *observe.Call) { o.endCall(ctx, span, c) }
+// maxLabel bounds every label and span name (spec item 75): the SDK's
+// labels come from known sets, and none is longer.
+const maxLabel = 64
+
+// label is s cut to maxLabel bytes, on a character boundary.
+func label(s string) string {
+	if len(s) <= maxLabel {
+		return s
+	}
+	n := maxLabel
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
-func (o *Observer) endCall(ctx context.Context, span trace.Span, c *observe.Call) {
+var _ supervaizer.Interceptor = (*Observer)(nil)
+
+// WrapUnary records each unary POST /a2a call: a server span, child of the
+// caller's span when the request carries a trace context, and the call
+// metrics.
+func (o *Observer) WrapUnary(next supervaizer.UnaryFunc) supervaizer.UnaryFunc {
+	return func(ctx context.Context, c *supervaizer.Call) {
+		ctx, span := o.startCall(ctx, c)
+		next(ctx, c)
+		o.endCall(ctx, span, c)
+	}
+}
+
+// WrapStream records each streaming call as WrapUnary does: its duration
+// is the stream's.
+func (o *Observer) WrapStream(next supervaizer.StreamFunc) supervaizer.StreamFunc {
+	return func(ctx context.Context, c *supervaizer.Call) {
+		ctx, span := o.startCall(ctx, c)
+		next(ctx, c)
+		o.endCall(ctx, span, c)
+	}
+}
+
+// startCall starts the server span of a call, at its arrival.
+func (o *Observer) startCall(ctx context.Context, c *supervaizer.Call) (context.Context, trace.Span) {
+	ctx = o.propagator.Extract(ctx, propagation.HeaderCarrier(c.Header))
+	return o.tracer.Start(ctx, a2aSpanName, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(c.Start),
+		trace.WithAttributes(AttrRPCSystem.String("jsonrpc"), AttrJSONRPCVer.String("2.0")))
+}
+
+func (o *Observer) endCall(ctx context.Context, span trace.Span, c *supervaizer.Call) {
 	if c.Method != "" {
-		span.SetName(c.Method)
+		span.SetName(label(c.Method))
 	}
 	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, AttrRPCMethod.String(c.Method), AttrJSONRPCCode.Int(c.Code), AttrHTTPStatus.Int(c.HTTPStatus))
+	attrs = append(attrs, AttrRPCMethod.String(label(c.Method)), AttrJSONRPCCode.Int(c.Code), AttrHTTPStatus.Int(c.HTTPStatus))
 	if c.AgentSlug != "" {
-		attrs = append(attrs, AttrAgent.String(c.AgentSlug))
+		attrs = append(attrs, AttrAgent.String(label(c.AgentSlug)))
 	}
 	if c.Kind != "" {
-		attrs = append(attrs, AttrKind.String(c.Kind), AttrName.String(c.Name))
+		attrs = append(attrs, AttrKind.String(label(c.Kind)), AttrName.String(label(c.Name)))
 	}
 	metricAttrs := attrs
 	if c.WorkspaceID != "" {
@@ -220,21 +260,22 @@ func (o *Observer) endCall(ctx context.Context, span trace.Span, c *observe.Call
 	o.callDuration.Record(ctx, c.Duration.Seconds(), set)
 	if c.Idempotency != observe.IdempotencyNone {
 		o.idempotency.Add(ctx, 1, metric.WithAttributes(AttrIdempotency.String(string(c.Idempotency)),
-			AttrAgent.String(c.AgentSlug), AttrName.String(c.Name)))
+			AttrAgent.String(label(c.AgentSlug)), AttrName.String(label(c.Name))))
 	}
 }
 
-// StartHandler starts the span of a handler, child of the call's.
-func (o *Observer) StartHandler(ctx context.Context, c *observe.Call) (context.Context, func(error)) {
-	name := c.Kind + " " + c.Name
-	ctx, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(AttrAgent.String(c.AgentSlug), AttrKind.String(c.Kind), AttrName.String(c.Name)))
-	return ctx, func(err error) {
+// WrapHandler records the span of the agent's handler, child of the call's.
+func (o *Observer) WrapHandler(next supervaizer.HandlerFunc) supervaizer.HandlerFunc {
+	return func(ctx context.Context, c *supervaizer.Call) error {
+		ctx, span := o.tracer.Start(ctx, label(c.Kind+" "+c.Name), trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(AttrAgent.String(label(c.AgentSlug)), AttrKind.String(label(c.Kind)), AttrName.String(label(c.Name))))
+		err := next(ctx, c)
 		if err != nil {
 			span.SetStatus(codes.Error, "handler failed")
 			span.SetAttributes(AttrErrorType.String(errorType(err)))
 		}
 		span.End()
+		return err
 	}
 }
 

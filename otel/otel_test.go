@@ -3,8 +3,10 @@ package otel_test
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -292,4 +294,80 @@ func TestTransportCarriesTheTraceContext(t *testing.T) {
 	require.NotNil(t, client0)
 	assert.Equal(t, parent.SpanContext().SpanID(), client0.Parent().SpanID())
 	assert.Equal(t, "00-"+client0.SpanContext().TraceID().String()+"-"+client0.SpanContext().SpanID().String()+"-01", tp0)
+}
+
+// TestLabelsFromKnownSets (spec item 75): the method label is a served
+// method or "other", the agent and action labels a served agent and an
+// action it handles or "unknown". After one call of each shape, 5,000 calls
+// with random method, action and agent names add no label set, and no label
+// or span name is longer than 64 bytes.
+func TestLabelsFromKnownSets(t *testing.T) {
+	f := newFixture(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := func() string { // long enough to be cut if it ever became a label
+		b := make([]byte, 80)
+		for i := range b {
+			b[i] = 'a' + byte(rng.IntN(26))
+		}
+		return string(b)
+	}
+	shapes := []func(name string){
+		func(name string) { f.postMethod(t, "tasks/"+name) }, // a method not served
+		func(name string) { // an action the agent does not handle
+			req := f.ts.Request("job.sync", nil)
+			req.Action = "job." + name
+			f.post(t, req, f.ts.Studio.TokenForAction(req), nil)
+		},
+		func(name string) { // an agent not served
+			req := f.ts.Request("job.sync", nil)
+			req.AgentSlug = "agent-" + name
+			f.post(t, req, f.ts.Studio.TokenForAction(req), nil)
+		},
+	}
+	for _, shape := range shapes {
+		shape(random())
+	}
+	sets := func() map[attribute.Distinct]attribute.Set {
+		out := map[attribute.Distinct]attribute.Set{}
+		data := f.metrics(t)[svotel.MetricCalls].Data.(metricdata.Sum[int64])
+		for _, dp := range data.DataPoints {
+			out[dp.Attributes.Equivalent()] = dp.Attributes
+		}
+		return out
+	}
+	before := sets()
+	require.Len(t, before, len(shapes))
+	for i := range 5000 {
+		shapes[i%len(shapes)](random())
+	}
+	after := sets()
+	assert.Len(t, after, len(before), "random names added label sets")
+	for _, set := range after {
+		for _, kv := range set.ToSlice() {
+			assert.LessOrEqual(t, len(kv.Value.Emit()), 64, "label %s", kv.Key)
+		}
+		method, _ := set.Value("rpc.method")
+		assert.Contains(t, []string{"other", supervaizer.MethodActionInvoke}, method.AsString())
+		if agent, ok := set.Value("supervaizer.agent_slug"); ok {
+			assert.Contains(t, []string{"unknown", "research-agent"}, agent.AsString())
+		}
+		if name, ok := set.Value("supervaizer.name"); ok {
+			assert.Contains(t, []string{"unknown", "job.sync"}, name.AsString())
+		}
+	}
+	for _, s := range f.spans.GetSpans().Snapshots() {
+		assert.LessOrEqual(t, len(s.Name()), 64, "span name %q", s.Name())
+	}
+}
+
+// postMethod sends a call of method with empty params.
+func (f *fixture) postMethod(t *testing.T, method string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":` + strconv.Quote(method) + `,"params":{}}`
+	r := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set(supervaizer.HeaderAPIKey, f.ts.APIKey)
+	w := httptest.NewRecorder()
+	f.ts.Server.ServeHTTP(w, r)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 }
