@@ -20,7 +20,8 @@ import (
 // exampleRemote serves an A2A 1.0 agent on loopback: SendMessage answers a
 // submitted task (after a second for the request id "slow", with a stack
 // trace in an internal error for "crash"), GetTask a completed one whose
-// artifact is a file reference, CancelTask method-not-found.
+// artifact is a file reference (a task without id for "malformed"),
+// CancelTask method-not-found.
 func exampleRemote() *httptest.Server {
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -34,6 +35,7 @@ func exampleRemote() *httptest.Server {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Params struct {
+				ID      string `json:"id"`
 				Message struct {
 					MessageID string `json:"messageId"`
 				} `json:"message"`
@@ -57,6 +59,8 @@ func exampleRemote() *httptest.Server {
 			answer(`"error":{"code":-32603,"message":"panic: nil map\ngoroutine 1 [running]:\nmain.go:12"}`)
 		case req.Method == "SendMessage":
 			answer(`"result":{"task":{"id":"task-7","contextId":"ctx-7","status":{"state":"TASK_STATE_SUBMITTED"}}}`)
+		case req.Method == "GetTask" && req.Params.ID == "malformed":
+			answer(`"result":{"status":{}}`)
 		case req.Method == "GetTask":
 			answer(`"result":{"id":"task-7","contextId":"ctx-7","status":{"state":"TASK_STATE_COMPLETED"},
 				"artifacts":[{"artifactId":"brief","parts":[{"url":"https://files.example/brief.pdf","mediaType":"application/pdf"}]}]}`)
