@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
@@ -83,18 +84,16 @@ func (c *checker) checkDiscovery() {
 	}
 }
 
-// parseURL returns the path of an absolute URL.
+// parseURL returns the path of an absolute http(s) URL.
 func parseURL(s string) (string, error) {
-	i := strings.Index(s, "://")
-	if i < 0 {
-		return "", fmt.Errorf("not absolute")
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", err
 	}
-	rest := s[i+3:]
-	j := strings.IndexByte(rest, '/')
-	if j < 0 {
-		return "", fmt.Errorf("no path")
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("not an absolute http(s) URL")
 	}
-	return rest[j:], nil
+	return u.Path, nil
 }
 
 // checkCards fetches both card routes of a.
@@ -162,13 +161,12 @@ func (c *checker) checkHealth() {
 		Status        string `json:"status"`
 		Timestamp     string `json:"timestamp"`
 		Agents        map[string]struct {
-			AgentID       string          `json:"agent_id"`
-			AgentServerID *string         `json:"agent_server_id"`
-			Name          string          `json:"name"`
-			Status        string          `json:"status"`
-			Version       string          `json:"version"`
-			Statistics    map[string]any  `json:"statistics"`
-			Raw           json.RawMessage `json:"-"`
+			AgentID       string         `json:"agent_id"`
+			AgentServerID *string        `json:"agent_server_id"`
+			Name          string         `json:"name"`
+			Status        string         `json:"status"`
+			Version       string         `json:"version"`
+			Statistics    map[string]any `json:"statistics"`
 		} `json:"agents"`
 	}
 	if _, err := c.getJSON("/.well-known/health", &doc); err != nil {

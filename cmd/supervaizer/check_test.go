@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,3 +270,74 @@ func FuzzReadEvents(f *testing.F) {
 		})
 	})
 }
+
+// rewrite answers like next, with from replaced by to in the answers to
+// requests on path whose body contains marker ("" for any body).
+func rewrite(path, marker, from, to string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if r.URL.Path != path || !bytes.Contains(body, []byte(marker)) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			maps.Copy(w.Header(), rec.Header())
+			w.Header().Del("Content-Length")
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(bytes.ReplaceAll(rec.Body.Bytes(), []byte(from), []byte(to)))
+		})
+	}
+}
+
+// TestCheckFailsEachFault: each fault of a controller fails the case that
+// checks it, and only that one.
+func TestCheckFailsEachFault(t *testing.T) {
+	t.Parallel()
+	var served atomicCounter
+	tests := []struct {
+		name   string
+		wrap   func(http.Handler) http.Handler
+		failed []string
+		detail string
+	}{
+		{"unversioned card differs", rewrite("/.well-known/agents/test-agent_agent.json", "", `"Test Agent"`, `"Other Agent"`),
+			[]string{"card.unversioned:test-agent"}, "differs from the versioned card"},
+		{"health status outside the spec", rewrite("/.well-known/health", "", `"status":"available"`, `"status":"fine"`),
+			[]string{"health"}, `status "fine"`},
+		{"an unknown key answered 403", func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if k := r.Header.Get("X-API-Key"); k != "" && k != "local-dev" {
+					http.Error(w, `{"detail":"Insufficient scope"}`, http.StatusForbidden)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}, []string{"rpc.wrong-key"}, "HTTP 403"},
+		{"a parse error answered -32600", rewrite("/a2a", `"check-1",`, `-32700`, `-32600`), []string{"rpc.parse-error"}, "error -32600"},
+		{"a replay answered anew", func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rewrite("/a2a", `"action":"job.start"`, `"status":"ok"`, fmt.Sprintf(`"status":"ok","served":%d`, served.next()))(next).ServeHTTP(w, r)
+			})
+		}, []string{"job.start.replay:test-agent"}, "differs from the first one's"},
+		{"a conflict not detected", rewrite("/a2a", `-conflict"`, `idempotency_conflict`, `other_error`),
+			[]string{"job.start.conflict:test-agent"}, "want error idempotency_conflict"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			url := startController(t, localEnv, tt.wrap)
+			code, cases, _ := runCheckJSON(t, "-api-key", "local-dev", "-write", "-heartbeat-wait", "2s", url)
+			assert.Equal(t, 1, code)
+			require.Equal(t, tt.failed, failed(cases))
+			assert.Contains(t, cases[tt.failed[0]].Detail, tt.detail)
+		})
+	}
+}
+
+// atomicCounter counts calls.
+type atomicCounter struct{ n atomic.Int64 }
+
+func (c *atomicCounter) next() int64 { return c.n.Add(1) }
