@@ -142,3 +142,23 @@ func segment(t *testing.T, tok string, i int) map[string]any {
 	require.NoError(t, json.Unmarshal(b, &m))
 	return m
 }
+
+// TestKeygenAndTokenDefaultsInTheCurrentFolder: with no flags, keygen writes
+// supervaizer-key.pem and supervaizer-key.pub.pem in the current folder and
+// token signs with the former (not parallel: it changes the folder).
+func TestKeygenAndTokenDefaultsInTheCurrentFolder(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	_, errOut, code := cli(t, "keygen")
+	require.Equal(t, 0, code, errOut)
+	st, err := os.Stat(filepath.Join(dir, defaultKeyFile))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	assert.FileExists(t, filepath.Join(dir, "supervaizer-key.pub.pem"))
+	out, errOut, code := cli(t, "token", "-agent", "my-agent", "-raw")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "my-agent", payload(t, strings.TrimSpace(out))["agent_slug"])
+	_, errOut, code = cli(t, "keygen")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "supervaizer-key.pem exists")
+}

@@ -109,3 +109,11 @@ func TestDisplayName(t *testing.T) {
 		assert.Equal(t, want, displayName(in))
 	}
 }
+
+func TestSDKRequirement(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "v1.2.3", sdkRequirement("v1.2.3", true), "the flag wins")
+	// A test binary's main module is the SDK in (devel): no version of its own.
+	assert.Equal(t, "v0.0.0-00010101000000-000000000000", sdkRequirement("", true))
+	assert.Empty(t, sdkRequirement("", false))
+}
