@@ -85,6 +85,8 @@ type taskView struct {
 	// events carries each changed record to the A2A streams
 	// (a2atasks_stream.go); it keeps nothing for replay.
 	events *sse.Broker
+	// counts are the health figures, kept as records change (health.go).
+	counts *jobCounts
 
 	mu      sync.Mutex
 	watches map[string]map[chan struct{}]struct{}
@@ -92,7 +94,8 @@ type taskView struct {
 
 func newTaskView(st store.Store, logger *slog.Logger, streams sse.Options) *taskView {
 	streams.ReplaySize, streams.ReplayBytes = 1, 1 // nothing kept: a stream starts from the view
-	return &taskView{store: st, logger: logger, events: sse.NewBroker(streams), watches: map[string]map[chan struct{}]struct{}{}}
+	return &taskView{store: st, logger: logger, events: sse.NewBroker(streams), counts: newJobCounts(st, logger),
+		watches: map[string]map[chan struct{}]struct{}{}}
 }
 
 var (
@@ -132,7 +135,7 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 		}
 		state := t.Raw(js)
 		var kb [128]byte
-		tv.put(ctx, string(appendTaskKey(kb[:0], ws, req.AgentSlug, id)), func(old []byte, found bool) ([]byte, bool) {
+		tv.put(ctx, req.AgentSlug, string(appendTaskKey(kb[:0], ws, req.AgentSlug, id)), func(old []byte, found bool) ([]byte, bool) {
 			if found && sameRecord(old, status, text, state) {
 				return nil, false // unchanged: neither built nor written
 			}
@@ -154,7 +157,7 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 			continue
 		}
 		text, _ := optString(t, e, "message")
-		tv.put(ctx, taskKey(ws, req.AgentSlug, job), func(old []byte, found bool) ([]byte, bool) {
+		tv.put(ctx, req.AgentSlug, taskKey(ws, req.AgentSlug, job), func(old []byte, found bool) ([]byte, bool) {
 			if !found {
 				return nil, false // only jobs already in the view
 			}
@@ -168,8 +171,9 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 }
 
 // put writes the value next computes from the current one (found false:
-// none) under key, with compare-and-swap; next returns false to write
-// nothing. A value equal to the stored one is not written again.
+// none) under key, a job of agent slug, with compare-and-swap; next returns
+// false to write nothing. A value equal to the stored one is not written
+// again; a write updates the health figures.
 // Failures are logged: the view is a projection, never the call's outcome.
 //
 // Every update reads the stored record first; the view keeps no cache of
@@ -184,7 +188,8 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 // store.Exclusive store (memory, bbolt) is not enough either: it excludes
 // other processes, not other writers in this one (two Servers on one
 // store, or each behind its own wrapper of it).
-func (tv *taskView) put(ctx context.Context, key string, next func(old []byte, found bool) ([]byte, bool)) {
+func (tv *taskView) put(ctx context.Context, slug, key string, next func(old []byte, found bool) ([]byte, bool)) {
+	tv.counts.seeded(ctx) // before the first write: the records already there are counted once
 	for range maxViewRetries {
 		old, found, err := tv.store.Get(ctx, key)
 		if err != nil {
@@ -209,6 +214,7 @@ func (tv *taskView) put(ctx context.Context, key string, next func(old []byte, f
 			return
 		}
 		if stored {
+			tv.counts.changed(slug, old, found, val)
 			tv.events.Publish(key, taskEvent(key, val))
 			tv.mu.Lock()
 			for ch := range tv.watches[key] {

@@ -155,11 +155,14 @@ func (s *Server) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 	s.serveDiscovery(w, r, func(cs *cardSet) []byte { return cs.cards[slug] })
 }
 
-func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+// serveHealth serves GET /.well-known/health (public): each agent's status
+// and figures come from counters kept as its jobs change (health.go), never
+// from a store scan per request.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	agents := make([]a2a.AgentHealth, 0, len(s.agents))
 	for _, a := range s.agents {
 		studioID, _ := a.StudioAgentID()
-		stats := a2a.NewJobStatistics(0, 0, 0, 0)
+		stats := s.tasks.counts.statistics(r.Context(), a.slug)
 		agents = append(agents, a2a.AgentHealth{
 			AgentID: a.legacyID, AgentServerID: studioID, Name: a.spec.Name,
 			Status: stats.AgentStatus(), Version: a.spec.Version, Statistics: stats,
