@@ -24,6 +24,7 @@ const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
 	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
 	codeUnauthorized   = -32030
 	codeNoSurface      = -32011
 	invalidKeyDetail   = "Invalid or missing API key"
@@ -272,6 +273,7 @@ func (c *checker) checkEnvelope() {
 		{"rpc.parse-error", []string{`{"jsonrpc":"2.0","id":"check-1",`}, codeParseError, "", "Parse error"},
 		{"rpc.invalid-request", []string{`[{"jsonrpc":"2.0","id":"check-2","method":"supervaizer/surface.load"}]`, `{"jsonrpc":"1.0","id":"check-3","method":"supervaizer/surface.load"}`}, codeInvalidRequest, "", ""},
 		{"rpc.unknown-method", []string{`{"jsonrpc":"2.0","id":"check-4","method":"supervaizer/check.unknown","params":{}}`}, codeMethodNotFound, "check-4", "Method not found: supervaizer/check.unknown"},
+		{"rpc.invalid-params", []string{`{"jsonrpc":"2.0","id":"check-5","method":"supervaizer/surface.load","params":{"surface_request":{"request_id":"check-5"}}}`}, codeInvalidParams, "check-5", "Invalid Supervaizer v2 surface request"},
 	}
 	for _, tc := range cases {
 		if c.apiKey == "" {
@@ -298,6 +300,8 @@ func (c *checker) checkEnvelope() {
 				problem = fmt.Sprintf("id %s, want %q echoed", a.members["id"], tc.id)
 			case tc.code == codeParseError && a.members["id"] != nil && string(a.members["id"]) != "null":
 				problem = fmt.Sprintf("id %s, want null or absent", a.members["id"])
+			case tc.code == codeInvalidParams && !hasErrors(a.err.Data):
+				problem = fmt.Sprintf("data %s, want {\"errors\": [{\"loc\", \"msg\", \"type\"}, …]}", a.err.Data)
 			}
 			if problem != "" {
 				problem = fmt.Sprintf("body %d of %d: %s", i+1, len(tc.bodies), problem)
@@ -310,6 +314,27 @@ func (c *checker) checkEnvelope() {
 			c.pass(tc.name, "error %d", tc.code)
 		}
 	}
+}
+
+// hasErrors reports whether data is {"errors": [...]} with at least one
+// problem, each with loc, msg and type (controller.md §9).
+func hasErrors(data json.RawMessage) bool {
+	var d struct {
+		Errors []struct {
+			Loc  []any  `json:"loc"`
+			Msg  string `json:"msg"`
+			Type string `json:"type"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(data, &d) != nil || len(d.Errors) == 0 {
+		return false
+	}
+	for _, e := range d.Errors {
+		if len(e.Loc) == 0 || e.Msg == "" || e.Type == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // tokenTarget returns the agent and surface the token cases load: job.start

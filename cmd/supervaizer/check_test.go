@@ -317,6 +317,8 @@ func TestCheckFailsEachFault(t *testing.T) {
 			})
 		}, []string{"rpc.wrong-key"}, "HTTP 403"},
 		{"a parse error answered -32600", rewrite("/a2a", `"check-1",`, `-32700`, `-32600`), []string{"rpc.parse-error"}, "error -32600"},
+		{"invalid params answered without errors", rewrite("/a2a", `"request_id":"check-5"`, `"data":{"errors"`, `"data":{"problems"`),
+			[]string{"rpc.invalid-params"}, `want {"errors"`},
 		{"a replay answered anew", func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				rewrite("/a2a", `"action":"job.start"`, `"status":"ok"`, fmt.Sprintf(`"status":"ok","served":%d`, served.next()))(next).ServeHTTP(w, r)
