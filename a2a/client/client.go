@@ -60,6 +60,7 @@ func New(ctx context.Context, base string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("%w (the card's endpoint)", err)
 	}
 	c.binding = b
+	c.learnControl()
 	return c, nil
 }
 
@@ -223,6 +224,10 @@ type Answer struct {
 // internally) it returns an [*AmbiguousError]: read back, and resend only
 // what is known not to have been applied, with the same RequestID.
 func (c *Client) Send(ctx context.Context, req SendRequest) (*Answer, error) {
+	return c.send(ctx, OpSend, req)
+}
+
+func (c *Client) send(ctx context.Context, op Operation, req SendRequest) (*Answer, error) {
 	params, err := c.sendParams(req)
 	if err != nil {
 		return nil, err
@@ -232,7 +237,7 @@ func (c *Client) Send(ctx context.Context, req SendRequest) (*Answer, error) {
 		method = a2atask.MethodSendMessage
 	}
 	var out *Answer
-	err = c.call(ctx, OpSend, method, params, true, req.RequestID, func(raw json.RawMessage) (err error) {
+	err = c.call(ctx, op, method, params, true, req.RequestID, func(raw json.RawMessage) (err error) {
 		out, err = decodeSendResult(raw, c.binding, c.cfg.maxArtifacts)
 		return err
 	})
@@ -315,11 +320,15 @@ func (c *Client) Cancel(ctx context.Context, id string) (*a2atask.Task, error) {
 	if err := checkID("the task id", id); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	method := a2atask.MethodTasksCancel
+	return c.taskCall(ctx, OpCancel, c.cancelMethod(), map[string]any{"id": id}, true, id)
+}
+
+// cancelMethod is the binding's cancel method.
+func (c *Client) cancelMethod() string {
 	if c.binding == Binding10 {
-		method = a2atask.MethodCancelTask
+		return a2atask.MethodCancelTask
 	}
-	return c.taskCall(ctx, OpCancel, method, map[string]any{"id": id}, true, id)
+	return a2atask.MethodTasksCancel
 }
 
 func (c *Client) taskCall(ctx context.Context, op Operation, method string, params any, mutation bool, requestID string) (*a2atask.Task, error) {

@@ -50,5 +50,14 @@
 //     transport of the observer given to [WithObserver] (the otel module's
 //     injects traceparent and tracestate).
 //
+// A supervisor takes control of a campaign on a remote that serves the
+// campaign-control extension ([CampaignControlURI], spec item 85):
+// [Client.ClaimControl], [Client.ReadControl], [Client.RenewControl],
+// [Client.ReleaseControl], [Client.Intervene], [Client.RequestStatus],
+// [Client.SendControlled] and [Client.CancelControlled], each single-shot,
+// each available only when the card advertises it (the mutations only with
+// lease and policy enforcement), an unknown outcome resolved by reading
+// back, never by a resend or a silent reacquire.
+//
 // docs/delegating.md walks through delegating safely.
 package client

@@ -81,3 +81,37 @@ func FuzzDecodeSendResult(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeControlAnswers: a lease answer is a checked lease (or null
+// where allowed) or an ErrInvalidAnswer; a request status names the
+// request asked about and a known state.
+func FuzzDecodeControlAnswers(f *testing.F) {
+	for _, s := range []string{
+		`{"lease":{"controller_id":"sup-a","epoch":2,"expires_at":1000060}}`, `{"lease":null}`,
+		`{"lease":{"controller_id":"","epoch":-1,"expires_at":0}}`, `{"lease":{"epoch":1.5}}`,
+		`{"request_id":"req-1","state":"applied","task_id":"t"}`, `{"request_id":"req-1","state":"unknown"}`,
+		`{"request_id":"req-2","state":"applied"}`, `[]`,
+	} {
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, nullable bool) {
+		if l, err := decodeLease(data, nullable); err == nil {
+			if l == nil && !nullable {
+				t.Fatalf("a null lease accepted: %q", data)
+			}
+			if l != nil && (checkID("c", l.ControllerID) != nil || l.Epoch < 0 || l.ExpiresAt <= 0) {
+				t.Fatalf("an unchecked lease: %q", data)
+			}
+		}
+		if st, err := decodeRequestStatus(data, "req-1"); err == nil {
+			switch st.State {
+			case RequestApplied, RequestNotApplied, RequestPending, RequestUnknown:
+			default:
+				t.Fatalf("state %q accepted", st.State)
+			}
+			if st.RequestID != "req-1" {
+				t.Fatalf("another request's status accepted: %q", data)
+			}
+		}
+	})
+}
