@@ -55,6 +55,11 @@
 //		}
 //	}
 //
+// Start a job as Studio would (the doc check runs the quick start and sends
+// this call to the address it bound):
+//
+//	curl -s 127.0.0.1:8080/a2a -H 'X-API-Key: local-dev' -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"action_request":{"request_id":"r1","actor":{"user_id":"me"},"workspace":{"id":"ws-1"},"mission_id":"m1","agent_slug":"hello-agent","surface":"job.start","action":"job.start","job_id":"job-1","idempotency_key":"k1","input":{"name":"Ada"}}}}'
+//
 // # Handlers and results
 //
 // [New] builds the agent and its server. The agent's registration is declared

@@ -10,8 +10,11 @@
 //
 // # Quick start
 //
+// researchAgent(t) stands for a function of your tests that builds your agent
+// with its handlers registered:
+//
 //	func TestStart(t *testing.T) {
-//		ts := svtest.NewTestServer(t, []*supervaizer.Agent{newAgent(t)})
+//		ts := svtest.NewTestServer(t, []*supervaizer.Agent{researchAgent(t)})
 //		req := ts.Request("job.start", map[string]any{"topic_id": "t-1"})
 //		req.IdempotencyKey, req.JobID = "setup-1", "job-1"
 //		res, err := ts.Invoke(t.Context(), req)
@@ -48,7 +51,7 @@
 // on its job.start handler:
 //
 //	func TestStartIsIdempotent(t *testing.T) {
-//		ts := svtest.NewTestServer(t, []*supervaizer.Agent{newAgent(t)})
+//		ts := svtest.NewTestServer(t, []*supervaizer.Agent{researchAgent(t)})
 //		req := ts.Request("job.start", map[string]any{"topic_id": "t-1"})
 //		req.IdempotencyKey, req.JobID = "setup-1", "job-1"
 //		svtest.AssertConfirmIdempotent(t, ts, req,
@@ -66,7 +69,7 @@
 //
 //	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
 //	api.SetAgent("research-agent", svtest.AgentDetail{Parameters: map[string]any{"SEARCH_API_KEY": "sk-test"}})
-//	ts := svtest.NewAttachedTestServerWithAPI(t, api, []*supervaizer.Agent{newAgent(t)})
+//	ts := svtest.NewAttachedTestServerWithAPI(t, api, []*supervaizer.Agent{researchAgent(t)})
 //	sa, _ := ts.Server.Studio().Agent("research-agent") // decrypted parameters
 //
 // The controller's own server id is [DefaultControllerID]; Studio's id for it
@@ -101,7 +104,7 @@
 // [Connect] drives a controller that already runs, over HTTP: Invoke,
 // LoadSurface and [AssertConfirmIdempotent] work as with a TestServer.
 //
-//	remote := svtest.Connect(t, "http://127.0.0.1:8080", apiKey, studio)
+//	remote := svtest.Connect(t, url, apiKey, studio) // url: the controller's, such as http://127.0.0.1:8080
 //
 // # Golden files
 //

@@ -11,12 +11,21 @@
 //
 // # Quick start
 //
+// Open the database, then give it to the server with WithBackend: the store
+// and the event stream together, so that a client of any instance sees the
+// events of every instance (WithStore(db.Store()) would share the state but
+// not the stream; see docs/deploying.md):
+//
 //	db, err := postgres.Open(ctx, os.Getenv("SUPERVAIZER_DATABASE_URL"))
 //	if err != nil {
 //		return err
 //	}
 //	defer db.Close()
-//	srv := supervaizer.NewServer(reg, supervaizer.WithStore(db.Store()))
+//	srv, err := supervaizer.New(spec, supervaizer.WithBackend(db))
+//	if err != nil {
+//		return err
+//	}
+//	return srv.ListenAndServe(ctx)
 //
 // # Schema
 //

@@ -4,9 +4,7 @@
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) store.Store {
-//			s, err := mysql.Open(t.Context(), testDSN(t)) // a new, empty store
-//			require.NoError(t, err)
-//			return s
+//			return store.NewMemory() // yours: a new, empty store that no other subtest uses
 //		})
 //	}
 //

@@ -7,8 +7,12 @@ import (
 	"github.com/supervaize/supervaizer-go/store/storetest"
 )
 
-func TestRunMemory(t *testing.T) {
-	storetest.Run(t, func(*testing.T) store.Store { return store.NewMemory() })
+// TestConformance is the package comment's example, as written, on the
+// memory store.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return store.NewMemory() // yours: a new, empty store that no other subtest uses
+	})
 }
 
 func TestRunMemoryBackendStore(t *testing.T) {

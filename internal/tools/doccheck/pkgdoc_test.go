@@ -104,7 +104,7 @@ func TestPackageDocFragmentsParse(t *testing.T) {
 // looksLikeGo tells the Go blocks from wire formats and shell commands: Go
 // blocks use an assignment, a call or a declaration keyword.
 func looksLikeGo(code string) bool {
-	if strings.HasPrefix(code, "go get ") || strings.HasPrefix(code, "id:") {
+	if strings.HasPrefix(code, "go get ") || strings.HasPrefix(code, "id:") || strings.HasPrefix(code, "curl ") {
 		return false
 	}
 	for _, tok := range []string{":=", "func ", "import ", "(", "{"} {
