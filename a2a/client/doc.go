@@ -4,7 +4,7 @@
 // SDK's own wire types (packages a2a and a2atask), and trusts nothing the
 // remote says beyond what it checks.
 //
-//	c, err := client.New(ctx, "https://research.example.com",
+//	c, err := client.New(ctx, base, // such as https://research.example.com
 //		client.WithHeader("X-API-Key", key))
 //	if err != nil {
 //		return err // no card, an invalid card, a refused address, ...

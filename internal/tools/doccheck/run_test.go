@@ -42,7 +42,8 @@ import (
 //     stopped with SIGTERM and must exit with status 0;
 //   - a program that does not serve is a client: it runs against an agent of
 //     the test (the docs' research agent: job.start with a topic_id) at the
-//     address it names, and must exit with status 0;
+//     address it names or in REMOTE_AGENT_URL (see runClient), and must exit
+//     with status 0;
 //   - any other package is a library: the blocks of one document declaring
 //     the same package are compiled together with the companion test
 //     testdata/<document>-<package>_test.go, which calls them.
@@ -264,23 +265,55 @@ func runServer(t *testing.T, root string, b block) {
 // docsAgentURL is the address the docs' client programs call.
 const docsAgentURL = "http://localhost:8080"
 
+// Variables of a delegating client (docs/delegating.md): the remote agent's
+// https URL and its API key.
+const (
+	envRemoteURL = "REMOTE_AGENT_URL"
+	envRemoteKey = "REMOTE_AGENT_KEY"
+)
+
 // runClient runs the client program of b against the docs' research agent,
-// served by the test at the address the program names.
+// served by the test: at the address the program names (docsAgentURL), or
+// given in REMOTE_AGENT_URL to a program that reads it. The SDK's A2A client
+// connects only to https agents that are not on loopback, so such a program
+// must then report that it refused the test agent's loopback address (it ran
+// through discovery's dial guard); with REMOTE_AGENT_URL set in the test's
+// environment (an https agent, its key in REMOTE_AGENT_KEY) it runs against
+// that agent and must not report a refusal.
 func runClient(t *testing.T, root string, b block) {
-	require.Contains(t, b.code, docsAgentURL, "a client block calls the docs' agent at %s", docsAgentURL)
+	remote := strings.Contains(b.code, `os.Getenv("`+envRemoteURL+`")`)
+	require.True(t, remote || strings.Contains(b.code, docsAgentURL),
+		"a client block calls the docs' agent at %s or at $%s", docsAgentURL, envRemoteURL)
 	hs := httptest.NewServer(docsAgent(t))
 	t.Cleanup(hs.Close)
+	env := programEnv(t)
+	external := os.Getenv(envRemoteURL)
+	switch {
+	case remote && external != "":
+		env = append(env, envRemoteURL+"="+external, envRemoteKey+"="+os.Getenv(envRemoteKey))
+	case remote:
+		env = append(env, envRemoteURL+"="+hs.URL, envRemoteKey+"="+sv.LocalModeAPIKey)
+	}
 	bin := build(t, root, strings.ReplaceAll(b.code, docsAgentURL, hs.URL))
 	ctx, cancel := context.WithTimeout(t.Context(), proctest.ServeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = programEnv(t)
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stderr:\n%s", stderr.String())
-	// The docs' clients print what they got, words such as a task's id and
-	// state: a field left empty by an answer of another shape leaves a gap.
-	assert.Regexp(t, `^\S+( \S+)*\n$`, stdout.String(), "the client prints what it got")
+	out := stdout.String()
+	switch {
+	case remote && external == "":
+		assert.Regexp(t, `(?i)loopback`, out, "the client refuses the test agent's loopback address")
+	case remote:
+		assert.NotRegexp(t, `(?i)cannot|refused`, out, "the client delegates to %s", external)
+	default:
+		// The docs' clients print what they got, words such as a task's id and
+		// state: a field left empty by an answer of another shape leaves a gap.
+		assert.Regexp(t, `^\S+( \S+)*\n$`, out, "the client prints what it got")
+	}
+	t.Logf("%s printed:\n%s", blockName(root, b), out)
 }
 
 // researchInput is job.start's input in the docs' examples.
