@@ -447,6 +447,9 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	if rpcErr != nil {
 		return dst[:n], rpcErr
 	}
+	if s.isDryRun(req, dst[n:]) { // no effect published, no task view, no figure (dryrun.go)
+		return dst, nil
+	}
 	if ran { // a replayed answer never brings an older job state back
 		var tape *wire.Tape
 		if parsed {
@@ -491,6 +494,10 @@ func (s *Server) runAction(ctx context.Context, c *Call, h ActionHandler, req *A
 	}
 	if res == nil {
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
+		return dst, nil, false, actionFailed(req)
+	}
+	if perr := s.dryRunProblem(req, res); perr != nil { // dryrun.go
+		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, perr)
 		return dst, nil, false, actionFailed(req)
 	}
 	if strict {
@@ -591,6 +598,9 @@ func loadSurface(s *Server, c *Call, req *SurfaceRequest, dst []byte) ([]byte, *
 	c.surf, c.surfReq, c.surfRes = nil, nil, nil
 	if err == nil && res == nil {
 		err = errors.New("handler returned no result")
+	}
+	if err == nil {
+		err = s.surfaceVersionProblem(req.AgentSlug, res) // dryrun.go
 	}
 	if err != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
