@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // This file holds the rules JSON Schema cannot express: uniqueness of ids,
@@ -231,14 +232,49 @@ func (f *Field) check(c *checks, at path) {
 }
 
 func (r *ActionRequest) check(c *checks, at path) {
+	checkIdentifiers(c, at, "request_id", r.RequestID, "mission_id", r.MissionID, "job_id", r.JobID, "idempotency_key", r.IdempotencyKey)
 	if r.Mission != nil && r.Mission.ID != r.MissionID {
 		c.add(at.key("mission").key("id"), "mission_id", "mission.id must equal mission_id")
 	}
 }
 
 func (r *SurfaceRequest) check(c *checks, at path) {
+	checkIdentifiers(c, at, "request_id", r.RequestID, "mission_id", r.MissionID, "job_id", r.JobID)
 	if r.Mission != nil && r.Mission.ID != r.MissionID {
 		c.add(at.key("mission").key("id"), "mission_id", "mission.id must equal mission_id")
+	}
+}
+
+// MaxIdentifierBytes bounds an identifier of a request (spec item 74): its
+// UTF-8 bytes, not its characters.
+const MaxIdentifierBytes = 256
+
+// CheckIdentifier applies the rule of the identifiers a client chooses
+// (request_id, job_id, mission_id, idempotency_key, and the A2A messageId,
+// taskId and contextId; spec item 74): at most [MaxIdentifierBytes] bytes of
+// UTF-8, no control character (C0, DEL, C1), no U+2028 or U+2029. The error
+// says which part of the rule id breaks, never quoting it. The Validator
+// applies it to the request models, whose problem (rule "identifier") names
+// the field; the SDK answers it with -32602 before any handler or store call.
+func CheckIdentifier(id string) error {
+	if len(id) > MaxIdentifierBytes {
+		return fmt.Errorf("longer than %d bytes", MaxIdentifierBytes)
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return errors.New("holds a control character, U+2028 or U+2029")
+		}
+	}
+	return nil
+}
+
+// checkIdentifiers applies CheckIdentifier to the identifiers of a request,
+// given as key, value pairs.
+func checkIdentifiers(c *checks, at path, kv ...string) {
+	for i := 0; i < len(kv); i += 2 {
+		if err := CheckIdentifier(kv[i+1]); err != nil {
+			c.add(at.key(kv[i]), "identifier", "%s: %s", kv[i], err.Error())
+		}
 	}
 }
 

@@ -27,15 +27,18 @@ const sentinel = "SENTINEL"
 
 // goRules are the rules the Validator checks in Go because JSON Schema cannot
 // express them (checks.go), plus "decode" for documents the Go decoder refuses.
-var goRules = []string{"declared_surface", "decode", "depends_on", "help_action", "mission_id",
+var goRules = []string{"declared_surface", "decode", "depends_on", "help_action", "identifier", "mission_id",
 	"min_le_max", "scheduled_start", "unique", "validation_type"}
 
 // goOnly lists the invalid documents the published schema accepts and the
 // Validator rejects: each breaks only a Go rule.
 var goOnly = []string{
 	"ActionRequest/invalid/authorization-key-differs-in-case",
+	"ActionRequest/invalid/idempotency-key-line-separator",
 	"ActionRequest/invalid/key-differs-in-case",
 	"ActionRequest/invalid/mission-id-mismatch",
+	"ActionRequest/invalid/mission-id-nul",
+	"ActionRequest/invalid/request-id-too-long",
 	"ActionResult/invalid/dry-run-cost-min-above-max",
 	"ActionResult/invalid/job-state-awaiting-validation-type",
 	"ActionResult/invalid/key-differs-by-long-s",
@@ -76,6 +79,7 @@ var goOnly = []string{
 	"SetupPlan/invalid/item-field-depends-on-outer",
 	"SetupPlan/invalid/step-id-twice",
 	"SetupPlan/invalid/validation-min-on-text",
+	"SurfaceRequest/invalid/job-id-too-many-bytes",
 	"SurfaceRequest/invalid/key-differs-in-case",
 	"SurfaceRequest/invalid/mission-id-mismatch",
 	"SurfaceResult/invalid/key-differs-in-case",
