@@ -462,12 +462,6 @@ func needsContext(surface string) bool {
 	return strings.HasPrefix(surface, "case.") || strings.HasPrefix(surface, "job.") && surface != "job.start"
 }
 
-// documentModels are the A2UI documents the contracts type.
-var documentModels = map[string]contracts.Model{
-	"Form": contracts.ModelForm, "DocumentReview": contracts.ModelDocumentReview,
-	"ResourceImport": contracts.ModelResourceImport, "Dashboard": contracts.ModelDashboard,
-}
-
 // checkSurfaces loads every declared surface of every agent and validates
 // the result against the SurfaceResult contract (and its document against
 // its type's, for the types the contracts define).
@@ -542,7 +536,7 @@ func validateSurface(surface string, result json.RawMessage) string {
 	if typ == "" {
 		return "result.document has no type"
 	}
-	if m, ok := documentModels[typ]; ok {
+	if m, ok := contracts.DocumentModel(typ); ok { // a typed document of the contracts registry
 		if err := contracts.DefaultValidator().Validate(m, r.Document); err != nil {
 			return fmt.Sprintf("the %s document breaks its contract: %v", typ, err)
 		}

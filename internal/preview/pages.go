@@ -144,10 +144,10 @@ func (h *Handler) serveSurface(w http.ResponseWriter, r *http.Request) {
 			if m, ok := contracts.DocumentModel(doc.Type); ok {
 				body.Known, body.Submits = true, declaresKey(m, "submit")
 			}
-			if doc.Type == "Dashboard" {
+			if doc.Type == contracts.DocumentDashboard {
 				body.Tables = h.widgetTables(r.Context(), a, id, &doc)
 			}
-			if doc.Type == "DocumentReview" {
+			if doc.Type == contracts.DocumentReview {
 				fillReviewState(&body, &doc)
 			}
 		}
