@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -38,80 +36,6 @@ const maxInitialBody = 64 << 10
 
 // EventEffect is the name of the SSE event published after each successful action.
 const EventEffect = "supervaizer.effect"
-
-// method is one entry of the method table: a JSON-RPC method served on
-// POST /a2a. Adding a method is adding an entry (methods.go lists them).
-type method struct {
-	name    string
-	binding string   // the family of methods it belongs to: "supervaizer", an A2A binding, an extension
-	key     KeyScope // the API key scope the call needs
-	// tokenScope is the scope a workspace token must carry for the call,
-	// with the id of the action or surface it calls.
-	tokenScope string
-	// unary serves a method answered with one JSON-RPC response: it
-	// appends the result to dst. stream serves a method answered with an
-	// event stream. One of them is set (unaryMethod, streamMethod).
-	unary  func(s *Server, c *Call, dst []byte) ([]byte, *Error)
-	stream func(s *Server, c *Call)
-}
-
-// unaryMethod is the entry of a unary method: its params decoded by decode
-// (from c's tape, before anything else), then served by handle.
-func unaryMethod[P any](name, binding string, key KeyScope, tokenScope string,
-	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, dst []byte) ([]byte, *Error)) method {
-	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
-		unary: func(s *Server, c *Call, dst []byte) ([]byte, *Error) {
-			p, err := decode(s, c)
-			if err != nil {
-				return dst, err
-			}
-			return handle(s, c, p, dst)
-		}}
-}
-
-// streamMethod is the entry of a streaming method: handle receives the
-// decoded params or their error, which it answers as the stream's one
-// event.
-func streamMethod[P any](name, binding string, key KeyScope, tokenScope string,
-	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, err *Error)) method {
-	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
-		stream: func(s *Server, c *Call) {
-			p, err := decode(s, c)
-			handle(s, c, p, err)
-		}}
-}
-
-// served is a method as one server serves it: its entry and the
-// interceptors' chain around it, built once (buildMethods).
-type served struct {
-	m      *method
-	unary  UnaryFunc
-	stream StreamFunc
-}
-
-// buildMethods makes the server's chains: the table's entries and the
-// fallback of a method it does not serve, each wrapped in the interceptors.
-func (s *Server) buildMethods(table []method, ics []Interceptor) {
-	s.methods = make(map[string]*served, len(table))
-	wrap := func(m *method) *served {
-		sv := &served{m: m}
-		if m.stream != nil {
-			sv.stream = chainStream(ics, func(ctx context.Context, c *Call) { s.serveStream(ctx, c) })
-		} else {
-			sv.unary = chainUnary(ics, func(ctx context.Context, c *Call) { s.serveUnary(ctx, c) })
-		}
-		return sv
-	}
-	for i := range table {
-		if _, dup := s.methods[table[i].name]; dup {
-			panic("supervaizer: the method table has " + table[i].name + " twice")
-		}
-		s.methods[table[i].name] = wrap(&table[i])
-	}
-	s.otherMethod = wrap(&method{name: otherMethod, binding: "", key: ScopeWrite, unary: unknownMethod})
-	s.refuse = chainUnary(ics, func(ctx context.Context, c *Call) { s.writeRefusal(c) })
-	s.handler = chainHandler(ics, runHandler)
-}
 
 // otherMethod is the method label of a call of a method the server does not serve.
 const otherMethod = "other"
@@ -173,7 +97,7 @@ func (s *Server) readCall(c *Call, ref *refusal) bool {
 		ref.status, ref.detail = http.StatusServiceUnavailable, "controller not started: Server.Start has not registered it with Studio"
 		return false
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !jsonrpc.IsJSONContentType(ct) {
 		ref.status, ref.detail = http.StatusUnsupportedMediaType, "Content-Type must be application/json"
 		return false
 	}
@@ -281,17 +205,6 @@ func putResponseBuffer(b *[]byte) {
 	}
 }
 
-func isJSONContentType(ct string) bool {
-	if ct == "application/json" { // the usual value, without parsing
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return false
-	}
-	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
-}
-
 // readBody reads the body within the size limit; a larger body is refused
 // 413 (before it is read when Content-Length announces it). status is 0
 // when the body was read.
@@ -378,11 +291,11 @@ func invokeAction(s *Server, c *Call, p *actionParams, dst []byte) ([]byte, *Err
 // at node input of t when input >= 0 (the body's one parse). call is nil
 // for action.invoke; for an A2A call it completes the request from the
 // verified workspace before the handler runs (the mapping's actor) and
-// receives what the task view read from the result (a2atasks.go).
+// receives what the task view read from the result (internal/a2abind).
 //
-// supervaizer/action.invoke and the A2A task methods (a2atasks.go) both come
+// supervaizer/action.invoke and the A2A task methods (internal/a2abind) both come
 // through here: every check applies to both, once.
-func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, a2a *a2aInvocation, dst []byte) ([]byte, *Error) {
+func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, a2a *a2aRead, dst []byte) ([]byte, *Error) {
 	s.note(c, "action", req.AgentSlug, req.Action, req.Workspace.ID) // observer.go
 	ctx, ws, rpcErr := s.admit(c, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, req.Action)
 	if rpcErr != nil {
@@ -400,7 +313,7 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 		return append(dst, raw...), nil
 	}
 	if a2a != nil {
-		a2aActor(req, ws)
+		a2abind.Actor(req, ws)
 	}
 	a := s.bySlug[req.AgentSlug]
 	var h ActionHandler
@@ -455,7 +368,10 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 		if parsed {
 			tape = rt
 		}
-		s.tasks.observe(ctx, req, dst[n:], tape, a2a)
+		job, read := s.tasks.Observe(ctx, recordWorkspace(req), req.AgentSlug, dst[n:], tape)
+		if a2a != nil {
+			a2a.job, a2a.read = job, read
+		}
 	}
 	s.publishEffects(ctx, req, dst[n:], effects)
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
@@ -687,39 +603,4 @@ func (s *Server) writeRPCError(w http.ResponseWriter, id json.RawMessage, e *Err
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
-}
-
-// The families of methods on POST /a2a (method.binding).
-const (
-	bindingSupervaizer = "supervaizer"
-	bindingA2A03       = "a2a/0.3"
-	bindingA2A10       = "a2a/1.0"
-)
-
-// methodTable is every method served on POST /a2a: one entry each.
-func methodTable() []method {
-	return []method{
-		unaryMethod(MethodActionInvoke, bindingSupervaizer, ScopeWrite, MethodActionInvoke, decodeAction, invokeAction),
-		unaryMethod(MethodSurfaceLoad, bindingSupervaizer, ScopeWrite, MethodSurfaceLoad, decodeSurface, loadSurface),
-
-		unaryMethod(a2atask.MethodMessageSend, bindingA2A03, ScopeWrite, MethodActionInvoke, binding03.decodeMessage, binding03.send),
-		streamMethod(a2atask.MethodMessageStream, bindingA2A03, ScopeWrite, MethodActionInvoke, binding03.decodeMessage, binding03.streamSendMethod),
-		unaryMethod(a2atask.MethodTasksGet, bindingA2A03, ScopeWrite, MethodActionInvoke, decodeTask, binding03.get),
-		unaryMethod(a2atask.MethodTasksCancel, bindingA2A03, ScopeWrite, MethodActionInvoke, decodeTask, binding03.cancel),
-		streamMethod(a2atask.MethodTasksResubscribe, bindingA2A03, ScopeWrite, MethodActionInvoke, decodeTask, binding03.streamResumeMethod),
-
-		unaryMethod(a2atask.MethodSendMessage, bindingA2A10, ScopeWrite, MethodActionInvoke, binding10.decodeMessage, binding10.send),
-		streamMethod(a2atask.MethodSendStreamingMessage, bindingA2A10, ScopeWrite, MethodActionInvoke, binding10.decodeMessage, binding10.streamSendMethod),
-		unaryMethod(a2atask.MethodGetTask, bindingA2A10, ScopeWrite, MethodActionInvoke, decodeTask, binding10.get),
-		unaryMethod(a2atask.MethodCancelTask, bindingA2A10, ScopeWrite, MethodActionInvoke, decodeTask, binding10.cancel),
-		streamMethod(a2atask.MethodSubscribeToTask, bindingA2A10, ScopeWrite, MethodActionInvoke, decodeTask, binding10.streamResumeMethod),
-	}
-}
-
-// unknownMethod answers a method the table does not have.
-func unknownMethod(_ *Server, c *Call, dst []byte) ([]byte, *Error) {
-	if err := a2aVersionError(c.r); err != nil {
-		return dst, err
-	}
-	return dst, methodNotFound(c.rpc.Method)
 }

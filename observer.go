@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 	"github.com/supervaize/supervaizer-go/observe"
@@ -86,6 +87,8 @@ type Call struct {
 	surf    SurfaceHandler
 	surfReq *SurfaceRequest
 	surfRes *SurfaceResult
+	// a2a is the call as an A2A binding sees it (dispatch.go).
+	a2a a2abind.Call
 }
 
 // UnaryFunc serves a unary call: it returns when the answer is written.

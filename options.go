@@ -50,7 +50,7 @@ type config struct {
 	addr                            string       // WithAddr (serve.go)
 	http                            HTTPSettings // WithHTTPSettings (serve.go)
 	errs                            []error
-	preview                         *bool            // WithPreview (preview.go)
+	preview                         *bool            // WithPreview (discovery.go)
 	observer                        observe.Observer // WithObserver (observer.go)
 	interceptors                    []Interceptor    // WithInterceptors (observer.go)
 

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/go-chi/chi/v5"
-
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/resource"
 )
 
@@ -215,7 +215,7 @@ func (s *Server) admitDataResource(next http.Handler) http.Handler {
 // readJSONBody reads the JSON body of a DataResource item: a Content-Type
 // other than JSON is answered 415, a body over the server's limit 413.
 func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSONContentType(ct) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !jsonrpc.IsJSONContentType(ct) {
 		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"detail": "Content-Type must be application/json", "errors": nil})
 		return nil, false
 	}
@@ -239,4 +239,30 @@ func (s *Server) verifyDataResource(ctx context.Context, r *http.Request, agentS
 		return nil, errors.New(ae.Message)
 	}
 	return vc, nil
+}
+
+// dashboardRefProblems returns one problem per dashboard widget whose data
+// reference (mode "ref") names no dataset declared in reg, located at
+// /dashboards/<i>/widgets/<j>/data/datasetId (rule "dataset_ref"). A missing
+// or empty datasetId is left to the contract schema, which reports it.
+// BuildRegistration appends these problems to its own after the merge.
+func dashboardRefProblems(reg *contracts.Registration) []contracts.Problem {
+	declared := make(map[string]bool, len(reg.Datasets))
+	for _, d := range reg.Datasets {
+		declared[d.ID] = true
+	}
+	var ps []contracts.Problem
+	for i, d := range reg.Dashboards {
+		for j, w := range d.Widgets {
+			if w.Data == nil || (w.Data.Mode != "" && w.Data.Mode != contracts.DataModeRef) {
+				continue
+			}
+			if w.Data.DatasetID == nil || *w.Data.DatasetID == "" || declared[*w.Data.DatasetID] {
+				continue
+			}
+			loc := []any{"dashboards", i, "widgets", j, "data", "datasetId"}
+			ps = append(ps, contracts.Problem{Loc: loc, Msg: "names no declared dataset", Type: "dataset_ref", Path: pointerOf(loc)})
+		}
+	}
+	return ps
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
+	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
 	"github.com/supervaize/supervaizer-go/store"
@@ -75,7 +76,7 @@ type Server struct {
 	validator *validate.Validator
 	broker    *sse.Broker
 	idem      *idempotency
-	tasks     *taskView // the A2A task view (a2atasks.go)
+	tasks     *taskview.View // the A2A task view (internal/taskview), beside the pipeline
 	router    http.Handler
 
 	// The method table as this server serves it, each entry wrapped in the
@@ -87,7 +88,7 @@ type Server struct {
 	refuse      UnaryFunc
 	handler     HandlerFunc
 	a2aPost     http.Handler     // POST /a2a with the router's middleware, served before routing (ServeHTTP)
-	preview     *preview.Handler // the local preview, nil when not served (preview.go)
+	preview     *preview.Handler // the local preview, nil when not served (discovery.go)
 
 	// Shared state of several instances (backend.go): the event log, nil
 	// without a Backend; eventsReady once its retained events are read.
@@ -101,7 +102,7 @@ type Server struct {
 	cardsMu sync.Mutex
 	cards   map[string]*cardSet // base URL -> discovery documents (bounded, see maxCardBases)
 
-	studio *studioLink // Studio attachment, nil when not attached (studio_register.go)
+	studio *studioLink // Studio attachment, nil when not attached (attach.go)
 
 	// lifetime is the context of the server's own background work (the
 	// registration refresh); Shutdown cancels it with stop.
@@ -186,7 +187,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if err := s.resolveKeys(); err != nil {
 		return nil, err
 	}
-	// Studio account, controller key and URI; sets cfg.studioAttached (studio_register.go).
+	// Studio account, controller key and URI; sets cfg.studioAttached (attach.go).
 	if err := s.resolveStudio(); err != nil {
 		return nil, err
 	}
@@ -209,12 +210,12 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})
 	s.idem.track = s.inflight.Add
 	s.idem.life = lifetime
-	s.tasks = newTaskView(st, s.logger, sse.Options{ // the A2A streams, with the limits of the event stream
+	s.tasks = taskview.New(st, s.logger, sse.Options{ // the A2A streams, with the limits of the event stream
 		QueueSize: cfg.sseQueue, QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout,
 		MaxStreams: cfg.http.MaxEventStreams, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 	})
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
-	p, err := s.newPreview()    // the local preview (preview.go)
+	p, err := s.newPreview()    // the local preview (discovery.go)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +361,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	// Studio registration, handshake and agent lookup (studio_register.go).
+	// Studio registration, handshake and agent lookup (attach.go).
 	if err := s.startStudio(ctx); err != nil {
 		return err
 	}
@@ -379,7 +380,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = s.seal() // logged by seal; Start returns it
 	s.warnMissingHandlers()
-	if s.refuseNonLocalHost(w, r) { // local.go
+	if s.refuseNonLocalHost(w, r) { // serve.go
 		return
 	}
 	// POST /a2a, the call path, skips the router: the same chain as its
@@ -433,11 +434,11 @@ func (s *Server) seal() error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.stop()
-	refreshed := s.stopStudio() // studio_register.go
+	refreshed := s.stopStudio() // attach.go
 	if h := s.idem.holder; h != nil {
 		h.release(ctx)
 	}
-	err := errors.Join(s.broker.Shutdown(ctx), s.tasks.events.Shutdown(ctx))
+	err := errors.Join(s.broker.Shutdown(ctx), s.tasks.Events.Shutdown(ctx))
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
@@ -516,9 +517,9 @@ func (s *Server) routes() http.Handler {
 		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", s.serveContract)
 		s.mountDataResources(r) // DataResource REST routes (package resource)
 	}
-	// Studio registration refresh: 503 when not attached (studio_register.go).
+	// Studio registration refresh: 503 when not attached (attach.go).
 	r.With(s.requireKey(ScopeWrite)).Post(studio.RegistrationRefreshPath, s.serveRegistrationRefresh)
-	s.mountPreview(r) // the local preview (preview.go)
+	s.mountPreview(r) // the local preview (discovery.go)
 	return r
 }
 

@@ -253,7 +253,7 @@ func (s *Server) warnMisnamedActions(ctx context.Context) {
 	}
 }
 
-// logPreview says where the local preview is served (preview.go), under the
+// logPreview says where the local preview is served (discovery.go), under the
 // controller's url: once, absolute, when the controller listens.
 func (s *Server) logPreview(ctx context.Context, url string) {
 	if s.preview != nil {

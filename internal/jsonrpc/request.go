@@ -20,7 +20,9 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"mime"
 	"slices"
+	"strings"
 
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -231,4 +233,17 @@ func (e *envelope) problem(key, msg, typ string) {
 // keyDetail returns the problem for the top-level key.
 func keyDetail(key, msg, typ string) Detail {
 	return Detail{Loc: []any{key}, Msg: msg, Type: typ, Path: "/" + wire.PointerToken(key)}
+}
+
+// IsJSONContentType reports whether ct is application/json or an
+// application/*+json media type.
+func IsJSONContentType(ct string) bool {
+	if ct == "application/json" { // the usual value, without parsing
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }

@@ -1,38 +1,67 @@
-package supervaizer
+package a2abind
 
 // Decoding the params of the A2A task methods (both bindings) from the
 // request's tape: the message's one data part, the metadata keys of the
 // mapping, the configuration and the task id (spec open-questions item 65).
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
-// emptyInput is the input of a call without one; never modified.
-var emptyInput = json.RawMessage("{}")
+// taskShape is the -32602 message of tasks/get, tasks/cancel and
+// tasks/resubscribe params without a task id (and of their 1.0 names).
+const taskShape = `Invalid A2A task params: params must be {"id":"<task id>"}`
 
-// a2aMeta holds the params.metadata keys of the mapping ("" when absent).
-type a2aMeta struct {
+// taskParams is a decoded tasks/get, tasks/cancel or tasks/resubscribe
+// params object (and their 1.0 names).
+type taskParams struct {
+	id   string
+	meta meta
+}
+
+// decodeMessage decodes the params of a message method of binding b, once
+// the A2A-Version header is one the bindings speak.
+func decodeMessage(b binding) func(c *Call) (message, *jsonrpc.Error) {
+	return func(c *Call) (message, *jsonrpc.Error) {
+		if rpcErr := versionError(c.R); rpcErr != nil {
+			return message{input: -1}, rpcErr
+		}
+		return parseMessage(c.T, c.Params, b)
+	}
+}
+
+// decodeTask decodes the params of a task method, once the A2A-Version
+// header is one the bindings speak.
+func decodeTask(c *Call) (taskParams, *jsonrpc.Error) {
+	if rpcErr := versionError(c.R); rpcErr != nil {
+		return taskParams{}, rpcErr
+	}
+	id, m, rpcErr := parseTaskParams(c.T, c.Params)
+	return taskParams{id: id, meta: m}, rpcErr
+}
+
+// meta holds the params.metadata keys of the mapping ("" when absent).
+type meta struct {
 	workspaceID, userID, surface, agentSlug string
 }
 
-// a2aMessage is a decoded message/send or message/stream params object.
-type a2aMessage struct {
+// message is a decoded message/send or message/stream params object.
+type message struct {
 	messageID, taskID, contextID, action string
 	input                                int32 // node of data.input on the tape, -1 when absent
 	blocking                             bool
-	meta                                 a2aMeta
+	meta                                 meta
 }
 
 // shapeError is the -32602 error of A2A params that break their shape: msg
 // names the expected shape, the problem where it breaks.
-func shapeError(msg string, loc []any, problem string) *Error {
+func shapeError(msg string, loc []any, problem string) *jsonrpc.Error {
 	var path strings.Builder
 	for _, l := range loc {
 		path.WriteByte('/')
@@ -43,7 +72,8 @@ func shapeError(msg string, loc []any, problem string) *Error {
 			path.WriteString(strconv.Itoa(v))
 		}
 	}
-	return invalidParams(msg, []contracts.Problem{{Loc: loc, Msg: problem, Type: "a2a_shape", Path: path.String()}})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg,
+		Data: map[string]any{"errors": []contracts.Problem{{Loc: loc, Msg: problem, Type: "a2a_shape", Path: path.String()}}}}
 }
 
 // member returns the node of key in the object at obj.
@@ -69,8 +99,8 @@ func isObject(t *wire.Tape, n int32) bool { return t.Nodes[n].Kind == wire.Objec
 
 // parseMeta reads params.metadata (optional object; the mapping's keys are
 // strings when present).
-func parseMeta(t *wire.Tape, params int32, shape string) (a2aMeta, *Error) {
-	var m a2aMeta
+func parseMeta(t *wire.Tape, params int32, shape string) (meta, *jsonrpc.Error) {
+	var m meta
 	md, ok := member(t, params, "metadata")
 	if !ok || t.Nodes[md].Kind == wire.Null {
 		return m, nil
@@ -97,8 +127,8 @@ func parseMeta(t *wire.Tape, params int32, shape string) (a2aMeta, *Error) {
 // parseMessage reads message/send and message/stream params (SendMessage
 // and SendStreamingMessage in the 1.0 binding): exactly one data part
 // {"kind":"data","data":{"action":…,"input":{…}}} (1.0: {"data":{…}}).
-func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error) {
-	m := a2aMessage{input: -1}
+func parseMessage(t *wire.Tape, params int32, b binding) (message, *jsonrpc.Error) {
+	m := message{input: -1}
 	shape := b.shape()
 	if params < 0 || !isObject(t, params) {
 		return m, shapeError(shape, []any{"params"}, "params must be an object with a message")
@@ -141,12 +171,8 @@ func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error)
 	if !isObject(t, part) {
 		return m, shapeError(shape, []any{"params", "message", "parts", 0}, "a data part is required")
 	}
-	if b == binding10 {
-		if rpcErr := checkPart10(t, part); rpcErr != nil {
-			return m, rpcErr
-		}
-	} else if kind, ok := optString(t, part, "kind"); !ok || kind != "data" {
-		return m, shapeError(shape, []any{"params", "message", "parts", 0, "kind"}, `"data" is required`)
+	if rpcErr := b.checkPart(t, part); rpcErr != nil {
+		return m, rpcErr
 	}
 	data, ok := member(t, part, "data")
 	if !ok || !isObject(t, data) {
@@ -166,8 +192,8 @@ func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error)
 		}
 		m.input = in
 	}
-	var rpcErr *Error
-	if m.blocking, rpcErr = parseConfiguration(t, params, b); rpcErr != nil {
+	var rpcErr *jsonrpc.Error
+	if m.blocking, rpcErr = b.configuration(t, params); rpcErr != nil {
 		return m, rpcErr
 	}
 	meta, err := parseMeta(t, params, shape)
@@ -175,73 +201,16 @@ func parseMessage(t *wire.Tape, params int32, b a2aBinding) (a2aMessage, *Error)
 	return m, err
 }
 
-// checkPart10 checks the one part of a 1.0 message: a data part, whose
-// content is the member data (the part's oneof content holds exactly one of
-// text, raw, url and data), with no media type or application/json. The
-// data object itself is read as in the 0.3 binding.
-func checkPart10(t *wire.Tape, part int32) *Error {
-	for _, other := range [...]string{"text", "raw", "url"} {
-		if _, ok := member(t, part, other); ok {
-			return shapeError(a2aShape10, []any{"params", "message", "parts", 0, other}, "a data part is required: its content is the member data alone")
-		}
-	}
-	k, dup := binding10.key(t, part, "mediaType", "media_type")
-	if dup {
-		return shapeError(a2aShape10, []any{"params", "message", "parts", 0, "media_type"}, "given both as mediaType and media_type")
-	}
-	mt, ok := optString(t, part, k)
-	if !ok {
-		return shapeError(a2aShape10, []any{"params", "message", "parts", 0, k}, "must be a string")
-	}
-	if mt != "" && !isJSONContentType(mt) {
-		return newError(a2atask.CodeContentTypeNotSupported, "Content type not supported: "+mt+" (a data part is application/json)",
-			map[string]any{"mediaType": mt, "supported": []string{"application/json"}})
-	}
-	return nil
-}
-
-// parseConfiguration reads params.configuration: whether the call waits
-// for a terminal or input-required state. In the 0.3 binding it waits when
-// blocking is true; in the 1.0 binding unless returnImmediately is true.
-func parseConfiguration(t *wire.Tape, params int32, b a2aBinding) (blocking bool, _ *Error) {
-	shape := b.shape()
-	field := "blocking"
-	blocking = b == binding10
-	cfg, ok := member(t, params, "configuration")
-	if !ok || t.Nodes[cfg].Kind == wire.Null {
-		return blocking, nil
-	}
-	if !isObject(t, cfg) {
-		return blocking, shapeError(shape, []any{"params", "configuration"}, "must be an object")
-	}
-	if b == binding10 {
-		var dup bool
-		if field, dup = b.key(t, cfg, "returnImmediately", "return_immediately"); dup {
-			return blocking, shapeError(shape, []any{"params", "configuration", "return_immediately"}, "given both as returnImmediately and return_immediately")
-		}
-	}
-	if n, ok := member(t, cfg, field); ok {
-		switch t.Nodes[n].Kind {
-		case wire.True:
-			blocking = b == binding03
-		case wire.False, wire.Null:
-		default:
-			return blocking, shapeError(shape, []any{"params", "configuration", field}, "must be a boolean")
-		}
-	}
-	return blocking, nil
-}
-
 // parseTaskParams reads tasks/get, tasks/cancel and tasks/resubscribe
 // params: {"id": <task id>, "metadata": {…}}.
-func parseTaskParams(t *wire.Tape, params int32) (string, a2aMeta, *Error) {
+func parseTaskParams(t *wire.Tape, params int32) (string, meta, *jsonrpc.Error) {
 	if params < 0 || !isObject(t, params) {
-		return "", a2aMeta{}, shapeError(a2aTaskShape, []any{"params"}, "params must be an object with an id")
+		return "", meta{}, shapeError(taskShape, []any{"params"}, "params must be an object with an id")
 	}
 	id, ok := optString(t, params, "id")
 	if !ok || strings.TrimSpace(id) == "" {
-		return "", a2aMeta{}, shapeError(a2aTaskShape, []any{"params", "id"}, "a non-blank string is required")
+		return "", meta{}, shapeError(taskShape, []any{"params", "id"}, "a non-blank string is required")
 	}
-	meta, err := parseMeta(t, params, a2aTaskShape)
+	meta, err := parseMeta(t, params, taskShape)
 	return id, meta, err
 }

@@ -1,4 +1,10 @@
-package supervaizer
+// Package taskview is the A2A task view: the last validated job_state of
+// every job per workspace, kept in the controller's store so that a task is
+// read after a restart and on any instance sharing the store. The pipeline
+// updates it from every result a handler produced; the A2A bindings (package
+// a2abind), and later features, read it. It lives beside the pipeline, in no
+// binding.
+package taskview
 
 import (
 	"bytes"
@@ -6,8 +12,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"strings"
 	"sync"
 
+	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/internal/encode"
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -31,7 +39,8 @@ const taskNamespace = "a2a.task.ws"
 // maxViewRetries bounds the compare-and-swap retries of one update.
 const maxViewRetries = 8
 
-func taskKey(workspaceID, slug, jobID string) string {
+// Key is the store key of the view of job jobID of agent slug in a workspace.
+func Key(workspaceID, slug, jobID string) string {
 	var buf [128]byte
 	return string(appendTaskKey(buf[:0], workspaceID, slug, jobID))
 }
@@ -55,7 +64,7 @@ func appendTaskKey[S string | []byte](dst []byte, workspaceID, slug string, jobI
 // appendIdemKeyPart appends idemKeyPart(v), escaped as store.Key escapes a
 // part.
 func appendIdemKeyPart[S string | []byte](dst []byte, v S) []byte {
-	if len(v) > maxLiteralKeyPart {
+	if len(v) > MaxLiteralKeyPart {
 		d := sha256.Sum256([]byte(v))
 		dst = appendKeyEscaped(dst, "#")
 		return hex.AppendEncode(dst, d[:]) // lower-case hex: nothing to escape
@@ -79,22 +88,25 @@ func appendKeyEscaped[S string | []byte](dst []byte, s S) []byte {
 	return dst
 }
 
-type taskView struct {
+// View is the task view.
+type View struct {
 	store  store.Store
 	logger *slog.Logger
-	// events carries each changed record to the A2A streams
-	// (a2atasks_stream.go); it keeps nothing for replay.
-	events *sse.Broker
-	// counts are the health figures, kept as records change (health.go).
+	// Events carries each changed record to the A2A streams (package
+	// a2abind); it keeps nothing for replay.
+	Events *sse.Broker
+	// counts are the health figures, kept as records change (counts.go).
 	counts *jobCounts
 
 	mu      sync.Mutex
 	watches map[string]map[chan struct{}]struct{}
 }
 
-func newTaskView(st store.Store, logger *slog.Logger, streams sse.Options) *taskView {
+// New returns the task view kept in st; streams are the limits of its
+// broker, which carries each changed record to the A2A streams.
+func New(st store.Store, logger *slog.Logger, streams sse.Options) *View {
 	streams.ReplaySize, streams.ReplayBytes = 1, 1 // nothing kept: a stream starts from the view
-	return &taskView{store: st, logger: logger, events: sse.NewBroker(streams), counts: newJobCounts(st, logger),
+	return &View{store: st, logger: logger, Events: sse.NewBroker(streams), counts: newJobCounts(st, logger),
 		watches: map[string]map[chan struct{}]struct{}{}}
 }
 
@@ -103,49 +115,47 @@ var (
 	keyJobID    = []byte(`"job_id"`)
 )
 
-// observe updates the view from the validated result raw of req. t is the
-// tape of raw the validation worked on, or nil: observe then parses raw
-// itself, unless raw mentions no job. For an A2A call it hands the
-// job_state's view to call, so that the answer is built without reading raw
-// again (its state is a view of raw).
-func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte, t *wire.Tape, call *a2aInvocation) {
+// Observe updates the view from the validated result raw of a call of
+// agent slug whose record belongs to workspace ws. t is the tape of raw the
+// validation worked on, or nil: Observe then parses raw itself, unless raw
+// mentions no job. It returns the job_state's view (read true) so that an
+// A2A answer is built without reading raw again (its State is a view of
+// raw).
+func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wire.Tape) (job Job, read bool) {
 	if t == nil {
 		if !bytes.Contains(raw, keyJobState) && !bytes.Contains(raw, keyJobID) {
-			return // nothing about a job: no parse
+			return job, false // nothing about a job: no parse
 		}
 		t = wire.Get()
 		defer wire.Put(t)
 		if !t.Parse(raw) {
-			return
+			return job, false
 		}
 	}
 	if !isObject(t, 0) {
-		return
+		return job, false
 	}
-	ws := recordWorkspace(req)
 	if js, ok := member(t, 0, "job_state"); ok && isObject(t, js) {
-		if call != nil {
-			call.view, call.read = readJobState(t, js), true
-		}
+		job, read = ReadJobState(t, js), true
 		// The record's fields as views of raw: most job results (job.sync
 		// polls) repeat the stored record, and comparing needs no copy.
 		id, status, text := recordFields(t, js)
 		if len(id) == 0 {
-			return
+			return job, read
 		}
 		state := t.Raw(js)
 		var kb [128]byte
-		tv.put(ctx, req.AgentSlug, string(appendTaskKey(kb[:0], ws, req.AgentSlug, id)), func(old []byte, found bool) ([]byte, bool) {
+		tv.put(ctx, slug, string(appendTaskKey(kb[:0], ws, slug, id)), func(old []byte, found bool) ([]byte, bool) {
 			if found && sameRecord(old, status, text, state) {
 				return nil, false // unchanged: neither built nor written
 			}
 			return encodeRecord(string(status), string(text), state), true
 		})
-		return
+		return job, read
 	}
 	effects, ok := member(t, 0, "effects")
 	if !ok || t.Nodes[effects].Kind != wire.Array {
-		return
+		return job, false
 	}
 	for e := effects + 1; e < t.Nodes[effects].Next; e = t.Nodes[e].Next {
 		if !isObject(t, e) {
@@ -157,17 +167,18 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 			continue
 		}
 		text, _ := optString(t, e, "message")
-		tv.put(ctx, req.AgentSlug, taskKey(ws, req.AgentSlug, job), func(old []byte, found bool) ([]byte, bool) {
+		tv.put(ctx, slug, Key(ws, slug, job), func(old []byte, found bool) ([]byte, bool) {
 			if !found {
 				return nil, false // only jobs already in the view
 			}
-			v, ok := decodeRecord(old)
+			v, ok := DecodeRecord(old)
 			if !ok {
 				return nil, false
 			}
-			return encodeRecord(status, text, v.state), true
+			return encodeRecord(status, text, v.State), true
 		})
 	}
+	return job, false
 }
 
 // put writes the value next computes from the current one (found false:
@@ -188,7 +199,7 @@ func (tv *taskView) observe(ctx context.Context, req *ActionRequest, raw []byte,
 // store.Exclusive store (memory, bbolt) is not enough either: it excludes
 // other processes, not other writers in this one (two Servers on one
 // store, or each behind its own wrapper of it).
-func (tv *taskView) put(ctx context.Context, slug, key string, next func(old []byte, found bool) ([]byte, bool)) {
+func (tv *View) put(ctx context.Context, slug, key string, next func(old []byte, found bool) ([]byte, bool)) {
 	tv.counts.seeded(ctx) // before the first write: the records already there are counted once
 	for range maxViewRetries {
 		old, found, err := tv.store.Get(ctx, key)
@@ -215,7 +226,7 @@ func (tv *taskView) put(ctx context.Context, slug, key string, next func(old []b
 		}
 		if stored {
 			tv.counts.changed(slug, old, found, val)
-			tv.events.Publish(key, taskEvent(key, val))
+			tv.Events.Publish(key, taskEvent(key, val))
 			tv.mu.Lock()
 			for ch := range tv.watches[key] {
 				close(ch)
@@ -228,8 +239,8 @@ func (tv *taskView) put(ctx context.Context, slug, key string, next func(old []b
 	tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: too many concurrent updates", slog.String("key", key))
 }
 
-// watch returns a channel closed at the next write of key by this process.
-func (tv *taskView) watch(key string) chan struct{} {
+// Watch returns a channel closed at the next write of key by this process.
+func (tv *View) Watch(key string) chan struct{} {
 	ch := make(chan struct{})
 	tv.mu.Lock()
 	defer tv.mu.Unlock()
@@ -242,8 +253,8 @@ func (tv *taskView) watch(key string) chan struct{} {
 	return ch
 }
 
-// unwatch forgets ch (a no-op once it was closed).
-func (tv *taskView) unwatch(key string, ch chan struct{}) {
+// Unwatch forgets ch (a no-op once it was closed).
+func (tv *View) Unwatch(key string, ch chan struct{}) {
 	tv.mu.Lock()
 	defer tv.mu.Unlock()
 	if w := tv.watches[key]; w != nil {
@@ -254,13 +265,13 @@ func (tv *taskView) unwatch(key string, ch chan struct{}) {
 	}
 }
 
-// loadKey reads the view of one job.
-func (tv *taskView) loadKey(ctx context.Context, key string) (jobView, bool, error) {
+// Load reads the view of one job.
+func (tv *View) Load(ctx context.Context, key string) (Job, bool, error) {
 	raw, found, err := tv.store.Get(ctx, key)
 	if err != nil || !found {
-		return jobView{}, false, err
+		return Job{}, false, err
 	}
-	v, ok := decodeRecord(raw)
+	v, ok := DecodeRecord(raw)
 	return v, ok, nil
 }
 
@@ -345,21 +356,147 @@ func encodeRecord(status, text string, state []byte) []byte {
 	return append(out, '}')
 }
 
-// decodeRecord reads a stored view: the job_state's, with the stored status
+// DecodeRecord reads a stored view: the job_state's, with the stored status
 // and text (an effect may have changed them since).
-func decodeRecord(raw []byte) (jobView, bool) {
+func DecodeRecord(raw []byte) (Job, bool) {
 	t := wire.Get()
 	defer wire.Put(t)
 	if !t.Parse(raw) || !isObject(t, 0) {
-		return jobView{}, false
+		return Job{}, false
 	}
 	js, ok := member(t, 0, "job_state")
 	if !ok || !isObject(t, js) {
-		return jobView{}, false
+		return Job{}, false
 	}
-	v := readJobState(t, js)
-	v.state = bytes.Clone(v.state)
-	v.status, _ = optString(t, 0, "status")
-	v.text, _ = optString(t, 0, "text")
-	return v, v.id != ""
+	v := ReadJobState(t, js)
+	v.State = bytes.Clone(v.State)
+	v.Status, _ = optString(t, 0, "status")
+	v.Text, _ = optString(t, 0, "text")
+	return v, v.ID != ""
 }
+
+// Job is what a task is made of: a job's id, mission, status and status
+// text, whether a step awaits a person, and its last validated job_state
+// (nil for a task without one: a failed start).
+type Job struct {
+	ID, Mission, Status, Text string
+	Awaiting                  bool
+	State                     []byte
+}
+
+// TaskState maps the job status to the task state (a2atask.TaskState
+// documents the table): a submitted or working job with a step awaiting a
+// person is input-required.
+func (v *Job) TaskState() a2atask.TaskState {
+	st := stateOf(v.Status)
+	if v.Awaiting && (st == a2atask.StateSubmitted || st == a2atask.StateWorking) {
+		return a2atask.StateInputRequired
+	}
+	return st
+}
+
+// taskStates maps the conventional job statuses (lower case).
+var taskStates = map[string]a2atask.TaskState{
+	"pending": a2atask.StateSubmitted, "queued": a2atask.StateSubmitted, "submitted": a2atask.StateSubmitted,
+	"running": a2atask.StateWorking, "active": a2atask.StateWorking, "working": a2atask.StateWorking, "in_progress": a2atask.StateWorking,
+	"awaiting": a2atask.StateInputRequired, "awaiting_input": a2atask.StateInputRequired, "input_required": a2atask.StateInputRequired,
+	"completed": a2atask.StateCompleted, "complete": a2atask.StateCompleted, "done": a2atask.StateCompleted, "succeeded": a2atask.StateCompleted,
+	"failed": a2atask.StateFailed, "error": a2atask.StateFailed,
+	"stopped": a2atask.StateCanceled, "cancelled": a2atask.StateCanceled, "canceled": a2atask.StateCanceled,
+}
+
+// stateOf maps a job status to a task state.
+func stateOf(status string) a2atask.TaskState {
+	if st, ok := taskStates[status]; ok {
+		return st
+	}
+	if st, ok := taskStates[strings.ToLower(strings.TrimSpace(status))]; ok {
+		return st
+	}
+	return a2atask.StateUnknown
+}
+
+// ReadJobState reads the view of the job_state at node js of t.
+func ReadJobState(t *wire.Tape, js int32) Job {
+	v := Job{State: t.Raw(js)}
+	job, ok := member(t, js, "job")
+	if !ok || !isObject(t, job) {
+		return v
+	}
+	v.ID, _ = optString(t, job, "id")
+	v.Mission, _ = optString(t, job, "mission_id")
+	v.Status, _ = optString(t, job, "status")
+	if d, ok := member(t, job, "display"); ok && isObject(t, d) {
+		v.Text, _ = optString(t, d, "state_label")
+	}
+	cases, ok := member(t, js, "cases")
+	if !ok || t.Nodes[cases].Kind != wire.Array {
+		return v
+	}
+	for c := cases + 1; c < t.Nodes[cases].Next && !v.Awaiting; c = t.Nodes[c].Next {
+		steps, ok := member(t, c, "steps")
+		if !ok || t.Nodes[steps].Kind != wire.Array {
+			continue
+		}
+		for st := steps + 1; st < t.Nodes[steps].Next; st = t.Nodes[st].Next {
+			if status, _ := optString(t, st, "status"); status == "awaiting" {
+				if _, ok := member(t, st, "awaiting"); ok {
+					v.Awaiting = true
+					break
+				}
+			}
+		}
+	}
+	return v
+}
+
+// taskEvent is the data the view publishes for a changed record:
+// {"key":…,"record":…}.
+func taskEvent(key string, record []byte) []byte {
+	out := make([]byte, 0, len(key)+len(record)+24)
+	out = append(out, `{"key":`...)
+	out = encode.AppendString(out, key, false)
+	out = append(out, `,"record":`...)
+	out = append(out, record...)
+	return append(out, '}')
+}
+
+// SplitEvent reads a taskEvent.
+func SplitEvent(data []byte) (string, []byte, bool) {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !t.Parse(data) || !isObject(t, 0) {
+		return "", nil, false
+	}
+	key, _ := optString(t, 0, "key")
+	rec, ok := member(t, 0, "record")
+	if !ok {
+		return "", nil, false
+	}
+	return key, bytes.Clone(t.Raw(rec)), true
+}
+
+// MaxLiteralKeyPart is the longest workspace id or job id stored literally
+// in a record key; longer ones are hashed (as the idempotency records' keys).
+const MaxLiteralKeyPart = 128
+
+// member returns the node of key in the object at obj.
+func member(t *wire.Tape, obj int32, key string) (int32, bool) {
+	return t.Member(obj, []byte(key))
+}
+
+// optString reads the optional string key of the object at obj: "" when
+// absent, ok false when present but not a string.
+func optString(t *wire.Tape, obj int32, key string) (string, bool) {
+	n, found := member(t, obj, key)
+	if !found {
+		return "", true
+	}
+	if t.Nodes[n].Kind != wire.String {
+		return "", false
+	}
+	return string(t.Str(n)), true
+}
+
+// isObject reports whether the node n is an object.
+func isObject(t *wire.Tape, n int32) bool { return t.Nodes[n].Kind == wire.Object }

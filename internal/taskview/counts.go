@@ -1,4 +1,4 @@
-package supervaizer
+package taskview
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // jobCounts are the figures of GET /.well-known/health: per agent, the jobs
-// the controller tracks (the A2A task view, a2atasks_view.go) counted by
+// the controller tracks (the A2A task view) counted by
 // status class. They are kept as the view changes, so the public health
 // route reads counters and never the store. The first use (a health request
 // or a job change) counts the records already in the view once: a
@@ -30,7 +30,7 @@ type jobCount struct{ total, completed, failed, inProgress int }
 // jobClass is how a job status counts: completed, failed, in progress
 // (every status that is not terminal, the agent's own vocabulary included),
 // or none of these (a canceled job counts in the total only). The statuses
-// are read as the A2A task view reads them (taskStates).
+// are read as the task view reads them (taskStates).
 type jobClass int
 
 const (
@@ -95,7 +95,7 @@ func (c *jobCounts) seeded(ctx context.Context) {
 			if err != nil || len(parts) != 4 {
 				return nil
 			}
-			v, ok := decodeRecord(value)
+			v, ok := DecodeRecord(value)
 			if !ok {
 				return nil
 			}
@@ -105,7 +105,7 @@ func (c *jobCounts) seeded(ctx context.Context) {
 				counted[parts[2]] = n
 			}
 			n.total++
-			n.bump(classOf(v.status), 1)
+			n.bump(classOf(v.Status), 1)
 			return nil
 		})
 		if err != nil {
@@ -122,22 +122,29 @@ func (c *jobCounts) seeded(ctx context.Context) {
 // changed records that the view of a job of agent slug went from the record
 // old (found false: none) to the record val.
 func (c *jobCounts) changed(slug string, old []byte, found bool, val []byte) {
-	nv, ok := decodeRecord(val)
+	nv, ok := DecodeRecord(val)
 	if !ok {
 		return
 	}
 	from := classInProgress
 	if found {
-		ov, ok := decodeRecord(old)
+		ov, ok := DecodeRecord(old)
 		if !ok {
 			found = false // an unreadable record was not counted
 		} else {
-			from = classOf(ov.status)
+			from = classOf(ov.Status)
 		}
 	}
 	c.mu.Lock()
-	c.add(slug, found, from, classOf(nv.status))
+	c.add(slug, found, from, classOf(nv.Status))
 	c.mu.Unlock()
+}
+
+// Statistics returns the health figures of agent slug: its jobs in the
+// view by status class, kept as records change (the public health route
+// reads counters, never the store).
+func (tv *View) Statistics(ctx context.Context, slug string) a2a.JobStatistics {
+	return tv.counts.statistics(ctx, slug)
 }
 
 // statistics returns the figures of agent slug.

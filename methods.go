@@ -1,0 +1,221 @@
+package supervaizer
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/a2abind"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
+	"github.com/supervaize/supervaizer-go/internal/taskview"
+	"github.com/supervaize/supervaizer-go/internal/wire"
+)
+
+// The method table: every JSON-RPC method served on POST /a2a is one entry
+// (name, binding, key scope, token scope, params decoder, unary or stream
+// handler). dispatch.go serves an entry; the A2A bindings (package a2abind)
+// bring theirs and reach the pipeline through a2aPipeline. A new method is
+// one entry in methodTable and its handler (docs/architecture.md).
+
+// method is one entry of the method table: a JSON-RPC method served on
+// POST /a2a. Adding a method is adding an entry (methods.go lists them).
+type method struct {
+	name    string
+	binding string   // the family of methods it belongs to: "supervaizer", an A2A binding, an extension
+	key     KeyScope // the API key scope the call needs
+	// tokenScope is the scope a workspace token must carry for the call,
+	// with the id of the action or surface it calls.
+	tokenScope string
+	// unary serves a method answered with one JSON-RPC response: it
+	// appends the result to dst. stream serves a method answered with an
+	// event stream. One of them is set (unaryMethod, streamMethod).
+	unary  func(s *Server, c *Call, dst []byte) ([]byte, *Error)
+	stream func(s *Server, c *Call)
+}
+
+// unaryMethod is the entry of a unary method: its params decoded by decode
+// (from c's tape, before anything else), then served by handle.
+func unaryMethod[P any](name, binding string, key KeyScope, tokenScope string,
+	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, dst []byte) ([]byte, *Error)) method {
+	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
+		unary: func(s *Server, c *Call, dst []byte) ([]byte, *Error) {
+			p, err := decode(s, c)
+			if err != nil {
+				return dst, err
+			}
+			return handle(s, c, p, dst)
+		}}
+}
+
+// streamMethod is the entry of a streaming method: handle receives the
+// decoded params or their error, which it answers as the stream's one
+// event.
+func streamMethod[P any](name, binding string, key KeyScope, tokenScope string,
+	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, err *Error)) method {
+	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
+		stream: func(s *Server, c *Call) {
+			p, err := decode(s, c)
+			handle(s, c, p, err)
+		}}
+}
+
+// served is a method as one server serves it: its entry and the
+// interceptors' chain around it, built once (buildMethods).
+type served struct {
+	m      *method
+	unary  UnaryFunc
+	stream StreamFunc
+}
+
+// buildMethods makes the server's chains: the table's entries and the
+// fallback of a method it does not serve, each wrapped in the interceptors.
+func (s *Server) buildMethods(table []method, ics []Interceptor) {
+	s.methods = make(map[string]*served, len(table))
+	wrap := func(m *method) *served {
+		sv := &served{m: m}
+		if m.stream != nil {
+			sv.stream = chainStream(ics, func(ctx context.Context, c *Call) { s.serveStream(ctx, c) })
+		} else {
+			sv.unary = chainUnary(ics, func(ctx context.Context, c *Call) { s.serveUnary(ctx, c) })
+		}
+		return sv
+	}
+	for i := range table {
+		if _, dup := s.methods[table[i].name]; dup {
+			panic("supervaizer: the method table has " + table[i].name + " twice")
+		}
+		s.methods[table[i].name] = wrap(&table[i])
+	}
+	s.otherMethod = wrap(&method{name: otherMethod, binding: "", key: ScopeWrite, unary: unknownMethod})
+	s.refuse = chainUnary(ics, func(ctx context.Context, c *Call) { s.writeRefusal(c) })
+	s.handler = chainHandler(ics, runHandler)
+}
+
+// bindingSupervaizer is the binding of the supervaizer/* methods.
+const bindingSupervaizer = "supervaizer"
+
+// methodTable is every method served on POST /a2a: one entry each, the
+// Supervaizer v2 methods and those of the A2A bindings (package a2abind).
+func methodTable() []method {
+	table := []method{
+		unaryMethod(MethodActionInvoke, bindingSupervaizer, ScopeWrite, MethodActionInvoke, decodeAction, invokeAction),
+		unaryMethod(MethodSurfaceLoad, bindingSupervaizer, ScopeWrite, MethodSurfaceLoad, decodeSurface, loadSurface),
+	}
+	for _, m := range a2abind.Methods() {
+		table = append(table, bindingMethod(m))
+	}
+	return table
+}
+
+// bindingMethod is the entry of a method of an A2A binding: the binding
+// translates the call to and from the pipeline (a2aPipeline).
+func bindingMethod(m a2abind.Method) method {
+	e := method{name: m.Name, binding: m.Binding, key: ScopeWrite, tokenScope: m.TokenScope}
+	if m.Stream != nil {
+		e.stream = func(s *Server, c *Call) { m.Stream((*a2aPipeline)(s), c.bindingCall()) }
+		return e
+	}
+	e.unary = func(s *Server, c *Call, dst []byte) ([]byte, *Error) {
+		dst, err := m.Unary((*a2aPipeline)(s), c.bindingCall(), dst)
+		return dst, fromRPC(err)
+	}
+	return e
+}
+
+// unknownMethod answers a method the table does not have.
+func unknownMethod(_ *Server, c *Call, dst []byte) ([]byte, *Error) {
+	return dst, fromRPC(a2abind.Unknown(c.bindingCall(), c.rpc.Method))
+}
+
+// bindingCall is c as a binding sees it.
+func (c *Call) bindingCall() *a2abind.Call {
+	c.a2a = a2abind.Call{R: c.r, W: c.w, T: c.t, Params: c.rpc.ParamsNode, ID: c.rpc.ID, Ref: c}
+	return &c.a2a
+}
+
+// fromRPC is the *Error of a binding's error (nil for nil).
+func fromRPC(e *jsonrpc.Error) *Error {
+	if e == nil {
+		return nil
+	}
+	return newError(Code(e.Code), e.Message, e.Data)
+}
+
+// toRPC is e as a binding receives it.
+func toRPC(e *Error) *jsonrpc.Error {
+	if e == nil {
+		return nil
+	}
+	return &jsonrpc.Error{Code: int(e.code), Message: e.message, Data: e.data}
+}
+
+// a2aPipeline is the narrow face of the server the A2A bindings translate
+// to and from (a2abind.Pipeline).
+type a2aPipeline Server
+
+var _ a2abind.Pipeline = (*a2aPipeline)(nil)
+
+// Invoke runs an A2A call's mapped request through invoke.
+func (p *a2aPipeline) Invoke(bc *a2abind.Call, req *ActionRequest, input int32, dst []byte) ([]byte, taskview.Job, bool, *jsonrpc.Error) {
+	c := bc.Ref.(*Call)
+	c.r = bc.R // a stream's call continues with its own context
+	var read a2aRead
+	var t *wire.Tape
+	if input >= 0 {
+		t = bc.T
+	}
+	raw, err := (*Server)(p).invoke(c, req, t, input, &read, dst)
+	return raw, read.job, read.read, toRPC(err)
+}
+
+// Authorize verifies the call's workspace token.
+func (p *a2aPipeline) Authorize(bc *a2abind.Call, workspaceID, slug string, scopes []string) (*contracts.VerifiedWorkspaceContext, *jsonrpc.Error) {
+	vc, err := (*Server)(p).authorize(bc.R.Context(), bc.R, contracts.WorkspaceRef{ID: workspaceID}, slug, scopes)
+	return vc, toRPC(err)
+}
+
+// PrimaryAgent is the primary agent's slug.
+func (p *a2aPipeline) PrimaryAgent() string { return p.primary.slug }
+
+// LocalAuth reports the local-mode bypass.
+func (p *a2aPipeline) LocalAuth() bool { return p.localAuth }
+
+// HasAction reports whether the agent has a handler for the action.
+func (p *a2aPipeline) HasAction(slug, action string) bool {
+	a := p.bySlug[slug]
+	return a != nil && a.action(action) != nil
+}
+
+// IsJobAction reports whether an error result of the action is a failed
+// task: the agent's start action, its job.sync and job.stop. (Declared
+// scopes do not tell: an action's scope defaults to "job".)
+func (p *a2aPipeline) IsJobAction(slug, action string) bool {
+	a := p.bySlug[slug]
+	if a == nil {
+		return false
+	}
+	switch action {
+	case contracts.DefaultStartAction, contracts.DefaultSyncAction, jobStopAction:
+		return true
+	}
+	return a.reg != nil && a.reg.JobPolicy.Setup != nil && action == a.reg.JobPolicy.Setup.StartAction
+}
+
+// Tasks is the task view.
+func (p *a2aPipeline) Tasks() *taskview.View { return p.tasks }
+
+// Blocking is HTTPSettings.A2ABlocking.
+func (p *a2aPipeline) Blocking() time.Duration { return p.cfg.http.A2ABlocking }
+
+// Logger is the server's logger.
+func (p *a2aPipeline) Logger() *slog.Logger { return p.logger }
+
+// a2aRead is what the task view read from the result of an A2A call.
+type a2aRead struct {
+	job  taskview.Job
+	read bool
+}
+
+// jobStopAction is the action that stops a job (what A2A's cancel maps to).
+const jobStopAction = "job.stop"
