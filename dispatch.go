@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
@@ -30,9 +28,6 @@ import (
 // Each step has one error, mapped once to its JSON-RPC code. The body is parsed
 // once, into a tape (internal/wire): the envelope, the request model and a
 // typed handler's input are read from it; nothing re-parses the body.
-
-// maxInitialBody caps the buffer reserved from Content-Length before reading.
-const maxInitialBody = 64 << 10
 
 // EventEffect is the name of the SSE event published after each successful action.
 const EventEffect = "supervaizer.effect"
@@ -205,45 +200,6 @@ func putResponseBuffer(b *[]byte) {
 	}
 }
 
-// readBody reads the body within the size limit; a larger body is refused
-// 413 (before it is read when Content-Length announces it). status is 0
-// when the body was read.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (_ []byte, status int, detail string) {
-	limit := s.cfg.maxBody
-	if r.ContentLength > limit {
-		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
-	}
-	// One allocation when Content-Length is right: the spare byte lets the
-	// read that reports EOF happen without growing the buffer.
-	// Size the buffer from Content-Length, but never reserve more than
-	// maxInitialBody up front: a client announcing a large body must send it
-	// before it costs that much memory.
-	size := r.ContentLength
-	if size < 0 {
-		size = 512
-	}
-	size = min(size, maxInitialBody)
-	buf := make([]byte, 0, size+1)
-	body := http.MaxBytesReader(w, r.Body, limit)
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 512)
-		}
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return buf, 0, ""
-		}
-		if err != nil {
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				return nil, http.StatusRequestEntityTooLarge, "Request body too large"
-			}
-			return nil, http.StatusBadRequest, "Could not read the request body"
-		}
-	}
-}
-
 // decodeParams decodes the request model m from the params at node of t
 // (-1: absent, read as {}): params[key] when that key is present, else params
 // itself (both the wrapped and the flat form are valid). It returns the node
@@ -360,7 +316,7 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	if rpcErr != nil {
 		return dst[:n], rpcErr
 	}
-	if s.isDryRun(req, dst[n:]) { // no effect published, no task view, no figure (dryrun.go)
+	if s.isDryRun(req, dst[n:]) { // no effect published, no task view, no figure (actions.go)
 		return dst, nil
 	}
 	if ran { // a replayed answer never brings an older job state back
@@ -412,7 +368,7 @@ func (s *Server) runAction(ctx context.Context, c *Call, h ActionHandler, req *A
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
 		return dst, nil, false, actionFailed(req)
 	}
-	if perr := s.dryRunProblem(req, res); perr != nil { // dryrun.go
+	if perr := s.dryRunProblem(req, res); perr != nil { // actions.go
 		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, perr)
 		return dst, nil, false, actionFailed(req)
 	}
@@ -516,7 +472,7 @@ func loadSurface(s *Server, c *Call, req *SurfaceRequest, dst []byte) ([]byte, *
 		err = errors.New("handler returned no result")
 	}
 	if err == nil {
-		err = s.surfaceVersionProblem(req.AgentSlug, res) // dryrun.go
+		err = s.surfaceVersionProblem(req.AgentSlug, res) // actions.go
 	}
 	if err != nil {
 		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -319,4 +321,46 @@ func (s *Server) checkLocalListenAddr(addr string) error {
 		return nil
 	}
 	return fmt.Errorf("supervaizer: local mode listens only on a loopback address, not on %q: set %s (or WithAddr) to 127.0.0.1:PORT, or turn local mode off (SUPERVAIZER_LOCAL_MODE, WithLocalMode) and configure workspace authorization", addr, envAddr)
+}
+
+// maxInitialBody caps the buffer reserved from Content-Length before reading.
+const maxInitialBody = 64 << 10
+
+// readBody reads the body within the size limit; a larger body is refused
+// 413 (before it is read when Content-Length announces it). status is 0
+// when the body was read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (_ []byte, status int, detail string) {
+	limit := s.cfg.maxBody
+	if r.ContentLength > limit {
+		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
+	}
+	// One allocation when Content-Length is right: the spare byte lets the
+	// read that reports EOF happen without growing the buffer.
+	// Size the buffer from Content-Length, but never reserve more than
+	// maxInitialBody up front: a client announcing a large body must send it
+	// before it costs that much memory.
+	size := r.ContentLength
+	if size < 0 {
+		size = 512
+	}
+	size = min(size, maxInitialBody)
+	buf := make([]byte, 0, size+1)
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 512)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, 0, ""
+		}
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				return nil, http.StatusRequestEntityTooLarge, "Request body too large"
+			}
+			return nil, http.StatusBadRequest, "Could not read the request body"
+		}
+	}
 }
