@@ -93,15 +93,10 @@ func TestParse(t *testing.T) {
 					assert.Contains(t, err.Error(), v.Msg)
 				}
 				assert.Equal(t, tt.want, lines)
-				assert.Equal(t, research{}, mustZero(t, got))
+				assert.Zero(t, got, "no value with a violation")
 			}
 		})
 	}
-}
-
-func mustZero(t *testing.T, v research) research {
-	t.Helper()
-	return v
 }
 
 // TestParseErrorNamesFieldAndRule: the error's text, quoted by the

@@ -31,7 +31,7 @@ func BenchmarkJobSync(b *testing.B) {
 // BenchmarkJobState measures the job_state projection of a delivered job.
 func BenchmarkJobState(b *testing.B) {
 	rec := &jobRecord{ID: "job-1", MissionID: "m", TopicID: "t", Depth: depthDeep, Status: jobCompleted, Reviews: 1, Approved: true,
-		Draft: draftBrief("t", "", depthDeep), Delivery: &delivery{Receipt: "r", Recipients: 3}}
+		Draft: mustDraft(b, "t", "", depthDeep), Delivery: &delivery{Receipt: "r", Recipients: 3}}
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = rec.state()

@@ -22,6 +22,7 @@ const (
 	codeMissingWorkspace = "missing_workspace"
 	codeMissingJobID     = "missing_job_id"
 	codeJobExists        = "job_exists"
+	codeDraftFailed      = "draft_failed"
 	codeJobNotFound      = "job_not_found"
 	codeStepNotFound     = "step_not_found"
 	codeStepNotAwaiting  = "step_not_awaiting"
@@ -93,10 +94,15 @@ func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in s
 			return fail, nil
 		}
 	}
+	draft, err := draftBrief(ctx, standInModel, topic, goal, in.depth())
+	if err != nil {
+		a.logger.LogAttrs(ctx, slog.LevelWarn, "job.start: no draft", slog.String("error", err.Error()))
+		return supervaizer.Fail(codeDraftFailed, "the brief could not be drafted"), nil
+	}
 	rec := &jobRecord{
 		ID: req.JobID, MissionID: req.MissionID, Scope: scope,
 		TopicID: topic, Goal: goal, Depth: in.depth(), Status: jobAwaiting,
-		Draft:    draftBrief(topic, goal, in.depth()),
+		Draft:    draft,
 		Governed: isGoverned,
 	}
 	stored, created, err := a.jobs.create(ctx, rec)
@@ -324,10 +330,15 @@ func (a *app) suggestGoal(_ context.Context, _ *supervaizer.ActionRequest, in a2
 
 // testJob is the dry-run action: it drafts the brief the job would produce and
 // returns it, saving nothing and sending nothing.
-func (a *app) testJob(_ context.Context, _ *supervaizer.ActionRequest, in startInput) (*supervaizer.ActionResult, error) {
+func (a *app) testJob(ctx context.Context, _ *supervaizer.ActionRequest, in startInput) (*supervaizer.ActionResult, error) {
 	topic := strings.TrimSpace(in.TopicID)
+	draft, err := draftBrief(ctx, standInModel, topic, strings.TrimSpace(in.Goal), in.depth())
+	if err != nil {
+		a.logger.LogAttrs(ctx, slog.LevelWarn, "job.test: no draft", slog.String("error", err.Error()))
+		return supervaizer.Fail(codeDraftFailed, "the brief could not be drafted"), nil
+	}
 	res := supervaizer.OK(supervaizer.Effect{Type: "job.tested", Message: "Dry run: nothing was saved or sent",
-		Data: map[string]any{"topic_id": topic, "draft": draftBrief(topic, strings.TrimSpace(in.Goal), in.depth())}})
+		Data: map[string]any{"topic_id": topic, "draft": draft}})
 	res.DryRun = a2ui.DryRun(time.Time{}, false, a2ui.EstimatedCost("credits", 0, 0, "a dry run drafts locally and calls no model"))
 	return res, nil
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -186,24 +185,6 @@ func primaryAction(status string) string {
 		return "Review the brief"
 	}
 	return "Open the brief"
-}
-
-// draftBrief writes the first draft of a brief. It stands in for the agent's
-// real work (searching sources, calling a model): deterministic, so tests and
-// retries see the same text.
-func draftBrief(topic, goal, depth string) string {
-	if goal == "" {
-		goal = defaultGoal(topic)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Brief: %s\n\n**Goal:** %s\n\n## Summary\n\nWhat is publicly known about %s, in one page.\n\n", topic, goal, topic)
-	b.WriteString("## Key findings\n\n- Market size and growth\n- Main players\n")
-	if depth == depthDeep {
-		b.WriteString("- Regulation and open questions\n\n## Sources reviewed\n\n- Analyst reports\n- Public filings\n- Trade press\n")
-	} else {
-		b.WriteString("\n## Sources reviewed\n\n- Trade press\n")
-	}
-	return b.String()
 }
 
 func defaultGoal(topic string) string {

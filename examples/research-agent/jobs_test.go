@@ -157,7 +157,7 @@ func TestJobStoreRemembersTheLatestRevision(t *testing.T) {
 func BenchmarkJobStoreGet(b *testing.B) {
 	ctx := context.Background()
 	js := &jobStore{st: store.NewMemory(), now: time.Now}
-	rec := &jobRecord{ID: "j1", Scope: "s", TopicID: "t", Status: jobAwaiting, Draft: draftBrief("t", "", depthDeep)}
+	rec := &jobRecord{ID: "j1", Scope: "s", TopicID: "t", Status: jobAwaiting, Draft: mustDraft(b, "t", "", depthDeep)}
 	if _, _, err := js.create(ctx, rec); err != nil {
 		b.Fatal(err)
 	}
