@@ -44,6 +44,9 @@ import (
 //     the test (the docs' research agent: job.start with a topic_id) at the
 //     address it names or in REMOTE_AGENT_URL (see runClient), and must exit
 //     with status 0;
+//   - a program that neither serves nor calls an agent (it names no agent
+//     address and imports no HTTP package: docs/envelopes.md's scripted
+//     models) runs on its own, and must print and exit with status 0;
 //   - any other package is a library: the blocks of one document declaring
 //     the same package are compiled together with the companion test
 //     testdata/<document>-<package>_test.go, which calls them.
@@ -64,6 +67,8 @@ func runBlocks(t *testing.T, root string, blocks []block) {
 			t.Run(name, func(t *testing.T) { goTest(t, root, b.code) })
 		case pkg == "main" && serves(b.code):
 			t.Run(name, func(t *testing.T) { runServer(t, root, b) })
+		case pkg == "main" && standalone(b.code):
+			t.Run(name, func(t *testing.T) { runStandalone(t, root, b) })
 		case pkg == "main":
 			t.Run(name, func(t *testing.T) { runClient(t, root, b) })
 		default:
@@ -260,6 +265,26 @@ func runServer(t *testing.T, root string, b block) {
 	require.NoError(t, json.Unmarshal(answer.Result, &result))
 	assert.Equal(t, "ok", result.Status, "result: %s", answer.Result)
 	proc.Stop(t, syscall.SIGTERM)
+}
+
+// standalone reports whether a program that does not serve calls no agent
+// either: it names no agent address and imports no HTTP package.
+func standalone(code string) bool {
+	return !strings.Contains(code, docsAgentURL) && !strings.Contains(code, envRemoteURL) && !strings.Contains(code, `"net/http"`)
+}
+
+// runStandalone runs the program of b, which calls nothing: it must print
+// and exit with status 0.
+func runStandalone(t *testing.T, root string, b block) {
+	bin := build(t, root, b.code)
+	ctx, cancel := context.WithTimeout(t.Context(), proctest.ServeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = programEnv(t)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr:\n%s", stderr.String())
+	assert.NotEmpty(t, stdout.String(), "the program prints what it did")
 }
 
 // docsAgentURL is the address the docs' client programs call.
