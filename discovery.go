@@ -8,16 +8,31 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/internal/preview"
+	"github.com/supervaize/supervaizer-go/internal/taskview"
 )
 
 // maxCardBases bounds the cache of cards built per request host when no public
 // URL is configured.
 const maxCardBases = 16
+
+// cards serves the discovery documents of a server's agents (their Agent
+// Cards and agents.json), built once per base URL.
+type cards struct {
+	publicURL string
+	agents    []*Agent
+	bySlug    map[string]*Agent
+	primary   *Agent
+	logger    *slog.Logger
+
+	mu   sync.Mutex
+	sets map[string]*cardSet // base URL -> discovery documents (bounded, see maxCardBases)
+}
 
 // cardSet is the discovery output for one base URL, built once.
 type cardSet struct {
@@ -26,9 +41,9 @@ type cardSet struct {
 }
 
 // baseURL is the public URL, else the scheme and Host of the request.
-func (s *Server) baseURL(r *http.Request) string {
-	if s.cfg.publicURL != "" {
-		return s.cfg.publicURL
+func (cd *cards) baseURL(r *http.Request) string {
+	if cd.publicURL != "" {
+		return cd.publicURL
 	}
 	scheme := "http"
 	if r.TLS != nil {
@@ -41,7 +56,7 @@ func (s *Server) baseURL(r *http.Request) string {
 // version of its JSON-RPC interface (a2a.DefaultA2AVersion), not the
 // registration's versions.a2a_version, which describes the registration to
 // Studio and stays unchanged.
-func (s *Server) cardInput(a *Agent, base string) a2a.CardInput {
+func cardInput(a *Agent, base string) a2a.CardInput {
 	in := a2a.CardInput{
 		Name: a.spec.Name, Description: a.spec.Description, Version: a.spec.Version, Slug: a.slug,
 		Developer: a.developer(), BaseURL: base, Registration: a.regJSON,
@@ -63,38 +78,38 @@ func (s *Server) cardInput(a *Agent, base string) a2a.CardInput {
 // They are built once per base URL; without a public URL the base comes from
 // the request's Host, so at most maxCardBases bases are kept and any other is
 // built for its request only.
-func (s *Server) discovery(r *http.Request) (*cardSet, error) {
-	base := s.baseURL(r)
-	s.cardsMu.Lock()
-	cs, ok := s.cards[base]
-	s.cardsMu.Unlock()
+func (cd *cards) discovery(r *http.Request) (*cardSet, error) {
+	base := cd.baseURL(r)
+	cd.mu.Lock()
+	cs, ok := cd.sets[base]
+	cd.mu.Unlock()
 	if ok {
 		return cs, nil
 	}
-	cs, err := s.buildDiscovery(base)
+	cs, err := cd.build(base)
 	if err != nil {
 		return nil, err
 	}
-	s.cardsMu.Lock()
-	defer s.cardsMu.Unlock()
-	if s.cards == nil {
-		s.cards = map[string]*cardSet{}
+	cd.mu.Lock()
+	defer cd.mu.Unlock()
+	if cd.sets == nil {
+		cd.sets = map[string]*cardSet{}
 	}
-	if prev, ok := s.cards[base]; ok {
+	if prev, ok := cd.sets[base]; ok {
 		return prev, nil
 	}
-	if len(s.cards) < maxCardBases {
-		s.cards[base] = cs
+	if len(cd.sets) < maxCardBases {
+		cd.sets[base] = cs
 	}
 	return cs, nil
 }
 
-// buildDiscovery builds the cards and agents list for one base URL.
-func (s *Server) buildDiscovery(base string) (*cardSet, error) {
+// build builds the cards and agents list for one base URL.
+func (cd *cards) build(base string) (*cardSet, error) {
 	cs := &cardSet{cards: map[string][]byte{}}
 	var summaries []a2a.AgentSummary
-	for _, a := range s.agents {
-		in := s.cardInput(a, base)
+	for _, a := range cd.agents {
+		in := cardInput(a, base)
 		card, err := a2a.NewAgentCard(in)
 		if err != nil {
 			return nil, fmt.Errorf("agent %q card: %w", a.slug, err)
@@ -118,10 +133,10 @@ func (s *Server) buildDiscovery(base string) (*cardSet, error) {
 	return cs, nil
 }
 
-func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, pick func(*cardSet) []byte) {
-	cs, err := s.discovery(r)
+func (cd *cards) serve(w http.ResponseWriter, r *http.Request, pick func(*cardSet) []byte) {
+	cs, err := cd.discovery(r)
 	if err != nil {
-		s.logger.LogAttrs(r.Context(), slog.LevelError, "discovery document failed", slog.Any("error", err))
+		cd.logger.LogAttrs(r.Context(), slog.LevelError, "discovery document failed", slog.Any("error", err))
 		writeDetail(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
@@ -134,45 +149,47 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, pick fun
 	_, _ = w.Write(b)
 }
 
-func (s *Server) serveAgentsList(w http.ResponseWriter, r *http.Request) {
-	s.serveDiscovery(w, r, func(cs *cardSet) []byte { return cs.agents })
+func (cd *cards) serveAgentsList(w http.ResponseWriter, r *http.Request) {
+	cd.serve(w, r, func(cs *cardSet) []byte { return cs.agents })
 }
 
-func (s *Server) servePrimaryCard(w http.ResponseWriter, r *http.Request) {
-	s.serveDiscovery(w, r, func(cs *cardSet) []byte { return cs.cards[s.primary.slug] })
+func (cd *cards) servePrimaryCard(w http.ResponseWriter, r *http.Request) {
+	cd.serve(w, r, func(cs *cardSet) []byte { return cs.cards[cd.primary.slug] })
 }
 
 // serveAgentCard serves /.well-known/agents/v<version>/<slug>_agent.json and
 // /.well-known/agents/<slug>_agent.json for the agents known at startup.
-func (s *Server) serveAgentCard(w http.ResponseWriter, r *http.Request) {
+func (cd *cards) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, "/.well-known/agents/")
 	version, file, versioned := strings.Cut(rest, "/")
 	if !versioned {
 		file, version = version, ""
 	}
 	slug, ok := strings.CutSuffix(file, "_agent.json")
-	a, known := s.bySlug[slug]
+	a, known := cd.bySlug[slug]
 	if !ok || !known || strings.Contains(file, "/") || (versioned && version != "v"+a.spec.Version) {
 		writeDetail(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	s.serveDiscovery(w, r, func(cs *cardSet) []byte { return cs.cards[slug] })
+	cd.serve(w, r, func(cs *cardSet) []byte { return cs.cards[slug] })
 }
 
-// serveHealth serves GET /.well-known/health (public): each agent's status
-// and figures come from counters kept as its jobs change (health.go), never
-// from a store scan per request.
-func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	agents := make([]a2a.AgentHealth, 0, len(s.agents))
-	for _, a := range s.agents {
-		studioID, _ := a.StudioAgentID()
-		stats := s.tasks.Statistics(r.Context(), a.slug)
-		agents = append(agents, a2a.AgentHealth{
-			AgentID: a.legacyID, AgentServerID: studioID, Name: a.spec.Name,
-			Status: stats.AgentStatus(), Version: a.spec.Version, Statistics: stats,
-		})
+// healthHandler serves GET /.well-known/health (public): each agent's
+// status and figures come from counters the task view keeps as its jobs
+// change (internal/taskview), never from a store scan per request.
+func healthHandler(all []*Agent, tasks *taskview.View) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		agents := make([]a2a.AgentHealth, 0, len(all))
+		for _, a := range all {
+			studioID, _ := a.StudioAgentID()
+			stats := tasks.Statistics(r.Context(), a.slug)
+			agents = append(agents, a2a.AgentHealth{
+				AgentID: a.legacyID, AgentServerID: studioID, Name: a.spec.Name,
+				Status: stats.AgentStatus(), Version: a.spec.Version, Statistics: stats,
+			})
+		}
+		writeJSON(w, http.StatusOK, a2a.NewHealth(time.Now(), agents...))
 	}
-	writeJSON(w, http.StatusOK, a2a.NewHealth(time.Now(), agents...))
 }
 
 // controllerContract is the v1 controller contract sent in server.register and
@@ -210,7 +227,7 @@ func controllerEndpoints() map[string]string {
 	}
 }
 
-func (s *Server) serveContract(w http.ResponseWriter, _ *http.Request) {
+func serveContract(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, controllerContract())
 }
 

@@ -99,8 +99,6 @@ type Server struct {
 	storeName   string        // for the startup log
 	eventsName  string
 
-	cardsMu sync.Mutex
-	cards   map[string]*cardSet // base URL -> discovery documents (bounded, see maxCardBases)
 
 	studio *studioLink // Studio attachment, nil when not attached (attach.go)
 
@@ -503,18 +501,19 @@ func (s *Server) routes() http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		writeDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
 	})
-	r.Get(a2a.AgentsListPath, s.serveAgentsList)
-	r.Get(a2a.HealthPath, s.serveHealth)
-	r.Get(a2a.WellKnownCardPath, s.servePrimaryCard)
-	r.Get(a2a.WellKnownCardPathV02, s.servePrimaryCard)
-	r.Get("/.well-known/agents/*", s.serveAgentCard)
+	cd := &cards{publicURL: s.cfg.publicURL, agents: s.agents, bySlug: s.bySlug, primary: s.primary, logger: s.logger}
+	r.Get(a2a.AgentsListPath, cd.serveAgentsList)
+	r.Get(a2a.HealthPath, healthHandler(s.agents, s.tasks))
+	r.Get(a2a.WellKnownCardPath, cd.servePrimaryCard)
+	r.Get(a2a.WellKnownCardPathV02, cd.servePrimaryCard)
+	r.Get("/.well-known/agents/*", cd.serveAgentCard)
 	a2aPost := http.Handler(http.HandlerFunc(s.serveA2A)) // its transport key checked by readCall (dispatch.go)
 	r.Post("/a2a", a2aPost.ServeHTTP)
 	s.a2aPost = mws.Handler(a2aPost)
 	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.serveEvents)
 	r.Get(ReadinessPath, s.serveReadiness)
 	if s.cfg.localMode || s.cfg.studioAttached {
-		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", s.serveContract)
+		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", serveContract)
 		s.mountDataResources(r) // DataResource REST routes (package resource)
 	}
 	// Studio registration refresh: 503 when not attached (attach.go).

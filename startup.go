@@ -207,7 +207,7 @@ func (s *Server) logStartup(ctx context.Context) {
 			slog.String("to_attach", "set SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY and SUPERVAIZE_WORKSPACE_ID"))
 	}
 	s.warnMissingHandlers()
-	s.warnMisnamedActions(ctx)
+	warnMisnamedActions(ctx, s.logger, s.agents)
 }
 
 // protocolAction is an action id the protocol gives a role through the job
@@ -237,15 +237,15 @@ var protocolActions = []protocolAction{{
 // step.awaiting.submit is not one: an awaiting step names the action that
 // submits it (Awaiting.Action), so it is what its name says with or without
 // job_policy.setup.
-func (s *Server) warnMisnamedActions(ctx context.Context) {
-	for _, a := range s.agents {
+func warnMisnamedActions(ctx context.Context, logger *slog.Logger, agents []*Agent) {
+	for _, a := range agents {
 		if a.reg == nil {
 			continue
 		}
 		for _, d := range a.reg.Capabilities.Actions {
 			for _, pa := range protocolActions {
 				if d.ID == pa.id && !pa.role(a.reg.JobPolicy) {
-					s.logger.LogAttrs(ctx, slog.LevelWarn, "action "+pa.id+" is not what its name says: the job policy does not name it, so Studio treats it as a plain action",
+					logger.LogAttrs(ctx, slog.LevelWarn, "action "+pa.id+" is not what its name says: the job policy does not name it, so Studio treats it as a plain action",
 						slog.String("agent_slug", a.slug), slog.String("action", pa.id), slog.String("fix", pa.fix))
 				}
 			}
