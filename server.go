@@ -99,7 +99,6 @@ type Server struct {
 	storeName   string        // for the startup log
 	eventsName  string
 
-
 	studio *studioLink // Studio attachment, nil when not attached (attach.go)
 
 	// lifetime is the context of the server's own background work (the
