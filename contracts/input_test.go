@@ -23,11 +23,6 @@ type EmbeddedDeep struct {
 	Level string `json:"level,omitempty"`
 }
 
-type embeddedMiddle struct {
-	EmbeddedDeep
-	Notes int `json:"notes,omitempty"` // at the depth of embeddedBase.Notes
-}
-
 // withEmbedded embeds a struct (its fields promoted), a pointer to one, and
 // redeclares a promoted key (the shallower field wins).
 type withEmbedded struct {
@@ -77,21 +72,50 @@ func TestInputPromotesEmbeddedFields(t *testing.T) {
 	}
 }
 
+// sharedA and sharedB both have the key "Shared" (no json tag: go vet
+// reports a json tag repeated across embedded structs).
+type sharedA struct{ Shared string }
+
+type sharedB struct{ Shared int }
+
 type conflicting struct {
-	embeddedBase
-	embeddedMiddle
+	sharedA
+	sharedB
+	Kept string `json:"kept"`
+}
+
+type deepUntagged struct{ Level string }
+
+type twiceLeft struct{ deepUntagged }
+
+type twiceRight struct{ deepUntagged }
+
+// embedsTwice reaches deepUntagged twice at the same depth.
+type embedsTwice struct {
+	twiceLeft
+	twiceRight
+	Own string `json:"own"`
 }
 
 // TestInputDropsAmbiguousKeys: two promoted fields with the same key at the
-// same depth hide each other, as encoding/json ignores both.
+// same depth hide each other, as encoding/json ignores both, including the
+// fields of one struct embedded twice at the same depth.
 func TestInputDropsAmbiguousKeys(t *testing.T) {
 	iv, err := contracts.NewInputValidator(reflect.TypeFor[conflicting]())
 	require.NoError(t, err)
 	props := rootDef(t, iv.Schema())["properties"].(map[string]any)
-	assert.ElementsMatch(t, []string{"status", "tags", "level"}, keys(props))
+	assert.Equal(t, []string{"kept"}, keys(props))
 	var v conflicting
-	require.NoError(t, json.Unmarshal([]byte(`{"status":"fail","notes":"x"}`), &v))
-	assert.Empty(t, v.embeddedBase.Notes, "encoding/json ignores the ambiguous key too")
+	require.NoError(t, json.Unmarshal([]byte(`{"kept":"k","Shared":"x"}`), &v))
+	assert.Empty(t, v.sharedA.Shared, "encoding/json ignores the ambiguous key too")
+
+	iv, err = contracts.NewInputValidator(reflect.TypeFor[embedsTwice]())
+	require.NoError(t, err)
+	props = rootDef(t, iv.Schema())["properties"].(map[string]any)
+	assert.Equal(t, []string{"own"}, keys(props))
+	var w embedsTwice
+	require.NoError(t, json.Unmarshal([]byte(`{"own":"o","Level":"x"}`), &w))
+	assert.Empty(t, w.twiceLeft.Level, "encoding/json ignores the ambiguous key too")
 }
 
 type answerItem struct {

@@ -90,42 +90,51 @@ func (g *schemaGen) fields(t reflect.Type) []jsonField {
 		tagged bool
 	}
 	var cands []cand
-	type level struct {
-		t     reflect.Type
-		depth int
-	}
 	seen := map[reflect.Type]bool{}
-	for queue := []level{{t, 0}}; len(queue) > 0; queue = queue[1:] {
-		cur := queue[0]
-		if seen[cur.t] {
-			continue
-		}
-		seen[cur.t] = true
-		for i := range cur.t.NumField() {
-			f := cur.t.Field(i)
-			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
+	// Breadth first, one depth at a time; a struct embedded twice at one
+	// depth has its fields counted twice, so that they hide each other.
+	level, count := []reflect.Type{t}, map[reflect.Type]int{t: 1}
+	for depth := 0; len(level) > 0; depth++ {
+		var next []reflect.Type
+		nextCount := map[reflect.Type]int{}
+		for _, st := range level {
+			if seen[st] {
 				continue
 			}
-			if f.Anonymous && g.input {
-				et := f.Type
-				if et.Kind() == reflect.Pointer {
-					et = et.Elem()
-				}
-				if name == "" && et.Kind() == reflect.Struct {
-					queue = append(queue, level{et, cur.depth + 1})
+			seen[st] = true
+			for i := range st.NumField() {
+				f := st.Field(i)
+				name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name == "-" {
 					continue
 				}
+				if f.Anonymous && g.input {
+					et := f.Type
+					if et.Kind() == reflect.Pointer {
+						et = et.Elem()
+					}
+					if name == "" && et.Kind() == reflect.Struct {
+						if nextCount[et]++; nextCount[et] == 1 {
+							next = append(next, et)
+						}
+						continue
+					}
+				}
+				if !f.IsExported() || (name == "" && !g.input) {
+					continue
+				}
+				tagged := name != ""
+				if !tagged {
+					name = f.Name
+				}
+				c := cand{jsonField{f, name, opts}, depth, tagged}
+				cands = append(cands, c)
+				if count[st] > 1 {
+					cands = append(cands, c)
+				}
 			}
-			if !f.IsExported() || (name == "" && !g.input) {
-				continue
-			}
-			tagged := name != ""
-			if !tagged {
-				name = f.Name
-			}
-			cands = append(cands, cand{jsonField{f, name, opts}, cur.depth, tagged})
 		}
+		level, count = next, nextCount
 	}
 	out := make([]jsonField, 0, len(cands))
 	for i, c := range cands {
