@@ -15,6 +15,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // streamEvent is one event of an A2A stream: the JSON-RPC response in its data.
@@ -164,7 +165,7 @@ func TestA2AStreamOneEvent(t *testing.T) {
 		{"a failed start", a2atask.MethodMessageStream, taskMessage("m-rej", "job.start", map[string]any{"topic_id": "reject"}, nil), "task", 0},
 		{"a job awaiting a person", a2atask.MethodMessageStream, taskMessage("m-await", "job.start", map[string]any{"topic_id": "t", "status": "awaiting"}, nil), "task", 0},
 		{"params without the data part", a2atask.MethodMessageStream, map[string]any{"message": map[string]any{"messageId": "m"}}, "error", -32602},
-		{"resubscribe to an unknown task", a2atask.MethodTasksResubscribe, map[string]any{"id": "job-none"}, "error", a2atask.CodeTaskNotFound},
+		{"resubscribe to an unknown task", a2atask.MethodTasksResubscribe, map[string]any{"id": "job-none"}, "error", int(errcode.TaskNotFound)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -215,13 +216,13 @@ func TestA2ARefusals(t *testing.T) {
 		{name: "no message", call: a2aCall{method: a2atask.MethodMessageSend, params: map[string]any{}}, code: -32602, problem: "/params/message"},
 		{name: "key given twice", call: a2aCall{raw: []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m","messageId":"n","parts":[{"kind":"data","data":{"action":"job.start"}}]}}}`)}, code: -32602, problem: "/params"},
 		{name: "input breaks the action's schema", call: send(parts(dataPart(map[string]any{"action": "job.start", "input": map[string]any{"topic_id": 3}}))), code: -32602, message: "Invalid Supervaizer v2 action request", noAgent: true},
-		{name: "undeclared action", call: send(parts(dataPart(map[string]any{"action": "job.nope"}))), code: int(supervaizer.CodeActionNotRegistered), noAgent: true},
-		{name: "tasks/get of an unknown task", call: a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": "job-none"}}, code: a2atask.CodeTaskNotFound, noAgent: true},
+		{name: "undeclared action", call: send(parts(dataPart(map[string]any{"action": "job.nope"}))), code: int(errcode.ActionNotRegistered), noAgent: true},
+		{name: "tasks/get of an unknown task", call: a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": "job-none"}}, code: int(errcode.TaskNotFound), noAgent: true},
 		{name: "tasks/get without id", call: a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{}}, code: -32602, message: `{"id":"<task id>"}`, problem: "/params/id"},
-		{name: "tasks/cancel of an unknown task", call: a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": "job-none"}}, code: a2atask.CodeTaskNotFound, noAgent: true},
-		{name: "tasks/cancel without job.stop", call: a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": "job-known"}}, code: a2atask.CodeTaskNotCancelable, stopless: true},
-		{name: "push notification config set", call: a2aCall{method: "tasks/pushNotificationConfig/set", params: map[string]any{}}, code: a2atask.CodePushNotificationNotSupported, noAgent: true},
-		{name: "push notification config list", call: a2aCall{method: "tasks/pushNotificationConfig/list", params: map[string]any{}}, code: a2atask.CodePushNotificationNotSupported, noAgent: true},
+		{name: "tasks/cancel of an unknown task", call: a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": "job-none"}}, code: int(errcode.TaskNotFound), noAgent: true},
+		{name: "tasks/cancel without job.stop", call: a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": "job-known"}}, code: int(errcode.TaskNotCancelable), stopless: true},
+		{name: "push notification config set", call: a2aCall{method: "tasks/pushNotificationConfig/set", params: map[string]any{}}, code: int(errcode.PushNotificationNotSupported), noAgent: true},
+		{name: "push notification config list", call: a2aCall{method: "tasks/pushNotificationConfig/list", params: map[string]any{}}, code: int(errcode.PushNotificationNotSupported), noAgent: true},
 		{name: "other A2A method", call: a2aCall{method: "agent/getAuthenticatedExtendedCard", params: map[string]any{}}, code: -32601, noAgent: true},
 	}
 	for _, tt := range tests {
@@ -303,9 +304,9 @@ func TestA2ATokenScopes(t *testing.T) {
 			})}, code: -32030, reason: "workspace_authorization_wrong_workspace"},
 		{name: "tasks/get without the job.sync scope", call: a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": task.ID}, token: token(supervaizer.MethodActionInvoke, "job.start")}, code: -32030, reason: "workspace_authorization_missing_scope"},
 		{name: "tasks/get with the job.sync scope", call: a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": task.ID}, token: token(supervaizer.MethodActionInvoke, "job.sync")}},
-		{name: "tasks/get of another workspace's task", call: a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": task.ID}, token: other}, code: a2atask.CodeTaskNotFound},
+		{name: "tasks/get of another workspace's task", call: a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": task.ID}, token: other}, code: int(errcode.TaskNotFound)},
 		{name: "tasks/cancel without the job.stop scope", call: a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": task.ID}, token: token(supervaizer.MethodActionInvoke, "job.sync")}, code: -32030, reason: "workspace_authorization_missing_scope"},
-		{name: "tasks/cancel of another workspace's task", call: a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": task.ID}, token: other}, code: a2atask.CodeTaskNotFound},
+		{name: "tasks/cancel of another workspace's task", call: a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": task.ID}, token: other}, code: int(errcode.TaskNotFound)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,13 +362,13 @@ func TestA2AGetAndCancel(t *testing.T) {
 	assert.Equal(t, "job.stop", jobs.last().Action)
 	again := callA2A(t, srv, a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": "job-1"}})
 	require.NotNil(t, again.Error)
-	assert.Equal(t, a2atask.CodeTaskNotCancelable, again.Error.Code)
+	assert.Equal(t, int(errcode.TaskNotCancelable), again.Error.Code)
 
 	busy := taskOf(t, callA2A(t, srv, a2aCall{method: a2atask.MethodMessageSend, params: taskMessage("msg-busy", "job.start",
 		map[string]any{"topic_id": "t", "status": "active"}, func(_, m map[string]any) { m["contextId"] = "unstoppable" })}))
 	refused := callA2A(t, srv, a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": busy.ID}})
 	require.NotNil(t, refused.Error)
-	assert.Equal(t, a2atask.CodeTaskNotCancelable, refused.Error.Code)
+	assert.Equal(t, int(errcode.TaskNotCancelable), refused.Error.Code)
 }
 
 // TestA2ATaskViewSurvivesRestart: the view is in the configured store: a
@@ -403,7 +404,7 @@ func TestA2ATaskViewSurvivesRestart(t *testing.T) {
 	other := callA2A(t, srv2, a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": "job-r",
 		"metadata": map[string]any{a2atask.MetaWorkspaceID: "ws-other"}}})
 	require.NotNil(t, other.Error)
-	assert.Equal(t, a2atask.CodeTaskNotFound, other.Error.Code, "views are per workspace")
+	assert.Equal(t, int(errcode.TaskNotFound), other.Error.Code, "views are per workspace")
 }
 
 // TestA2ABlocking: configuration.blocking waits for a terminal or

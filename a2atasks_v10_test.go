@@ -18,6 +18,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -299,7 +300,7 @@ func TestA2A10Parts(t *testing.T) {
 		{name: "a data part with a JSON media type", parts: []any{map[string]any{"data": call, "mediaType": "application/vnd.example+json"}}},
 		{name: "a data part with metadata and a filename", parts: []any{map[string]any{"data": call, "metadata": map[string]any{"k": "v"}, "filename": "call.json"}}},
 		{name: "a 0.3 kind beside the data member", parts: []any{map[string]any{"kind": "data", "data": call}}},
-		{name: "a data part of another media type", parts: []any{map[string]any{"data": call, "mediaType": "text/csv"}}, code: a2atask.CodeContentTypeNotSupported},
+		{name: "a data part of another media type", parts: []any{map[string]any{"data": call, "mediaType": "text/csv"}}, code: int(errcode.ContentTypeNotSupported)},
 		{name: "both media type spellings", parts: []any{map[string]any{"data": call, "mediaType": "application/json", "media_type": "application/json"}}, code: -32602, loc: "/params/message/parts/0/media_type"},
 		{name: "a media type that is a number", parts: []any{map[string]any{"data": call, "mediaType": 7}}, code: -32602, loc: "/params/message/parts/0/mediaType"},
 		{name: "a text part", parts: []any{map[string]any{"text": "start a job"}}, code: -32602, loc: "/params/message/parts/0/text"},
@@ -439,18 +440,18 @@ func TestA2A10Errors(t *testing.T) {
 		params any
 		code   int
 	}{
-		{"GetTask of an unknown task", srv, a2atask.MethodGetTask, map[string]any{"id": "job-none"}, a2atask.CodeTaskNotFound},
+		{"GetTask of an unknown task", srv, a2atask.MethodGetTask, map[string]any{"id": "job-none"}, int(errcode.TaskNotFound)},
 		{"GetTask without an id", srv, a2atask.MethodGetTask, map[string]any{"name": "tasks/job-err"}, -32602},
 		{"GetTask with params that are a list (the envelope refuses them)", srv, a2atask.MethodGetTask, []any{"job-err"}, -32600},
-		{"CancelTask of an unknown task", srv, a2atask.MethodCancelTask, map[string]any{"id": "job-none"}, a2atask.CodeTaskNotFound},
-		{"CancelTask of a canceled task", srv, a2atask.MethodCancelTask, map[string]any{"id": "job-err"}, a2atask.CodeTaskNotCancelable},
-		{"CancelTask of an agent without job.stop", noStop, a2atask.MethodCancelTask, map[string]any{"id": "job-nostop"}, a2atask.CodeTaskNotCancelable},
-		{"CreateTaskPushNotificationConfig", srv, a2atask.MethodCreateTaskPushNotificationConfig, map[string]any{"taskId": "job-err", "url": "https://example.com/h"}, a2atask.CodePushNotificationNotSupported},
-		{"GetTaskPushNotificationConfig", srv, a2atask.MethodGetTaskPushNotificationConfig, map[string]any{"taskId": "job-err", "id": "c"}, a2atask.CodePushNotificationNotSupported},
-		{"ListTaskPushNotificationConfigs", srv, a2atask.MethodListTaskPushNotificationConfigs, map[string]any{"taskId": "job-err"}, a2atask.CodePushNotificationNotSupported},
-		{"DeleteTaskPushNotificationConfig", srv, a2atask.MethodDeleteTaskPushNotificationConfig, map[string]any{"taskId": "job-err", "id": "c"}, a2atask.CodePushNotificationNotSupported},
-		{"ListTasks", srv, a2atask.MethodListTasks, map[string]any{"pageSize": 10}, a2atask.CodeUnsupportedOperation},
-		{"GetExtendedAgentCard", srv, a2atask.MethodGetExtendedAgentCard, map[string]any{}, a2atask.CodeUnsupportedOperation},
+		{"CancelTask of an unknown task", srv, a2atask.MethodCancelTask, map[string]any{"id": "job-none"}, int(errcode.TaskNotFound)},
+		{"CancelTask of a canceled task", srv, a2atask.MethodCancelTask, map[string]any{"id": "job-err"}, int(errcode.TaskNotCancelable)},
+		{"CancelTask of an agent without job.stop", noStop, a2atask.MethodCancelTask, map[string]any{"id": "job-nostop"}, int(errcode.TaskNotCancelable)},
+		{"CreateTaskPushNotificationConfig", srv, a2atask.MethodCreateTaskPushNotificationConfig, map[string]any{"taskId": "job-err", "url": "https://example.com/h"}, int(errcode.PushNotificationNotSupported)},
+		{"GetTaskPushNotificationConfig", srv, a2atask.MethodGetTaskPushNotificationConfig, map[string]any{"taskId": "job-err", "id": "c"}, int(errcode.PushNotificationNotSupported)},
+		{"ListTaskPushNotificationConfigs", srv, a2atask.MethodListTaskPushNotificationConfigs, map[string]any{"taskId": "job-err"}, int(errcode.PushNotificationNotSupported)},
+		{"DeleteTaskPushNotificationConfig", srv, a2atask.MethodDeleteTaskPushNotificationConfig, map[string]any{"taskId": "job-err", "id": "c"}, int(errcode.PushNotificationNotSupported)},
+		{"ListTasks", srv, a2atask.MethodListTasks, map[string]any{"pageSize": 10}, int(errcode.UnsupportedOperation)},
+		{"GetExtendedAgentCard", srv, a2atask.MethodGetExtendedAgentCard, map[string]any{}, int(errcode.UnsupportedOperation)},
 		{"an unknown method", srv, "SendMessageBatch", map[string]any{}, -32601},
 		{"a 0.3 name in another case", srv, "Message/Send", map[string]any{}, -32601},
 	}
@@ -491,7 +492,7 @@ func TestA2AVersionHeader(t *testing.T) {
 					return
 				}
 				require.NotNil(t, resp.Error, "result: %s", resp.Result)
-				assert.Equal(t, a2atask.CodeVersionNotSupported, resp.Error.Code)
+				assert.Equal(t, int(errcode.VersionNotSupported), resp.Error.Code)
 				assert.JSONEq(t, fmt.Sprintf(`{"version":%q,"supported":["1.0","0.3"]}`, strings.TrimSpace(tt.version)), string(resp.Error.Data))
 			})
 		}
@@ -506,7 +507,7 @@ func TestA2AVersionHeader(t *testing.T) {
 		events := readStream(t, req)
 		require.Len(t, events, 1)
 		require.NotNil(t, events[0].Error)
-		assert.Equal(t, a2atask.CodeVersionNotSupported, events[0].Error.Code)
+		assert.Equal(t, int(errcode.VersionNotSupported), events[0].Error.Code)
 	})
 	t.Run("not the supervaizer methods", func(t *testing.T) {
 		h := newHarness(t)
@@ -611,7 +612,7 @@ func TestA2A10Stream(t *testing.T) {
 	terminal, _ := openStream(t, hs.URL, a2atask.MethodSubscribeToTask, map[string]any{"id": "job-s10"})
 	ev := next(t, terminal)
 	require.NotNil(t, ev.Error)
-	assert.Equal(t, a2atask.CodeUnsupportedOperation, ev.Error.Code)
+	assert.Equal(t, int(errcode.UnsupportedOperation), ev.Error.Code)
 	ended(t, terminal)
 
 	help, _ := openStream(t, hs.URL, a2atask.MethodSendStreamingMessage, message10Params("msg-shelp10", "topic.help", nil, nil))
@@ -647,9 +648,9 @@ func TestA2A10TokenScopes(t *testing.T) {
 		{"SendMessage without the action scope", a2atask.MethodSendMessage, send, token(supervaizer.MethodActionInvoke), -32030, "workspace_authorization_missing_scope"},
 		{"GetTask without the job.sync scope", a2atask.MethodGetTask, id, token(supervaizer.MethodActionInvoke, "job.start"), -32030, "workspace_authorization_missing_scope"},
 		{"GetTask with the job.sync scope", a2atask.MethodGetTask, id, token(supervaizer.MethodActionInvoke, "job.sync"), 0, ""},
-		{"GetTask of another workspace's task", a2atask.MethodGetTask, id, other, a2atask.CodeTaskNotFound, ""},
+		{"GetTask of another workspace's task", a2atask.MethodGetTask, id, other, int(errcode.TaskNotFound), ""},
 		{"CancelTask without the job.stop scope", a2atask.MethodCancelTask, id, token(supervaizer.MethodActionInvoke, "job.sync"), -32030, "workspace_authorization_missing_scope"},
-		{"CancelTask of another workspace's task", a2atask.MethodCancelTask, id, other, a2atask.CodeTaskNotFound, ""},
+		{"CancelTask of another workspace's task", a2atask.MethodCancelTask, id, other, int(errcode.TaskNotFound), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"reflect"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -99,7 +100,7 @@ func HandleActionFor[In any](r HandlerRegistry, id string, h func(ctx context.Co
 
 // invalidParams is the -32602 error of a request that breaks its model.
 func invalidParams(msg string, ps []contracts.Problem) *Error {
-	return newError(CodeInvalidParams, msg, map[string]any{"errors": ps})
+	return newError(errcode.InvalidParams, msg, map[string]any{"errors": ps})
 }
 
 // inputError is a -32602 raised by the SDK's own input validation inside a

@@ -251,7 +251,7 @@ func TestServerRegisterHTTPErrorStopsStartup(t *testing.T) {
 	f.Answer("POST /ctrl-events/", http.StatusInternalServerError, `{"detail":"database unavailable"}`)
 	srv, sink := studioServer(t, f, nil)
 	err := srv.Start(context.Background())
-	var se *studio.Error
+	var se *studio.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusInternalServerError, se.StatusCode)
 	assert.Contains(t, err.Error(), "server.register")

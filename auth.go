@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
 )
 
@@ -218,5 +219,5 @@ func (s *Server) verifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contra
 }
 
 func authFailure(code, msg string) *Error {
-	return newError(CodeUnauthorized, msg, map[string]any{"code": code})
+	return newError(errcode.Unauthorized, msg, map[string]any{"code": code})
 }

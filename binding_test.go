@@ -9,6 +9,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -57,7 +58,7 @@ func TestWorkspaceBindingRequired(t *testing.T) {
 		require.NotEmpty(t, res.Errors)
 		assert.Equal(t, contracts.ErrorWorkspaceBindingMissing, res.Errors[0].Code)
 		_, err = ts.LoadSurface(t.Context(), ts.SurfaceRequest("job.start"))
-		assert.Equal(t, sv.CodeUnauthorized, sv.CodeOf(err))
+		assert.Equal(t, errcode.Unauthorized, sv.CodeOf(err))
 		assert.Equal(t, contracts.ErrorWorkspaceBindingMissing, svtest.AuthCode(err))
 		assert.Zero(t, ran["job.start"]+ran["surface:job.start"], "no handler ran")
 

@@ -20,6 +20,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -185,7 +186,7 @@ func TestResumeRejected(t *testing.T) {
 			}
 			rpc := f.invoke(t, params)
 			require.NotNil(t, rpc.Error, "the decision must be rejected")
-			assert.Equal(t, int(sv.CodeInternalError), rpc.Error.Code)
+			assert.Equal(t, int(errcode.InternalError), rpc.Error.Code)
 			assert.Equal(t, "Action handler failed", rpc.Error.Message)
 			assert.Contains(t, f.logs.String(), tt.wantReason, "the precise reason is logged")
 			select {

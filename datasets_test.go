@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 func TestDashboardRefProblems(t *testing.T) {
@@ -45,7 +46,7 @@ func TestActionOutcome(t *testing.T) {
 	probs := []contracts.Problem{{Loc: []any{"input", "limit"}, Msg: "must be an integer", Type: "type", Path: "/input/limit"}}
 	res, err := actionOutcome(OK(), probs, nil)
 	assert.Nil(t, res)
-	assert.Equal(t, CodeInvalidParams, CodeOf(err))
+	assert.Equal(t, errcode.InvalidParams, CodeOf(err))
 	res, err = actionOutcome(OK(), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, contracts.StatusOK, res.Status)

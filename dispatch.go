@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -106,7 +107,7 @@ func (s *Server) readCall(c *Call, ref *refusal) bool {
 	req, rpcErr := jsonrpc.Decode(c.t, body)
 	c.rpc = *req
 	if rpcErr != nil {
-		ref.status, ref.rpc = http.StatusOK, newError(Code(rpcErr.Code), rpcErr.Message, rpcErr.Data)
+		ref.status, ref.rpc = http.StatusOK, newError(rpcErr.Code, rpcErr.Message, rpcErr.Data)
 		return false
 	}
 	return true
@@ -277,7 +278,7 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 		h = a.action(req.Action)
 	}
 	if h == nil {
-		return dst, newError(CodeActionNotRegistered, "Action handler not registered: "+req.Action,
+		return dst, newError(errcode.ActionNotRegistered, "Action handler not registered: "+req.Action,
 			map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 	}
 	call := withCall(ctx, a, ws)
@@ -337,12 +338,12 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 
 // actionFailed is the -32603 error of a failed action handler.
 func actionFailed(req *ActionRequest) *Error {
-	return newError(CodeInternalError, "Action handler failed", map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
+	return newError(errcode.InternalError, "Action handler failed", map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 }
 
 // surfaceFailed is the -32603 error of a failed surface handler.
 func surfaceFailed(req *SurfaceRequest) *Error {
-	return newError(CodeInternalError, "Surface handler failed", map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface})
+	return newError(errcode.InternalError, "Surface handler failed", map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface})
 }
 
 // runAction calls the handler, validates its result and appends it to dst.
@@ -460,7 +461,7 @@ func loadSurface(s *Server, c *Call, req *SurfaceRequest, dst []byte) ([]byte, *
 		h = a.surface(req.Surface)
 	}
 	if h == nil {
-		return dst, newError(CodeSurfaceNotRegistered, "Surface handler not registered: "+req.Surface,
+		return dst, newError(errcode.SurfaceNotRegistered, "Surface handler not registered: "+req.Surface,
 			map[string]any{"agent_slug": req.AgentSlug, "surface": req.Surface})
 	}
 	ctx = withCall(ctx, a, ws)
@@ -552,10 +553,10 @@ func callSurface(ctx context.Context, h SurfaceHandler, req *SurfaceRequest) (re
 }
 
 func (s *Server) writeRPCError(w http.ResponseWriter, id json.RawMessage, e *Error) {
-	out, err := jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: int(e.code), Message: e.message, Data: e.data})
+	out, err := jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: e.code, Message: e.message, Data: e.data})
 	if err != nil {
 		s.logger.Error("encode JSON-RPC error", slog.Int("code", int(e.code)), slog.Any("error", err))
-		out, _ = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: int(CodeInternalError), Message: "Internal error"})
+		out, _ = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: errcode.InternalError, Message: "Internal error"})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)

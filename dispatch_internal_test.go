@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/encode"
 	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 )
@@ -22,7 +23,7 @@ type echoParams struct{ text string }
 func decodeEcho(_ *Server, c *Call) (echoParams, *Error) {
 	n, ok := c.t.Member(c.rpc.ParamsNode, []byte("text"))
 	if c.rpc.ParamsNode < 0 || !ok {
-		return echoParams{}, newError(CodeInvalidParams, "text is required", nil)
+		return echoParams{}, newError(errcode.InvalidParams, "text is required", nil)
 	}
 	return echoParams{text: string(c.t.Str(n))}, nil
 }

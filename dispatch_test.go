@@ -20,6 +20,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -55,74 +56,74 @@ func (m tokenMode) header(tb testing.TB, h *harness) string {
 // here so that a wrong update of the files cannot go unnoticed.
 type goldenCase struct {
 	token tokenMode
-	code  supervaizer.Code // 0: success
-	runs  bool             // a handler body runs
+	code  errcode.Code // 0: success
+	runs  bool         // a handler body runs
 }
 
 // rpcGoldenCases covers every row of the error table of the protocol and
 // the successful calls (ids string, integer, integral float, null and absent;
 // wrapped and flat params).
 var rpcGoldenCases = map[string]goldenCase{
-	"parse_error_truncated":                          {tokenValid, contracts.CodeParseError, false},
-	"parse_error_not_json":                           {tokenValid, contracts.CodeParseError, false},
-	"invalid_request_batch":                          {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_scalar":                         {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_jsonrpc_version":                {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_method_missing":                 {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_method_not_string":              {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_id_boolean":                     {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_id_fractional":                  {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_id_array":                       {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_params_array":                   {tokenValid, contracts.CodeInvalidRequest, false},
-	"invalid_request_params_string":                  {tokenValid, contracts.CodeInvalidRequest, false},
-	"method_not_found":                               {tokenValid, contracts.CodeMethodNotFound, false},
-	"invalid_params_action_empty":                    {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_mission_id_mismatch":      {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_mission_metadata_null":    {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_mission_metadata_string":  {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_mission_metadata_array":   {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_request_id_number":        {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_input_array":              {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_wrapped_not_object":       {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_typed_input":              {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_action_case_variant_key":         {tokenNone, supervaizer.CodeInvalidParams, false},
-	"invalid_params_surface_empty":                   {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_surface_mission_id_mismatch":     {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_surface_workspace_id_number":     {tokenValid, supervaizer.CodeInvalidParams, false},
-	"invalid_params_surface_mission_metadata_string": {tokenValid, supervaizer.CodeInvalidParams, false},
-	"action_not_registered":                          {tokenValid, supervaizer.CodeActionNotRegistered, false},
-	"surface_not_registered":                         {tokenValid, supervaizer.CodeSurfaceNotRegistered, false},
-	"unauthorized_missing_token":                     {tokenNone, supervaizer.CodeUnauthorized, false},
-	"unauthorized_invalid_token":                     {tokenUntrusted, supervaizer.CodeUnauthorized, false},
-	"unauthorized_malformed_token":                   {tokenMalformed, supervaizer.CodeUnauthorized, false},
-	"unauthorized_missing_scope":                     {tokenNarrow, supervaizer.CodeUnauthorized, false},
-	"unauthorized_wrong_workspace":                   {tokenValid, supervaizer.CodeUnauthorized, false},
-	"unauthorized_unknown_agent":                     {tokenValid, supervaizer.CodeUnauthorized, false},
-	"unauthorized_unregistered_action":               {tokenNone, supervaizer.CodeUnauthorized, false},
-	"unauthorized_custom_binding_action":             {tokenNone, supervaizer.CodeUnauthorized, false},
-	"unauthorized_surface_missing_token":             {tokenNone, supervaizer.CodeUnauthorized, false},
-	"unauthorized_surface_binding_options":           {tokenNone, supervaizer.CodeUnauthorized, false},
-	"handler_failed_error":                           {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_invalid_params":            {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_coded":                     {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_parse_error":               {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_invalid_request":           {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_method_not_found":          {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_internal_error":            {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_action_not_registered":     {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_surface_not_registered":    {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_blocked":                   {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_recovery_required":         {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_checkpoint_request":        {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_resource_error":            {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_not_found":                 {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_error_context_canceled":          {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_panic":                           {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_invalid_result":                  {tokenValid, supervaizer.CodeInternalError, true},
-	"handler_failed_nil_result":                      {tokenValid, supervaizer.CodeInternalError, true},
-	"surface_failed_missing_document":                {tokenValid, supervaizer.CodeInternalError, true},
-	"surface_failed_invalid_document":                {tokenValid, supervaizer.CodeInternalError, true},
-	"surface_failed_error":                           {tokenValid, supervaizer.CodeInternalError, true},
+	"parse_error_truncated":                          {tokenValid, errcode.ParseError, false},
+	"parse_error_not_json":                           {tokenValid, errcode.ParseError, false},
+	"invalid_request_batch":                          {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_scalar":                         {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_jsonrpc_version":                {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_method_missing":                 {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_method_not_string":              {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_id_boolean":                     {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_id_fractional":                  {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_id_array":                       {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_params_array":                   {tokenValid, errcode.InvalidRequest, false},
+	"invalid_request_params_string":                  {tokenValid, errcode.InvalidRequest, false},
+	"method_not_found":                               {tokenValid, errcode.MethodNotFound, false},
+	"invalid_params_action_empty":                    {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_mission_id_mismatch":      {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_mission_metadata_null":    {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_mission_metadata_string":  {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_mission_metadata_array":   {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_request_id_number":        {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_input_array":              {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_wrapped_not_object":       {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_typed_input":              {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_action_case_variant_key":         {tokenNone, errcode.InvalidParams, false},
+	"invalid_params_surface_empty":                   {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_surface_mission_id_mismatch":     {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_surface_workspace_id_number":     {tokenValid, errcode.InvalidParams, false},
+	"invalid_params_surface_mission_metadata_string": {tokenValid, errcode.InvalidParams, false},
+	"action_not_registered":                          {tokenValid, errcode.ActionNotRegistered, false},
+	"surface_not_registered":                         {tokenValid, errcode.SurfaceNotRegistered, false},
+	"unauthorized_missing_token":                     {tokenNone, errcode.Unauthorized, false},
+	"unauthorized_invalid_token":                     {tokenUntrusted, errcode.Unauthorized, false},
+	"unauthorized_malformed_token":                   {tokenMalformed, errcode.Unauthorized, false},
+	"unauthorized_missing_scope":                     {tokenNarrow, errcode.Unauthorized, false},
+	"unauthorized_wrong_workspace":                   {tokenValid, errcode.Unauthorized, false},
+	"unauthorized_unknown_agent":                     {tokenValid, errcode.Unauthorized, false},
+	"unauthorized_unregistered_action":               {tokenNone, errcode.Unauthorized, false},
+	"unauthorized_custom_binding_action":             {tokenNone, errcode.Unauthorized, false},
+	"unauthorized_surface_missing_token":             {tokenNone, errcode.Unauthorized, false},
+	"unauthorized_surface_binding_options":           {tokenNone, errcode.Unauthorized, false},
+	"handler_failed_error":                           {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_invalid_params":            {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_coded":                     {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_parse_error":               {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_invalid_request":           {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_method_not_found":          {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_internal_error":            {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_action_not_registered":     {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_surface_not_registered":    {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_blocked":                   {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_recovery_required":         {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_checkpoint_request":        {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_resource_error":            {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_not_found":                 {tokenValid, errcode.InternalError, true},
+	"handler_failed_error_context_canceled":          {tokenValid, errcode.InternalError, true},
+	"handler_failed_panic":                           {tokenValid, errcode.InternalError, true},
+	"handler_failed_invalid_result":                  {tokenValid, errcode.InternalError, true},
+	"handler_failed_nil_result":                      {tokenValid, errcode.InternalError, true},
+	"surface_failed_missing_document":                {tokenValid, errcode.InternalError, true},
+	"surface_failed_invalid_document":                {tokenValid, errcode.InternalError, true},
+	"surface_failed_error":                           {tokenValid, errcode.InternalError, true},
 	"ok_action_id_string_wrapped":                    {tokenValid, 0, true},
 	"ok_action_id_integer_flat":                      {tokenValid, 0, true},
 	"ok_action_id_integral_float":                    {tokenValid, 0, true},
@@ -232,34 +233,34 @@ func TestRPCErrorShapes(t *testing.T) {
 				require.NoError(t, json.Unmarshal(e.Data, &data))
 			}
 			switch tc.code {
-			case contracts.CodeParseError:
+			case errcode.ParseError:
 				assert.Equal(t, "Parse error", e.Message)
 				assert.Nil(t, data)
 				assert.Nil(t, resp.ID)
-			case contracts.CodeMethodNotFound:
+			case errcode.MethodNotFound:
 				assert.Equal(t, "Method not found: supervaizer/job.start", e.Message)
 				assert.Nil(t, data)
-			case contracts.CodeInvalidRequest:
+			case errcode.InvalidRequest:
 				assert.Equal(t, "Invalid Request", e.Message)
 				assertProblems(t, data)
-			case supervaizer.CodeInvalidParams:
+			case errcode.InvalidParams:
 				if strings.Contains(name, "surface") {
 					assert.Equal(t, "Invalid Supervaizer v2 surface request", e.Message)
 				} else {
 					assert.Equal(t, "Invalid Supervaizer v2 action request", e.Message)
 				}
 				assertProblems(t, data)
-			case supervaizer.CodeActionNotRegistered:
+			case errcode.ActionNotRegistered:
 				assert.Equal(t, "Action handler not registered: job.unhandled", e.Message)
 				assert.Equal(t, map[string]any{"agent_slug": testAgentSlug, "action": "job.unhandled"}, data)
-			case supervaizer.CodeSurfaceNotRegistered:
+			case errcode.SurfaceNotRegistered:
 				assert.Equal(t, "Surface handler not registered: surface.unhandled", e.Message)
 				assert.Equal(t, map[string]any{"agent_slug": testAgentSlug, "surface": "surface.unhandled"}, data)
-			case supervaizer.CodeUnauthorized:
+			case errcode.Unauthorized:
 				require.Len(t, data, 1)
 				assert.Regexp(t, `^workspace_authorization_[a-z_]+$`, data["code"])
 				assert.NotEmpty(t, e.Message)
-			case supervaizer.CodeInternalError:
+			case errcode.InternalError:
 				require.Len(t, data, 2)
 				assert.Equal(t, testAgentSlug, data["agent_slug"])
 				if strings.HasPrefix(name, "surface_") {
@@ -421,7 +422,7 @@ func TestBootstrapCallsRunWithoutToken(t *testing.T) {
 		for _, id := range []string{"workspace_binding.delete", "Workspace_binding.options", "workspace_binding.options ", "workspace_binding.*"} {
 			resp := h.invoke(t, "", actionParams(id, nil))
 			require.NotNil(t, resp.Error, id)
-			assert.Equal(t, int(supervaizer.CodeUnauthorized), resp.Error.Code, id)
+			assert.Equal(t, int(errcode.Unauthorized), resp.Error.Code, id)
 		}
 		assert.Equal(t, before, h.calls.Load())
 	})
@@ -479,7 +480,7 @@ func TestLocalModeBypass(t *testing.T) {
 		h := local(t)
 		resp := h.invoke(t, "", actionParams("job.sync", func(p map[string]any) { p["agent_slug"] = "ghost-agent" }))
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int(supervaizer.CodeUnauthorized), resp.Error.Code)
+		assert.Equal(t, int(errcode.Unauthorized), resp.Error.Code)
 		assert.JSONEq(t, `{"code":"workspace_authorization_unknown_agent"}`, string(resp.Error.Data))
 		assert.Zero(t, h.calls.Load())
 	})
@@ -487,7 +488,7 @@ func TestLocalModeBypass(t *testing.T) {
 		h := local(t)
 		resp := h.invoke(t, "", actionParams("job.nonexistent", nil))
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int(supervaizer.CodeActionNotRegistered), resp.Error.Code)
+		assert.Equal(t, int(errcode.ActionNotRegistered), resp.Error.Code)
 	})
 
 	// Any configured setting disables the bypass.
@@ -810,7 +811,7 @@ func TestHandlerErrorKindsHaveGoldens(t *testing.T) {
 	for kind := range handlerErrorKinds {
 		tc, ok := rpcGoldenCases["handler_failed_error_"+kind]
 		if assert.True(t, ok, "no golden pair for the handler error kind %q", kind) {
-			assert.Equal(t, supervaizer.CodeInternalError, tc.code, kind)
+			assert.Equal(t, errcode.InternalError, tc.code, kind)
 		}
 	}
 }

@@ -120,6 +120,17 @@
 //
 // Handlers return business failures as results with status "error" ([Fail]).
 // Any other handler error, a panic or a result that breaks the contract is sent
-// as -32603 and logged; the SDK's own protocol errors carry the codes of
-// [Code].
+// as -32603 and logged. The errors an author meets:
+//
+//   - [*Error]: a JSON-RPC error object, with a code of package errcode: the
+//     SDK's answer to a call its own checks refused, as svtest's calls return
+//     it, or the -32602 a typed handler's invalid input gets. [CodeOf] reads
+//     the code of any error as the wire would carry it.
+//   - [*AuthError]: what a [WorkspaceVerifier] returns to refuse a token,
+//     answered -32030 with its code in data.code.
+//   - [ErrInstanceInUse]: [Server.Start] found the instance id held by
+//     another live process.
+//
+// Setup errors of [NewServer] and [Server.Start] are plain errors naming
+// what to fix.
 package supervaizer

@@ -16,6 +16,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -116,7 +117,7 @@ func TestDryRunsLeaveNoTrace(t *testing.T) {
 	// A dry-run result carrying job_state is invalid.
 	for _, action := range []string{"job.test", "job.try"} {
 		_, err := call(action, "job-2", "state-"+action, dryRunInput{Status: "running", JobState: true})
-		assert.Equal(t, sv.CodeInternalError, sv.CodeOf(err), action)
+		assert.Equal(t, errcode.InternalError, sv.CodeOf(err), action)
 		assert.Contains(t, logs.String(), "a dry-run result carries job_state (action \\\""+action+"\\\"")
 	}
 	stats, _ = health(t, ts.Server)
@@ -152,6 +153,6 @@ func TestSurfaceA2UIVersionPinned(t *testing.T) {
 	require.NotNil(t, res.A2UIVersion)
 	assert.Equal(t, contracts.A2UIVersion, *res.A2UIVersion)
 	_, err = ts.LoadSurface(t.Context(), ts.SurfaceRequest("dash.other"))
-	assert.Equal(t, sv.CodeInternalError, sv.CodeOf(err))
+	assert.Equal(t, errcode.InternalError, sv.CodeOf(err))
 	assert.Contains(t, logs.String(), `a2ui_version \"v0.9\" differs from the registration's a2ui_version \"`+contracts.A2UIVersion+`\"`)
 }

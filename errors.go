@@ -5,21 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-)
 
-// Code is a JSON-RPC error code. The Supervaizer codes match the Python
-// reference SDK.
-type Code int
-
-// JSON-RPC 2.0 and Supervaizer v2 error codes. The envelope's codes, which
-// only clients meet (-32700, -32600, -32601), are contracts.CodeParseError,
-// contracts.CodeInvalidRequest and contracts.CodeMethodNotFound.
-const (
-	CodeInvalidParams        Code = -32602 // the action or surface request is invalid
-	CodeInternalError        Code = -32603 // a handler failed or returned an invalid result
-	CodeActionNotRegistered  Code = -32010 // no handler for (agent_slug, action)
-	CodeSurfaceNotRegistered Code = -32011 // no handler for (agent_slug, surface)
-	CodeUnauthorized         Code = -32030 // workspace authorization failed
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // Error is a JSON-RPC error object: one the server sends for its own protocol
@@ -27,18 +14,18 @@ const (
 // with encoding/json ([Error.UnmarshalJSON]; svtest returns the errors it
 // reads as *Error). Only the SDK builds one and a client only reads one, so
 // the code it carries is always the code on the wire. A handler does not choose a code: any error
-// it returns, whatever its type, is sent as [CodeInternalError] with the
+// it returns, whatever its type, is sent as [errcode.InternalError] with the
 // message "Action handler failed" (or "Surface handler failed") and logged;
 // report a business failure as a result with status "error" ([Fail]).
 type Error struct {
-	code    Code
+	code    errcode.Code
 	message string
 	data    any
 	err     error // logged, never sent
 }
 
 // newError returns the error object the server sends.
-func newError(code Code, message string, data any) *Error {
+func newError(code errcode.Code, message string, data any) *Error {
 	return &Error{code: code, message: message, data: data}
 }
 
@@ -68,7 +55,7 @@ func (e *Error) UnmarshalJSON(b []byte) error {
 	if w.Code == nil {
 		return errors.New("supervaizer: JSON-RPC error object without a code")
 	}
-	*e = Error{code: Code(*w.Code), message: w.Message, data: w.Data}
+	*e = Error{code: errcode.Code(*w.Code), message: w.Message, data: w.Data}
 	return nil
 }
 
@@ -85,22 +72,22 @@ func (e *Error) Data() any { return e.data }
 // CodeOf returns the code of the JSON-RPC error err stands for, exactly the
 // code sent on the wire: 0 for nil; the code of err itself when it is an
 // *Error (one the server sent, or a client received and returned as is); and
-// [CodeInternalError] for any other error, which is what a handler's error
+// [errcode.InternalError] for any other error, which is what a handler's error
 // becomes — an *Error wrapped by a handler (fmt.Errorf("…: %w", err)) included,
 // since the dispatcher sends -32603 for it too (spec item 61). The -32602 of
 // the SDK's own input validation inside a typed handler ([HandleActionFor]),
 // returned as is, reports -32602.
-func CodeOf(err error) Code {
+func CodeOf(err error) errcode.Code {
 	switch e := err.(type) {
 	case nil:
 		return 0
 	case *Error:
 		if e == nil {
-			return CodeInternalError
+			return errcode.InternalError
 		}
 		return e.code
 	case *inputError:
 		return e.e.code
 	}
-	return CodeInternalError
+	return errcode.InternalError
 }

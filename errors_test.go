@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -21,19 +22,19 @@ func TestErrorUnmarshalJSON(t *testing.T) {
 	tests := []struct {
 		name     string
 		raw      string
-		wantCode supervaizer.Code
+		wantCode errcode.Code
 		wantMsg  string
 		wantData any
 		wantErr  string
 	}{
 		{name: "with data", raw: `{"code":-32030,"message":"Unauthorized","data":{"code":"workspace_authorization_expired"}}`,
-			wantCode: supervaizer.CodeUnauthorized, wantMsg: "Unauthorized", wantData: map[string]any{"code": "workspace_authorization_expired"}},
+			wantCode: errcode.Unauthorized, wantMsg: "Unauthorized", wantData: map[string]any{"code": "workspace_authorization_expired"}},
 		{name: "without data", raw: `{"code":-32601,"message":"Method not found: x"}`, wantCode: -32601, wantMsg: "Method not found: x"},
-		{name: "null data", raw: `{"code":-32602,"message":"m","data":null}`, wantCode: supervaizer.CodeInvalidParams, wantMsg: "m"},
-		{name: "numbers as float64", raw: `{"code":-32602,"message":"m","data":{"errors":[{"n":1}]}}`, wantCode: supervaizer.CodeInvalidParams,
+		{name: "null data", raw: `{"code":-32602,"message":"m","data":null}`, wantCode: errcode.InvalidParams, wantMsg: "m"},
+		{name: "numbers as float64", raw: `{"code":-32602,"message":"m","data":{"errors":[{"n":1}]}}`, wantCode: errcode.InvalidParams,
 			wantMsg: "m", wantData: map[string]any{"errors": []any{map[string]any{"n": float64(1)}}}},
-		{name: "no message", raw: `{"code":-32603}`, wantCode: supervaizer.CodeInternalError},
-		{name: "extra members", raw: `{"code":-32603,"message":"m","x":1}`, wantCode: supervaizer.CodeInternalError, wantMsg: "m"},
+		{name: "no message", raw: `{"code":-32603}`, wantCode: errcode.InternalError},
+		{name: "extra members", raw: `{"code":-32603,"message":"m","x":1}`, wantCode: errcode.InternalError, wantMsg: "m"},
 		{name: "no code", raw: `{"message":"m"}`, wantErr: "without a code"},
 		{name: "null code", raw: `{"code":null,"message":"m"}`, wantErr: "without a code"},
 		{name: "fractional code", raw: `{"code":1.5,"message":"m"}`, wantErr: "decode a JSON-RPC error object"},
@@ -73,7 +74,7 @@ func TestErrorUnmarshalJSONNull(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"error":{"code":-32030,"message":"m"}}`), &resp))
 	require.NotNil(t, resp.Error)
 	require.NoError(t, resp.Error.UnmarshalJSON([]byte(" null ")))
-	assert.Equal(t, supervaizer.CodeUnauthorized, supervaizer.CodeOf(resp.Error))
+	assert.Equal(t, errcode.Unauthorized, supervaizer.CodeOf(resp.Error))
 	assert.Equal(t, "m", resp.Error.Error())
 }
 
@@ -95,20 +96,20 @@ func TestCodeOfAWrappedError(t *testing.T) {
 	})
 	_, err := ts.Invoke(t.Context(), ts.Request("job.start", map[string]any{}))
 	require.Error(t, err)
-	assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err), "the code on the wire")
+	assert.Equal(t, errcode.InternalError, supervaizer.CodeOf(err), "the code on the wire")
 	assert.Equal(t, supervaizer.CodeOf(err), supervaizer.CodeOf(returned), "CodeOf of what the handler returned is the code sent")
 
 	tests := []struct {
 		name string
 		err  error
-		want supervaizer.Code
+		want errcode.Code
 	}{
 		{"nil", nil, 0},
-		{"received as is", &received, supervaizer.CodeUnauthorized},
-		{"wrapped", fmt.Errorf("x: %w", &received), supervaizer.CodeInternalError},
-		{"joined", errors.Join(errors.New("a"), &received), supervaizer.CodeInternalError},
-		{"typed nil", (*supervaizer.Error)(nil), supervaizer.CodeInternalError},
-		{"plain", errors.New("database down"), supervaizer.CodeInternalError},
+		{"received as is", &received, errcode.Unauthorized},
+		{"wrapped", fmt.Errorf("x: %w", &received), errcode.InternalError},
+		{"joined", errors.Join(errors.New("a"), &received), errcode.InternalError},
+		{"typed nil", (*supervaizer.Error)(nil), errcode.InternalError},
+		{"plain", errors.New("database down"), errcode.InternalError},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, supervaizer.CodeOf(tt.err), tt.name)

@@ -11,21 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/a2atask"
-	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // fuzzMaxBody is the body limit of the fuzzed servers.
 const fuzzMaxBody = 64 << 10
 
 // errorTableCodes are the codes of the protocol: nothing else may be sent.
-var errorTableCodes = map[supervaizer.Code]bool{
-	contracts.CodeParseError: true, contracts.CodeInvalidRequest: true, contracts.CodeMethodNotFound: true,
-	supervaizer.CodeInvalidParams: true, supervaizer.CodeInternalError: true, supervaizer.CodeActionNotRegistered: true,
-	supervaizer.CodeSurfaceNotRegistered: true, supervaizer.CodeUnauthorized: true,
+var errorTableCodes = map[errcode.Code]bool{
+	errcode.ParseError: true, errcode.InvalidRequest: true, errcode.MethodNotFound: true,
+	errcode.InvalidParams: true, errcode.InternalError: true, errcode.ActionNotRegistered: true,
+	errcode.SurfaceNotRegistered: true, errcode.Unauthorized: true,
 	// The A2A task methods' own codes (both bindings).
-	a2atask.CodeTaskNotFound: true, a2atask.CodeTaskNotCancelable: true, a2atask.CodePushNotificationNotSupported: true,
-	a2atask.CodeUnsupportedOperation: true, a2atask.CodeContentTypeNotSupported: true, a2atask.CodeVersionNotSupported: true,
+	errcode.TaskNotFound: true, errcode.TaskNotCancelable: true, errcode.PushNotificationNotSupported: true,
+	errcode.UnsupportedOperation: true, errcode.ContentTypeNotSupported: true, errcode.VersionNotSupported: true,
 }
 
 // addGoldenSeeds adds every golden request body to the corpus.
@@ -71,7 +70,7 @@ func checkRPCResponse(t *testing.T, body []byte) *rpcError {
 	}
 	require.NoError(t, json.Unmarshal(raw, &e))
 	require.NotNil(t, e.Code)
-	require.True(t, errorTableCodes[supervaizer.Code(*e.Code)], "code %d is not in the error table: %s", *e.Code, body)
+	require.True(t, errorTableCodes[errcode.Code(*e.Code)], "code %d is not in the error table: %s", *e.Code, body)
 	require.NotNil(t, e.Message)
 	require.NotEmpty(t, *e.Message)
 	out := &rpcError{Code: *e.Code, Message: *e.Message}
@@ -153,7 +152,7 @@ func FuzzRequestModel(f *testing.F) {
 		}
 		require.Equal(t, http.StatusOK, w.Code)
 		e := checkRPCResponse(t, w.Body.Bytes())
-		if e == nil || e.Code != int(supervaizer.CodeInvalidParams) {
+		if e == nil || e.Code != int(errcode.InvalidParams) {
 			return
 		}
 		var data struct {

@@ -23,6 +23,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
 	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -73,25 +74,25 @@ var testActionIDs = []string{
 // *Error carrying a protocol code (one a handler received as a client,
 // decoded here from the wire as svtest does: wireError) is no exception.
 var handlerErrorKinds = map[string]error{
-	"invalid_params":         fmt.Errorf("lookup: %w", wireError(supervaizer.CodeInvalidParams, "invalid params", nil)),
-	"coded":                  wireError(supervaizer.CodeUnauthorized, "secret-coded-message", nil),
-	"parse_error":            wireError(contracts.CodeParseError, "secret-parse", nil),
-	"invalid_request":        wireError(contracts.CodeInvalidRequest, "secret-request", nil),
-	"method_not_found":       wireError(contracts.CodeMethodNotFound, "secret-method", nil),
-	"internal_error":         wireError(supervaizer.CodeInternalError, "secret-internal", map[string]any{"secret": "x"}),
-	"action_not_registered":  wireError(supervaizer.CodeActionNotRegistered, "secret-action", nil),
-	"surface_not_registered": wireError(supervaizer.CodeSurfaceNotRegistered, "secret-surface", nil),
+	"invalid_params":         fmt.Errorf("lookup: %w", wireError(errcode.InvalidParams, "invalid params", nil)),
+	"coded":                  wireError(errcode.Unauthorized, "secret-coded-message", nil),
+	"parse_error":            wireError(errcode.ParseError, "secret-parse", nil),
+	"invalid_request":        wireError(errcode.InvalidRequest, "secret-request", nil),
+	"method_not_found":       wireError(errcode.MethodNotFound, "secret-method", nil),
+	"internal_error":         wireError(errcode.InternalError, "secret-internal", map[string]any{"secret": "x"}),
+	"action_not_registered":  wireError(errcode.ActionNotRegistered, "secret-action", nil),
+	"surface_not_registered": wireError(errcode.SurfaceNotRegistered, "secret-surface", nil),
 	"blocked":                &checkpoint.BlockedError{OccurrenceID: "secret-occ", Phase: "before", Status: checkpoint.Stop},
 	"recovery_required":      &checkpoint.RecoveryRequiredError{OccurrenceID: "secret-occ", Reason: checkpoint.RecoveryOccurrenceActive},
 	"checkpoint_request":     &checkpoint.RequestError{StatusCode: 502, Body: "secret-body"},
-	"resource_error":         &resource.Error{Code: "duplicate_email", Message: "secret-resource"},
+	"resource_error":         &resource.RefusalError{Code: "duplicate_email", Message: "secret-resource"},
 	"not_found":              fmt.Errorf("contact: %w", resource.ErrNotFound),
 	"context_canceled":       context.Canceled,
 }
 
 // wireError is the *Error a client reads for the JSON-RPC error object
 // {"code", "message", "data"}: decoded from the wire, as svtest does.
-func wireError(code supervaizer.Code, message string, data any) *supervaizer.Error {
+func wireError(code errcode.Code, message string, data any) *supervaizer.Error {
 	raw, err := json.Marshal(map[string]any{"code": code, "message": message, "data": data})
 	if err != nil {
 		panic(err)

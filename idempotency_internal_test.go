@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/canon"
 	"github.com/supervaize/supervaizer-go/store"
 )
@@ -90,7 +91,7 @@ func TestIdempotencyFailuresCarryActionData(t *testing.T) {
 	req := &ActionRequest{AgentSlug: "a", Action: "job.start", IdempotencyKey: "k", MissionID: "m", JobID: "j", Input: json.RawMessage(`{`)}
 	_, rpcErr := l.run(t.Context(), req, func(context.Context) ([]byte, *Error) { return nil, nil })
 	require.NotNil(t, rpcErr)
-	assert.Equal(t, CodeInternalError, CodeOf(rpcErr))
+	assert.Equal(t, errcode.InternalError, CodeOf(rpcErr))
 	assert.Equal(t, "Action handler failed", rpcErr.Error())
 	assert.Equal(t, map[string]any{"agent_slug": "a", "action": "job.start"}, rpcErr.Data())
 	assert.Error(t, rpcErr.Unwrap())

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	sv "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -72,7 +73,7 @@ func TestIdempotencyEncodingPanic(t *testing.T) {
 	for i, err := range errs {
 		var e *sv.Error
 		require.ErrorAs(t, err, &e, "call %d: a JSON-RPC error, not a dropped connection or a broken answer", i)
-		assert.Equal(t, sv.CodeInternalError, sv.CodeOf(err), "call %d", i)
+		assert.Equal(t, errcode.InternalError, sv.CodeOf(err), "call %d", i)
 		assert.Equal(t, "Action handler failed", e.Error(), "call %d", i)
 	}
 	assert.EqualValues(t, 1, calls.Load(), "the duplicates shared the one attempt")

@@ -16,6 +16,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -140,7 +141,7 @@ func TestIdempotencyFailedAttemptIsNotRecorded(t *testing.T) {
 	f := newIdemFixture(t, nil)
 	f.fail.Store(true)
 	_, err := f.ts.InvokeRaw(context.Background(), f.request("job.start", "k-1", "job-1", `{"topic_id":"x"}`))
-	assert.Equal(t, sv.CodeInternalError, sv.CodeOf(err))
+	assert.Equal(t, errcode.InternalError, sv.CodeOf(err))
 	f.fail.Store(false)
 	ok := f.invoke(t, "job.start", "k-1", "job-1", `{"topic_id":"x"}`)
 	assert.Contains(t, ok, `"status":"ok"`)
@@ -148,7 +149,7 @@ func TestIdempotencyFailedAttemptIsNotRecorded(t *testing.T) {
 
 	// Invalid input is refused before the layer records anything.
 	_, err = f.ts.InvokeRaw(context.Background(), f.request("job.start", "k-2", "job-2", `{"topic_id":""}`))
-	assert.Equal(t, sv.CodeInvalidParams, sv.CodeOf(err))
+	assert.Equal(t, errcode.InvalidParams, sv.CodeOf(err))
 	assert.Contains(t, f.invoke(t, "job.start", "k-2", "job-2", `{"topic_id":"y"}`), `"status":"ok"`)
 }
 

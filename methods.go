@@ -139,7 +139,7 @@ func fromRPC(e *jsonrpc.Error) *Error {
 	if e == nil {
 		return nil
 	}
-	return newError(Code(e.Code), e.Message, e.Data)
+	return newError(e.Code, e.Message, e.Data)
 }
 
 // toRPC is e as a binding receives it.
@@ -147,7 +147,7 @@ func toRPC(e *Error) *jsonrpc.Error {
 	if e == nil {
 		return nil
 	}
-	return &jsonrpc.Error{Code: int(e.code), Message: e.message, Data: e.data}
+	return &jsonrpc.Error{Code: e.code, Message: e.message, Data: e.data}
 }
 
 // a2aPipeline is the narrow face of the server the A2A bindings translate

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/observe"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -152,21 +152,21 @@ func TestObserverSeesEachCall(t *testing.T) {
 			name: "handler error",
 			call: rpcCall{body: rpcBody(t, 4, supervaizer.MethodActionInvoke, actionParams("fail.error", nil)), key: testWriteKey, token: token},
 			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "fail.error",
-				WorkspaceID: testWorkspaceID, Code: int(supervaizer.CodeInternalError), HTTPStatus: http.StatusOK},
+				WorkspaceID: testWorkspaceID, Code: int(errcode.InternalError), HTTPStatus: http.StatusOK},
 			handlers: []string{"action fail.error: database password=hunter2 rejected"}, tokens: verified,
 		},
 		{
 			name: "forged token",
 			call: rpcCall{body: rpcBody(t, 5, supervaizer.MethodActionInvoke, actionParams("job.sync", nil)), key: testWriteKey, token: forged},
 			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.sync",
-				WorkspaceID: testWorkspaceID, Code: int(supervaizer.CodeUnauthorized), HTTPStatus: http.StatusOK},
+				WorkspaceID: testWorkspaceID, Code: int(errcode.Unauthorized), HTTPStatus: http.StatusOK},
 			tokens: []observe.Token{{AgentSlug: testAgentSlug, Code: "workspace_authorization_bad_signature"}},
 		},
 		{
 			name: "malformed token",
 			call: rpcCall{body: rpcBody(t, 5, supervaizer.MethodActionInvoke, actionParams("job.sync", nil)), key: testWriteKey, token: "Bearer not-a-jwt"},
 			want: supervaizer.Call{Method: supervaizer.MethodActionInvoke, AgentSlug: testAgentSlug, Kind: "action", Name: "job.sync",
-				WorkspaceID: testWorkspaceID, Code: int(supervaizer.CodeUnauthorized), HTTPStatus: http.StatusOK},
+				WorkspaceID: testWorkspaceID, Code: int(errcode.Unauthorized), HTTPStatus: http.StatusOK},
 			tokens: []observe.Token{{AgentSlug: testAgentSlug, Code: "workspace_authorization_malformed"}},
 		},
 		{
@@ -179,7 +179,7 @@ func TestObserverSeesEachCall(t *testing.T) {
 		{
 			name: "unknown method",
 			call: rpcCall{body: rpcBody(t, 7, "tasks/unknown", map[string]any{}), key: testWriteKey},
-			want: supervaizer.Call{Method: "other", Code: contracts.CodeMethodNotFound, HTTPStatus: http.StatusOK},
+			want: supervaizer.Call{Method: "other", Code: int(errcode.MethodNotFound), HTTPStatus: http.StatusOK},
 		},
 		{
 			name: "no API key",

@@ -32,7 +32,7 @@ import (
 // The action inputs and effects are described at [resource.Binding.Invoke]:
 // malformed input is answered with -32602; missing context, a refused item, a
 // refused import and the handler's [resource.ErrNotFound] and
-// [resource.Error] with a status "error" result (codes
+// [resource.RefusalError] with a status "error" result (codes
 // [contracts.ErrorMissingContext], [contracts.ErrorNotFound], the field codes
 // of [a2ui.ValidateValues], [contracts.ErrorImportRejected], …). Imports are
 // described at [resource.ImportBatch].

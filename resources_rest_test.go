@@ -14,6 +14,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/resource"
 )
 
@@ -227,5 +228,5 @@ func TestDataResourceHandlerFailures(t *testing.T) {
 		assert.Equal(t, `{"detail":"Resource handler failed"}`, w.Body.String())
 	}
 	_, err = f.ts.Invoke(context.Background(), f.ts.Request("resource.contacts.list", nil))
-	assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.InternalError, supervaizer.CodeOf(err))
 }

@@ -22,6 +22,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -132,7 +133,7 @@ func (s *resStore) resource() resource.Handlers[resContact] {
 			defer s.mu.Unlock()
 			s.record(rc)
 			if c.Email == "taken@example.com" {
-				return c, &resource.Error{Code: "duplicate_email", Message: "this e-mail is already a contact", Field: "email", Status: http.StatusConflict}
+				return c, &resource.RefusalError{Code: "duplicate_email", Message: "this e-mail is already a contact", Field: "email", Status: http.StatusConflict}
 			}
 			return s.add(rc, c), nil
 		},
@@ -556,10 +557,10 @@ func TestResourceItemChecks(t *testing.T) {
 	// Malformed input is a protocol error on /a2a, a 400 on REST.
 	req := f.ts.Request("resource.contacts.create", map[string]any{"item": "not an object"})
 	_, err := f.ts.Invoke(context.Background(), req)
-	assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err))
 	req = f.ts.Request("resource.contacts.get", map[string]any{})
 	_, err = f.ts.Invoke(context.Background(), req)
-	assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err))
 	assert.Equal(t, http.StatusBadRequest, f.rest(t, resAlpha, http.MethodPost, "contacts", "create", "", `[1]`).Code)
 	w := f.do(t, resCall{method: http.MethodPost, path: resPath("contacts", ""),
 		body: `{"email":"a@x.test"}`, contentType: "text/plain", ws: resAlpha, scopes: []string{"resource.contacts.create"}})
@@ -629,7 +630,7 @@ func TestResourceListPaging(t *testing.T) {
 
 	for _, in := range []map[string]any{{"limit": 0}, {"limit": 1001}, {"limit": 1.5}, {"offset": -1}, {"search": 3}, {"filters": []any{}}} {
 		_, err := f.ts.Invoke(context.Background(), f.ts.Request("resource.contacts.list", in))
-		assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err), "%v", in)
+		assert.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err), "%v", in)
 	}
 	for _, q := range []string{"?limit=0", "?limit=1001", "?limit=x", "?offset=-2"} {
 		w := f.do(t, resCall{method: http.MethodGet, path: resPath("contacts", q), ws: resAlpha, scopes: []string{"resource.contacts.list"}})
@@ -810,7 +811,7 @@ func TestDatasetQuery(t *testing.T) {
 	assert.Equal(t, "extra 0", res.Effects[0].Rows[0]["label"])
 	for _, in := range []map[string]any{{"limit": 0}, {"limit": 1001}, {"offset": "1"}} {
 		_, err := f.ts.Invoke(context.Background(), f.ts.Request("dataset.contact_stats.query", in))
-		assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err), "%v", in)
+		assert.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err), "%v", in)
 	}
 
 	// Datasets have no REST route.
@@ -913,7 +914,7 @@ func TestResourceDeclaredOperationWithoutImplementation(t *testing.T) {
 		r.JobID = "j"
 		return r
 	}())
-	assert.Equal(t, supervaizer.CodeActionNotRegistered, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.ActionNotRegistered, supervaizer.CodeOf(err))
 	w := f.rest(t, resAlpha, http.MethodPost, "tasks", "create", "", `{"email":"x@y"}`)
 	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
 	assert.Zero(t, f.tasks.calls.Load())

@@ -10,6 +10,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -69,7 +70,7 @@ func TestStudioInputKeysFollowTheSetupIDs(t *testing.T) {
 			_, err = ts.Invoke(t.Context(), req)
 			if !tt.tolerated {
 				require.Error(t, err)
-				assert.Equal(t, sv.CodeInvalidParams, sv.CodeOf(err))
+				assert.Equal(t, errcode.InvalidParams, sv.CodeOf(err))
 				assert.NotContains(t, seen, tt.action, "the handler did not run")
 				return
 			}

@@ -11,6 +11,7 @@ import (
 
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -33,7 +34,7 @@ func TestInvalidDocumentLogsTheRule(t *testing.T) {
 	_, err = ts.LoadSurface(t.Context(), ts.SurfaceRequest("mission.agent.surface.contact_import"))
 	var rpcErr *sv.Error
 	require.ErrorAs(t, err, &rpcErr)
-	assert.Equal(t, sv.CodeInternalError, sv.CodeOf(err))
+	assert.Equal(t, errcode.InternalError, sv.CodeOf(err))
 	assert.Equal(t, "Surface handler failed", rpcErr.Error(), "no detail leaked")
 	assert.Equal(t, map[string]any{"agent_slug": "research-agent", "surface": "mission.agent.surface.contact_import"}, rpcErr.Data())
 	line := ""

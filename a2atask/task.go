@@ -14,7 +14,7 @@ const (
 	MethodTasksResubscribe = "tasks/resubscribe"
 	// MethodPushConfigPrefix starts every push notification method
 	// (tasks/pushNotificationConfig/set, get, list, delete): each is answered
-	// with [CodePushNotificationNotSupported].
+	// with [errcode.PushNotificationNotSupported].
 	MethodPushConfigPrefix = "tasks/pushNotificationConfig/"
 )
 
@@ -27,15 +27,15 @@ const (
 	MethodSendStreamingMessage = "SendStreamingMessage" // message/stream
 	MethodGetTask              = "GetTask"              // tasks/get
 	MethodCancelTask           = "CancelTask"           // tasks/cancel
-	MethodSubscribeToTask      = "SubscribeToTask"      // tasks/resubscribe; a terminal task is [CodeUnsupportedOperation]
+	MethodSubscribeToTask      = "SubscribeToTask"      // tasks/resubscribe; a terminal task is [errcode.UnsupportedOperation]
 	// The push notification methods, each answered with
-	// [CodePushNotificationNotSupported].
+	// [errcode.PushNotificationNotSupported].
 	MethodCreateTaskPushNotificationConfig = "CreateTaskPushNotificationConfig"
 	MethodGetTaskPushNotificationConfig    = "GetTaskPushNotificationConfig"
 	MethodListTaskPushNotificationConfigs  = "ListTaskPushNotificationConfigs"
 	MethodDeleteTaskPushNotificationConfig = "DeleteTaskPushNotificationConfig"
 	// Operations the agent does not offer, each answered with
-	// [CodeUnsupportedOperation]: the controller keeps no list of tasks (a
+	// [errcode.UnsupportedOperation]: the controller keeps no list of tasks (a
 	// task is read by its id), and the card declares no extended card.
 	MethodListTasks            = "ListTasks"
 	MethodGetExtendedAgentCard = "GetExtendedAgentCard"
@@ -49,20 +49,8 @@ const (
 	// HeaderVersion is the request header in which an A2A client names the
 	// protocol version it speaks. Absent, or naming 0.3 or 1.0 (any patch
 	// version), the call is served; naming any other version, it is answered
-	// with [CodeVersionNotSupported].
+	// with [errcode.VersionNotSupported].
 	HeaderVersion = "A2A-Version"
-)
-
-// The A2A JSON-RPC error codes the task methods answer, besides those of
-// JSON-RPC 2.0 and of supervaizer/action.invoke (-32010, -32030), which keep
-// their codes.
-const (
-	CodeTaskNotFound                 = -32001 // unknown task, or a task of another workspace
-	CodeTaskNotCancelable            = -32002 // terminal task, or an agent without job.stop
-	CodePushNotificationNotSupported = -32003 // tasks/pushNotificationConfig/* and the 1.0 push config methods
-	CodeUnsupportedOperation         = -32004 // ListTasks, GetExtendedAgentCard, SubscribeToTask on a terminal task
-	CodeContentTypeNotSupported      = -32005 // a 1.0 data part whose mediaType is not application/json
-	CodeVersionNotSupported          = -32009 // an A2A-Version header naming neither 0.3 nor 1.0
 )
 
 // The params.metadata keys a client may set on message/send and

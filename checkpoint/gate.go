@@ -488,7 +488,7 @@ func decodeCheckpointResponse(raw []byte, snapshotHash string) (Response, error)
 // *RequestError.
 func postRuleCheckpoint(ctx context.Context, c *studio.Client, token checkpointToken, payload []byte) ([]byte, error) {
 	body, err := c.PostRuleCheckpoint(ctx, token.reveal(), payload)
-	if se := (*studio.Error)(nil); errors.As(err, &se) {
+	if se := (*studio.StatusError)(nil); errors.As(err, &se) {
 		return nil, &RequestError{StatusCode: se.StatusCode, Body: se.Body}
 	}
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svotel "github.com/supervaize/supervaizer-go/otel"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -222,7 +223,7 @@ func TestForgedToken(t *testing.T) {
 	req := f.ts.Request("job.sync", nil)
 	forged := svtest.NewFakeStudio(t).Mint(f.ts.Studio.ActionClaims(req))
 	code, data := f.post(t, req, forged, nil)
-	require.EqualValues(t, supervaizer.CodeUnauthorized, code)
+	require.EqualValues(t, errcode.Unauthorized, code)
 	var d struct{ Code string }
 	require.NoError(t, json.Unmarshal(data, &d))
 	require.NotEmpty(t, d.Code)
@@ -230,10 +231,10 @@ func TestForgedToken(t *testing.T) {
 	m := f.metrics(t)
 	assert.EqualValues(t, 1, sum(t, m[svotel.MetricTokenVerifications], attribute.String("supervaizer.token.outcome", d.Code)))
 	assert.EqualValues(t, 0, sum(t, m[svotel.MetricTokenVerifications], attribute.String("supervaizer.token.outcome", "verified")))
-	assert.EqualValues(t, 1, sum(t, m[svotel.MetricCalls], attribute.Int("rpc.jsonrpc.error_code", int(supervaizer.CodeUnauthorized))))
+	assert.EqualValues(t, 1, sum(t, m[svotel.MetricCalls], attribute.Int("rpc.jsonrpc.error_code", int(errcode.Unauthorized))))
 	spans := f.spans.GetSpans().Snapshots()
 	require.Len(t, spans, 1)
-	assert.EqualValues(t, supervaizer.CodeUnauthorized, attrs(spans[0])["rpc.jsonrpc.error_code"].AsInt64())
+	assert.EqualValues(t, errcode.Unauthorized, attrs(spans[0])["rpc.jsonrpc.error_code"].AsInt64())
 	assert.Equal(t, "Error", spans[0].Status().Code.String())
 }
 

@@ -183,7 +183,7 @@ func (b *Binding) serves(op string) bool {
 //	import  {"format"?, "content", "encoding"?, "fields"?} resource.imported {resource, count, items, errors, gaps, summary, job_id, case}
 //
 // Missing context, a refused item or import and the handler's [ErrNotFound]
-// and [Error] are a status "error" result. Malformed input returns the
+// and [RefusalError] are a status "error" result. Malformed input returns the
 // problems found (answered with JSON-RPC -32602) and runs no handler. Any
 // other error is the handler's failure.
 func (b *Binding) Invoke(ctx context.Context, op string, req *contracts.ActionRequest) (res *contracts.ActionResult, problems []contracts.Problem, err error) {

@@ -112,7 +112,7 @@ func missingContext(key, why string) *opError {
 }
 
 // asOpError maps a handler error to a refusal: an *opError as is,
-// [ErrNotFound] to not_found, an *[Error] to its code. Any other error is a
+// [ErrNotFound] to not_found, an *[RefusalError] to its code. Any other error is a
 // failure (false).
 func asOpError(err error) (*opError, bool) {
 	var oe *opError
@@ -123,7 +123,7 @@ func asOpError(err error) (*opError, bool) {
 		return &opError{Status: http.StatusNotFound, Detail: "Item not found",
 			Errs: []contracts.ResultError{{Code: contracts.ErrorNotFound, Message: "item not found"}}}, true
 	}
-	var re *Error
+	var re *RefusalError
 	if errors.As(err, &re) {
 		status := re.Status
 		if status < 400 || status > 599 {

@@ -75,7 +75,7 @@ func BindDataset[Row any](def contracts.DatasetDefinition, query func(ctx contex
 // encoded as a JSON object. A query from the job.analytics surface without
 // job_id, or on a job- or mission-scoped dataset without its id, is a status
 // "error" result naming the missing key, and the handler does not run; so
-// are its [ErrNotFound] and [Error]. Malformed input returns the problems
+// are its [ErrNotFound] and [RefusalError]. Malformed input returns the problems
 // found (answered with JSON-RPC -32602). Any other error is the handler's
 // failure.
 func (d *Dataset) Query(ctx context.Context, req *contracts.ActionRequest) (res *contracts.ActionResult, problems []contracts.Problem, err error) {

@@ -1,7 +1,7 @@
 // Package resource serves the typed resources and datasets an agent declares
 // in its registration: the DataResource handlers an author writes
 // ([Handlers], [Context], [ScopeKey], [ListQuery], [DatasetQuery]), the
-// business refusals they return ([ErrNotFound], [Error]), the CSV imports
+// business refusals they return ([ErrNotFound], [RefusalError]), the CSV imports
 // ([ImportBatch], [ImportReport], [ImportLimits], [ImportRowError]) and the
 // DataResource context headers, mission metadata included ([ContextHeaders],
 // [ParseDataResourceContext]).
@@ -22,4 +22,14 @@
 //
 // [Bind], [BindDataset] and [Routes] are the engine the server runs: an agent
 // author does not call them.
+//
+// # Errors
+//
+// A handler returns [ErrNotFound] for an item its scope does not hold
+// (not_found, HTTP 404), a *[RefusalError] for a business refusal (a status
+// "error" result carrying its code; HTTP 422 or its Status), and any other
+// error for a failure (logged, never sent: -32603, HTTP 500).
+// [ParseDataResourceContext] refuses a malformed or contradicting context
+// header with a *[ContextHeaderError]; an import reports each refused row as
+// an [ImportRowError].
 package resource

@@ -46,7 +46,7 @@ func (s *contacts) handlers() resource.Handlers[contact] {
 			defer s.mu.Unlock()
 			for _, old := range s.items[rc.Scope] {
 				if old.Email == c.Email {
-					return contact{}, &resource.Error{Code: "duplicate_email", Message: "this e-mail address is taken", Field: "email"}
+					return contact{}, &resource.RefusalError{Code: "duplicate_email", Message: "this e-mail address is taken", Field: "email"}
 				}
 			}
 			c.ID = fmt.Sprintf("c-%d", len(s.items[rc.Scope])+1)

@@ -17,12 +17,12 @@ import (
 // "does not exist".
 var ErrNotFound = errors.New("supervaizer: item not found")
 
-// Error is a business refusal a resource or dataset handler returns, for
+// RefusalError is a business refusal a resource or dataset handler returns, for
 // example a duplicate e-mail address. It is answered with a status "error"
 // result carrying Code, Message and Field on POST /a2a, and with Status
 // (default 422) and {"detail": Message, "errors": [...]} on the DataResource
 // routes. Message is sent to Studio: never put secrets in it.
-type Error struct {
+type RefusalError struct {
 	Code    string // machine-readable, e.g. "duplicate_email"; required
 	Message string // human-readable
 	Field   string // the item field concerned, if any
@@ -30,7 +30,7 @@ type Error struct {
 }
 
 // Error returns the code and the message.
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *RefusalError) Error() string { return e.Code + ": " + e.Message }
 
 // ScopeKey is the verified partition of a resource or dataset call: the only
 // key a handler may select, store and delete items by. Workspace comes from
@@ -112,7 +112,7 @@ type ListQuery struct {
 //
 // Every operation receives the verified [Context]: read and write only
 // inside rc.Scope. Return [ErrNotFound] for an id absent from rc.Scope, a
-// *[Error] for a business refusal, any other error for a failure (logged,
+// *[RefusalError] for a business refusal, any other error for a failure (logged,
 // answered as an internal error).
 type Handlers[T any] struct {
 	// List returns at most q.Limit items of rc.Scope, from q.Offset.

@@ -3,6 +3,20 @@
 // lookup, the context client, billable consumption and rule-checkpoint calls.
 // A [supervaizer.Server] attached to Studio uses a [Client] for its startup;
 // an agent reaches the same client through the server.
+//
+// # Errors
+//
+//   - [*StatusError]: Studio answered a call with a non-2xx status; its body
+//     is kept with every secret masked.
+//   - [ErrNotAttached]: a call through a nil *Client, in a controller not
+//     attached to Studio (local mode, standalone).
+//   - [ErrHandshake], wrapped by [*KeyMismatchError] when Studio did not
+//     confirm the controller API key: server.register's answer is not the
+//     handshake the controller needs; [supervaizer.Server.Start] fails.
+//   - [*LookupFailedError]: an agent lookup got no usable answer; the agent
+//     is left as it was.
+//
+// Any other error is a transport failure, its message masked.
 package studio
 
 import (
@@ -46,7 +60,7 @@ const (
 // defaultRetryDelay is the pause before the first retry; it grows linearly.
 const defaultRetryDelay = 200 * time.Millisecond
 
-// maxErrorBody bounds the part of a Studio error response kept in a Error.
+// maxErrorBody bounds the part of a Studio error response kept in a StatusError.
 const maxErrorBody = 512
 
 // redacted replaces secrets in error strings.
@@ -263,9 +277,9 @@ func (a *Client) LogValue() slog.Value {
 		slog.String("api_key_fingerprint", redact.Fingerprint(a.key.Value())))
 }
 
-// Error is a non-2xx answer from Studio. Body is the start of the
+// StatusError is a non-2xx answer from Studio. Body is the start of the
 // response with every known key replaced by "[REDACTED]".
-type Error struct {
+type StatusError struct {
 	Method     string
 	Path       string // URL path of the request
 	StatusCode int
@@ -273,7 +287,7 @@ type Error struct {
 }
 
 // Error names the request and the status.
-func (e *Error) Error() string {
+func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("supervaizer: Studio %s %s: HTTP %d", e.Method, e.Path, e.StatusCode)
 	if e.Body != "" {
 		msg += ": " + e.Body
@@ -320,7 +334,7 @@ func (a *Client) call(ctx context.Context, method, path string, body any, secret
 		return nil, err
 	}
 	if status < 200 || status > 299 {
-		return nil, &Error{Method: method, Path: path, StatusCode: status, Body: a.mask(snippet(resp), secrets)}
+		return nil, &StatusError{Method: method, Path: path, StatusCode: status, Body: a.mask(snippet(resp), secrets)}
 	}
 	return resp, nil
 }
@@ -328,7 +342,7 @@ func (a *Client) call(ctx context.Context, method, path string, body any, secret
 // exchange performs a request with client, retrying after a transport
 // failure (never after an HTTP answer), and returns the status and bounded
 // body of the answer, whatever its status. An answer too large to read is a
-// *Error; a transport failure a *transportError whose message has the
+// *StatusError; a transport failure a *transportError whose message has the
 // account key and secrets masked. path names the request in the logs.
 func (a *Client) exchange(ctx context.Context, client *http.Client, method, target, path string, payload []byte, extra http.Header, secrets []string) (int, []byte, error) {
 	for attempt := 0; ; attempt++ {
@@ -339,7 +353,7 @@ func (a *Client) exchange(ctx context.Context, client *http.Client, method, targ
 				slog.Int("status", status), slog.Int("attempt", attempt+1), slog.Duration("elapsed", time.Since(start)))
 			return status, resp, nil
 		}
-		if se := (*Error)(nil); errors.As(err, &se) {
+		if se := (*StatusError)(nil); errors.As(err, &se) {
 			return 0, nil, se // an answer too large to read: not a transport failure
 		}
 		msg := a.mask(err.Error(), secrets)
@@ -392,7 +406,7 @@ func (a *Client) attempt(ctx context.Context, client *http.Client, method, targe
 		return 0, nil, fmt.Errorf("read response: %w", err)
 	}
 	if int64(len(b)) > a.maxBody {
-		return resp.StatusCode, nil, &Error{Method: method, Path: req.URL.Path, StatusCode: resp.StatusCode,
+		return resp.StatusCode, nil, &StatusError{Method: method, Path: req.URL.Path, StatusCode: resp.StatusCode,
 			Body: fmt.Sprintf("response larger than %d bytes", a.maxBody)}
 	}
 	return resp.StatusCode, b, nil
@@ -520,7 +534,7 @@ type wireEvent struct {
 }
 
 // SendEvent posts ev and returns Studio's response body. A non-2xx answer
-// (*Error) or a transport failure is an error. On a nil *Client (not
+// (*StatusError) or a transport failure is an error. On a nil *Client (not
 // attached to Studio) the event is dropped and SendEvent succeeds.
 func (a *Client) SendEvent(ctx context.Context, ev Event) ([]byte, error) {
 	return a.sendEvent(ctx, ev)
@@ -633,7 +647,7 @@ const (
 // body. The URL is built from the client only; redirects are not followed
 // (they would carry the token elsewhere). Transport failures are retried like
 // the other Studio calls: checkpoint calls are idempotent per occurrence and
-// phase. A non-2xx answer, or one too large to read, is an [*Error] with the
+// phase. A non-2xx answer, or one too large to read, is an [*StatusError] with the
 // token masked; a transport failure is returned with the token masked.
 func (a *Client) PostRuleCheckpoint(ctx context.Context, token string, payload []byte) ([]byte, error) {
 	client := *a.client
@@ -646,7 +660,7 @@ func (a *Client) PostRuleCheckpoint(ctx context.Context, token string, payload [
 		return nil, err
 	}
 	if status < 200 || status > 299 {
-		return nil, &Error{Method: http.MethodPost, Path: RuleCheckpointsPath, StatusCode: status, Body: a.mask(snippet(body), secrets)}
+		return nil, &StatusError{Method: http.MethodPost, Path: RuleCheckpointsPath, StatusCode: status, Body: a.mask(snippet(body), secrets)}
 	}
 	return body, nil
 }

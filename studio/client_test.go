@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 )
 
@@ -134,7 +135,7 @@ func TestAccountHTTPErrorsMaskKeys(t *testing.T) {
 	a := testClient(t, f, func(c *Config) { c.Logger = logger })
 	_, err := a.sendEvent(context.Background(), Event{Type: EventServerRegister, Source: ServerSource("server:00-00-00-00-00-01"),
 		Details: map[string]any{"api_key": studiotest.ControllerKey}}, studiotest.ControllerKey)
-	var se *Error
+	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusBadRequest, se.StatusCode)
 	assert.Equal(t, studiotest.EventsPath, se.Path)

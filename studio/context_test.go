@@ -114,7 +114,7 @@ func TestContextClientChecksBeforeSending(t *testing.T) {
 
 	f.Answer("POST /context/open/", http.StatusNotFound, `{"detail":"Unknown ref"}`)
 	_, err = c.Open(ctx, OpenRequest{Ref: "r"})
-	var se *Error
+	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusNotFound, se.StatusCode)
 	f.Answer("POST /context/search/", http.StatusOK, `[]`)

@@ -16,6 +16,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -367,7 +368,7 @@ func TestAttachedBilling(t *testing.T) {
 
 	ts.API.FailNext(ts.API.WorkspacePath(studio.BillingConsumptionPath), http.StatusServiceUnavailable)
 	_, err = acct.ReportConsumption(t.Context(), agent.Slug(), agent.Spec().BillingCatalog, brief)
-	var se *studio.Error
+	var se *studio.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusServiceUnavailable, se.StatusCode)
 	_, err = acct.ReportConsumption(t.Context(), agent.Slug(), agent.Spec().BillingCatalog, brief)
@@ -486,7 +487,7 @@ func TestConnect(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, surfaceID, sres.Surface)
 	_, err = remote.Invoke(t.Context(), remote.Request("job.nope", nil))
-	assert.Equal(t, supervaizer.CodeActionNotRegistered, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.ActionNotRegistered, supervaizer.CodeOf(err))
 	svtest.AssertConfirmIdempotent(t, remote, startRequest(remote, launchAction, "t-1"),
 		svtest.RecommendedChecks(map[string]any{"topic_id": "t-2"}))
 

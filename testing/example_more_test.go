@@ -18,6 +18,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -471,7 +472,7 @@ func ExampleTestServer_Invoke() {
 		fmt.Println(res.Status, res.Effects[0].Type, res.ReplaySafety.DedupeKeys)
 
 		_, err = ts.Invoke(t.Context(), ts.Request("job.pause", nil)) // a JSON-RPC error, as a *supervaizer.Error
-		fmt.Println(supervaizer.CodeOf(err) == supervaizer.CodeActionNotRegistered)
+		fmt.Println(supervaizer.CodeOf(err) == errcode.ActionNotRegistered)
 
 		ts.APIKey = "wrong-key" // refused before JSON-RPC applies
 		_, err = ts.Invoke(t.Context(), req)
@@ -496,7 +497,7 @@ func ExampleTestServer_LoadSurface() {
 		fmt.Println(res.Surface, *res.A2UICatalogVersion, string(res.Document))
 
 		_, err = ts.LoadSurface(t.Context(), ts.SurfaceRequest("settings"))
-		fmt.Println(supervaizer.CodeOf(err) == supervaizer.CodeSurfaceNotRegistered)
+		fmt.Println(supervaizer.CodeOf(err) == errcode.SurfaceNotRegistered)
 	})
 	// Output:
 	// dashboard 1.0.0 {"title":"Sources","type":"Configurator"}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -71,7 +72,7 @@ func ExampleNewTestServer() {
 		fmt.Println(res.Status, res.Effects[0].Type, res.Effects[0].JobID)
 
 		_, err = ts.Invoke(t.Context(), ts.Request("job.start", map[string]any{}))
-		fmt.Println(supervaizer.CodeOf(err) == supervaizer.CodeInvalidParams)
+		fmt.Println(supervaizer.CodeOf(err) == errcode.InvalidParams)
 	})
 	// Output:
 	// ok job.started job-77

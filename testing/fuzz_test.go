@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	supervaizer "github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 func TestDecodeResponse(t *testing.T) {
@@ -18,15 +18,15 @@ func TestDecodeResponse(t *testing.T) {
 		name       string
 		body       string
 		wantResult string
-		wantCode   supervaizer.Code // for a JSON-RPC error
+		wantCode   errcode.Code // for a JSON-RPC error
 		wantData   any
 		wantErr    string // for a response that is not usable
 	}{
 		{name: "result", body: `{"jsonrpc":"2.0","id":1,"result":{"status":"ok","effects":[]}}`, wantResult: `{"status":"ok","effects":[]}`},
 		{name: "error with data", body: `{"jsonrpc":"2.0","id":1,"error":{"code":-32030,"message":"m","data":{"code":"workspace_authorization_missing"}}}`,
-			wantCode: supervaizer.CodeUnauthorized, wantData: map[string]any{"code": "workspace_authorization_missing"}},
-		{name: "error without data", body: `{"error":{"code":-32601,"message":"Method not found: x"}}`, wantCode: contracts.CodeMethodNotFound},
-		{name: "error with null data", body: `{"error":{"code":-32601,"message":"m","data":null}}`, wantCode: contracts.CodeMethodNotFound},
+			wantCode: errcode.Unauthorized, wantData: map[string]any{"code": "workspace_authorization_missing"}},
+		{name: "error without data", body: `{"error":{"code":-32601,"message":"Method not found: x"}}`, wantCode: errcode.MethodNotFound},
+		{name: "error with null data", body: `{"error":{"code":-32601,"message":"m","data":null}}`, wantCode: errcode.MethodNotFound},
 		{name: "error without code", body: `{"error":{"message":"m"}}`, wantErr: "without a code"},
 		{name: "neither", body: `{"jsonrpc":"2.0","id":1}`, wantErr: "neither"},
 		{name: "null result", body: `{"result":null}`, wantErr: "neither"},

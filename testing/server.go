@@ -17,6 +17,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -284,7 +285,7 @@ func (ts *TestServer) loadSurface(ctx context.Context, req contracts.SurfaceRequ
 // found in err's chain, or "" when there is none.
 func AuthCode(err error) string {
 	var e *supervaizer.Error
-	if !errors.As(err, &e) || supervaizer.CodeOf(e) != supervaizer.CodeUnauthorized {
+	if !errors.As(err, &e) || supervaizer.CodeOf(e) != errcode.Unauthorized {
 		return ""
 	}
 	data, _ := e.Data().(map[string]any)

@@ -17,6 +17,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/resource"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -27,16 +28,16 @@ func TestTestServerInvoke(t *testing.T) {
 		name     string
 		action   string
 		input    any
-		wantCode supervaizer.Code // 0 means success
-		wantData map[string]any   // checked when set
+		wantCode errcode.Code   // 0 means success
+		wantData map[string]any // checked when set
 	}{
 		{"ok", contracts.DefaultStartAction, startInput{TopicID: "t-1"}, 0, nil},
 		{"raw input", contracts.DefaultStartAction, json.RawMessage(`{"topic_id":"t-1"}`), 0, nil},
-		{"missing field", contracts.DefaultStartAction, map[string]any{}, supervaizer.CodeInvalidParams, nil},
-		{"input not an object", echoAction, []int{1}, supervaizer.CodeInvalidParams, nil},
-		{"undeclared action", "job.nope", nil, supervaizer.CodeActionNotRegistered,
+		{"missing field", contracts.DefaultStartAction, map[string]any{}, errcode.InvalidParams, nil},
+		{"input not an object", echoAction, []int{1}, errcode.InvalidParams, nil},
+		{"undeclared action", "job.nope", nil, errcode.ActionNotRegistered,
 			map[string]any{"agent_slug": agentSlug, "action": "job.nope"}},
-		{"handler error", boomAction, nil, supervaizer.CodeInternalError,
+		{"handler error", boomAction, nil, errcode.InternalError,
 			map[string]any{"agent_slug": agentSlug, "action": boomAction}},
 	}
 	for _, tt := range tests {
@@ -65,7 +66,7 @@ func TestTestServerInvalidParamsData(t *testing.T) {
 	t.Parallel()
 	ts := svtest.NewTestServer(t, []*supervaizer.Agent{newServedAgent(t, startIdempotent)})
 	_, err := ts.Invoke(t.Context(), ts.Request(contracts.DefaultStartAction, map[string]any{}))
-	require.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err))
+	require.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err))
 	var e *supervaizer.Error
 	require.ErrorAs(t, err, &e)
 	data, ok := e.Data().(map[string]any)
@@ -84,12 +85,12 @@ func TestTestServerLoadSurface(t *testing.T) {
 	assert.JSONEq(t, `{"type":"Configurator","surface":"dashboard"}`, string(res.Document))
 
 	_, err = ts.LoadSurface(t.Context(), ts.SurfaceRequest("mission.nope"))
-	assert.Equal(t, supervaizer.CodeSurfaceNotRegistered, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.SurfaceNotRegistered, supervaizer.CodeOf(err))
 
 	req := ts.SurfaceRequest(surfaceID)
 	req.Mission = &contracts.MissionContext{ID: "another-mission"}
 	_, err = ts.LoadSurface(t.Context(), req)
-	assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err), "mission.id must equal mission_id")
+	assert.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err), "mission.id must equal mission_id")
 
 	// The token mirrors the request: no workspace id, no workspace_id claim.
 	req = ts.SurfaceRequest(surfaceID)
@@ -97,7 +98,7 @@ func TestTestServerLoadSurface(t *testing.T) {
 	_, err = ts.LoadSurface(t.Context(), req)
 	var e *supervaizer.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, supervaizer.CodeUnauthorized, supervaizer.CodeOf(e))
+	assert.Equal(t, errcode.Unauthorized, supervaizer.CodeOf(e))
 	assert.Equal(t, map[string]any{"code": "workspace_authorization_invalid_claims"}, e.Data())
 }
 
@@ -142,7 +143,7 @@ func TestTestServerHTTPError(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, he.StatusCode)
 	assert.Contains(t, he.Body, "Invalid or missing API key")
 	assert.Contains(t, err.Error(), "HTTP 401 Unauthorized")
-	assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.InternalError, supervaizer.CodeOf(err))
 
 	_, err = ts.LoadSurface(t.Context(), ts.SurfaceRequest(surfaceID))
 	require.ErrorAs(t, err, &he)
@@ -307,7 +308,7 @@ func TestTestServerInvokeRawGolden(t *testing.T) {
 	svtest.Golden(t, filepath.Join("testdata", "dashboard.result.golden.json"), sraw)
 
 	_, err = ts.LoadSurfaceRaw(t.Context(), ts.SurfaceRequest("nope"))
-	assert.Equal(t, supervaizer.CodeSurfaceNotRegistered, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.SurfaceNotRegistered, supervaizer.CodeOf(err))
 }
 
 func TestTestServerWithToken(t *testing.T) {
@@ -336,11 +337,11 @@ func TestAuthCode(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 		{"plain error", errors.New("x"), ""},
-		{"other code", wireError(t, supervaizer.CodeInvalidParams, "m", map[string]any{"code": "x"}), ""},
-		{"no data", wireError(t, supervaizer.CodeUnauthorized, "m", nil), ""},
-		{"code not a string", wireError(t, supervaizer.CodeUnauthorized, "m", map[string]any{"code": 1}), ""},
-		{"unauthorized", wireError(t, supervaizer.CodeUnauthorized, "m", map[string]any{"code": "workspace_authorization_expired"}), "workspace_authorization_expired"},
-		{"wrapped", fmt.Errorf("w: %w", wireError(t, supervaizer.CodeUnauthorized, "m", map[string]any{"code": "c"})), "c"},
+		{"other code", wireError(t, errcode.InvalidParams, "m", map[string]any{"code": "x"}), ""},
+		{"no data", wireError(t, errcode.Unauthorized, "m", nil), ""},
+		{"code not a string", wireError(t, errcode.Unauthorized, "m", map[string]any{"code": 1}), ""},
+		{"unauthorized", wireError(t, errcode.Unauthorized, "m", map[string]any{"code": "workspace_authorization_expired"}), "workspace_authorization_expired"},
+		{"wrapped", fmt.Errorf("w: %w", wireError(t, errcode.Unauthorized, "m", map[string]any{"code": "c"})), "c"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -359,11 +360,11 @@ func TestCodeOfReportsTheCodeSent(t *testing.T) {
 		err  error
 	}{
 		{"plain error", errors.New("database down")},
-		{"*Error invalid params", wireError(t, supervaizer.CodeInvalidParams, "invalid", nil)},
-		{"*Error unauthorized, wrapped", fmt.Errorf("w: %w", wireError(t, supervaizer.CodeUnauthorized, "no", nil))},
-		{"*Error action not registered", wireError(t, supervaizer.CodeActionNotRegistered, "nope", nil)},
+		{"*Error invalid params", wireError(t, errcode.InvalidParams, "invalid", nil)},
+		{"*Error unauthorized, wrapped", fmt.Errorf("w: %w", wireError(t, errcode.Unauthorized, "no", nil))},
+		{"*Error action not registered", wireError(t, errcode.ActionNotRegistered, "nope", nil)},
 		{"blocked", &checkpoint.BlockedError{OccurrenceID: "o", Phase: "before", Status: checkpoint.Stop}},
-		{"resource error", &resource.Error{Code: "duplicate_email", Message: "taken"}},
+		{"resource error", &resource.RefusalError{Code: "duplicate_email", Message: "taken"}},
 		{"not found", resource.ErrNotFound},
 	}
 	for _, tt := range tests {
@@ -379,7 +380,7 @@ func TestCodeOfReportsTheCodeSent(t *testing.T) {
 			assert.JSONEq(t, fmt.Sprintf(`{"code":-32603,"message":"Action handler failed","data":{"agent_slug":%q,"action":%q}}`,
 				req.AgentSlug, boomAction), string(rpcErrorMember(t, raw)))
 			_, err = ts.Invoke(t.Context(), req)
-			assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err), "CodeOf(%v)", err)
+			assert.Equal(t, errcode.InternalError, supervaizer.CodeOf(err), "CodeOf(%v)", err)
 		})
 	}
 }
@@ -396,7 +397,7 @@ func rpcErrorMember(t *testing.T, raw []byte) json.RawMessage {
 
 // wireError is the *supervaizer.Error a client reads for the JSON-RPC error
 // object {"code", "message", "data"}: decoded from the wire, as the kit does.
-func wireError(t testing.TB, code supervaizer.Code, message string, data any) *supervaizer.Error {
+func wireError(t testing.TB, code errcode.Code, message string, data any) *supervaizer.Error {
 	t.Helper()
 	raw, err := json.Marshal(map[string]any{"code": code, "message": message, "data": data})
 	require.NoError(t, err)

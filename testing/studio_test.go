@@ -16,6 +16,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
@@ -32,7 +33,7 @@ func authCode(t *testing.T, err error) string {
 	if err == nil {
 		return ""
 	}
-	require.Equal(t, supervaizer.CodeUnauthorized, supervaizer.CodeOf(err), "error %v", err)
+	require.Equal(t, errcode.Unauthorized, supervaizer.CodeOf(err), "error %v", err)
 	code := svtest.AuthCode(err)
 	require.NotEmpty(t, code)
 	return code

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // Client calls one remote A2A agent, safely. Build it with [New]; it is
@@ -189,7 +190,7 @@ func ambiguous(err error) bool {
 	if e.Code == 0 {
 		return e.HTTPStatus >= 500 || e.HTTPStatus == http.StatusRequestTimeout
 	}
-	return e.Code == -32603
+	return e.Code == errcode.InternalError
 }
 
 // SendRequest is a message for the remote.

@@ -81,7 +81,7 @@ type Lease struct {
 	// ControllerID is the supervisor holding the lease.
 	ControllerID string `json:"controller_id"`
 	// Epoch rises on every takeover; every mutation carries it and a stale
-	// one is refused ([CodeStaleEpoch]).
+	// one is refused ([errcode.StaleEpoch]).
 	Epoch int64 `json:"epoch"`
 	// ExpiresAt is when the lease ends, in Unix seconds.
 	ExpiresAt int64 `json:"expires_at"`
@@ -94,7 +94,7 @@ func (l *Lease) Expires() time.Time { return time.Unix(l.ExpiresAt, 0) }
 // the remote must never do for the campaign, whatever a model asks. Absent
 // from a call, the remote takes every constraint as true; a later call
 // cannot relax what the claim set; constraints the remote cannot enforce
-// are refused ([CodePolicyRefused]). Start from [StrictConstraints].
+// are refused ([errcode.PolicyRefused]). Start from [StrictConstraints].
 type Constraints struct {
 	RemoteOnly          bool `json:"remote_only"`
 	NoPublication       bool `json:"no_publication"`
@@ -206,7 +206,7 @@ func decodeLease(raw json.RawMessage, nullable bool) (*Lease, error) {
 
 // ClaimControl claims the control of a campaign (campaign/claim_control)
 // and returns the lease granted. Another controller's live lease is
-// refused with [CodeLeaseHeld]. Single-shot: an unknown outcome is an
+// refused with [errcode.LeaseHeld]. Single-shot: an unknown outcome is an
 // [*AmbiguousError]; resolve it with [Client.ReadControl], never by
 // claiming again blindly.
 func (c *Client) ClaimControl(ctx context.Context, claim Claim) (*Lease, error) {
@@ -234,7 +234,7 @@ func (c *Client) ClaimControl(ctx context.Context, claim Claim) (*Lease, error) 
 
 // ReadControl reads a campaign's lease (campaign/read_control): nil when
 // no one holds it. A campaign of another workspace is not found
-// ([a2atask.CodeTaskNotFound] or another refusal, as the remote answers).
+// ([errcode.TaskNotFound] or another refusal, as the remote answers).
 func (c *Client) ReadControl(ctx context.Context, campaignID string) (*Lease, error) {
 	var lease *Lease
 	err := c.controlCall(ctx, OpReadControl, map[string]any{"campaign_id": campaignID}, "", checkID("CampaignID", campaignID),
@@ -250,7 +250,7 @@ func (c *Client) ReadControl(ctx context.Context, campaignID string) (*Lease, er
 
 // RenewControl extends the lease held (campaign/renew_control) by ttl and
 // returns it: its controller and epoch must be the ones held. A stale epoch
-// is [CodeStaleEpoch], an expired lease [CodeLeaseExpired].
+// is [errcode.StaleEpoch], an expired lease [errcode.LeaseExpired].
 func (c *Client) RenewControl(ctx context.Context, ctl Control, requestID string, ttl time.Duration) (*Lease, error) {
 	secs, err := ttlSeconds(ttl)
 	if err == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 )
 
@@ -31,7 +32,7 @@ func claim(campaign, controller, requestID string) client.Claim {
 	return client.Claim{CampaignID: campaign, ControllerID: controller, TTL: 60 * time.Second, RequestID: requestID}
 }
 
-func assertCode(t *testing.T, err error, code int) {
+func assertCode(t *testing.T, err error, code errcode.Code) {
 	t.Helper()
 	var e *client.Error
 	require.ErrorAs(t, err, &e)
@@ -77,7 +78,7 @@ func TestCampaignControlLifecycle(t *testing.T) {
 	assert.JSONEq(t, `{"accepted":true,"params":{"action":"pause"}}`, string(out))
 
 	_, err = c.CancelControlled(ctx, ctl, "req-cancel-other", "task-not-bound")
-	assertCode(t, err, a2atask.CodeTaskNotFound)
+	assertCode(t, err, errcode.TaskNotFound)
 	task, err := c.CancelControlled(ctx, ctl, "req-cancel", ans.Task.ID)
 	require.NoError(t, err)
 	assert.Equal(t, a2atask.StateCanceled, task.Status.State)
@@ -159,7 +160,7 @@ func TestCampaignControlRace(t *testing.T) {
 	if loser == nil {
 		loser = errs[1]
 	}
-	assertCode(t, loser, client.CodeLeaseHeld)
+	assertCode(t, loser, errcode.LeaseHeld)
 }
 
 // TestCampaignControlTakeoverAndStaleEpoch: after expiry another
@@ -178,22 +179,22 @@ func TestCampaignControlTakeoverAndStaleEpoch(t *testing.T) {
 
 	r.advance(61)
 	_, err = a.RenewControl(ctx, old, "req-a2", time.Minute)
-	assertCode(t, err, client.CodeLeaseExpired)
+	assertCode(t, err, errcode.LeaseExpired)
 	second, err := b.ClaimControl(ctx, claim("camp-1", "sup-b", "req-b1"))
 	require.NoError(t, err)
 	assert.Greater(t, second.Epoch, first.Epoch, "a takeover raises the epoch")
 
 	_, err = a.RenewControl(ctx, old, "req-a3", time.Minute)
-	assertCode(t, err, client.CodeStaleEpoch)
-	assertCode(t, a.ReleaseControl(ctx, old, "req-a4"), client.CodeStaleEpoch)
+	assertCode(t, err, errcode.StaleEpoch)
+	assertCode(t, a.ReleaseControl(ctx, old, "req-a4"), errcode.StaleEpoch)
 	_, err = a.Intervene(ctx, old, "req-a5", json.RawMessage(`{}`))
-	assertCode(t, err, client.CodeStaleEpoch)
+	assertCode(t, err, errcode.StaleEpoch)
 	_, err = a.SendControlled(ctx, old, client.SendRequest{RequestID: "req-a6", Parts: []a2atask.Part{{Kind: "text", Text: "run"}}})
-	assertCode(t, err, client.CodeStaleEpoch)
+	assertCode(t, err, errcode.StaleEpoch)
 	_, err = a.CancelControlled(ctx, old, "req-a7", ans.Task.ID)
-	assertCode(t, err, client.CodeStaleEpoch)
+	assertCode(t, err, errcode.StaleEpoch)
 	_, err = a.ClaimControl(ctx, claim("camp-1", "sup-a", "req-a8"))
-	assertCode(t, err, client.CodeLeaseHeld)
+	assertCode(t, err, errcode.LeaseHeld)
 
 	lease, err := b.ReadControl(ctx, "camp-1")
 	require.NoError(t, err)
@@ -212,7 +213,7 @@ func TestCampaignControlConstraints(t *testing.T) {
 	relaxed.NoPublication = false
 	_, err = c.Intervene(ctx, client.Control{CampaignID: "camp-1", ControllerID: "sup-a", Epoch: lease.Epoch, Constraints: &relaxed},
 		"req-2", json.RawMessage(`{"publish":true}`))
-	assertCode(t, err, client.CodePolicyRefused)
+	assertCode(t, err, errcode.PolicyRefused)
 }
 
 // TestCampaignControlWorkspaces: another workspace does not see the

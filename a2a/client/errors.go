@@ -5,8 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/supervaize/supervaizer-go/a2atask"
-	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // Refusals. Every error the client returns for one of them wraps the
@@ -60,7 +59,7 @@ type Error struct {
 	// Method is the JSON-RPC method called, or "GET" for discovery.
 	Method string
 	// Code is the JSON-RPC error code; 0 when the refusal is an HTTP status.
-	Code int
+	Code errcode.Code
 	// HTTPStatus is the HTTP status of the answer when it is not 200, else 0.
 	HTTPStatus int
 }
@@ -73,43 +72,34 @@ func (e *Error) Error() string {
 // Is reports whether target is [ErrUnavailable] and the code is
 // method-not-found (-32601).
 func (e *Error) Is(target error) bool {
-	return target == ErrUnavailable && e.Code == contracts.CodeMethodNotFound
+	return target == ErrUnavailable && e.Code == errcode.MethodNotFound
 }
 
 // codeMessages are the fixed messages of the JSON-RPC codes the client
 // knows: those of JSON-RPC 2.0, of A2A and of Supervaizer, and those of
 // the campaign-control extension.
-var codeMessages = map[int]string{
-	contracts.CodeParseError:                 "the remote could not parse the request",
-	contracts.CodeInvalidRequest:             "the remote refused the request as invalid",
-	contracts.CodeMethodNotFound:             "the remote does not serve this method",
-	-32602:                                   "the remote refused the parameters",
-	-32603:                                   "the remote failed internally",
-	a2atask.CodeTaskNotFound:                 "task not found",
-	a2atask.CodeTaskNotCancelable:            "the task cannot be canceled",
-	a2atask.CodePushNotificationNotSupported: "push notifications are not supported",
-	a2atask.CodeUnsupportedOperation:         "the remote does not support this operation",
-	a2atask.CodeContentTypeNotSupported:      "the remote does not accept this content type",
-	-32006:                                   "the remote reported an invalid agent response",
-	-32007:                                   "the remote has no extended agent card",
-	a2atask.CodeVersionNotSupported:          "the remote does not speak this A2A version",
-	-32010:                                   "the remote has no such action",
-	-32011:                                   "the remote has no such surface",
-	-32030:                                   "the remote refused the workspace authorization",
-	CodeLeaseHeld:                            "the lease is held by another controller",
-	CodeStaleEpoch:                           "the controller epoch is stale",
-	CodeLeaseExpired:                         "the lease has expired",
-	CodePolicyRefused:                        "refused by the remote's constraints policy",
+var codeMessages = map[errcode.Code]string{
+	errcode.ParseError:                     "the remote could not parse the request",
+	errcode.InvalidRequest:                 "the remote refused the request as invalid",
+	errcode.MethodNotFound:                 "the remote does not serve this method",
+	errcode.InvalidParams:                  "the remote refused the parameters",
+	errcode.InternalError:                  "the remote failed internally",
+	errcode.TaskNotFound:                   "task not found",
+	errcode.TaskNotCancelable:              "the task cannot be canceled",
+	errcode.PushNotificationNotSupported:   "push notifications are not supported",
+	errcode.UnsupportedOperation:           "the remote does not support this operation",
+	errcode.ContentTypeNotSupported:        "the remote does not accept this content type",
+	errcode.InvalidAgentResponse:           "the remote reported an invalid agent response",
+	errcode.ExtendedAgentCardNotConfigured: "the remote has no extended agent card",
+	errcode.VersionNotSupported:            "the remote does not speak this A2A version",
+	errcode.ActionNotRegistered:            "the remote has no such action",
+	errcode.SurfaceNotRegistered:           "the remote has no such surface",
+	errcode.Unauthorized:                   "the remote refused the workspace authorization",
+	errcode.LeaseHeld:                      "the lease is held by another controller",
+	errcode.StaleEpoch:                     "the controller epoch is stale",
+	errcode.LeaseExpired:                   "the lease has expired",
+	errcode.PolicyRefused:                  "refused by the remote's constraints policy",
 }
-
-// The error codes of the campaign-control extension
-// (urn:openoperator:campaign-control:v1).
-const (
-	CodeLeaseHeld     = -32050 // the lease is held by another controller
-	CodeStaleEpoch    = -32051 // the controller epoch is not the lease's
-	CodeLeaseExpired  = -32052 // the lease has expired
-	CodePolicyRefused = -32053 // the constraints cannot be enforced, or the call breaks them
-)
 
 func (e *Error) safeMessage() string {
 	if e.Code == 0 {
@@ -130,9 +120,9 @@ func (e *Error) safeMessage() string {
 		return "HTTP " + strconv.Itoa(e.HTTPStatus) + ": unexpected status"
 	}
 	if m, ok := codeMessages[e.Code]; ok {
-		return "error " + strconv.Itoa(e.Code) + ": " + m
+		return "error " + strconv.Itoa(int(e.Code)) + ": " + m
 	}
-	return "error " + strconv.Itoa(e.Code)
+	return "error " + strconv.Itoa(int(e.Code))
 }
 
 // AmbiguousError is the outcome of a mutation (a send, a cancel, a

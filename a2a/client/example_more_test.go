@@ -11,6 +11,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // dialExample returns a client of the example remote (the caller closes
@@ -316,23 +317,20 @@ func ExampleDefaultMaxArtifacts() {
 	// Output: 64
 }
 
-func ExampleCodeLeaseHeld() {
-	err := error(&client.Error{Method: "campaign/claim_control", Code: client.CodeLeaseHeld})
-	fmt.Println(err)
-	// Output: a2a client: campaign/claim_control: error -32050: the lease is held by another controller
-}
-
-func ExampleCodeStaleEpoch() {
-	fmt.Println(&client.Error{Method: "campaign/intervene", Code: client.CodeStaleEpoch})
-	// Output: a2a client: campaign/intervene: error -32051: the controller epoch is stale
-}
-
-func ExampleCodeLeaseExpired() {
-	fmt.Println(&client.Error{Method: "campaign/renew_control", Code: client.CodeLeaseExpired})
-	// Output: a2a client: campaign/renew_control: error -32052: the lease has expired
-}
-
-func ExampleCodePolicyRefused() {
-	fmt.Println(&client.Error{Method: "campaign/claim_control", Code: client.CodePolicyRefused})
-	// Output: a2a client: campaign/claim_control: error -32053: refused by the remote's constraints policy
+// A refusal of the campaign-control extension carries its code, one of
+// package errcode's.
+func ExampleError_campaign() {
+	err := error(&client.Error{Method: "campaign/claim_control", Code: errcode.LeaseHeld})
+	var refused *client.Error
+	if errors.As(err, &refused) && refused.Code == errcode.LeaseHeld {
+		fmt.Println(err)
+	}
+	fmt.Println(&client.Error{Method: "campaign/intervene", Code: errcode.StaleEpoch})
+	fmt.Println(&client.Error{Method: "campaign/renew_control", Code: errcode.LeaseExpired})
+	fmt.Println(&client.Error{Method: "campaign/claim_control", Code: errcode.PolicyRefused})
+	// Output:
+	// a2a client: campaign/claim_control: error -32050: the lease is held by another controller
+	// a2a client: campaign/intervene: error -32051: the controller epoch is stale
+	// a2a client: campaign/renew_control: error -32052: the lease has expired
+	// a2a client: campaign/claim_control: error -32053: refused by the remote's constraints policy
 }

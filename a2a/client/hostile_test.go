@@ -14,6 +14,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // TestHostileDiscovery: what a hostile remote serves at discovery is
@@ -247,7 +248,7 @@ func TestRemoteErrorTextNeverSurfaced(t *testing.T) {
 	tests := []struct {
 		name      string
 		answer    func(w http.ResponseWriter, call rpcCall)
-		code      int
+		code      errcode.Code
 		status    int
 		ambiguous bool
 	}{

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // decodeResponse reads a JSON-RPC 2.0 response to the request with the
@@ -47,7 +48,7 @@ func decodeResponse(body []byte, id int64) (json.RawMessage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: an error without an integer code", ErrInvalidAnswer)
 		}
-		return nil, &Error{Code: int(code)}
+		return nil, &Error{Code: errcode.Code(code)}
 	case hasResult:
 		if gotID != strconv.FormatInt(id, 10) {
 			return nil, fmt.Errorf("%w: the id is not the request's", ErrInvalidAnswer)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/wstoken"
 )
 
@@ -21,12 +22,12 @@ var errNoAPIKey = errors.New("no -api-key: the controller's X-API-Key is needed"
 
 // Codes and answers of the spec (controller.md §3.1 and §9).
 const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeUnauthorized   = -32030
-	codeNoSurface      = -32011
+	codeParseError     = int(errcode.ParseError)
+	codeInvalidRequest = int(errcode.InvalidRequest)
+	codeMethodNotFound = int(errcode.MethodNotFound)
+	codeInvalidParams  = int(errcode.InvalidParams)
+	codeUnauthorized   = int(errcode.Unauthorized)
+	codeNoSurface      = int(errcode.SurfaceNotRegistered)
 	invalidKeyDetail   = "Invalid or missing API key"
 	bootstrapSurface   = "workspace_binding.create"
 	methodSurfaceLoad  = "supervaizer/surface.load"

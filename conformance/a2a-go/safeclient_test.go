@@ -20,6 +20,7 @@ import (
 	sv "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 )
 
@@ -78,7 +79,7 @@ func TestSafeClientAgainstExample(t *testing.T) {
 			_, err = c.GetTask(ctx, "no-such-task")
 			var e *client.Error
 			require.ErrorAs(t, err, &e)
-			assert.Equal(t, a2atask.CodeTaskNotFound, e.Code)
+			assert.Equal(t, errcode.TaskNotFound, e.Code)
 			for _, op := range []client.Operation{client.OpSend, client.OpGet, client.OpCancel} {
 				assert.Equal(t, client.CapabilityAccepted, c.Capability(op), op)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -113,20 +114,20 @@ func TestStartInput(t *testing.T) {
 	tests := []struct {
 		name     string
 		input    string
-		wantCode supervaizer.Code // 0: a result
-		wantText string           // how the -32602 error data names the key
+		wantCode errcode.Code // 0: a result
+		wantText string       // how the -32602 error data names the key
 	}{
 		{"ok", `{"topic_id": "t-1"}`, 0, ""},
 		{"ok with goal and depth", `{"topic_id": "t-1", "goal": "Size the market in 2027", "depth": "deep"}`, 0, ""},
 		{"null goal and depth", `{"topic_id": "t-1", "goal": null, "depth": null}`, 0, ""},
 		{"rule snapshot tolerated", `{"topic_id": "t-1", "rule_snapshot": null}`, 0, ""},
-		{"missing topic_id", `{}`, supervaizer.CodeInvalidParams, `"loc":["input","topic_id"]`},
-		{"empty topic_id", `{"topic_id": ""}`, supervaizer.CodeInvalidParams, `"loc":["input","topic_id"]`},
-		{"blank topic_id", `{"topic_id": " \t "}`, supervaizer.CodeInvalidParams, `"loc":["input","topic_id"]`},
-		{"topic_id not a string", `{"topic_id": 7}`, supervaizer.CodeInvalidParams, `"loc":["input","topic_id"]`},
-		{"unknown key", `{"topic_id": "t-1", "topic": "x"}`, supervaizer.CodeInvalidParams, "unknown properties: topic"},
-		{"case-folded duplicate", `{"topic_id": "t-1", "Topic_ID": "t-2"}`, supervaizer.CodeInvalidParams, "unknown properties: Topic_ID"},
-		{"unknown depth", `{"topic_id": "t-1", "depth": "huge"}`, supervaizer.CodeInvalidParams, `"loc":["input","depth"]`},
+		{"missing topic_id", `{}`, errcode.InvalidParams, `"loc":["input","topic_id"]`},
+		{"empty topic_id", `{"topic_id": ""}`, errcode.InvalidParams, `"loc":["input","topic_id"]`},
+		{"blank topic_id", `{"topic_id": " \t "}`, errcode.InvalidParams, `"loc":["input","topic_id"]`},
+		{"topic_id not a string", `{"topic_id": 7}`, errcode.InvalidParams, `"loc":["input","topic_id"]`},
+		{"unknown key", `{"topic_id": "t-1", "topic": "x"}`, errcode.InvalidParams, "unknown properties: topic"},
+		{"case-folded duplicate", `{"topic_id": "t-1", "Topic_ID": "t-2"}`, errcode.InvalidParams, "unknown properties: Topic_ID"},
+		{"unknown depth", `{"topic_id": "t-1", "depth": "huge"}`, errcode.InvalidParams, `"loc":["input","depth"]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,7 +302,7 @@ func TestReview(t *testing.T) {
 	assert.Equal(t, codeStepNotAwaiting, errorCode(submit("job-1", setupID, reviewID, edit)))
 
 	_, err = ts.Invoke(t.Context(), onJob(ts, actionSubmit, "job-1", map[string]any{"approve_review": true}))
-	assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err), "review_text is required")
+	assert.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err), "review_text is required")
 }
 
 // TestReviewOfTheTask: a submission naming neither the case nor the step (an
@@ -425,7 +426,7 @@ func TestWorkspaceBinding(t *testing.T) {
 	assert.Equal(t, contracts.BootstrapCreateAction, form.Submit.Action)
 
 	_, err = ts.InvokeWithToken(ctx, ts.Request(contracts.BootstrapCreateAction, map[string]any{"display_name": " "}), "")
-	assert.Equal(t, supervaizer.CodeInvalidParams, supervaizer.CodeOf(err))
+	assert.Equal(t, errcode.InvalidParams, supervaizer.CodeOf(err))
 }
 
 // TestSurfaces loads every surface and validates its document.
@@ -465,11 +466,11 @@ func TestSurfaces(t *testing.T) {
 		})
 	}
 	_, err := ts.LoadSurface(t.Context(), step(surfaceStepAwaiting, "other"))
-	assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err), "an unknown step")
+	assert.Equal(t, errcode.InternalError, supervaizer.CodeOf(err), "an unknown step")
 	unknown := ts.SurfaceRequest(surfaceStepAwaiting)
 	unknown.JobID = "job-x"
 	_, err = ts.LoadSurface(t.Context(), unknown)
-	assert.Equal(t, supervaizer.CodeInternalError, supervaizer.CodeOf(err), "an unknown job")
+	assert.Equal(t, errcode.InternalError, supervaizer.CodeOf(err), "an unknown job")
 }
 
 func TestContactsImport(t *testing.T) {

@@ -32,7 +32,7 @@ const codeDuplicateEmail = "duplicate_email"
 // errDuplicateEmail is the business error of a create or update that loses
 // the address of a workspace to another contact.
 func errDuplicateEmail() error {
-	return &resource.Error{Code: codeDuplicateEmail, Field: "email",
+	return &resource.RefusalError{Code: codeDuplicateEmail, Field: "email",
 		Message: "another contact of this workspace has this e-mail address", Status: 409}
 }
 
@@ -220,7 +220,7 @@ func (a *app) importContacts(ctx context.Context, rc resource.Context, batch res
 		} else {
 			c, err = a.createContact(ctx, rc, row)
 		}
-		var re *resource.Error
+		var re *resource.RefusalError
 		if errors.As(err, &re) {
 			rep.Errors = append(rep.Errors, resource.ImportRowError{Row: batch.Rows[i], Column: re.Field, Code: re.Code, Message: re.Message})
 			continue

@@ -23,7 +23,7 @@ func contactsRC(ws string) resource.Context {
 // requireDuplicate requires the business error of a taken address.
 func requireDuplicate(t *testing.T, err error) {
 	t.Helper()
-	var re *resource.Error
+	var re *resource.RefusalError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, codeDuplicateEmail, re.Code)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/tools/ssetest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -297,7 +298,7 @@ func testWorkspaceIsolation(t *testing.T, h *harness) {
 	claims.WorkspaceID, claims.WorkspaceSlug = wsB.id, wsB.slug
 	_, rerr := c.call(supervaizer.MethodActionInvoke, map[string]any{"action_request": forged}, h.studio.Mint(claims))
 	require.NotNil(t, rerr)
-	assert.Equal(t, supervaizer.CodeUnauthorized, rerr.Code)
+	assert.Equal(t, errcode.Unauthorized, rerr.Code)
 
 	// Bound workspaces share the agent-side record they are bound to.
 	wsC, wsD := workspace{"ws-c", "c"}, workspace{"ws-d", "d"}

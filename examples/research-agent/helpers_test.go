@@ -18,6 +18,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	sdkstudio "github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -155,9 +156,9 @@ type client struct {
 
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
-	Code    supervaizer.Code `json:"code"`
-	Message string           `json:"message"`
-	Data    json.RawMessage  `json:"data"`
+	Code    errcode.Code    `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
 }
 
 // call posts one JSON-RPC request and returns its raw result or its error.

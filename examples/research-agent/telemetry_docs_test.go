@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 	svtest "github.com/supervaize/supervaizer-go/testing"
 )
@@ -197,7 +198,7 @@ func TestMetricsSampleInDocs(t *testing.T) {
 	_, rerr = c.call(supervaizer.MethodActionInvoke, map[string]any{"action_request": forged},
 		svtest.NewFakeStudio(t).Mint(studio.ActionClaims(forged)))
 	require.NotNil(t, rerr, "a token signed by another key")
-	require.Equal(t, supervaizer.CodeUnauthorized, rerr.Code, "%+v", rerr)
+	require.Equal(t, errcode.Unauthorized, rerr.Code, "%+v", rerr)
 	// The job.start's effects reached the stream: it is subscribed.
 	assert.Equal(t, "job.started", nextEffect(t, events).Effects[0].Type)
 

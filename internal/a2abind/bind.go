@@ -24,6 +24,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -136,7 +137,7 @@ func refused(b binding, name string, err func() *jsonrpc.Error) Method {
 
 // pushNotSupported is the -32003 answer of the push notification methods.
 func pushNotSupported() *jsonrpc.Error {
-	return &jsonrpc.Error{Code: a2atask.CodePushNotificationNotSupported, Message: "Push Notification is not supported"}
+	return &jsonrpc.Error{Code: errcode.PushNotificationNotSupported, Message: "Push Notification is not supported"}
 }
 
 // Unknown answers a method no table entry has: -32003 for the 0.3 push
@@ -149,7 +150,7 @@ func Unknown(c *Call, method string) *jsonrpc.Error {
 	if strings.HasPrefix(method, a2atask.MethodPushConfigPrefix) {
 		return pushNotSupported()
 	}
-	return &jsonrpc.Error{Code: contracts.CodeMethodNotFound, Message: "Method not found: " + method}
+	return &jsonrpc.Error{Code: errcode.MethodNotFound, Message: "Method not found: " + method}
 }
 
 // versionHeaderKey is the A2A-Version header's key in an http.Header
@@ -169,7 +170,7 @@ func versionError(r *http.Request) *jsonrpc.Error {
 	if v == "" || majorMinor(v) == a2atask.ProtocolVersion03 || majorMinor(v) == a2atask.ProtocolVersion10 {
 		return nil
 	}
-	return &jsonrpc.Error{Code: a2atask.CodeVersionNotSupported, Message: "Version not supported: " + strconv.Quote(v),
+	return &jsonrpc.Error{Code: errcode.VersionNotSupported, Message: "Version not supported: " + strconv.Quote(v),
 		Data: map[string]any{"version": v, "supported": []string{a2atask.ProtocolVersion10, a2atask.ProtocolVersion03}}}
 }
 

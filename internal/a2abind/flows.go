@@ -13,6 +13,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
@@ -253,7 +254,7 @@ func authorize(p Pipeline, c *Call, m meta, action string) (*contracts.VerifiedW
 // taskNotFound is the -32001 answer for a task unknown in the caller's
 // workspace (a task of another workspace included: never a leak).
 func taskNotFound(id string) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: a2atask.CodeTaskNotFound, Message: "Task not found", Data: map[string]any{"id": id}}
+	return &jsonrpc.Error{Code: errcode.TaskNotFound, Message: "Task not found", Data: map[string]any{"id": id}}
 }
 
 // task reads the view of task id in the caller's verified workspace.
@@ -261,7 +262,7 @@ func task(p Pipeline, ctx context.Context, vc *contracts.VerifiedWorkspaceContex
 	v, found, err := p.Tasks().Load(ctx, taskview.Key(vc.WorkspaceID, slug, id))
 	if err != nil {
 		p.Logger().ErrorContext(ctx, "a2a task view: read failed", "error", err)
-		return v, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Task view unavailable"}
+		return v, &jsonrpc.Error{Code: errcode.InternalError, Message: "Task view unavailable"}
 	}
 	if !found {
 		return v, taskNotFound(id)
@@ -328,5 +329,5 @@ func cancelMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte
 
 // notCancelable is the -32002 answer of tasks/cancel.
 func notCancelable(id, why string) *jsonrpc.Error {
-	return &jsonrpc.Error{Code: a2atask.CodeTaskNotCancelable, Message: "Task cannot be canceled: " + why, Data: map[string]any{"id": id}}
+	return &jsonrpc.Error{Code: errcode.TaskNotCancelable, Message: "Task cannot be canceled: " + why, Data: map[string]any{"id": id}}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -72,7 +73,7 @@ func shapeError(msg string, loc []any, problem string) *jsonrpc.Error {
 			path.WriteString(strconv.Itoa(v))
 		}
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg,
+	return &jsonrpc.Error{Code: errcode.InvalidParams, Message: msg,
 		Data: map[string]any{"errors": []contracts.Problem{{Loc: loc, Msg: problem, Type: "a2a_shape", Path: path.String()}}}}
 }
 

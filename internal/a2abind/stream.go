@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 )
@@ -150,7 +151,7 @@ func streamResume(p Pipeline, c *Call, tp taskParams, b binding) (taskview.Job, 
 func errorFrame(id []byte, e *jsonrpc.Error) []byte {
 	out, err := jsonrpc.AppendError(nil, id, e)
 	if err != nil {
-		out, _ = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error"})
+		out, _ = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: errcode.InternalError, Message: "Internal error"})
 	}
 	return sseFrame(nil, out)
 }

@@ -3,6 +3,7 @@ package a2abind
 import (
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/encode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
@@ -31,11 +32,11 @@ func (b v10) methods() []Method {
 		refused(b, a2atask.MethodListTaskPushNotificationConfigs, pushNotSupported),
 		refused(b, a2atask.MethodDeleteTaskPushNotificationConfig, pushNotSupported),
 		refused(b, a2atask.MethodListTasks, func() *jsonrpc.Error {
-			return &jsonrpc.Error{Code: a2atask.CodeUnsupportedOperation,
+			return &jsonrpc.Error{Code: errcode.UnsupportedOperation,
 				Message: "Unsupported operation: ListTasks (the agent keeps no list of tasks: read a task with GetTask and its id)"}
 		}),
 		refused(b, a2atask.MethodGetExtendedAgentCard, func() *jsonrpc.Error {
-			return &jsonrpc.Error{Code: a2atask.CodeUnsupportedOperation,
+			return &jsonrpc.Error{Code: errcode.UnsupportedOperation,
 				Message: "Unsupported operation: GetExtendedAgentCard (the Agent Card declares no extended card)"}
 		}),
 	)
@@ -81,7 +82,7 @@ func (b v10) checkPart(t *wire.Tape, part int32) *jsonrpc.Error {
 		return shapeError(shape10, []any{"params", "message", "parts", 0, k}, "must be a string")
 	}
 	if mt != "" && !jsonrpc.IsJSONContentType(mt) {
-		return &jsonrpc.Error{Code: a2atask.CodeContentTypeNotSupported, Message: "Content type not supported: " + mt + " (a data part is application/json)",
+		return &jsonrpc.Error{Code: errcode.ContentTypeNotSupported, Message: "Content type not supported: " + mt + " (a data part is application/json)",
 			Data: map[string]any{"mediaType": mt, "supported": []string{"application/json"}}}
 	}
 	return nil
@@ -198,7 +199,7 @@ func (v10) resumeRefused(id string, v *taskview.Job) *jsonrpc.Error {
 	if !state.Terminal() {
 		return nil
 	}
-	return &jsonrpc.Error{Code: a2atask.CodeUnsupportedOperation,
+	return &jsonrpc.Error{Code: errcode.UnsupportedOperation,
 		Message: "Unsupported operation: the task is " + string(state) + ", a terminal state: read it with GetTask",
 		Data:    map[string]any{"id": id}}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // benchBody is a typical supervaizer/action.invoke call (about 600 bytes).
@@ -69,7 +71,7 @@ func BenchmarkAppendError(b *testing.B) {
 }
 
 func BenchmarkAppendErrorNoData(b *testing.B) {
-	rpcErr := &Error{Code: CodeMethodNotFound, Message: "Method not found: supervaizer/nope"}
+	rpcErr := &Error{Code: errcode.MethodNotFound, Message: "Method not found: supervaizer/nope"}
 	buf := make([]byte, 0, 512)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 func TestAppendResult(t *testing.T) {
@@ -51,23 +53,23 @@ func TestAppendError(t *testing.T) {
 		e    *Error
 		want string
 	}{
-		{"parse error without id", nil, &Error{Code: CodeParseError, Message: "Parse error"},
+		{"parse error without id", nil, &Error{Code: errcode.ParseError, Message: "Parse error"},
 			`{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}`},
-		{"null id omitted", json.RawMessage(`null`), &Error{Code: CodeInternalError, Message: "x"},
+		{"null id omitted", json.RawMessage(`null`), &Error{Code: errcode.InternalError, Message: "x"},
 			`{"jsonrpc":"2.0","error":{"code":-32603,"message":"x"}}`},
 		{"id and data", json.RawMessage(`"rpc-1"`), &Error{Code: -32010, Message: "Action handler not registered: job.x",
 			Data: map[string]any{"agent_slug": "a", "action": "job.x"}},
 			`{"jsonrpc":"2.0","id":"rpc-1","error":{"code":-32010,"message":"Action handler not registered: job.x","data":{"action":"job.x","agent_slug":"a"}}}`},
-		{"html not escaped", json.RawMessage(`1`), &Error{Code: CodeMethodNotFound, Message: "Method not found: <a&b>",
+		{"html not escaped", json.RawMessage(`1`), &Error{Code: errcode.MethodNotFound, Message: "Method not found: <a&b>",
 			Data: map[string]any{"h": "<&>"}},
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found: <a&b>","data":{"h":"<&>"}}}`},
-		{"typed nil data omitted", json.RawMessage(`1`), &Error{Code: CodeInternalError, Message: "m", Data: nilMap},
+		{"typed nil data omitted", json.RawMessage(`1`), &Error{Code: errcode.InternalError, Message: "m", Data: nilMap},
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"m"}}`},
-		{"raw data", json.RawMessage(`1`), &Error{Code: CodeInvalidParams, Message: "m", Data: json.RawMessage(` {"a" : 1} `)},
+		{"raw data", json.RawMessage(`1`), &Error{Code: errcode.InvalidParams, Message: "m", Data: json.RawMessage(` {"a" : 1} `)},
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"m","data":{"a":1}}}`},
 		{"details", json.RawMessage(`1`), newInvalidRequest([]Detail{{Loc: []any{}, Msg: "m", Type: "t"}, {Loc: []any{"params", 0}, Msg: "n", Type: "u", Path: "/params/0"}}),
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid Request","data":{"errors":[{"loc":[],"msg":"m","type":"t"},{"loc":["params",0],"msg":"n","type":"u","path":"/params/0"}]}}}`},
-		{"message escaping", nil, &Error{Code: CodeInternalError, Message: "q\"b\\n\n\r\t\b\f\x01\x1f\u2028\u2029é\xff<>&"},
+		{"message escaping", nil, &Error{Code: errcode.InternalError, Message: "q\"b\\n\n\r\t\b\f\x01\x1f\u2028\u2029é\xff<>&"},
 			`{"jsonrpc":"2.0","error":{"code":-32603,"message":"q\"b\\n\n\r\t\b\f\u0001\u001f\u2028\u2029é\ufffd<>&"}}`},
 	}
 	for _, tt := range tests {
@@ -88,8 +90,8 @@ func TestAppendErrorFailures(t *testing.T) {
 	}{
 		{"nil error", nil},
 		{"code zero", &Error{Message: "m"}},
-		{"unmarshalable data", &Error{Code: CodeInternalError, Message: "m", Data: map[string]any{"f": func() {}}}},
-		{"failing marshaler", &Error{Code: CodeInternalError, Message: "m", Data: failingMarshaler{}}},
+		{"unmarshalable data", &Error{Code: errcode.InternalError, Message: "m", Data: map[string]any{"f": func() {}}}},
+		{"failing marshaler", &Error{Code: errcode.InternalError, Message: "m", Data: failingMarshaler{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +107,7 @@ func TestAppendErrorFailures(t *testing.T) {
 func TestAppendErrorAppends(t *testing.T) {
 	dst := make([]byte, 0, 256)
 	dst = append(dst, "prefix:"...)
-	got, err := AppendError(dst, nil, &Error{Code: CodeInternalError, Message: "m", Data: map[string]any{"k": "v"}})
+	got, err := AppendError(dst, nil, &Error{Code: errcode.InternalError, Message: "m", Data: map[string]any{"k": "v"}})
 	require.NoError(t, err)
 	assert.Equal(t, `prefix:{"jsonrpc":"2.0","error":{"code":-32603,"message":"m","data":{"k":"v"}}}`, string(got))
 }

@@ -1,14 +1,6 @@
 package jsonrpc
 
-// JSON-RPC 2.0 error codes. Application codes (such as the Supervaizer
-// -32010 range) are defined by the callers of this package.
-const (
-	CodeParseError     = -32700 // body is not valid JSON
-	CodeInvalidRequest = -32600 // valid JSON, but not a valid request envelope
-	CodeMethodNotFound = -32601 // unknown method
-	CodeInvalidParams  = -32602 // params fail the method's request model
-	CodeInternalError  = -32603 // handler failure or invalid handler result
-)
+import "github.com/supervaize/supervaizer-go/errcode"
 
 // Messages of the envelope errors produced by [DecodeRequest].
 const (
@@ -28,7 +20,7 @@ const (
 // It is a wire value, not a Go error: callers map their own errors onto it.
 type Error struct {
 	// Code is the JSON-RPC error code; [AppendError] refuses 0.
-	Code int
+	Code errcode.Code
 	// Message is a short, human-readable description.
 	Message string
 	// Data is marshalled as the "data" member; it is omitted when nil or
@@ -54,13 +46,13 @@ type Detail struct {
 
 // newParseError returns the -32700 error for a body that is not valid JSON.
 func newParseError() *Error {
-	return &Error{Code: CodeParseError, Message: MessageParseError}
+	return &Error{Code: errcode.ParseError, Message: MessageParseError}
 }
 
 // newInvalidRequest returns the -32600 error listing details as data.errors.
 func newInvalidRequest(details []Detail) *Error {
 	return &Error{
-		Code:    CodeInvalidRequest,
+		Code:    errcode.InvalidRequest,
 		Message: MessageInvalidRequest,
 		Data:    map[string]any{"errors": details},
 	}

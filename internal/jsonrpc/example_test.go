@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 )
 
@@ -19,7 +20,7 @@ func respond(body []byte) string {
 	}
 	if req.Method != "supervaizer/action.invoke" {
 		out, err := jsonrpc.AppendError(nil, req.ID, &jsonrpc.Error{
-			Code: jsonrpc.CodeMethodNotFound, Message: "Method not found: " + req.Method})
+			Code: errcode.MethodNotFound, Message: "Method not found: " + req.Method})
 		if err != nil {
 			return err.Error()
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 // integerID matches the integer literals DecodeRequest may return as an ID.
@@ -64,10 +66,10 @@ func FuzzDecodeRequest(f *testing.F) {
 
 		if rpcErr != nil {
 			if wellFormed {
-				require.Equal(t, CodeInvalidRequest, rpcErr.Code)
+				require.Equal(t, errcode.InvalidRequest, rpcErr.Code)
 				requireValidID(t, req.ID)
 			} else {
-				require.Equal(t, CodeParseError, rpcErr.Code)
+				require.Equal(t, errcode.ParseError, rpcErr.Code)
 				require.Nil(t, req.ID)
 			}
 			out, err := AppendError(nil, req.ID, rpcErr)

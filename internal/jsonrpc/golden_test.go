@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 )
 
@@ -60,10 +62,10 @@ func TestGolden(t *testing.T) {
 				assert.Nil(t, resp.Error)
 			case strings.HasPrefix(name, "parse_error_"):
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, CodeParseError, resp.Error.Code)
+				assert.Equal(t, int(errcode.ParseError), resp.Error.Code)
 			case strings.HasPrefix(name, "invalid_"):
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, CodeInvalidRequest, resp.Error.Code)
+				assert.Equal(t, int(errcode.InvalidRequest), resp.Error.Code)
 			default:
 				t.Fatalf("case %q must start with ok_, parse_error_ or invalid_", name)
 			}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/errcode"
 )
 
 func TestDecodeRequestValid(t *testing.T) {
@@ -92,7 +94,7 @@ func TestDecodeRequestParseError(t *testing.T) {
 			t.Parallel()
 			req, rpcErr := DecodeRequest([]byte(tt.body))
 			require.NotNil(t, rpcErr)
-			assert.Equal(t, &Error{Code: CodeParseError, Message: "Parse error"}, rpcErr)
+			assert.Equal(t, &Error{Code: errcode.ParseError, Message: "Parse error"}, rpcErr)
 			require.NotNil(t, req)
 			assert.Nil(t, req.ID)
 		})
@@ -186,7 +188,7 @@ func TestDecodeRequestInvalid(t *testing.T) {
 			t.Parallel()
 			req, rpcErr := DecodeRequest([]byte(tt.body))
 			require.NotNil(t, rpcErr)
-			assert.Equal(t, CodeInvalidRequest, rpcErr.Code)
+			assert.Equal(t, errcode.InvalidRequest, rpcErr.Code)
 			assert.Equal(t, "Invalid Request", rpcErr.Message)
 			assert.Equal(t, map[string]any{"errors": tt.want}, rpcErr.Data)
 			require.NotNil(t, req)

@@ -258,3 +258,61 @@ func TestInternalHoldsWhatTheLibraryRuns(t *testing.T) {
 	}
 	assert.Positive(t, tooled, "no package under internal/tools")
 }
+
+// TestJSONRPCCodesDeclaredOnce: every JSON-RPC error code (-32768 to -32000)
+// is declared once, as an errcode.Code in package errcode (issue 34): no other
+// constant or variable of a non-test file, in any module, is given one as a
+// literal, and no other package declares a type Code of integers.
+func TestJSONRPCCodesDeclaredOnce(t *testing.T) {
+	const home = "errcode/errcode.go"
+	var found []string
+	seen := map[int64]string{}
+	for _, path := range goFiles(t) {
+		rel := filepath.ToSlash(strings.TrimPrefix(path, repoRoot+"/"))
+		if strings.HasSuffix(rel, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range g.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if id, ok := s.Type.(*ast.Ident); ok && s.Name.Name == "Code" && strings.HasPrefix(id.Name, "int") && rel != home {
+						found = append(found, fset.Position(s.Pos()).String()+": type Code "+id.Name)
+					}
+				case *ast.ValueSpec:
+					for i, v := range s.Values {
+						u, ok := v.(*ast.UnaryExpr)
+						if !ok || u.Op != token.SUB {
+							continue
+						}
+						lit, ok := u.X.(*ast.BasicLit)
+						if !ok || lit.Kind != token.INT {
+							continue
+						}
+						n, err := strconv.ParseInt(lit.Value, 0, 64)
+						if err != nil || n < 32000 || n > 32768 {
+							continue
+						}
+						at := fset.Position(s.Names[i].Pos()).String()
+						if rel != home {
+							found = append(found, at+": "+s.Names[i].Name+" = -"+lit.Value)
+						} else if prev, dup := seen[n]; dup {
+							found = append(found, at+": -"+lit.Value+" already declared at "+prev)
+						} else {
+							seen[n] = at
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Empty(t, found, "JSON-RPC codes declared outside package errcode, or twice")
+	assert.GreaterOrEqual(t, len(seen), 16, "package errcode declares the codes")
+}
