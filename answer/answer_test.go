@@ -400,3 +400,42 @@ The envelope the previous agent returned:
 	_, err = answer.Handoff(research{Envelope: answer.Envelope{Status: answer.Success}, Score: &nan})
 	assert.ErrorContains(t, err, "answer: the previous envelope: json: unsupported value: NaN")
 }
+
+// bounds has a rule across fields, on a pointer receiver.
+type bounds struct {
+	answer.Envelope
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+func (b *bounds) Check() error {
+	if b.Min > b.Max {
+		return errors.New("min: greater than max")
+	}
+	return nil
+}
+
+// TestParseCheck: the type's Check method runs after the schema, on the
+// decoded answer (a pointer receiver too); its error is a violation of the
+// rule "check" that Ask corrects.
+func TestParseCheck(t *testing.T) {
+	got, err := answer.Parse[bounds](`{"status": "success", "min": 1, "max": 2}`)
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.Max)
+
+	got, err = answer.Parse[bounds](`{"status": "success", "min": 3, "max": 2}`)
+	var ce *answer.ContractError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []answer.Violation{{Rule: "check", Msg: "min: greater than max"}}, ce.Violations)
+	assert.Zero(t, got)
+
+	_, err = answer.Parse[bounds](`{"status": "success", "min": "3", "max": 2}`)
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "type", ce.Violations[0].Rule, "the schema first")
+
+	s := &script{answers: []string{`{"status": "success", "min": 3, "max": 2}`, `{"status": "success", "min": 2, "max": 3}`}}
+	got, err = answer.Ask[bounds](context.Background(), s.model, "Give bounds.", 2)
+	require.NoError(t, err)
+	assert.Equal(t, 3, got.Max)
+	assert.True(t, strings.HasPrefix(s.prompts[1], "Your last answer did not pass validation: min: greater than max (check).\n"), s.prompts[1])
+}

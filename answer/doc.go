@@ -12,7 +12,8 @@
 //     object, a code fence, the last complete object wins), strict in what it
 //     accepts (the compiled rules of the SDK's typed inputs; a field is
 //     required unless it is a pointer or tagged omitempty/omitzero, unknown
-//     fields are refused), with errors naming each field and rule;
+//     fields are refused), then the type's own Check method if it has one,
+//     with errors naming each field and rule;
 //   - [Correction]: the re-ask after a failed parse, the exact violation then
 //     the contract;
 //   - [Handoff]: a previous envelope as prompt text for the next agent;

@@ -215,3 +215,28 @@ func ExampleViolation() {
 	fmt.Printf("%+v\n", ce.Violations[0])
 	// Output: {Field:files Rule:type Msg:wrong type: got string, want array}
 }
+
+// Review is an answer type with a rule across fields: its Check method.
+type Review struct {
+	answer.Envelope
+	Approved bool     `json:"approved" ask:"whether the change can ship"`
+	Blockers []string `json:"blockers,omitempty" ask:"what must change first"`
+}
+
+// Check is the rule the schema cannot express: a refusal names its blockers.
+func (r Review) Check() error {
+	if !r.Approved && len(r.Blockers) == 0 {
+		return errors.New("blockers: a review that does not approve lists at least one")
+	}
+	return nil
+}
+
+func ExampleParse_check() {
+	_, err := answer.Parse[Review](`{"status": "success", "approved": false}`)
+	fmt.Println(err)
+	r, err := answer.Parse[Review](`{"status": "success", "approved": false, "blockers": ["no tests"]}`)
+	fmt.Println(r.Blockers, err)
+	// Output:
+	// answer: blockers: a review that does not approve lists at least one (check)
+	// [no tests] <nil>
+}

@@ -54,6 +54,11 @@ func (e *ContractError) reason() string {
 // unknown field; an optional field may be null, read as unset). A text that
 // breaks the contract is a *[ContractError] naming each field and rule.
 //
+// Rules the schema cannot express (across fields) are the type's: when T
+// (or *T) has a method Check() error, Parse calls it on the decoded answer,
+// and its error is a violation of the rule "check", which [Ask] corrects as
+// any other.
+//
 // A valid answer that declares status "fail" is returned with an error
 // wrapping [ErrFailed]. Parse panics when T has no JSON Schema mapping.
 func Parse[T Enveloped](text string) (T, error) {
@@ -70,7 +75,14 @@ func parse[T Enveloped](s *shape, text string) (T, error) {
 		return v, &ContractError{violations(ps)}
 	}
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		return v, &ContractError{[]Violation{{Rule: "decode", Msg: "cannot be decoded into " + s.typ.String()}}}
+		var zero T
+		return zero, &ContractError{[]Violation{{Rule: "decode", Msg: "cannot be decoded into " + s.typ.String()}}}
+	}
+	if c, ok := any(&v).(interface{ Check() error }); ok {
+		if err := c.Check(); err != nil {
+			var zero T
+			return zero, &ContractError{[]Violation{{Rule: "check", Msg: err.Error()}}}
+		}
 	}
 	if env := v.envelope(); env.Status == Fail {
 		return v, fmt.Errorf("%w: %s", ErrFailed, env.Summary)
