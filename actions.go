@@ -212,10 +212,9 @@ func (c *callContext) Value(key any) any {
 
 var keyDryRun = []byte(`"dry_run"`)
 
-// declaresDryRun reports whether the registration of the agent slug declares
+// declaresDryRun reports whether the registration of a (nil: no agent) declares
 // the action id dry_run.
-func (s *Server) declaresDryRun(slug, id string) bool {
-	a := s.bySlug[slug]
+func (a *Agent) declaresDryRun(id string) bool {
 	if a == nil || a.reg == nil {
 		return false
 	}
@@ -224,18 +223,18 @@ func (s *Server) declaresDryRun(slug, id string) bool {
 }
 
 // dryRunProblem returns why res, the result of req, is an invalid dry-run
-// result, or nil.
-func (s *Server) dryRunProblem(req *ActionRequest, res *ActionResult) error {
-	if res.JobState == nil || (res.DryRun == nil && !s.declaresDryRun(req.AgentSlug, req.Action)) {
+// result, or nil; a is req's agent.
+func dryRunProblem(a *Agent, req *ActionRequest, res *ActionResult) error {
+	if res.JobState == nil || (res.DryRun == nil && !a.declaresDryRun(req.Action)) {
 		return nil
 	}
 	return fmt.Errorf("invalid result: a dry-run result carries job_state (action %q is a dry run: it leaves no job behind)", req.Action)
 }
 
 // isDryRun reports whether raw, the result of req as sent (fresh or
-// replayed), is a dry-run result.
-func (s *Server) isDryRun(req *ActionRequest, raw []byte) bool {
-	if s.declaresDryRun(req.AgentSlug, req.Action) {
+// replayed), is a dry-run result; a is req's agent.
+func isDryRun(a *Agent, req *ActionRequest, raw []byte) bool {
+	if a.declaresDryRun(req.Action) {
 		return true
 	}
 	if !bytes.Contains(raw, keyDryRun) {
@@ -245,11 +244,10 @@ func (s *Server) isDryRun(req *ActionRequest, raw []byte) bool {
 	return ok && !bytes.Equal(v, []byte("null"))
 }
 
-// surfaceVersionProblem returns why res, a surface result of the agent
-// slug, breaks the agent's pinned a2ui_version, or nil. A result without
-// a2ui_version pins nothing.
-func (s *Server) surfaceVersionProblem(slug string, res *SurfaceResult) error {
-	a := s.bySlug[slug]
+// surfaceVersionProblem returns why res, a surface result of a, breaks
+// the agent's pinned a2ui_version, or nil. A result without a2ui_version
+// pins nothing.
+func (a *Agent) surfaceVersionProblem(res *SurfaceResult) error {
 	if a == nil || a.reg == nil || res.A2UIVersion == nil || *res.A2UIVersion == a.reg.Versions.A2UIVersion {
 		return nil
 	}

@@ -73,10 +73,10 @@ func (ks *apiKeys) lookup(presented string) (KeyScope, bool) {
 
 // requireKey checks X-API-Key before anything else reads the request: 401 for a
 // missing or unknown key, 403 for a key without the scope.
-func (s *Server) requireKey(need KeyScope) func(http.Handler) http.Handler {
+func requireKey(ks *apiKeys, logger *slog.Logger, need KeyScope) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if status, detail := s.checkKey(r, need); status != 0 {
+			if status, detail := ks.check(logger, r, need); status != 0 {
 				writeDetail(w, status, detail)
 				return
 			}
@@ -85,26 +85,26 @@ func (s *Server) requireKey(need KeyScope) func(http.Handler) http.Handler {
 	}
 }
 
-// checkKey checks the transport key of r for the scope need: status is 0
+// check checks the transport key of r for the scope need: status is 0
 // when it is granted, else the refusal's (401 or 403) with its detail.
-func (s *Server) checkKey(r *http.Request, need KeyScope) (status int, detail string) {
+func (ks *apiKeys) check(logger *slog.Logger, r *http.Request, need KeyScope) (status int, detail string) {
 	presented := r.Header.Get(canonicalAPIKeyHeader)
-	scope, ok := s.keys.lookup(presented)
+	scope, ok := ks.lookup(presented)
 	if !ok {
-		s.deny(r, "invalid or missing API key", presented)
+		deny(logger, r, "invalid or missing API key", presented)
 		return http.StatusUnauthorized, "Invalid or missing API key"
 	}
 	if !scope.satisfies(need) {
-		s.deny(r, "insufficient scope", presented)
+		deny(logger, r, "insufficient scope", presented)
 		return http.StatusForbidden, "Insufficient scope"
 	}
 	return 0, ""
 }
 
-func (s *Server) deny(r *http.Request, reason, presented string) {
+func deny(logger *slog.Logger, r *http.Request, reason, presented string) {
 	attrs := []slog.Attr{slog.String("path", r.URL.Path), slog.String("reason", reason)}
 	if presented != "" {
 		attrs = append(attrs, slog.String("api_key_fingerprint", redact.Fingerprint(presented)))
 	}
-	s.logger.LogAttrs(r.Context(), slog.LevelWarn, "access denied", attrs...)
+	logger.LogAttrs(r.Context(), slog.LevelWarn, "access denied", attrs...)
 }

@@ -288,7 +288,7 @@ func (s *Server) mountPreview(r chi.Router) {
 	// needs the write key (spec item 68): the preview runs actions with it.
 	r.Group(func(r chi.Router) {
 		if !s.cfg.localMode {
-			r.Use(s.requireKey(ScopeWrite))
+			r.Use(requireKey(&s.keys, s.logger, ScopeWrite))
 		}
 		// Through s.preview: seal rebuilds it from the final registrations.
 		r.Handle(previewPath+"*", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.preview.ServeHTTP(w, r) }))

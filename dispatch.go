@@ -15,6 +15,7 @@ import (
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
@@ -80,7 +81,7 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 // refusal when one of them refuses the request.
 func (s *Server) readCall(c *Call, ref *refusal) bool {
 	r := c.r
-	if status, detail := s.checkKey(r, ScopeWrite); status != 0 {
+	if status, detail := s.keys.check(s.logger, r, ScopeWrite); status != 0 {
 		ref.status, ref.detail = status, detail
 		return false
 	}
@@ -97,7 +98,7 @@ func (s *Server) readCall(c *Call, ref *refusal) bool {
 		ref.status, ref.detail = http.StatusUnsupportedMediaType, "Content-Type must be application/json"
 		return false
 	}
-	body, status, detail := s.readBody(c.w, r)
+	body, status, detail := readBody(c.w, r, s.cfg.maxBody)
 	if status != 0 {
 		ref.status, ref.detail = status, detail
 		return false
@@ -118,7 +119,7 @@ func (s *Server) writeRefusal(c *Call) {
 	ref := &c.refusal
 	if ref.rpc != nil {
 		c.end(int(ref.rpc.code), http.StatusOK)
-		s.writeRPCError(c.w, c.rpc.ID, ref.rpc)
+		writeRPCError(s.logger, c.w, c.rpc.ID, ref.rpc)
 		return
 	}
 	c.end(0, ref.status)
@@ -135,7 +136,7 @@ func (s *Server) serveUnary(ctx context.Context, c *Call) {
 	m := c.entry.m
 	var err *Error
 	if m.key != ScopeWrite { // every method today needs the scope readCall checked
-		if status, detail := s.checkKey(c.r, m.key); status != 0 {
+		if status, detail := s.keys.check(s.logger, c.r, m.key); status != 0 {
 			c.end(0, status)
 			writeDetail(c.w, status, detail)
 			return
@@ -144,7 +145,7 @@ func (s *Server) serveUnary(ctx context.Context, c *Call) {
 	*buf, err = m.unary(s, c, *buf)
 	if err != nil {
 		c.end(int(err.code), http.StatusOK)
-		s.writeRPCError(c.w, c.rpc.ID, err)
+		writeRPCError(s.logger, c.w, c.rpc.ID, err)
 		return
 	}
 	c.end(0, http.StatusOK)
@@ -205,14 +206,14 @@ func putResponseBuffer(b *[]byte) {
 // (-1: absent, read as {}): params[key] when that key is present, else params
 // itself (both the wrapped and the flat form are valid). It returns the node
 // of the request, -1 when it is not on t.
-func (s *Server) decodeParams(m contracts.Model, t *wire.Tape, node int32, key string, dst any) (int32, error) {
+func decodeParams(v *validate.Validator, m contracts.Model, t *wire.Tape, node int32, key string, dst any) (int32, error) {
 	if node < 0 {
-		return -1, s.validator.Decode(m, []byte("{}"), dst)
+		return -1, v.Decode(m, []byte("{}"), dst)
 	}
 	if inner, ok := t.Member(node, []byte(key)); ok {
 		node = inner
 	}
-	return node, s.validator.DecodeAt(m, t, node, dst)
+	return node, v.DecodeAt(m, t, node, dst)
 }
 
 // actionParams is the decoded params of supervaizer/action.invoke: the
@@ -225,7 +226,7 @@ type actionParams struct {
 // decodeAction decodes the params of supervaizer/action.invoke.
 func decodeAction(s *Server, c *Call) (*actionParams, *Error) {
 	p := &actionParams{input: -1}
-	node, err := s.decodeParams(contracts.ModelActionRequest, c.t, c.rpc.ParamsNode, "action_request", &p.req)
+	node, err := decodeParams(s.validator, contracts.ModelActionRequest, c.t, c.rpc.ParamsNode, "action_request", &p.req)
 	if err != nil {
 		return nil, requestError("Invalid Supervaizer v2 action request", err)
 	}
@@ -253,7 +254,7 @@ func invokeAction(s *Server, c *Call, p *actionParams, dst []byte) ([]byte, *Err
 // supervaizer/action.invoke and the A2A task methods (internal/a2abind) both come
 // through here: every check applies to both, once.
 func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, a2a *a2aRead, dst []byte) ([]byte, *Error) {
-	s.note(c, "action", req.AgentSlug, req.Action, req.Workspace.ID) // observer.go
+	c.note(s.bySlug[req.AgentSlug], "action", req.Action, req.Workspace.ID) // observer.go
 	ctx, ws, rpcErr := s.admit(c, isBootstrapAction(req.Action), req.Workspace, req.AgentSlug, req.Action)
 	if rpcErr != nil {
 		return dst, rpcErr
@@ -317,7 +318,7 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	if rpcErr != nil {
 		return dst[:n], rpcErr
 	}
-	if s.isDryRun(req, dst[n:]) { // no effect published, no task view, no figure (actions.go)
+	if isDryRun(s.bySlug[req.AgentSlug], req, dst[n:]) { // no effect published, no task view, no figure (actions.go)
 		return dst, nil
 	}
 	if ran { // a replayed answer never brings an older job state back
@@ -362,15 +363,15 @@ func (s *Server) runAction(ctx context.Context, c *Call, h ActionHandler, req *A
 		if e, ok := isInputError(err); ok {
 			return dst, nil, false, e
 		}
-		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, err)
+		handlerFailed(ctx, s.logger, "action", req.AgentSlug, req.Action, req.RequestID, err)
 		return dst, nil, false, actionFailed(req)
 	}
 	if res == nil {
-		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
+		handlerFailed(ctx, s.logger, "action", req.AgentSlug, req.Action, req.RequestID, errors.New("handler returned no result"))
 		return dst, nil, false, actionFailed(req)
 	}
-	if perr := s.dryRunProblem(req, res); perr != nil { // actions.go
-		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, perr)
+	if perr := dryRunProblem(s.bySlug[req.AgentSlug], req, res); perr != nil { // actions.go
+		handlerFailed(ctx, s.logger, "action", req.AgentSlug, req.Action, req.RequestID, perr)
 		return dst, nil, false, actionFailed(req)
 	}
 	if strict {
@@ -379,9 +380,9 @@ func (s *Server) runAction(ctx context.Context, c *Call, h ActionHandler, req *A
 	if dst == nil {
 		dst = make([]byte, 0, 1024)
 	}
-	dst, effects, parsed, verr := s.appendResult(dst, res, t)
+	dst, effects, parsed, verr := appendResult(s.validator, dst, res, t)
 	if verr != nil {
-		s.handlerFailed(ctx, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
+		handlerFailed(ctx, s.logger, "action", req.AgentSlug, req.Action, req.RequestID, fmt.Errorf("invalid result: %w", verr))
 		return dst, nil, false, actionFailed(req)
 	}
 	return dst, effects, parsed, nil
@@ -435,7 +436,7 @@ func (s *Server) admit(c *Call, bootstrap bool, ws contracts.WorkspaceRef, agent
 // decodeSurface decodes the params of supervaizer/surface.load.
 func decodeSurface(s *Server, c *Call) (*SurfaceRequest, *Error) {
 	req := new(SurfaceRequest)
-	if _, err := s.decodeParams(contracts.ModelSurfaceRequest, c.t, c.rpc.ParamsNode, "surface_request", req); err != nil {
+	if _, err := decodeParams(s.validator, contracts.ModelSurfaceRequest, c.t, c.rpc.ParamsNode, "surface_request", req); err != nil {
 		return nil, requestError("Invalid Supervaizer v2 surface request", err)
 	}
 	return req, nil
@@ -443,7 +444,7 @@ func decodeSurface(s *Server, c *Call) (*SurfaceRequest, *Error) {
 
 // loadSurface serves supervaizer/surface.load: it appends the result to dst.
 func loadSurface(s *Server, c *Call, req *SurfaceRequest, dst []byte) ([]byte, *Error) {
-	s.note(c, "surface", req.AgentSlug, req.Surface, req.Workspace.ID) // observer.go
+	c.note(s.bySlug[req.AgentSlug], "surface", req.Surface, req.Workspace.ID) // observer.go
 	ctx, ws, rpcErr := s.admit(c, isBootstrapSurface(req.Surface), req.Workspace, req.AgentSlug, req.Surface)
 	if rpcErr != nil {
 		return dst, rpcErr
@@ -473,15 +474,15 @@ func loadSurface(s *Server, c *Call, req *SurfaceRequest, dst []byte) ([]byte, *
 		err = errors.New("handler returned no result")
 	}
 	if err == nil {
-		err = s.surfaceVersionProblem(req.AgentSlug, res) // actions.go
+		err = s.bySlug[req.AgentSlug].surfaceVersionProblem(res) // actions.go
 	}
 	if err != nil {
-		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
+		handlerFailed(ctx, s.logger, "surface", req.AgentSlug, req.Surface, req.RequestID, err)
 		return dst, surfaceFailed(req)
 	}
-	dst, verr := s.appendSurfaceResult(dst, res)
+	dst, verr := appendSurfaceResult(s.validator, dst, res)
 	if verr != nil {
-		s.handlerFailed(ctx, "surface", req.AgentSlug, req.Surface, req.RequestID, fmt.Errorf("invalid result: %w", verr))
+		handlerFailed(ctx, s.logger, "surface", req.AgentSlug, req.Surface, req.RequestID, fmt.Errorf("invalid result: %w", verr))
 		return dst, surfaceFailed(req)
 	}
 	return dst, nil
@@ -496,8 +497,8 @@ func requestError(msg string, err error) *Error {
 	return invalidParams(msg, []contracts.Problem{{Loc: []any{}, Msg: "invalid request", Type: "invalid"}})
 }
 
-func (s *Server) handlerFailed(ctx context.Context, kind, slug, id, requestID string, err error) {
-	s.logger.LogAttrs(ctx, slog.LevelError, kind+" handler failed", slog.String("agent_slug", slug),
+func handlerFailed(ctx context.Context, logger *slog.Logger, kind, slug, id, requestID string, err error) {
+	logger.LogAttrs(ctx, slog.LevelError, kind+" handler failed", slog.String("agent_slug", slug),
 		slog.String(kind, id), slog.String("request_id", requestID), slog.String("error", err.Error()))
 }
 
@@ -513,25 +514,25 @@ func (p *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", p.valu
 // encoded (a value whose MarshalJSON panics) is recovered like a handler's:
 // the call fails with -32603 and the cause is logged, so the idempotency
 // record is released as for an invalid result (spec item 69).
-func (s *Server) appendResult(dst []byte, res *ActionResult, t *wire.Tape) (out, effects []byte, parsed bool, err error) {
+func appendResult(v *validate.Validator, dst []byte, res *ActionResult, t *wire.Tape) (out, effects []byte, parsed bool, err error) {
 	n := len(dst)
 	defer func() {
 		if v := recover(); v != nil {
 			out, effects, parsed, err = dst[:n], nil, false, &panicError{value: v, stack: debug.Stack()}
 		}
 	}()
-	return s.validator.AppendResultTape(dst, res, t)
+	return v.AppendResultTape(dst, res, t)
 }
 
 // appendSurfaceResult is appendResult for a surface result.
-func (s *Server) appendSurfaceResult(dst []byte, res *SurfaceResult) (out []byte, err error) {
+func appendSurfaceResult(v *validate.Validator, dst []byte, res *SurfaceResult) (out []byte, err error) {
 	n := len(dst)
 	defer func() {
 		if v := recover(); v != nil {
 			out, err = dst[:n], &panicError{value: v, stack: debug.Stack()}
 		}
 	}()
-	return s.validator.AppendValue(dst, contracts.ModelSurfaceResult, res)
+	return v.AppendValue(dst, contracts.ModelSurfaceResult, res)
 }
 
 func callAction(ctx context.Context, h ActionHandler, req *ActionRequest) (res *ActionResult, err error) {
@@ -552,10 +553,10 @@ func callSurface(ctx context.Context, h SurfaceHandler, req *SurfaceRequest) (re
 	return h(ctx, req)
 }
 
-func (s *Server) writeRPCError(w http.ResponseWriter, id json.RawMessage, e *Error) {
+func writeRPCError(logger *slog.Logger, w http.ResponseWriter, id json.RawMessage, e *Error) {
 	out, err := jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: e.code, Message: e.message, Data: e.data})
 	if err != nil {
-		s.logger.Error("encode JSON-RPC error", slog.Int("code", int(e.code)), slog.Any("error", err))
+		logger.Error("encode JSON-RPC error", slog.Int("code", int(e.code)), slog.Any("error", err))
 		out, _ = jsonrpc.AppendError(nil, id, &jsonrpc.Error{Code: errcode.InternalError, Message: "Internal error"})
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -210,12 +210,12 @@ func (c *Call) end(code, status int) {
 // unknownLabel is the label of an agent or a name the server does not serve.
 const unknownLabel = "unknown"
 
-// note records what the request names: kind, the agent and the action or
-// surface id, each only when the server serves it (labels from known sets),
-// and the workspace (the request's, then the verified one).
-func (s *Server) note(c *Call, kind, slug, name, workspaceID string) {
+// note records what the request names: kind, its agent a (nil when not
+// served) and the action or surface id, each only when the server serves it
+// (labels from known sets), and the workspace (the request's, then the
+// verified one).
+func (c *Call) note(a *Agent, kind, name, workspaceID string) {
 	c.Kind, c.AgentSlug, c.Name, c.WorkspaceID = kind, unknownLabel, unknownLabel, workspaceID
-	a := s.bySlug[slug]
 	if a == nil {
 		return
 	}

@@ -184,11 +184,11 @@ func (s *Server) mountDataResources(r chi.Router) {
 		Verify:   s.verifyDataResource,
 		ReadJSON: s.readJSONBody,
 		Failed: func(ctx context.Context, agentSlug, action, requestID string, err error) {
-			s.handlerFailed(ctx, "resource", agentSlug, action, requestID, err)
+			handlerFailed(ctx, s.logger, "resource", agentSlug, action, requestID, err)
 		},
 	}
 	keyed := func(scope KeyScope) func(http.Handler) http.Handler {
-		key := s.requireKey(scope)
+		key := requireKey(&s.keys, s.logger, scope)
 		return func(next http.Handler) http.Handler { return key(s.admitDataResource(next)) }
 	}
 	rt.Mount(r, keyed(ScopeRead), keyed(ScopeWrite))
@@ -219,7 +219,7 @@ func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"detail": "Content-Type must be application/json", "errors": nil})
 		return nil, false
 	}
-	body, status, detail := s.readBody(w, r)
+	body, status, detail := readBody(w, r, s.cfg.maxBody)
 	if status != 0 {
 		writeDetail(w, status, detail)
 		return nil, false

@@ -162,7 +162,7 @@ func (s *Server) NewHTTPServer() *http.Server {
 //	}
 func (s *Server) ListenAndServe(ctx context.Context) error {
 	addr := s.listenAddr()
-	if err := s.checkLocalListenAddr(addr); err != nil { // serve.go
+	if err := s.cfg.checkLocalListenAddr(addr); err != nil { // serve.go
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -183,7 +183,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // in time. A failing listener ends it with that error.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base := "http://" + ln.Addr().String()
-	if err := s.checkLocalListen(ln.Addr()); err != nil { // serve.go
+	if err := s.cfg.checkLocalListen(ln.Addr()); err != nil { // serve.go
 		_ = ln.Close()
 		return err
 	}
@@ -290,11 +290,11 @@ func (c *limitConn) CloseWrite() error {
 
 // refuseNonLocalHost answers 403 to a request whose Host is not a loopback name
 // or address when the server is in local mode, and reports whether it did.
-func (s *Server) refuseNonLocalHost(w http.ResponseWriter, r *http.Request) bool {
-	if !s.cfg.localMode || loopback.Host(r.Host) {
+func refuseNonLocalHost(localMode bool, logger *slog.Logger, w http.ResponseWriter, r *http.Request) bool {
+	if !localMode || loopback.Host(r.Host) {
 		return false
 	}
-	s.logger.LogAttrs(r.Context(), slog.LevelWarn, "access denied", slog.String("path", r.URL.Path),
+	logger.LogAttrs(r.Context(), slog.LevelWarn, "access denied", slog.String("path", r.URL.Path),
 		slog.String("reason", "local mode serves only requests addressed to localhost or a loopback IP"), slog.String("host", r.Host))
 	writeDetail(w, http.StatusForbidden, "Local mode serves only requests addressed to localhost or a loopback IP address")
 	return true
@@ -302,8 +302,8 @@ func (s *Server) refuseNonLocalHost(w http.ResponseWriter, r *http.Request) bool
 
 // checkLocalListen refuses, in local mode, to listen on addr unless it is a
 // loopback IP address.
-func (s *Server) checkLocalListen(addr net.Addr) error {
-	if !s.cfg.localMode || loopback.Addr(addr.String()) {
+func (c *config) checkLocalListen(addr net.Addr) error {
+	if !c.localMode || loopback.Addr(addr.String()) {
 		return nil
 	}
 	return fmt.Errorf("supervaizer: local mode listens only on a loopback address, not on %s: set %s (or WithAddr) to 127.0.0.1:PORT, or turn local mode off (SUPERVAIZER_LOCAL_MODE, WithLocalMode) and configure workspace authorization", addr, envAddr)
@@ -312,8 +312,8 @@ func (s *Server) checkLocalListen(addr net.Addr) error {
 // checkLocalListenAddr is checkLocalListen for an address not yet bound
 // (host:port): a host name other than "localhost", or an empty host (every
 // interface), is refused.
-func (s *Server) checkLocalListenAddr(addr string) error {
-	if !s.cfg.localMode {
+func (c *config) checkLocalListenAddr(addr string) error {
+	if !c.localMode {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
@@ -329,8 +329,7 @@ const maxInitialBody = 64 << 10
 // readBody reads the body within the size limit; a larger body is refused
 // 413 (before it is read when Content-Length announces it). status is 0
 // when the body was read.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (_ []byte, status int, detail string) {
-	limit := s.cfg.maxBody
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (_ []byte, status int, detail string) {
 	if r.ContentLength > limit {
 		return nil, http.StatusRequestEntityTooLarge, "Request body too large"
 	}

@@ -377,7 +377,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = s.seal() // logged by seal; Start returns it
 	s.warnMissingHandlers()
-	if s.refuseNonLocalHost(w, r) { // serve.go
+	if refuseNonLocalHost(s.cfg.localMode, s.logger, w, r) { // serve.go
 		return
 	}
 	// POST /a2a, the call path, skips the router: the same chain as its
@@ -509,14 +509,14 @@ func (s *Server) routes() http.Handler {
 	a2aPost := http.Handler(http.HandlerFunc(s.serveA2A)) // its transport key checked by readCall (dispatch.go)
 	r.Post("/a2a", a2aPost.ServeHTTP)
 	s.a2aPost = mws.Handler(a2aPost)
-	r.With(s.requireKey(ScopeRead)).Get("/a2a/events", s.serveEvents)
+	r.With(requireKey(&s.keys, s.logger, ScopeRead)).Get("/a2a/events", s.serveEvents)
 	r.Get(ReadinessPath, s.serveReadiness)
 	if s.cfg.localMode || s.cfg.studioAttached {
-		r.With(s.requireKey(ScopeRead)).Get("/api/supervaizer/contract", serveContract)
+		r.With(requireKey(&s.keys, s.logger, ScopeRead)).Get("/api/supervaizer/contract", serveContract)
 		s.mountDataResources(r) // DataResource REST routes (package resource)
 	}
 	// Studio registration refresh: 503 when not attached (attach.go).
-	r.With(s.requireKey(ScopeWrite)).Post(studio.RegistrationRefreshPath, s.serveRegistrationRefresh)
+	r.With(requireKey(&s.keys, s.logger, ScopeWrite)).Post(studio.RegistrationRefreshPath, s.serveRegistrationRefresh)
 	s.mountPreview(r) // the local preview (discovery.go)
 	return r
 }
