@@ -152,12 +152,12 @@ func nullable(s string) *string {
 	return &s
 }
 
-// agentRegistration builds the payload of a: unset optional
+// agentRegistration builds the payload of a (l nil: not attached): unset optional
 // strings and tags are null, server_agent_id is null until the agent is linked,
 // parameters_setup is [] (item 49), and the
 // introduction, full description and billing catalog are omitted when unset
 // (the catalog also when empty, item 10).
-func (s *Server) agentRegistration(a *Agent) studio.AgentRegistration {
+func (l *studioLink) agentRegistration(a *Agent) studio.AgentRegistration {
 	sp := a.spec
 	p := studio.AgentRegistration{
 		Name: sp.Name, ID: a.legacyID,
@@ -178,8 +178,8 @@ func (s *Server) agentRegistration(a *Agent) studio.AgentRegistration {
 	if id, ok := a.StudioAgentID(); ok {
 		p.ServerAgentID = &id
 	}
-	if s.studio != nil {
-		if sa, ok := s.studio.client.Agent(a.slug); ok {
+	if l != nil {
+		if sa, ok := l.client.Agent(a.slug); ok {
 			p.ServerAgentStatus, p.ServerAgentOnboardingStatus = nullable(sa.Status), nullable(sa.OnboardingStatus)
 		}
 	}
@@ -203,7 +203,7 @@ func (s *Server) registerDetails() studio.RegisterDetails {
 		Agents:                    make([]studio.AgentRegistration, 0, len(s.agents)),
 	}
 	for _, a := range s.agents {
-		d.Agents = append(d.Agents, s.agentRegistration(a))
+		d.Agents = append(d.Agents, s.studio.agentRegistration(a))
 	}
 	return d
 }
@@ -236,7 +236,7 @@ func (s *Server) syncStudio(ctx context.Context) error {
 		id, _ := a.StudioAgentID()
 		local[i] = studio.LocalAgent{Slug: a.slug, StudioID: id}
 	}
-	hs, err := l.client.Register(ctx, l.uri, s.registerDetails(), s.configuredAudience(), local)
+	hs, err := l.client.Register(ctx, l.uri, s.registerDetails(), s.cfg.configuredAudience(), local)
 	if err != nil {
 		var km *studio.KeyMismatchError
 		if errors.As(err, &km) {
@@ -257,7 +257,7 @@ func (s *Server) syncStudio(ctx context.Context) error {
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "registered with Studio", slog.String("server_id", hs.ServerID),
 		slog.String("audience", hs.Audience), slog.String("api_key_fingerprint", redact.Fingerprint(s.APIKey())))
 	for _, a := range s.agents {
-		if err := s.lookupAgent(ctx, a); err != nil {
+		if err := s.studio.lookupAgent(ctx, s.logger, s.APIKey(), a); err != nil {
 			return err
 		}
 	}
@@ -265,11 +265,11 @@ func (s *Server) syncStudio(ctx context.Context) error {
 }
 
 // configuredAudience is the locally configured workspace audience, "" when unset.
-func (s *Server) configuredAudience() string {
-	if s.cfg.wsAuth != nil {
-		return s.cfg.wsAuth.Audience
+func (c *config) configuredAudience() string {
+	if c.wsAuth != nil {
+		return c.wsAuth.Audience
 	}
-	st, err := wsauth.SettingsFromEnv(s.cfg.getenv)
+	st, err := wsauth.SettingsFromEnv(c.getenv)
 	if err != nil { // reported by NewServer already
 		return ""
 	}
@@ -279,14 +279,14 @@ func (s *Server) configuredAudience() string {
 // lookupAgent runs the agent lookup for a and links it. A failed call
 // (non-2xx or transport failure) is logged and leaves the agent unchanged; an
 // id mismatch, a detail without any id or undecryptable parameters are errors.
-func (s *Server) lookupAgent(ctx context.Context, a *Agent) error {
+func (l *studioLink) lookupAgent(ctx context.Context, logger *slog.Logger, apiKey string, a *Agent) error {
 	known, _ := a.StudioAgentID()
-	sa, err := s.studio.client.LookupAgent(ctx, a.slug, known, s.studio.key, s.APIKey())
+	sa, err := l.client.LookupAgent(ctx, a.slug, known, l.key, apiKey)
 	if lf := (*studio.LookupFailedError)(nil); errors.As(err, &lf) {
 		if ctx.Err() != nil {
 			return fmt.Errorf("supervaizer: agent lookup %q: %w", a.slug, lf.Err)
 		}
-		s.logger.LogAttrs(ctx, slog.LevelWarn, "agent lookup failed; agent left unchanged",
+		logger.LogAttrs(ctx, slog.LevelWarn, "agent lookup failed; agent left unchanged",
 			slog.String("agent_slug", a.slug), slog.String("error", lf.Err.Error()))
 		return nil
 	}
@@ -298,7 +298,7 @@ func (s *Server) lookupAgent(ctx context.Context, a *Agent) error {
 	if err != nil {
 		return err
 	}
-	s.logger.LogAttrs(ctx, slog.LevelInfo, "agent looked up in Studio", slog.String("agent_slug", a.slug),
+	logger.LogAttrs(ctx, slog.LevelInfo, "agent looked up in Studio", slog.String("agent_slug", a.slug),
 		slog.String("studio_agent_id", sa.ID), slog.String("status", sa.Status),
 		slog.String("onboarding_status", sa.OnboardingStatus), slog.Int("parameters", len(sa.Parameters)))
 	return nil

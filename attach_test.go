@@ -110,7 +110,7 @@ func TestServerRegisterGolden(t *testing.T) {
 		return map[string]string{"SUPERVAIZER_SERVER_ID": studiotest.LocalServer, studio.EnvEnvironment: "staging"}[k]
 	}))
 
-	payloads, err := contracts.Marshal([]studio.AgentRegistration{srv.agentRegistration(full), srv.agentRegistration(minimal)})
+	payloads, err := contracts.Marshal([]studio.AgentRegistration{srv.studio.agentRegistration(full), srv.studio.agentRegistration(minimal)})
 	require.NoError(t, err)
 	golden.JSON(t, filepath.Join("testdata", "studio", "agent_registration.golden.json"), payloads)
 
@@ -132,7 +132,7 @@ func TestServerRegisterGolden(t *testing.T) {
 	assert.JSONEq(t, string(contract), string(sent), "server.register sends the served controller contract")
 
 	// After the handshake and lookup, a refresh sends the Studio ids and statuses.
-	again := srv.agentRegistration(full)
+	again := srv.studio.agentRegistration(full)
 	require.NotNil(t, again.ServerAgentID)
 	assert.Equal(t, studiotest.StudioAgent, *again.ServerAgentID)
 	assert.Equal(t, "active", *again.ServerAgentStatus)
@@ -355,12 +355,12 @@ func TestAgentLookupBySlug(t *testing.T) {
 	a, _ := srv.Agent(studiotest.AgentSlug)
 
 	f.Answer("GET /agents/by-slug/research-agent", http.StatusOK, `{"data":{"slug":"research-agent","status":"active"}}`)
-	err := srv.lookupAgent(context.Background(), a)
+	err := srv.studio.lookupAgent(context.Background(), srv.logger, srv.APIKey(), a)
 	require.ErrorContains(t, err, `"research-agent": Studio returned no agent id`)
 	assert.Contains(t, err.Error(), "keys received: [slug, status]")
 
 	f.Answer("GET /agents/by-slug/research-agent", http.StatusOK, `{"data":{"id":42,"status":"active"}}`)
-	require.NoError(t, srv.lookupAgent(context.Background(), a))
+	require.NoError(t, srv.studio.lookupAgent(context.Background(), srv.logger, srv.APIKey(), a))
 	id, _ := a.StudioAgentID()
 	assert.Equal(t, "42", id, "a numeric id is stringified")
 }

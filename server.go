@@ -191,7 +191,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if err := s.resolveAuthorization(); err != nil {
 		return nil, err
 	}
-	if err := s.resolveStudioAgentIDs(); err != nil { // startup.go
+	if err := resolveStudioAgentIDs(&s.cfg, s.agents); err != nil { // startup.go
 		return nil, err
 	}
 	s.broker = sse.NewBroker(sse.Options{

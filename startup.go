@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/wsauth"
 )
@@ -64,16 +65,16 @@ const envStudioAgentID = "SUPERVAIZER_STUDIO_AGENT_ID"
 
 // resolveStudioAgentIDs links the single agent to SUPERVAIZER_STUDIO_AGENT_ID
 // when it is set; the variable cannot name the ids of several agents.
-func (s *Server) resolveStudioAgentIDs() error {
-	id := strings.TrimSpace(s.cfg.getenv(envStudioAgentID))
+func resolveStudioAgentIDs(c *config, agents []*Agent) error {
+	id := strings.TrimSpace(c.getenv(envStudioAgentID))
 	if id == "" {
 		return nil
 	}
-	if len(s.agents) > 1 {
+	if len(agents) > 1 {
 		return fmt.Errorf("supervaizer: %s holds the Studio agent id of a single agent, but this controller serves %d agents: "+
-			"unset it and set AgentSpec.StudioAgentID of each agent", envStudioAgentID, len(s.agents))
+			"unset it and set AgentSpec.StudioAgentID of each agent", envStudioAgentID, len(agents))
 	}
-	if err := s.agents[0].linkStudioAgent(id); err != nil {
+	if err := agents[0].linkStudioAgent(id); err != nil {
 		return fmt.Errorf("supervaizer: %s: %w", envStudioAgentID, err)
 	}
 	return nil
@@ -131,7 +132,7 @@ func (s *Server) start(ctx context.Context, url string) error {
 	}
 	if already { // Start had run (and logged) before the address was known
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "controller listening", slog.String("url", url))
-		s.logPreview(ctx, url)
+		logPreview(ctx, s.logger, s.preview, url)
 	}
 	return nil
 }
@@ -152,7 +153,7 @@ func (s *Server) logStartup(ctx context.Context) {
 	attrs = append(attrs, slog.String("server_id", s.serverID), slog.Any("agents", slugs))
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "controller ready", attrs...)
 	if info.url != "" { // else logged by start once the address is known
-		s.logPreview(ctx, info.url)
+		logPreview(ctx, s.logger, s.preview, info.url)
 	}
 
 	// Where the state lives: one instance's own, or shared by several.
@@ -161,7 +162,7 @@ func (s *Server) logStartup(ctx context.Context) {
 
 	// The API key. Only the local-mode development key is ever printed.
 	key := s.keys.primary.Value()
-	source := s.apiKeySource()
+	source := s.cfg.apiKeySource()
 	if s.cfg.localMode && key == LocalModeAPIKey {
 		s.logger.LogAttrs(ctx, slog.LevelInfo, "send this development API key in the X-API-Key header",
 			slog.String("api_key", key), slog.String("source", source))
@@ -255,9 +256,9 @@ func warnMisnamedActions(ctx context.Context, logger *slog.Logger, agents []*Age
 
 // logPreview says where the local preview is served (discovery.go), under the
 // controller's url: once, absolute, when the controller listens.
-func (s *Server) logPreview(ctx context.Context, url string) {
-	if s.preview != nil {
-		s.logger.LogAttrs(ctx, slog.LevelInfo, "local preview: open it in a browser to see and use the surfaces",
+func logPreview(ctx context.Context, logger *slog.Logger, p *preview.Handler, url string) {
+	if p != nil {
+		logger.LogAttrs(ctx, slog.LevelInfo, "local preview: open it in a browser to see and use the surfaces",
 			slog.String("url", url+previewPath))
 	}
 }
@@ -271,13 +272,13 @@ const (
 )
 
 // apiKeySource says where the write key came from, as NewServer resolved it.
-func (s *Server) apiKeySource() string {
+func (c *config) apiKeySource() string {
 	switch {
-	case len(s.cfg.apiKeys) > 0:
+	case len(c.apiKeys) > 0:
 		return keySourceOption
-	case strings.TrimSpace(s.cfg.getenv("SUPERVAIZER_API_KEY")) != "":
+	case strings.TrimSpace(c.getenv("SUPERVAIZER_API_KEY")) != "":
 		return keySourceEnv
-	case s.cfg.localMode:
+	case c.localMode:
 		return keySourceLocal
 	default:
 		return keySourceGenerated
