@@ -58,6 +58,12 @@
 //			svtest.RecommendedChecks(map[string]any{"topic_id": "t-2"}))
 //	}
 //
+// The helper reaches the handler twice: after the first call through the
+// pipeline, it makes the identical call on a twin server (the same agents and
+// options on an empty store, as after a lost record), where the SDK's
+// idempotency layer has nothing to answer from, then retries through the
+// pipeline, which must answer the recorded bytes.
+//
 // # Attached to Studio
 //
 // A controller attached to Studio registers at startup and calls Studio while

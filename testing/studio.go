@@ -254,8 +254,9 @@ func (s *FakeStudio) bind(serverID string) supervaizer.WorkspaceAuthSettings {
 // server that serves it, as [NewTestServer] does: like Server.Start, the
 // handshake sends the agent's registration, which is final from then on; and
 // the linking controller, like any server, gives an agent with rule
-// checkpoints its own checkpoint runtime, which only a server built
-// afterwards replaces. A controller attached to a [FakeStudioAPI]
+// checkpoints its own checkpoint runtime, which a server built afterwards
+// replaces (once the linking controller has stopped, the agent also goes back
+// to a server that served it before and still runs). A controller attached to a [FakeStudioAPI]
 // ([NewAttachedTestServer], or Server.Start with
 // [FakeStudioAPI.ServerOptions]) is linked by its own handshake and needs no
 // Link.
