@@ -171,7 +171,8 @@ func (s *resStore) resource() resource.Handlers[resContact] {
 		},
 		ImportDocument: &a2ui.ResourceImport{
 			ID: "contacts.import", Title: "Import contacts", Resource: "contacts",
-			Fields: a2ui.ResourceFields(a2ui.StringField("source", "Source")),
+			AcceptedFormats: []string{contracts.ImportFormatCSV, contracts.ImportFormatXLSX},
+			Fields:          a2ui.ResourceFields(a2ui.StringField("source", "Source")),
 			Columns: []a2ui.ImportColumn{
 				{ID: "email", Label: "E-mail", Required: true},
 				{ID: "name", Label: "Name"},
@@ -235,6 +236,7 @@ func newResFixture(tb testing.TB, opts ...supervaizer.Option) *resFixture {
 	leads := f.leads.resource()
 	doc := *leads.ImportDocument
 	doc.ID, doc.Resource, doc.Submit.Action = "leads.import", "leads", "resource.leads.import"
+	doc.AcceptedFormats = []string{contracts.ImportFormatCSV} // CSV only
 	doc.Fields = a2ui.ResourceFields(a2ui.IntegerField("campaign", "Campaign", a2ui.Required()))
 	supervaizer.RegisterResource(agent, "leads", resource.Handlers[resContact]{
 		Import: leads.Import, ImportDocument: &doc, PartialImport: true,
@@ -698,7 +700,11 @@ func TestResourceImportRejections(t *testing.T) {
 		{"empty", "contacts", "", "", 422, []string{"import_rejected", "empty_file"}, []int{0}},
 		{"oversize file", "leads", "email\n" + strings.Repeat("a@x.test\n", 40), "", 413, []string{"import_too_large"}, nil},
 		{"too many rows", "leads", "email\na@x\nb@x\nc@x\nd@x\ne@x\n", "", 413, []string{"import_too_large"}, nil},
-		{"xlsx", "contacts", "PK\x03\x04", "xlsx", 415, []string{"unsupported_import_format"}, nil},
+		{"xlsx where the document lists csv only", "leads", "PK\x03\x04", "xlsx", 415, []string{"unsupported_import_format"}, nil},
+		{"xlsx that is not a workbook", "contacts", "PK\x03\x04", "xlsx", 422, []string{"import_rejected", "malformed_xlsx"}, []int{0}},
+		{"xlsx zip bomb", "contacts", string(zipBomb(t, resource.DefaultImportMaxUnzippedBytes+1)), "xlsx", 413, []string{"import_too_large"}, nil},
+		{"xlsx with too many rows", "contacts", string(xlsxFile(t, append([][]any{{"email"}},
+			slices.Repeat([][]any{{"a@x.test"}}, resource.DefaultImportMaxRows+1)...))), "xlsx", 413, []string{"import_too_large"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -863,11 +869,11 @@ func TestRegisterResourceSetupErrors(t *testing.T) {
 		{"import document of another resource", func(a *supervaizer.Agent) {
 			supervaizer.RegisterResource(a, "leads", resource.Handlers[resContact]{Import: newResStore().resource().Import, ImportDocument: goodDoc})
 		}, `not "leads"`},
-		{"xlsx-only document", func(a *supervaizer.Agent) {
+		{"xlsx-only document without columns", func(a *supervaizer.Agent) {
 			doc := *goodDoc
-			doc.AcceptedFormats = []string{contracts.ImportFormatXLSX}
+			doc.AcceptedFormats, doc.Columns = []string{contracts.ImportFormatXLSX}, nil
 			supervaizer.RegisterResource(a, "contacts", resource.Handlers[resContact]{Import: newResStore().resource().Import, ImportDocument: &doc})
-		}, "accept csv"},
+		}, "declares no columns"},
 		{"negative limits", func(a *supervaizer.Agent) {
 			supervaizer.RegisterResource(a, "contacts", resource.Handlers[resContact]{List: list, ImportLimits: resource.ImportLimits{MaxRows: -1}})
 		}, "negative"},

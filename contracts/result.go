@@ -99,7 +99,7 @@ const (
 	ErrorNotFound                = "not_found"                 // no item with this id in the caller's scope; HTTP 404
 	ErrorImportRejected          = "import_rejected"           // import rows failed their checks, nothing applied; HTTP 422
 	ErrorImportTooLarge          = "import_too_large"          // the import file exceeds the byte or row limit; HTTP 413
-	ErrorUnsupportedImportFormat = "unsupported_import_format" // the import file is not CSV; HTTP 415
+	ErrorUnsupportedImportFormat = "unsupported_import_format" // a format the import document does not accept; HTTP 415
 )
 
 // ResultError is one business error of a status "error" result.

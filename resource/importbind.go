@@ -38,8 +38,8 @@ func checkImportDocument(id string, doc *a2ui.ResourceImport) (*contracts.Resour
 		return nil, fmt.Errorf("ImportDocument is for resource %q, not %q", doc.Resource, id)
 	}
 	c := contracts.ResourceImportDocument(*doc)
-	if !c.AcceptsCSV() {
-		return nil, errors.New("ImportDocument must accept csv: the SDK reads CSV files only (no XLSX reader)")
+	if len(c.Columns) == 0 {
+		return nil, errors.New("ImportDocument declares no columns: an import checks its rows against them")
 	}
 	c.Columns = slices.Clone(c.Columns)
 	c.Fields = slices.Clone(c.Fields)
@@ -48,11 +48,12 @@ func checkImportDocument(id string, doc *a2ui.ResourceImport) (*contracts.Resour
 }
 
 // importFunc returns the type-erased import of resource b: format, size and
-// contextual-field checks, the CSV checks, decoding into T, then f, all or
-// nothing unless b.partial.
+// contextual-field checks, the CSV or XLSX checks, decoding into T, then f,
+// all or nothing unless b.partial.
 func importFunc[T any](b *Binding, f func(context.Context, Context, ImportBatch[T]) (ImportReport[T], error)) func(context.Context, Context, importFile) (*importOutcome, error) {
 	return func(ctx context.Context, rc Context, file importFile) (*importOutcome, error) {
-		if oe := checkFormat(file.format); oe != nil {
+		format, oe := checkFormat(file.format, b.importDoc)
+		if oe != nil {
 			return nil, oe
 		}
 		if int64(len(file.data)) > b.limits.MaxBytes {
@@ -65,7 +66,12 @@ func importFunc[T any](b *Binding, f func(context.Context, Context, ImportBatch[
 			}
 			return nil, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid import fields", Errs: errs}
 		}
-		parsed, oe := parseCSV(b.importDoc.Columns, file.data, b.limits.MaxRows)
+		var parsed *parsed
+		if format == contracts.ImportFormatXLSX {
+			parsed, oe = parseXLSX(b.importDoc.Columns, file.data, b.limits)
+		} else {
+			parsed, oe = parseCSV(b.importDoc.Columns, file.data, b.limits.MaxRows)
+		}
 		if oe != nil {
 			return nil, oe
 		}

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/internal/xlsx"
 )
 
 // Imports (resource.<id>.import and POST …/data/<name>/import/) are
@@ -25,6 +26,9 @@ import (
 const (
 	DefaultImportMaxBytes = 5 << 20 // 5 MiB
 	DefaultImportMaxRows  = 10_000
+	// DefaultImportMaxUnzippedBytes bounds the unzipped size of an XLSX file:
+	// a spreadsheet's XML is commonly 5 to 20 times its zipped size.
+	DefaultImportMaxUnzippedBytes = 64 << 20 // 64 MiB
 )
 
 // maxReportedRowErrors bounds the row errors listed in one answer; the rest
@@ -39,6 +43,7 @@ const (
 	ImportCodeMissingColumn = "missing_column"   // a required column absent from the header (row 0)
 	ImportCodeDuplicate     = "duplicate_column" // a column named twice in the header (row 0)
 	ImportCodeMalformed     = "malformed_csv"    // the CSV cannot be parsed from this row on
+	ImportCodeMalformedXLSX = "malformed_xlsx"   // the XLSX file is not a readable workbook (row 0)
 	ImportCodeEncoding      = "encoding"         // the file is not UTF-8 (row 0)
 	ImportCodeEmpty         = "empty_file"       // no header row (row 0)
 	ImportCodeTooManyErrors = "too_many_errors"  // more row errors than are listed (row 0)
@@ -51,12 +56,18 @@ const (
 type ImportLimits struct {
 	MaxBytes int64 // largest file, in bytes; default DefaultImportMaxBytes
 	MaxRows  int   // most data rows; default DefaultImportMaxRows
+	// MaxUnzippedBytes bounds what an XLSX file (a zip archive) unzips to;
+	// default DefaultImportMaxUnzippedBytes.
+	MaxUnzippedBytes int64
 }
 
 // Resolved fills the defaults; negative limits are a setup error.
 func (l ImportLimits) resolved() (ImportLimits, error) {
-	if l.MaxBytes < 0 || l.MaxRows < 0 {
-		return l, fmt.Errorf("ImportLimits must not be negative (MaxBytes %d, MaxRows %d)", l.MaxBytes, l.MaxRows)
+	if l.MaxBytes < 0 || l.MaxRows < 0 || l.MaxUnzippedBytes < 0 {
+		return l, fmt.Errorf("ImportLimits must not be negative (MaxBytes %d, MaxRows %d, MaxUnzippedBytes %d)", l.MaxBytes, l.MaxRows, l.MaxUnzippedBytes)
+	}
+	if l.MaxUnzippedBytes == 0 {
+		l.MaxUnzippedBytes = DefaultImportMaxUnzippedBytes
 	}
 	if l.MaxBytes == 0 {
 		l.MaxBytes = DefaultImportMaxBytes
@@ -88,18 +99,28 @@ func (e ImportRowError) Error() string {
 
 // ImportBatch is the checked content of an import, handed to Handlers.Import.
 //
-// An import reads a CSV file and checks it against the columns of the
-// resource's ResourceImport document before any author code sees a row. Only
-// CSV is read: no well-kept pure-Go XLSX reader is a dependency of this
-// module, so an XLSX upload is answered with [contracts.ErrorUnsupportedImportFormat]
-// (HTTP 415) asking for CSV. On POST /a2a the input is
+// An import reads a CSV or XLSX file and checks it against the columns of
+// the resource's ResourceImport document before any author code sees a row.
+// A format the document's accepted_formats does not list is answered with
+// [contracts.ErrorUnsupportedImportFormat] (HTTP 415). On POST /a2a the
+// input is
 //
-//	{"format"?: "csv", "content": string, "encoding"?: "text"|"base64", "fields"?: object}
+//	{"format"?: "csv"|"xlsx", "content": string, "encoding"?: "text"|"base64", "fields"?: object}
 //
 // where content is the file itself (encoding "text", the default) or its
-// base64 (standard alphabet, padding optional) and fields holds the values of
-// the document's contextual fields; on the REST route the body is the file
-// (Content-Type text/csv) and the fields are query parameters.
+// base64 (standard alphabet, padding optional; an XLSX file is binary, so
+// base64) and fields holds the values of the document's contextual fields; on
+// the REST route the body is the file (Content-Type text/csv, or
+// application/vnd.openxmlformats-officedocument.spreadsheetml.sheet for
+// XLSX) and the fields are query parameters.
+//
+// An XLSX file is read from its first worksheet, its first row the header,
+// with the same checks as a CSV file: the upload within MaxBytes, what it
+// unzips to within MaxUnzippedBytes (checked before anything is inflated, so
+// a zip bomb is refused with [contracts.ErrorImportTooLarge]), at most
+// MaxRows data rows. Cells are read as stored, not as displayed: numbers
+// unrounded, booleans as 1/0, and a date cell in a date column as
+// YYYY-MM-DD. A row may end before the header does (empty trailing cells).
 //
 // Every row that passes the column checks is then checked against the
 // resource's declared fields exactly as create checks one item (required,
@@ -152,19 +173,22 @@ type ImportReport[T any] struct {
 	JobState *contracts.JobState
 }
 
-// checkFormat accepts "csv" (the default) only.
-func checkFormat(format string) *opError {
-	switch f := strings.ToLower(strings.TrimSpace(format)); f {
-	case "", contracts.ImportFormatCSV:
-		return nil
-	case contracts.ImportFormatXLSX:
-		return unsupportedFormat("XLSX files are not supported by this SDK: upload the file as CSV")
-	default:
-		return unsupportedFormat("unsupported import format: only csv is accepted")
+// checkFormat returns the import's format, "csv" when none is given, or
+// refuses one the document does not accept (HTTP 415).
+func checkFormat(format string, doc *contracts.ResourceImportDocument) (string, *opError) {
+	f := strings.ToLower(strings.TrimSpace(format))
+	if f == "" {
+		f = contracts.ImportFormatCSV
 	}
+	if !slices.Contains(doc.AcceptedFormats, f) {
+		return "", unsupportedFormat(fmt.Sprintf("unsupported import format: this import accepts %s",
+			strings.Join(doc.AcceptedFormats, " or ")))
+	}
+	return f, nil
 }
 
-// unsupportedFormat refuses a file that is not CSV (HTTP 415).
+// unsupportedFormat refuses a file of a format the import does not accept
+// (HTTP 415).
 func unsupportedFormat(msg string) *opError {
 	return &opError{Status: http.StatusUnsupportedMediaType, Detail: msg,
 		Errs: []contracts.ResultError{{Code: contracts.ErrorUnsupportedImportFormat, Message: msg}}}
@@ -255,6 +279,53 @@ func parseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*pars
 	if err != nil {
 		return nil, fileError(ImportRowError{Code: ImportCodeMalformed, Message: "the header row is not valid CSV: " + csvReason(err)})
 	}
+	return checkRecords(columns, header, maxRows, false, nil, func(n int) ([]string, *opError) {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fileError(ImportRowError{Row: n, Code: ImportCodeMalformed, Message: "not valid CSV: " + csvReason(err)})
+		}
+		return rec, nil
+	})
+}
+
+// parseXLSX checks the first worksheet of an XLSX file against columns, as
+// parseCSV a CSV file; the workbook is bounded by lim before it is read.
+func parseXLSX(columns []contracts.ImportColumn, data []byte, lim ImportLimits) (*parsed, *opError) {
+	rows, err := xlsx.Read(data, xlsx.Limits{MaxUnzippedBytes: lim.MaxUnzippedBytes, MaxRows: lim.MaxRows + 1})
+	switch {
+	case errors.Is(err, xlsx.ErrTooLarge):
+		return nil, tooLarge(fmt.Sprintf("the XLSX file unzips to more than %d bytes", lim.MaxUnzippedBytes))
+	case errors.Is(err, xlsx.ErrTooManyRows):
+		return nil, tooLarge(fmt.Sprintf("the file has more than %d data rows", lim.MaxRows))
+	case err != nil:
+		return nil, fileError(ImportRowError{Code: ImportCodeMalformedXLSX, Message: "not a readable XLSX file"})
+	case len(rows) == 0:
+		return nil, fileError(ImportRowError{Code: ImportCodeEmpty, Message: "the file has no header row"})
+	}
+	for _, row := range rows {
+		for _, cell := range row {
+			if !utf8.ValidString(cell) {
+				return nil, fileError(ImportRowError{Code: ImportCodeEncoding, Message: "the file holds text that is not UTF-8"})
+			}
+		}
+	}
+	return checkRecords(columns, rows[0], lim.MaxRows, true, xlsx.Date, func(n int) ([]string, *opError) {
+		if n >= len(rows) {
+			return nil, nil
+		}
+		return append([]string{}, rows[n]...), nil // an empty row is no end
+	})
+}
+
+// checkRecords checks the records next returns (data row n, nil at the end)
+// against columns, header first. ragged (XLSX) lets a row end before the
+// header, its missing cells empty; date, when set, converts a date column's
+// cell that is a spreadsheet serial number.
+func checkRecords(columns []contracts.ImportColumn, header []string, maxRows int, ragged bool,
+	date func(string) (string, bool), next func(n int) ([]string, *opError)) (*parsed, *opError) {
 	pos, oe := mapHeader(columns, header)
 	if oe != nil {
 		return nil, oe
@@ -262,12 +333,12 @@ func parseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*pars
 	width := len(header)
 	p := &parsed{}
 	for n := 1; ; n++ {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
+		rec, oe := next(n)
+		if oe != nil {
+			return nil, oe
 		}
-		if err != nil {
-			return nil, fileError(ImportRowError{Row: n, Code: ImportCodeMalformed, Message: "not valid CSV: " + csvReason(err)})
+		if rec == nil {
+			break
 		}
 		if n > maxRows {
 			return nil, tooLarge(fmt.Sprintf("the file has more than %d data rows", maxRows))
@@ -275,7 +346,7 @@ func parseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*pars
 		if blankRecord(rec) {
 			continue
 		}
-		if len(rec) != width {
+		if !ragged && len(rec) != width {
 			p.add(ImportRowError{Row: n, Code: ImportCodeFieldCount, Message: fmt.Sprintf("has %d cells, the header has %d", len(rec), width)})
 			continue
 		}
@@ -285,13 +356,21 @@ func parseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*pars
 			if at < 0 {
 				continue
 			}
-			cell := strings.TrimSpace(rec[at])
+			cell := ""
+			if at < len(rec) {
+				cell = strings.TrimSpace(rec[at])
+			}
 			if cell == "" {
 				if col.Required {
 					p.add(ImportRowError{Row: n, Column: col.ID, Code: ImportCodeRequired, Message: "is required"})
 					ok = false
 				}
 				continue
+			}
+			if date != nil && col.Type == contracts.FieldDate {
+				if d, isSerial := date(cell); isSerial {
+					cell = d
+				}
 			}
 			v, msg := convertCell(col.Type, cell)
 			if msg != "" {

@@ -125,13 +125,32 @@ func TestDecimalNumber(t *testing.T) {
 }
 
 func TestImportFormats(t *testing.T) {
-	assert.Nil(t, checkFormat(""))
-	assert.Nil(t, checkFormat(" CSV "))
-	xlsx := checkFormat("xlsx")
-	require.NotNil(t, xlsx)
-	assert.Equal(t, http.StatusUnsupportedMediaType, xlsx.Status)
-	assert.Contains(t, xlsx.Detail, "XLSX")
-	assert.NotNil(t, checkFormat("json"))
+	csvOnly := &contracts.ResourceImportDocument{AcceptedFormats: []string{"csv"}}
+	both := &contracts.ResourceImportDocument{AcceptedFormats: []string{"csv", "xlsx"}}
+	xlsxOnly := &contracts.ResourceImportDocument{AcceptedFormats: []string{"xlsx"}}
+	for _, tc := range []struct {
+		format string
+		doc    *contracts.ResourceImportDocument
+		want   string // "" when refused (HTTP 415)
+	}{
+		{"", csvOnly, "csv"},
+		{" CSV ", csvOnly, "csv"},
+		{"xlsx", csvOnly, ""},
+		{"xlsx", both, "xlsx"},
+		{"XLSX", xlsxOnly, "xlsx"},
+		{"", xlsxOnly, ""},
+		{"json", both, ""},
+	} {
+		got, oe := checkFormat(tc.format, tc.doc)
+		if tc.want == "" {
+			require.NotNil(t, oe, "%q with %v", tc.format, tc.doc.AcceptedFormats)
+			assert.Equal(t, http.StatusUnsupportedMediaType, oe.Status)
+			assert.Contains(t, oe.Detail, "this import accepts "+strings.Join(tc.doc.AcceptedFormats, " or "))
+			continue
+		}
+		require.Nil(t, oe, "%q with %v", tc.format, tc.doc.AcceptedFormats)
+		assert.Equal(t, tc.want, got)
+	}
 }
 
 func FuzzParseImportCSV(f *testing.F) {

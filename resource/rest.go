@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,7 +43,7 @@ import (
 // POST /a2a only. Refusals are {"detail": …, "errors": [{code, message,
 // field?, row?}]}: 400 missing context or bad parameters, 404 unknown
 // resource or item, 405 operation not implemented, 413 file too large, 415
-// not CSV, 422 refused item or import.
+// a format the import does not accept, 422 refused item or import.
 //
 // Every field is required: they are what the routes take from the server
 // that mounts them.
@@ -226,11 +227,11 @@ func (rt *Routes) run(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		item, err := b.update(ctx, rc, id, body)
 		return http.StatusOK, item, err
 	case OpImport:
-		data, fields, oe := readImport(w, r, b)
+		format, data, fields, oe := readImport(w, r, b)
 		if oe != nil {
 			return 0, nil, oe
 		}
-		out, err := b.imp(ctx, rc, importFile{format: contracts.ImportFormatCSV, data: data, fields: fields})
+		out, err := b.imp(ctx, rc, importFile{format: format, data: data, fields: fields})
 		if err != nil {
 			return 0, nil, err
 		}
@@ -302,30 +303,38 @@ var csvMediaTypes = map[string]bool{
 
 const xlsxMediaType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
-// readImport reads a CSV upload within the resource's byte limit, and the
-// contextual fields from the query (each converted to its field type,
-// numbers as json.Number like in a JSON input).
-func readImport(w http.ResponseWriter, r *http.Request, b *Binding) ([]byte, map[string]any, *opError) {
+// readImport reads a CSV or XLSX upload (by its Content-Type) within the
+// resource's byte limit, and the contextual fields from the query (each
+// converted to its field type, numbers as json.Number like in a JSON input).
+func readImport(w http.ResponseWriter, r *http.Request, b *Binding) (string, []byte, map[string]any, *opError) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	format := contracts.ImportFormatCSV
 	switch {
 	case err == nil && mt == xlsxMediaType:
-		return nil, nil, unsupportedFormat("XLSX files are not supported by this SDK: send the file as CSV (Content-Type text/csv)")
+		format = contracts.ImportFormatXLSX
 	case err != nil || !csvMediaTypes[mt]:
-		return nil, nil, unsupportedFormat("send the file as CSV (Content-Type text/csv)")
+		want := "CSV (Content-Type text/csv)"
+		if slices.Contains(b.importDoc.AcceptedFormats, contracts.ImportFormatXLSX) {
+			want += " or XLSX (Content-Type " + xlsxMediaType + ")"
+		}
+		return "", nil, nil, unsupportedFormat("send the file as " + want)
 	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
-		return nil, nil, unsupportedFormat("the CSV file must be UTF-8 (charset=utf-8)")
+		return "", nil, nil, unsupportedFormat("the CSV file must be UTF-8 (charset=utf-8)")
+	}
+	if _, oe := checkFormat(format, b.importDoc); oe != nil {
+		return "", nil, nil, oe // before the body is read
 	}
 	limit := b.limits.MaxBytes
 	if r.ContentLength > limit {
-		return nil, nil, tooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
+		return "", nil, nil, tooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, nil, tooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
+			return "", nil, nil, tooLarge(fmt.Sprintf("the file is larger than %d bytes", limit))
 		}
-		return nil, nil, badRequest("could not read the request body")
+		return "", nil, nil, badRequest("could not read the request body")
 	}
 	var fields map[string]any
 	query := r.URL.Query()
@@ -336,7 +345,7 @@ func readImport(w http.ResponseWriter, r *http.Request, b *Binding) ([]byte, map
 		}
 		v, msg := convertCell(fd.Type, s)
 		if msg != "" {
-			return nil, nil, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid import fields",
+			return "", nil, nil, &opError{Status: http.StatusUnprocessableEntity, Detail: "Invalid import fields",
 				Errs: []contracts.ResultError{{Code: ImportCodeType, Message: msg, Field: "fields." + fd.ID}}}
 		}
 		if fields == nil {
@@ -344,7 +353,7 @@ func readImport(w http.ResponseWriter, r *http.Request, b *Binding) ([]byte, map
 		}
 		fields[fd.ID] = jsonNumber(v)
 	}
-	return data, fields, nil
+	return format, data, fields, nil
 }
 
 // jsonNumber returns a converted integer or number as json.Number, the form
