@@ -44,6 +44,9 @@ func checkImportDocument(id string, doc *a2ui.ResourceImport) (*contracts.Resour
 	c.Columns = slices.Clone(c.Columns)
 	c.Fields = slices.Clone(c.Fields)
 	c.AcceptedFormats = slices.Clone(c.AcceptedFormats)
+	if c.AcceptedFormats == nil {
+		c.AcceptedFormats = contracts.DefaultImportFormats() // as the document is written
+	}
 	return &c, nil
 }
 
