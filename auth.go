@@ -83,11 +83,10 @@ func isBootstrapSurface(id string) bool { return id == contracts.BootstrapCreate
 // requires a workspace binding and the token carries no
 // agent_workspace_ref. Local mode, which verifies no token, is never
 // refused.
-func (s *Server) bindingMissing(agentSlug string, vc *contracts.VerifiedWorkspaceContext) bool {
-	if vc == nil || s.localAuth {
+func (a *Agent) bindingMissing(localAuth bool, vc *contracts.VerifiedWorkspaceContext) bool {
+	if vc == nil || localAuth {
 		return false
 	}
-	a := s.bySlug[agentSlug]
 	if a == nil || a.reg == nil || a.reg.WorkspaceBinding == nil || !a.reg.WorkspaceBinding.Required {
 		return false
 	}

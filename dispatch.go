@@ -115,11 +115,11 @@ func (s *Server) readCall(c *Call, ref *refusal) bool {
 }
 
 // writeRefusal answers a request refused before any method.
-func (s *Server) writeRefusal(c *Call) {
+func writeRefusal(logger *slog.Logger, c *Call) {
 	ref := &c.refusal
 	if ref.rpc != nil {
 		c.end(int(ref.rpc.code), http.StatusOK)
-		writeRPCError(s.logger, c.w, c.rpc.ID, ref.rpc)
+		writeRPCError(logger, c.w, c.rpc.ID, ref.rpc)
 		return
 	}
 	c.end(0, ref.status)
@@ -224,9 +224,9 @@ type actionParams struct {
 }
 
 // decodeAction decodes the params of supervaizer/action.invoke.
-func decodeAction(s *Server, c *Call) (*actionParams, *Error) {
+func decodeAction(v *validate.Validator, c *Call) (*actionParams, *Error) {
 	p := &actionParams{input: -1}
-	node, err := decodeParams(s.validator, contracts.ModelActionRequest, c.t, c.rpc.ParamsNode, "action_request", &p.req)
+	node, err := decodeParams(v, contracts.ModelActionRequest, c.t, c.rpc.ParamsNode, "action_request", &p.req)
 	if err != nil {
 		return nil, requestError("Invalid Supervaizer v2 action request", err)
 	}
@@ -263,7 +263,7 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	if ws != nil {
 		c.WorkspaceID = ws.WorkspaceID
 	}
-	if s.bindingMissing(req.AgentSlug, ws) { // a business result, before the handler (auth.go)
+	if s.bySlug[req.AgentSlug].bindingMissing(s.localAuth, ws) { // a business result, before the handler (auth.go)
 		raw, err := contracts.Marshal(Fail(contracts.ErrorWorkspaceBindingMissing, "%s", bindingMissingMessage(req.AgentSlug)))
 		if err != nil {
 			return dst, failedWith(req, err)
@@ -434,9 +434,9 @@ func (s *Server) admit(c *Call, bootstrap bool, ws contracts.WorkspaceRef, agent
 }
 
 // decodeSurface decodes the params of supervaizer/surface.load.
-func decodeSurface(s *Server, c *Call) (*SurfaceRequest, *Error) {
+func decodeSurface(v *validate.Validator, c *Call) (*SurfaceRequest, *Error) {
 	req := new(SurfaceRequest)
-	if _, err := decodeParams(s.validator, contracts.ModelSurfaceRequest, c.t, c.rpc.ParamsNode, "surface_request", req); err != nil {
+	if _, err := decodeParams(v, contracts.ModelSurfaceRequest, c.t, c.rpc.ParamsNode, "surface_request", req); err != nil {
 		return nil, requestError("Invalid Supervaizer v2 surface request", err)
 	}
 	return req, nil
@@ -453,7 +453,7 @@ func loadSurface(s *Server, c *Call, req *SurfaceRequest, dst []byte) ([]byte, *
 	if ws != nil {
 		c.WorkspaceID = ws.WorkspaceID
 	}
-	if s.bindingMissing(req.AgentSlug, ws) { // auth.go
+	if s.bySlug[req.AgentSlug].bindingMissing(s.localAuth, ws) { // auth.go
 		return dst, authFailure(contracts.ErrorWorkspaceBindingMissing, bindingMissingMessage(req.AgentSlug))
 	}
 	a := s.bySlug[req.AgentSlug]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/encode"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
 )
 
@@ -20,7 +21,7 @@ import (
 type echoParams struct{ text string }
 
 // decodeEcho reads params.text: -32602 when it is not a string.
-func decodeEcho(_ *Server, c *Call) (echoParams, *Error) {
+func decodeEcho(_ *validate.Validator, c *Call) (echoParams, *Error) {
 	n, ok := c.t.Member(c.rpc.ParamsNode, []byte("text"))
 	if c.rpc.ParamsNode < 0 || !ok {
 		return echoParams{}, newError(errcode.InvalidParams, "text is required", nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
@@ -37,10 +38,10 @@ type method struct {
 // unaryMethod is the entry of a unary method: its params decoded by decode
 // (from c's tape, before anything else), then served by handle.
 func unaryMethod[P any](name, binding string, key KeyScope, tokenScope string,
-	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, dst []byte) ([]byte, *Error)) method {
+	decode func(v *validate.Validator, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, dst []byte) ([]byte, *Error)) method {
 	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
 		unary: func(s *Server, c *Call, dst []byte) ([]byte, *Error) {
-			p, err := decode(s, c)
+			p, err := decode(s.validator, c)
 			if err != nil {
 				return dst, err
 			}
@@ -52,10 +53,10 @@ func unaryMethod[P any](name, binding string, key KeyScope, tokenScope string,
 // decoded params or their error, which it answers as the stream's one
 // event.
 func streamMethod[P any](name, binding string, key KeyScope, tokenScope string,
-	decode func(s *Server, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, err *Error)) method {
+	decode func(v *validate.Validator, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, err *Error)) method {
 	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
 		stream: func(s *Server, c *Call) {
-			p, err := decode(s, c)
+			p, err := decode(s.validator, c)
 			handle(s, c, p, err)
 		}}
 }
@@ -88,7 +89,7 @@ func (s *Server) buildMethods(table []method, ics []Interceptor) {
 		s.methods[table[i].name] = wrap(&table[i])
 	}
 	s.otherMethod = wrap(&method{name: otherMethod, binding: "", key: ScopeWrite, unary: unknownMethod})
-	s.refuse = chainUnary(ics, func(ctx context.Context, c *Call) { s.writeRefusal(c) })
+	s.refuse = chainUnary(ics, func(_ context.Context, c *Call) { writeRefusal(s.logger, c) })
 	s.handler = chainHandler(ics, runHandler)
 }
 

@@ -182,7 +182,7 @@ func (s *Server) mountDataResources(r chi.Router) {
 			return withAgent(withWorkspace(ctx, ws), a), registeredResource(a, id)
 		},
 		Verify:   s.verifyDataResource,
-		ReadJSON: s.readJSONBody,
+		ReadJSON: func(w http.ResponseWriter, r *http.Request) ([]byte, bool) { return readJSONBody(w, r, s.cfg.maxBody) },
 		Failed: func(ctx context.Context, agentSlug, action, requestID string, err error) {
 			handlerFailed(ctx, s.logger, "resource", agentSlug, action, requestID, err)
 		},
@@ -214,12 +214,12 @@ func (s *Server) admitDataResource(next http.Handler) http.Handler {
 
 // readJSONBody reads the JSON body of a DataResource item: a Content-Type
 // other than JSON is answered 415, a body over the server's limit 413.
-func (s *Server) readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && !jsonrpc.IsJSONContentType(ct) {
 		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"detail": "Content-Type must be application/json", "errors": nil})
 		return nil, false
 	}
-	body, status, detail := readBody(w, r, s.cfg.maxBody)
+	body, status, detail := readBody(w, r, limit)
 	if status != 0 {
 		writeDetail(w, status, detail)
 		return nil, false

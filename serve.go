@@ -118,11 +118,11 @@ func WithHTTPSettings(h HTTPSettings) Option {
 
 // listenAddr returns the address [Server.ListenAndServe] listens on: [WithAddr],
 // else SUPERVAIZER_ADDR, else 127.0.0.1:8080.
-func (s *Server) listenAddr() string {
-	if a := strings.TrimSpace(s.cfg.addr); a != "" {
+func (c *config) listenAddr() string {
+	if a := strings.TrimSpace(c.addr); a != "" {
 		return a
 	}
-	if a := strings.TrimSpace(s.cfg.getenv(envAddr)); a != "" {
+	if a := strings.TrimSpace(c.getenv(envAddr)); a != "" {
 		return a
 	}
 	return defaultAddr
@@ -140,7 +140,7 @@ func (s *Server) listenAddr() string {
 func (s *Server) NewHTTPServer() *http.Server {
 	h := s.cfg.http.withDefaults()
 	return &http.Server{
-		Addr:              s.listenAddr(),
+		Addr:              s.cfg.listenAddr(),
 		Handler:           s,
 		ReadHeaderTimeout: h.ReadHeaderTimeout,
 		ReadTimeout:       h.ReadTimeout,
@@ -161,7 +161,7 @@ func (s *Server) NewHTTPServer() *http.Server {
 //		log.Fatal(err)
 //	}
 func (s *Server) ListenAndServe(ctx context.Context) error {
-	addr := s.listenAddr()
+	addr := s.cfg.listenAddr()
 	if err := s.cfg.checkLocalListenAddr(addr); err != nil { // serve.go
 		return err
 	}

@@ -219,7 +219,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	s.preview = p
 	s.router = s.routes()
 	for _, a := range agents {
-		s.checkLanes(a)
+		checkLanes(s.logger, a)
 	}
 	return s, nil
 }
@@ -313,14 +313,14 @@ func (s *Server) agentFor(op string) *Agent {
 
 // checkLanes warns about lanes the contract accepts but that are likely
 // mistakes.
-func (s *Server) checkLanes(a *Agent) {
+func checkLanes(logger *slog.Logger, a *Agent) {
 	if a.reg == nil {
 		return
 	}
 	seen, defaults := map[string]bool{}, 0
 	for _, l := range a.reg.Capabilities.CaseLanes {
 		if seen[l.ID] {
-			s.logger.Warn("duplicate case lane id", slog.String("agent_slug", a.slug), slog.String("lane", l.ID))
+			logger.Warn("duplicate case lane id", slog.String("agent_slug", a.slug), slog.String("lane", l.ID))
 		}
 		seen[l.ID] = true
 		if l.Default {
@@ -328,7 +328,7 @@ func (s *Server) checkLanes(a *Agent) {
 		}
 	}
 	if defaults > 1 {
-		s.logger.Warn("more than one default case lane", slog.String("agent_slug", a.slug), slog.Int("defaults", defaults))
+		logger.Warn("more than one default case lane", slog.String("agent_slug", a.slug), slog.Int("defaults", defaults))
 	}
 }
 
