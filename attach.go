@@ -248,7 +248,11 @@ func (s *Server) syncStudio(ctx context.Context) error {
 		}
 		return err
 	}
-	s.setWorkspaceAudience(hs.Audience)
+	// The audience Studio announced determines the expected audience and
+	// server id of the workspace tokens the built-in verifier accepts.
+	if s.tokens != nil {
+		s.tokens.SetAudience(hs.Audience)
+	}
 	for _, b := range hs.Links {
 		if err := s.bySlug[b.Slug].linkStudioAgent(b.ID); err != nil {
 			return fmt.Errorf("%w: %w", studio.ErrHandshake, err)

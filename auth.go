@@ -158,15 +158,6 @@ func (s *Server) resolveAuthorization() error {
 	return nil
 }
 
-// setWorkspaceAudience installs the audience Studio announced in the
-// registration handshake; it determines the expected audience and server id of
-// workspace tokens.
-func (s *Server) setWorkspaceAudience(aud string) {
-	if s.tokens != nil {
-		s.tokens.SetAudience(aud)
-	}
-}
-
 // authorize verifies the workspace token for one call, or applies the
 // local-mode bypass. The returned error is the -32030 JSON-RPC error.
 func (s *Server) authorize(ctx context.Context, r *http.Request, ws contracts.WorkspaceRef, agentSlug string, scopes []string) (*contracts.VerifiedWorkspaceContext, *Error) {
@@ -184,7 +175,7 @@ func (s *Server) authorize(ctx context.Context, r *http.Request, ws contracts.Wo
 			AgentID: a.legacyID, AgentSlug: agentSlug, ServerID: s.serverID, Scopes: scopes,
 		}, nil
 	}
-	vc, ae := s.verifyWorkspace(ctx, WorkspaceCheck{
+	vc, ae := verifyWorkspace(ctx, s.verifier, s.logger, WorkspaceCheck{
 		Header: r.Header.Get(HeaderWorkspaceAuthorization), WorkspaceID: ws.ID, WorkspaceSlug: ws.Slug,
 		AgentSlug: agentSlug, Scopes: scopes,
 	})
@@ -199,8 +190,8 @@ func (s *Server) authorize(ctx context.Context, r *http.Request, ws contracts.Wo
 // closed as workspace_authorization_not_configured.
 // The observer sees each verification through s.verifier (observedVerifier,
 // observer.go).
-func (s *Server) verifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contracts.VerifiedWorkspaceContext, *AuthError) {
-	vc, err := s.verifier.VerifyWorkspace(ctx, c)
+func verifyWorkspace(ctx context.Context, v WorkspaceVerifier, logger *slog.Logger, c WorkspaceCheck) (*contracts.VerifiedWorkspaceContext, *AuthError) {
+	vc, err := v.VerifyWorkspace(ctx, c)
 	if err == nil && vc == nil {
 		err = errors.New("verifier returned no context and no error")
 	}
@@ -209,10 +200,10 @@ func (s *Server) verifyWorkspace(ctx context.Context, c WorkspaceCheck) (*contra
 	}
 	var ae *AuthError
 	if !errors.As(err, &ae) {
-		s.logger.LogAttrs(ctx, slog.LevelError, "workspace verifier failed", slog.String("agent_slug", c.AgentSlug), slog.Any("error", err))
+		logger.LogAttrs(ctx, slog.LevelError, "workspace verifier failed", slog.String("agent_slug", c.AgentSlug), slog.Any("error", err))
 		ae = &AuthError{Code: authNotConfigured, Message: "Workspace authorization could not be verified"}
 	}
-	s.logger.LogAttrs(ctx, slog.LevelWarn, "workspace authorization failed",
+	logger.LogAttrs(ctx, slog.LevelWarn, "workspace authorization failed",
 		slog.String("agent_slug", c.AgentSlug), slog.Any("scopes", c.Scopes), slog.String("code", ae.Code))
 	return nil, ae
 }

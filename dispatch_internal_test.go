@@ -13,8 +13,8 @@ import (
 
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/encode"
-	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/tools/studiotest"
+	"github.com/supervaize/supervaizer-go/internal/validate"
 )
 
 // echoParams is the params of the test method: {"text": …}.

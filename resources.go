@@ -230,7 +230,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 // verifyDataResource verifies the workspace token of a REST call with the
 // single scope of the operation. It never applies the local-mode bypass.
 func (s *Server) verifyDataResource(ctx context.Context, r *http.Request, agentSlug, scope string) (*contracts.VerifiedWorkspaceContext, error) {
-	vc, ae := s.verifyWorkspace(ctx, WorkspaceCheck{
+	vc, ae := verifyWorkspace(ctx, s.verifier, s.logger, WorkspaceCheck{
 		Header:      r.Header.Get(HeaderWorkspaceAuthorization),
 		WorkspaceID: r.Header.Get(resource.HeaderWorkspaceID), WorkspaceSlug: r.Header.Get(resource.HeaderWorkspaceSlug),
 		AgentSlug: agentSlug, Scopes: []string{scope},

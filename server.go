@@ -178,12 +178,12 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		}
 		s.primary = p
 	}
-	if err := s.resolveIdentity(); err != nil {
+	s.serverID = resolveIdentity(&s.cfg, s.logger)
+	keys, err := resolveKeys(&s.cfg, s.logger)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.resolveKeys(); err != nil {
-		return nil, err
-	}
+	s.keys = keys
 	// Studio account, controller key and URI; sets cfg.studioAttached (attach.go).
 	if err := s.resolveStudio(); err != nil {
 		return nil, err
@@ -225,56 +225,55 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 }
 
 // resolveIdentity fixes the server id.
-func (s *Server) resolveIdentity() error {
-	id := strings.TrimSpace(s.cfg.serverID)
+func resolveIdentity(c *config, logger *slog.Logger) string {
+	id := strings.TrimSpace(c.serverID)
 	if id == "" {
-		id = strings.TrimSpace(s.cfg.getenv("SUPERVAIZER_SERVER_ID"))
+		id = strings.TrimSpace(c.getenv("SUPERVAIZER_SERVER_ID"))
 	}
 	if id == "" {
 		id = uuid.NewString() // for this process only: the environment is never changed
-		s.logger.Warn("SUPERVAIZER_SERVER_ID is not set: using a new server id; workspace grants bound to it will not survive a restart",
+		logger.Warn("SUPERVAIZER_SERVER_ID is not set: using a new server id; workspace grants bound to it will not survive a restart",
 			slog.String("server_id", id))
 	}
-	s.serverID = id
-	return nil
+	return id
 }
 
 // resolveKeys fixes the transport API keys.
-func (s *Server) resolveKeys() error {
-	keys := s.cfg.apiKeys
+func resolveKeys(c *config, logger *slog.Logger) (apiKeys, error) {
+	keys := c.apiKeys
 	if len(keys) == 0 {
-		if k := strings.TrimSpace(s.cfg.getenv("SUPERVAIZER_API_KEY")); k != "" {
+		if k := strings.TrimSpace(c.getenv("SUPERVAIZER_API_KEY")); k != "" {
 			keys = []apiKey{{key: k, scope: ScopeWrite}}
 		}
 	}
-	if len(keys) == 0 && s.cfg.localMode {
+	if len(keys) == 0 && c.localMode {
 		keys = []apiKey{{key: LocalModeAPIKey, scope: ScopeWrite}}
 	}
 	if len(keys) == 0 {
 		var raw [32]byte
 		if _, err := rand.Read(raw[:]); err != nil {
-			return fmt.Errorf("supervaizer: generate an API key: %w", err)
+			return apiKeys{}, fmt.Errorf("supervaizer: generate an API key: %w", err)
 		}
 		k := base64.RawURLEncoding.EncodeToString(raw[:])
 		// For this process only: the environment is never changed.
-		s.logger.Warn("SUPERVAIZER_API_KEY is not set: generated an API key for this process; set SUPERVAIZER_API_KEY to keep it across restarts",
+		logger.Warn("SUPERVAIZER_API_KEY is not set: generated an API key for this process; set SUPERVAIZER_API_KEY to keep it across restarts",
 			slog.String("api_key_fingerprint", redact.Fingerprint(k)))
 		keys = []apiKey{{key: k, scope: ScopeWrite}}
 	}
 	for i, k := range keys {
 		if strings.TrimSpace(k.key) == "" {
-			return fmt.Errorf("supervaizer: API key %d is blank", i)
+			return apiKeys{}, fmt.Errorf("supervaizer: API key %d is blank", i)
 		}
 		if k.scope != ScopeRead && k.scope != ScopeWrite {
-			return fmt.Errorf("supervaizer: API key %d (fingerprint %s) has an unknown scope %q", i, redact.Fingerprint(k.key), k.scope)
+			return apiKeys{}, fmt.Errorf("supervaizer: API key %d (fingerprint %s) has an unknown scope %q", i, redact.Fingerprint(k.key), k.scope)
 		}
 	}
-	s.keys = newAPIKeys(keys)
-	if s.keys.primary.IsZero() {
+	ks := newAPIKeys(keys)
+	if ks.primary.IsZero() {
 		// No key could call /a2a, and Studio would be sent an empty key.
-		return errors.New("supervaizer: no API key has the write scope: add one with WithAPIKey(key, ScopeWrite)")
+		return apiKeys{}, errors.New("supervaizer: no API key has the write scope: add one with WithAPIKey(key, ScopeWrite)")
 	}
-	return nil
+	return ks, nil
 }
 
 // ServerID returns the controller identity Studio binds grants to.
