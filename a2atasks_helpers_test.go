@@ -171,6 +171,11 @@ func handleTaskJobs(a *supervaizer.Agent, jobs *taskJobs) {
 		if job.mission == "unstoppable" {
 			return supervaizer.Fail("job_busy", "job %s cannot stop now", req.JobID), nil
 		}
+		if job.status == "completed" { // it finished first: nothing to stop
+			res := supervaizer.OK(supervaizer.Effect{Type: "job.stop.ignored", JobID: req.JobID, Status: job.status})
+			res.JobState = jobs.state(req.JobID)
+			return res, nil
+		}
 		job.status, job.awaiting = "stopped", false
 		res := supervaizer.OK(supervaizer.Effect{Type: "job.stopped", JobID: req.JobID, Status: "stopped"})
 		res.JobState = jobs.state(req.JobID)

@@ -323,6 +323,10 @@ func cancelMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte
 		} else if lv, found, err := p.Tasks().Load(c.R.Context(), taskview.Key(vc.WorkspaceID, slug, id)); err == nil && found {
 			v = lv
 		}
+		if state := v.TaskState(); state != a2atask.StateCanceled {
+			// The job settled otherwise first (it completed, say): the cancel lost the race.
+			return dst, notCancelable(id, "the task is "+string(state)+" after "+stopAction)
+		}
 		return b.appendTask(dst, &v, nil), nil
 	}
 }

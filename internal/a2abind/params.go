@@ -63,6 +63,11 @@ type message struct {
 // shapeError is the -32602 error of A2A params that break their shape: msg
 // names the expected shape, the problem where it breaks.
 func shapeError(msg string, loc []any, problem string) *jsonrpc.Error {
+	return paramsError(msg, loc, problem, "a2a_shape")
+}
+
+// paramsError is a -32602 error with one problem of type typ at loc.
+func paramsError(msg string, loc []any, problem, typ string) *jsonrpc.Error {
 	var path strings.Builder
 	for _, l := range loc {
 		path.WriteByte('/')
@@ -74,7 +79,27 @@ func shapeError(msg string, loc []any, problem string) *jsonrpc.Error {
 		}
 	}
 	return &jsonrpc.Error{Code: errcode.InvalidParams, Message: msg,
-		Data: map[string]any{"errors": []contracts.Problem{{Loc: loc, Msg: problem, Type: "a2a_shape", Path: path.String()}}}}
+		Data: map[string]any{"errors": []contracts.Problem{{Loc: loc, Msg: problem, Type: typ, Path: path.String()}}}}
+}
+
+// identifierError is the -32602 error of an identifier that breaks
+// contracts.CheckIdentifier (spec open-questions item 74: at most 256 bytes,
+// no control characters, no U+2028/U+2029), naming the field at loc; nil
+// when id is one. It is checked before any handler or store call.
+func identifierError(loc []any, id string) *jsonrpc.Error {
+	err := contracts.CheckIdentifier(id)
+	if err == nil {
+		return nil
+	}
+	var field strings.Builder
+	for i, l := range loc {
+		if i > 0 {
+			field.WriteByte('.')
+		}
+		field.WriteString(l.(string))
+	}
+	problem := field.String() + ": " + err.Error()
+	return paramsError("Invalid A2A params: "+problem, loc, problem, "identifier")
 }
 
 // member returns the node of key in the object at obj.
@@ -161,6 +186,9 @@ func parseMessage(t *wire.Tape, params int32, b binding) (message, *jsonrpc.Erro
 		case !ok:
 			return m, shapeError(shape, []any{"params", "message", k}, "must be a string")
 		}
+		if rpcErr := identifierError([]any{"params", "message", k}, v); rpcErr != nil {
+			return m, rpcErr
+		}
 		ids[i] = v
 	}
 	m.messageID, m.taskID, m.contextID = ids[0], ids[1], ids[2]
@@ -211,6 +239,9 @@ func parseTaskParams(t *wire.Tape, params int32) (string, meta, *jsonrpc.Error) 
 	id, ok := optString(t, params, "id")
 	if !ok || strings.TrimSpace(id) == "" {
 		return "", meta{}, shapeError(taskShape, []any{"params", "id"}, "a non-blank string is required")
+	}
+	if rpcErr := identifierError([]any{"params", "id"}, id); rpcErr != nil {
+		return "", meta{}, rpcErr
 	}
 	meta, err := parseMeta(t, params, taskShape)
 	return id, meta, err

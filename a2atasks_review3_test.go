@@ -1,0 +1,93 @@
+package supervaizer_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/errcode"
+)
+
+// The third review's A2A rows (issue 35): bounded identifiers (item 74) and
+// the cancel that lost the race (item 72).
+
+// TestA2AIdentifiersBounded (issue 35 row 11, spec item 74): a messageId,
+// taskId or contextId, or the task id of a tasks/* method, longer than 256
+// bytes or holding a control character or U+2028/U+2029 is -32602 naming
+// the field, before any handler or store call. On the code before the fix a
+// 100 KB task id reached the handler and NUL and U+2028 were accepted: this
+// test failed.
+func TestA2AIdentifiersBounded(t *testing.T) {
+	long := strings.Repeat("x", 257)
+	withID := func(key, v string) a2aCall {
+		return a2aCall{method: a2atask.MethodMessageSend, params: taskMessage("msg-id", "job.start", map[string]any{"topic_id": "t"},
+			func(_, m map[string]any) { m[key] = v })}
+	}
+	tests := []struct {
+		name  string
+		call  a2aCall
+		field string // the dotted field the error names
+	}{
+		{"long message id", withID("messageId", long), "params.message.messageId"},
+		{"NUL in message id", withID("messageId", "m\x00"), "params.message.messageId"},
+		{"100 KB task id", withID("taskId", strings.Repeat("t", 100<<10)), "params.message.taskId"},
+		{"U+2028 in task id", withID("taskId", "job\u2028x"), "params.message.taskId"},
+		{"U+2029 in context id", withID("contextId", "ctx\u2029"), "params.message.contextId"},
+		{"tab in context id", withID("contextId", "ctx\t1"), "params.message.contextId"},
+		{"1.0 message id", a2aCall{method: a2atask.MethodSendMessage, params: map[string]any{"message": map[string]any{
+			"role": "ROLE_USER", "messageId": "m\u2028", "parts": []any{map[string]any{"data": map[string]any{"action": "job.start"}}}}}},
+			"params.message.messageId"},
+		{"tasks/get", a2aCall{method: a2atask.MethodTasksGet, params: map[string]any{"id": long}}, "params.id"},
+		{"tasks/cancel", a2aCall{method: a2atask.MethodTasksCancel, params: map[string]any{"id": "a\x1fb"}}, "params.id"},
+		{"GetTask", a2aCall{method: a2atask.MethodGetTask, params: map[string]any{"id": "a\u2029"}}, "params.id"},
+		{"CancelTask", a2aCall{method: a2atask.MethodCancelTask, params: map[string]any{"id": long}}, "params.id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, jobs := newTaskServer(t, supervaizer.WithLocalMode(true))
+			resp := callA2A(t, srv, tt.call)
+			require.NotNil(t, resp.Error, "result: %s", resp.Result)
+			assert.Equal(t, int(errcode.InvalidParams), resp.Error.Code, "error: %+v", resp.Error)
+			assert.Contains(t, resp.Error.Message, tt.field)
+			var data struct {
+				Errors []struct{ Type, Path string } `json:"errors"`
+			}
+			require.NoError(t, json.Unmarshal(resp.Error.Data, &data))
+			require.Len(t, data.Errors, 1)
+			assert.Equal(t, "identifier", data.Errors[0].Type)
+			assert.Equal(t, "/"+strings.ReplaceAll(tt.field, ".", "/"), data.Errors[0].Path)
+			assert.Zero(t, jobs.count(), "no handler runs")
+		})
+	}
+	t.Run("256 bytes pass", func(t *testing.T) {
+		srv, _ := newTaskServer(t, supervaizer.WithLocalMode(true))
+		task := taskOf(t, callA2A(t, srv, withID("contextId", strings.Repeat("c", 256))))
+		assert.Equal(t, strings.Repeat("c", 256), task.ContextID)
+	})
+}
+
+// TestA2ACancelLostRace (issue 35 row 9, spec item 72): a tasks/cancel
+// after which the job is not canceled (it completed before job.stop ran)
+// answers -32002, not the completed Task. The code before the fix answered
+// the Task in state completed: this test failed.
+func TestA2ACancelLostRace(t *testing.T) {
+	for _, method := range []string{a2atask.MethodTasksCancel, a2atask.MethodCancelTask} {
+		t.Run(method, func(t *testing.T) {
+			srv, jobs := newTaskServer(t, supervaizer.WithLocalMode(true))
+			startTask(t, srv, "job-race", "running", "")
+			jobs.mu.Lock()
+			jobs.jobs["job-race"].status = "completed" // finished in the agent; the view still says working
+			jobs.mu.Unlock()
+			resp := callA2A(t, srv, a2aCall{method: method, params: map[string]any{"id": "job-race"}})
+			require.NotNil(t, resp.Error, "result: %s", resp.Result)
+			assert.Equal(t, int(errcode.TaskNotCancelable), resp.Error.Code)
+			assert.Contains(t, resp.Error.Message, "completed")
+			assert.Equal(t, "job.stop", jobs.last().Action, "the agent was asked to stop")
+		})
+	}
+}
