@@ -74,14 +74,54 @@ func WithLockTimeout(d time.Duration) Option {
 // DefaultPath returns the default location of the database file:
 // $SUPERVAIZER_DATA_DIR/supervaizer.db when [EnvDataDir] is set and not blank,
 // else supervaizer-<uid>/supervaizer.db under [os.TempDir] (one folder per
-// user of the machine). The temporary directory is meant for development; a
-// deployment sets SUPERVAIZER_DATA_DIR to a directory that only its user can
-// write and that outlives reboots.
+// user of the machine, shared by every controller of that user: a second one
+// finds it locked; [ControllerPath] gives each controller its own). The
+// temporary directory is meant for development; a deployment sets
+// SUPERVAIZER_DATA_DIR to a directory that only its user can write and that
+// outlives reboots.
 func DefaultPath() string {
 	if dir := strings.TrimSpace(os.Getenv(EnvDataDir)); dir != "" {
 		return filepath.Join(dir, DefaultFileName)
 	}
+	return sharedDefaultPath()
+}
+
+// sharedDefaultPath is the user's shared default file, supervaizer-<uid>/supervaizer.db.
+func sharedDefaultPath() string {
 	return filepath.Join(os.TempDir(), "supervaizer-"+userTag(), DefaultFileName)
+}
+
+// ControllerPath returns the database file of one controller: in dataDir
+// (the value of SUPERVAIZER_DATA_DIR, read by the caller) when it is not
+// blank, else in a folder of the controller's own under [os.TempDir],
+// supervaizer-<uid>/<name>/supervaizer.db, name being the agent's slug (the
+// server id for a server carrying several agents; characters other than
+// letters, digits, '.', '_' and '-' become '-'). Two agents of one user, or
+// two clones of one agent with different names, no longer share a file.
+//
+// A file left by an earlier version in the shared default,
+// supervaizer-<uid>/supervaizer.db, is kept in use while it exists, so that
+// no record is stranded by an upgrade: shared is then true, and the caller
+// says so in its log (move the file to the new path, or set
+// SUPERVAIZER_DATA_DIR).
+func ControllerPath(dataDir, name string) (path string, shared bool) {
+	if dir := strings.TrimSpace(dataDir); dir != "" {
+		return filepath.Join(dir, DefaultFileName), false
+	}
+	if fi, err := os.Stat(sharedDefaultPath()); err == nil && fi.Mode().IsRegular() {
+		return sharedDefaultPath(), true
+	}
+	folder := strings.Map(func(r rune) rune {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, strings.TrimSpace(name))
+	if strings.Trim(folder, ".") == "" {
+		folder = "controller"
+	}
+	return filepath.Join(os.TempDir(), "supervaizer-"+userTag(), folder, DefaultFileName), false
 }
 
 // Open opens the database file at path, creating it (mode 0600) and its
@@ -292,7 +332,10 @@ func lookup(bk *bolt.Bucket, key string) ([]byte, bool) {
 // lockedError reports a database file held by another process.
 type lockedError struct{ path string }
 
-func (e *lockedError) Error() string { return "store: " + e.path + " is locked by another process" }
+func (e *lockedError) Error() string {
+	return "store: " + e.path + " is locked by another process (another controller, or another run of this one, uses it); " +
+		"give each controller a folder of its own with " + EnvDataDir
+}
 
 // Is makes errors.Is(err, ErrLocked) true.
 func (e *lockedError) Is(target error) bool { return target == ErrLocked }

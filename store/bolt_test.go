@@ -238,7 +238,8 @@ func TestOpenLockedInProcess(t *testing.T) {
 	elapsed := time.Since(start)
 	require.ErrorIs(t, err, store.ErrLocked)
 	assert.Nil(t, second)
-	assert.EqualError(t, err, "store: "+path+" is locked by another process")
+	assert.EqualError(t, err, "store: "+path+" is locked by another process (another controller, or another run of this one, uses it); "+
+		"give each controller a folder of its own with SUPERVAIZER_DATA_DIR")
 	assert.GreaterOrEqual(t, elapsed, 50*time.Millisecond, "bbolt gives up one 50 ms retry early")
 	// That it gives up in time is TestLimitLockTimeout's (limits_test.go).
 
@@ -307,6 +308,45 @@ func TestDefaultPath(t *testing.T) {
 			assert.Equal(t, tt.want, store.DefaultPath())
 		})
 	}
+}
+
+// TestControllerPath: each controller has a folder of its own by default;
+// SUPERVAIZER_DATA_DIR's value wins; a file in the shared default of earlier
+// versions stays in use, reported, until it is moved.
+func TestControllerPath(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	userDir := filepath.Join(tmp, "supervaizer-"+strconv.Itoa(os.Getuid()))
+	for _, tc := range []struct {
+		name, dataDir, controller, want string
+	}{
+		{"data dir", " /var/lib/agent ", "research-agent", filepath.Join("/var/lib/agent", "supervaizer.db")},
+		{"an agent", "", "research-agent", filepath.Join(userDir, "research-agent", "supervaizer.db")},
+		{"another agent", "", "hello-agent", filepath.Join(userDir, "hello-agent", "supervaizer.db")},
+		{"a server id", "", "1f0e6c1e-1d2b-4c3d-8e4f-5a6b7c8d9e0f", filepath.Join(userDir, "1f0e6c1e-1d2b-4c3d-8e4f-5a6b7c8d9e0f", "supervaizer.db")},
+		{"no path in a name", "", "../x/y", filepath.Join(userDir, "..-x-y", "supervaizer.db")},
+		{"dots only", "", "..", filepath.Join(userDir, "controller", "supervaizer.db")},
+		{"empty", "", "", filepath.Join(userDir, "controller", "supervaizer.db")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, shared := store.ControllerPath(tc.dataDir, tc.controller)
+			assert.Equal(t, tc.want, path)
+			assert.False(t, shared)
+		})
+	}
+
+	// An upgrade: the shared default of earlier versions holds records.
+	old, err := store.Open(filepath.Join(userDir, "supervaizer.db"))
+	require.NoError(t, err)
+	_, _, err = old.PutIfAbsent(t.Context(), "k", []byte("v"))
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+	path, shared := store.ControllerPath("", "research-agent")
+	assert.Equal(t, filepath.Join(userDir, "supervaizer.db"), path, "the records of the old default stay in use")
+	assert.True(t, shared)
+	path, shared = store.ControllerPath("/data", "research-agent")
+	assert.Equal(t, filepath.Join("/data", "supervaizer.db"), path, "SUPERVAIZER_DATA_DIR still wins")
+	assert.False(t, shared)
 }
 
 func TestWithLockTimeoutNonPositiveKeepsDefault(t *testing.T) {

@@ -176,6 +176,12 @@ func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open the store: %w", err)
 	}
+	if cfg.SharedDefault {
+		// Upgraded from a version whose default folder every agent of the
+		// user shared: its records stay in use, and the log says how to move.
+		logger.Info("using the store of the shared default folder (earlier versions): other agents of this user may use it too; "+
+			"set "+store.EnvDataDir+" to a folder of this agent's own and move the file there", "path", cfg.DBPath)
+	}
 	var s store.Store = st
 	if cfg.wrapStore != nil {
 		s = cfg.wrapStore(st)

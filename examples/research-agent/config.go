@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -49,8 +47,11 @@ type config struct {
 	// Addr is the TCP address to listen on (SUPERVAIZER_ADDR).
 	Addr string
 	// DBPath is the embedded store file: SUPERVAIZER_DATA_DIR/supervaizer.db,
-	// else the folder store.DefaultPath uses in the OS temp dir.
+	// else this agent's own folder in the OS temp dir (store.ControllerPath).
 	DBPath string
+	// SharedDefault is true when DBPath is the shared default folder of
+	// earlier versions, kept in use because it holds a store (logged).
+	SharedDefault bool
 	// DatabaseURL is SUPERVAIZER_DATABASE_URL: when set, the state (store
 	// and event stream) is kept in that PostgreSQL database, shared by every
 	// instance, and DBPath is not used.
@@ -109,11 +110,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return config{}, fmt.Errorf("%s=%q: the port must be a number between 0 and 65535", envAddr, cfg.Addr)
 	}
-	if dir := strings.TrimSpace(getenv(envDataDir)); dir != "" {
-		cfg.DBPath = filepath.Join(dir, store.DefaultFileName)
-	} else {
-		cfg.DBPath = defaultDBPath()
-	}
+	cfg.DBPath, cfg.SharedDefault = store.ControllerPath(getenv(envDataDir), agentSlug)
 	cfg.DatabaseURL = strings.TrimSpace(getenv(envDatabase))
 	cfg.DatabaseSchema = strings.TrimSpace(getenv(envSchema))
 	cfg.InstanceID = strings.TrimSpace(getenv(envInstance))
@@ -156,12 +153,4 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return config{}, fmt.Errorf("%s=%q: use true or false", envLocalMode, v)
 	}
 	return cfg, nil
-}
-
-// defaultDBPath is the database file when SUPERVAIZER_DATA_DIR is not set: the
-// one store.DefaultPath gives in that case, supervaizer-<uid>/supervaizer.db
-// under os.TempDir. store.DefaultPath itself is not called because it reads
-// SUPERVAIZER_DATA_DIR from the process environment, not from getenv.
-func defaultDBPath() string {
-	return filepath.Join(os.TempDir(), "supervaizer-"+userTag(), store.DefaultFileName)
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,11 +15,15 @@ import (
 )
 
 func TestLoadConfig(t *testing.T) {
-	// The default data folder is store.DefaultPath's when the process has no
-	// SUPERVAIZER_DATA_DIR; loadConfig must give it whatever the process
-	// environment says, since it reads the environment passed in only.
+	// The default data folder is the agent's own (store.ControllerPath) when
+	// the environment passed in has no SUPERVAIZER_DATA_DIR, whatever the
+	// process environment says: loadConfig reads the environment passed in
+	// only. TMPDIR is the test's, so no store of an earlier run is found.
+	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv(envDataDir, "")
-	def := store.DefaultPath()
+	legacy := store.DefaultPath() // the shared default of earlier versions
+	def, _ := store.ControllerPath("", agentSlug)
+	require.Equal(t, filepath.Join(filepath.Dir(legacy), agentSlug, store.DefaultFileName), def)
 	t.Setenv(envDataDir, filepath.Join(t.TempDir(), "process-env"))
 	tests := []struct {
 		name    string
@@ -62,6 +68,23 @@ func TestLoadConfig(t *testing.T) {
 			assert.Equal(t, tt.want, cfg)
 		})
 	}
+
+	// Upgraded from a version whose default every agent shared: the store
+	// there stays in use, and the agent says so at startup.
+	old, err := store.Open(legacy)
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+	cfg, err := loadConfig(func(string) string { return "" })
+	require.NoError(t, err)
+	assert.Equal(t, legacy, cfg.DBPath)
+	assert.True(t, cfg.SharedDefault)
+	var logs strings.Builder
+	cfg.Logger, cfg.LocalMode = slog.New(slog.NewTextHandler(&logs, nil)), true
+	a, err := newApp(cfg)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	assert.Contains(t, logs.String(), "using the store of the shared default folder")
+	assert.Contains(t, logs.String(), "set SUPERVAIZER_DATA_DIR to a folder of this agent's own")
 }
 
 // FuzzLoadConfig: any environment gives a usable configuration or an error,

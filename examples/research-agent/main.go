@@ -8,8 +8,8 @@
 //	make run    # SUPERVAIZER_LOCAL_MODE=true go run -C examples/research-agent .
 //
 // It is configured from the environment only: SUPERVAIZER_ADDR (default
-// 127.0.0.1:8080), SUPERVAIZER_DATA_DIR (default: a folder in the OS temp
-// dir), SUPERVAIZER_DATABASE_URL (a PostgreSQL URL: the state and the event
+// 127.0.0.1:8080), SUPERVAIZER_DATA_DIR (default: the agent's own folder in
+// the OS temp dir, store.ControllerPath), SUPERVAIZER_DATABASE_URL (a PostgreSQL URL: the state and the event
 // stream are then shared by every instance started with it, instead of the
 // local file; SUPERVAIZER_DATABASE_SCHEMA, SUPERVAIZER_INSTANCE_ID and
 // SUPERVAIZER_IDEMPOTENCY_LEASE go with it), SUPERVAIZER_STORE (memory keeps
