@@ -2,6 +2,7 @@ package supervaizer_test
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -90,4 +91,47 @@ func TestA2ACancelLostRace(t *testing.T) {
 			assert.Equal(t, "job.stop", jobs.last().Action, "the agent was asked to stop")
 		})
 	}
+}
+
+// TestA2AStreamSettledEndsFinal (issue 35 row 14, spec item 72): a 0.3
+// message/stream or tasks/resubscribe whose first Task is already settled
+// (input-required, terminal, a failed start) ends with a status-update
+// with final true; the 1.0 stream ends after the Task. The code before the
+// fix sent the Task and ended: this test failed.
+func TestA2AStreamSettledEndsFinal(t *testing.T) {
+	srv, _ := newTaskServer(t, supervaizer.WithLocalMode(true))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	startTask(t, srv, "job-done", "completed", "")
+	startTask(t, srv, "job-waits", "awaiting", "")
+	tests := []struct {
+		name   string
+		method string
+		params any
+		state  a2atask.TaskState
+	}{
+		{"resubscribe to a completed task", a2atask.MethodTasksResubscribe, map[string]any{"id": "job-done"}, a2atask.StateCompleted},
+		{"resubscribe to an input-required task", a2atask.MethodTasksResubscribe, map[string]any{"id": "job-waits"}, a2atask.StateInputRequired},
+		{"stream of a job awaiting a person", a2atask.MethodMessageStream,
+			taskMessage("m-await", "job.start", map[string]any{"topic_id": "t", "status": "awaiting"}, nil), a2atask.StateInputRequired},
+		{"stream of a failed start", a2atask.MethodMessageStream,
+			taskMessage("m-rej", "job.start", map[string]any{"topic_id": "reject"}, nil), a2atask.StateFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			events, _ := openStream(t, hs.URL, tt.method, tt.params)
+			first := next(t, events)
+			require.Equal(t, "task", first.Kind, "result: %s", first.Result)
+			u := statusUpdate(t, next(t, events))
+			assert.True(t, u.Final)
+			assert.Equal(t, tt.state, u.Status.State)
+			ended(t, events)
+		})
+	}
+	t.Run("1.0 ends after the Task", func(t *testing.T) {
+		events, _ := openStream(t, hs.URL, a2atask.MethodSubscribeToTask, map[string]any{"id": "job-waits"})
+		first := next(t, events)
+		assert.Contains(t, string(first.Result), `"task"`)
+		ended(t, events)
+	})
 }

@@ -176,6 +176,9 @@ func TestA2AStreamOneEvent(t *testing.T) {
 				require.NotNil(t, ev.Error)
 				assert.Equal(t, tt.code, ev.Error.Code)
 			}
+			if tt.kind == "task" { // a settled Task: the 0.3 stream ends with a final status update (item 72)
+				assert.True(t, statusUpdate(t, next(t, events)).Final)
+			}
 			ended(t, events)
 		})
 	}

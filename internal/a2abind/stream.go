@@ -45,12 +45,19 @@ func serveStream(p Pipeline, c *Call, b binding, rpcErr *jsonrpc.Error, start fu
 		switch {
 		case rpcErr != nil:
 			return errorFrame(id, rpcErr), true
-		case msg != nil: // the stream's one event
-			return sseFrame(nil, append(append(jsonrpc.AppendResultPrefix(nil, id), msg...), '}')), true
+		case msg != nil: // the stream's one answer: a Message, or the failed Task of an error result
+			frame := sseFrame(nil, append(append(jsonrpc.AppendResultPrefix(nil, id), msg...), '}'))
+			if v.ID != "" && b.settledUpdate() {
+				frame = settledFrame(frame, id, &v, b)
+			}
+			return frame, true
 		}
 		last = v
 		frame := sseFrame(nil, append(b.appendTaskResult(jsonrpc.AppendResultPrefix(nil, id), &v, nil), '}'))
 		if final := v.State == nil || v.TaskState().Final(); final || key == "" {
+			if b.settledUpdate() {
+				frame = settledFrame(frame, id, &v, b)
+			}
 			return frame, true
 		}
 		if p.HasAction(agent(p, m), contracts.DefaultSyncAction) {
@@ -145,6 +152,13 @@ func streamResume(p Pipeline, c *Call, tp taskParams, b binding) (taskview.Job, 
 		return taskview.Job{}, m, "", rpcErr
 	}
 	return v, m, taskview.Key(vc.WorkspaceID, slug, id), nil
+}
+
+// settledFrame appends to frame the status update with final true that
+// ends a stream of b whose first Task is already settled (0.3, spec item
+// 72).
+func settledFrame(frame, id []byte, v *taskview.Job, b binding) []byte {
+	return sseFrame(frame, append(b.appendStatusUpdate(jsonrpc.AppendResultPrefix(nil, id), v, v.TaskState(), true), '}'))
 }
 
 // errorFrame is the SSE frame of a JSON-RPC error response.

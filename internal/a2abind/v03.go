@@ -43,6 +43,9 @@ type binding interface {
 	// resumeRefused is the error of resubscribing to the task v, nil when
 	// the binding follows it.
 	resumeRefused(id string, v *taskview.Job) *jsonrpc.Error
+	// settledUpdate reports whether a stream whose first Task is already
+	// final ends with a status update of it (0.3: final true, spec item 72).
+	settledUpdate() bool
 }
 
 // v03 is the A2A 0.3 binding: message/send, …; objects tagged by kind,
@@ -168,6 +171,11 @@ func (v03) appendStatusUpdate(dst []byte, v *taskview.Job, state a2atask.TaskSta
 // resumeRefused: tasks/resubscribe on a terminal task answers the Task and
 // ends.
 func (v03) resumeRefused(string, *taskview.Job) *jsonrpc.Error { return nil }
+
+// settledUpdate: a 0.3 stream always ends with a status update with final
+// true, even when its first Task is already settled (spec item 72; a2a-go's
+// 0.3 server sends it).
+func (v03) settledUpdate() bool { return true }
 
 // readBool reads params.configuration[field], a boolean: the call waits
 // (blocking) by default unless set, and when set true it waits when

@@ -203,3 +203,7 @@ func (v10) resumeRefused(id string, v *taskview.Job) *jsonrpc.Error {
 		Message: "Unsupported operation: the task is " + string(state) + ", a terminal state: read it with GetTask",
 		Data:    map[string]any{"id": id}}
 }
+
+// settledUpdate: a 1.0 stream ends after the event of a final state, and
+// its status update has no final member: the Task is that event.
+func (v10) settledUpdate() bool { return false }
