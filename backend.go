@@ -127,6 +127,8 @@ func (s *Server) serveReadiness(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.closing.Load():
 		detail = "shutting down"
+	case s.idem.holder != nil && s.idem.holder.stale():
+		detail = "instance claim not renewed" // instance.go
 	case s.cfg.backend != nil:
 		ctx, cancel := context.WithTimeout(r.Context(), readinessTimeout)
 		defer cancel()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -131,7 +132,19 @@ type idempotency struct {
 	// store failed after the handler ran), by record key, while their write
 	// is retried.
 	unrecorded map[string]*unrecordedResult
-	// life ends the retries of unrecorded results (the server's shutdown).
+	// keptLimit bounds unrecorded; looping tells whether the retry loop runs,
+	// keptWake wakes it; drained is set once Shutdown has drained them.
+	keptLimit int
+	looping   bool
+	drained   bool
+	replayed  bool // the spool file was replayed (Start)
+	keptWake  chan struct{}
+	// spoolPath is the spool file of the results left at shutdown ("": none).
+	spoolPath string
+	spoolMu   sync.Mutex
+	// storeTimeout bounds each store call of a request (WithStoreTimeout).
+	storeTimeout time.Duration
+	// life ends the retry loop of unrecorded results (the server's shutdown).
 	life context.Context
 }
 
@@ -141,6 +154,12 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 	}
 	if cfg.retention <= 0 {
 		cfg.retention = defaultIdempotencyRetention
+	}
+	if cfg.keptLimit <= 0 {
+		cfg.keptLimit = defaultKeptResults
+	}
+	if cfg.storeTimeout <= 0 {
+		cfg.storeTimeout = defaultStoreTimeout
 	}
 	if cfg.instance == "" {
 		if store.IsExclusive(s) {
@@ -153,6 +172,10 @@ func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempot
 		store: s, lease: cfg.lease, retention: cfg.retention, awaitOther: cfg.awaitOther, now: time.Now, logger: logger,
 		instance: cfg.instance, boot: bootid.New(), flights: map[string]*flight{},
 		unrecorded: map[string]*unrecordedResult{}, life: context.Background(),
+		keptLimit: cfg.keptLimit, keptWake: make(chan struct{}, 1), storeTimeout: cfg.storeTimeout,
+	}
+	if cfg.spoolDir != "" {
+		l.spoolPath = filepath.Join(cfg.spoolDir, spoolName(l.instance))
 	}
 	if l.instance != "" && !store.IsExclusive(s) {
 		l.holder = newInstanceHolder(s, l.instance, l.boot, logger)
@@ -224,6 +247,10 @@ func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(con
 	if err != nil {
 		return nil, failedWith(req, err)
 	}
+	if h := l.holder; h != nil && h.stale() {
+		// Another process may hold the instance id by now (spec item 73).
+		return nil, retryLater(req, errClaimNotRenewed)
+	}
 	key := recordKey(recordWorkspace(req), req.AgentSlug, req.Action, req.IdempotencyKey)
 	l.maybeSweep(ctx)
 
@@ -276,6 +303,9 @@ const (
 func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, key, hash string, exec func(context.Context) ([]byte, *Error), waitUntil time.Time) ([]byte, *Error) {
 	if res, busy := l.unrecordedFor(req, key, hash); busy {
 		return res, nil
+	}
+	if l.keptFull() {
+		return nil, retryLater(req, fmt.Errorf("%d results are kept unrecorded, the limit (WithKeptResultLimit)", l.keptLimit))
 	}
 	now := l.now()
 	pending := idemRecord{
@@ -346,6 +376,14 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 	done := pending
 	done.State, done.Result, done.LeaseUntil = recordDone, raw, time.Time{}
 	doneRaw, err := json.Marshal(done)
+	if err == nil && l.holder != nil && l.holder.claimed.Load() && !l.holder.stillHolds(ctx) {
+		// This process was paused past the takeover window: the newcomer
+		// holds the instance id, under a higher epoch; nothing is written
+		// under the old one (fencing). The record waits for its lease there.
+		l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: result not recorded: the instance id was taken over (epoch fencing)",
+			slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action), slog.String("job_id", req.JobID))
+		return nil, retryLater(req, fmt.Errorf("record result: %w", errClaimNotRenewed))
+	}
 	if err == nil {
 		var swapped bool
 		swapped, err = l.store.CompareAndSwap(context.WithoutCancel(ctx), key, pendingRaw, doneRaw)
@@ -359,11 +397,12 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 			// lease ended): that process's outcome is the record's.
 			return nil, l.storeFailure(ctx, req, fmt.Errorf("record result: %w", err))
 		}
-		// The handler ran but the store failed: keep the result and retry the
-		// write until the lease ends; meanwhile a retry of the call is told
+		// The handler ran but the store failed (or did not answer within
+		// its deadline): keep the result and retry the write; meanwhile a retry of the call is told
 		// the attempt is in progress, then gets the recorded result.
-		l.keepUnrecorded(ctx, req, key, &unrecordedResult{
-			pending: pendingRaw, done: doneRaw, missionID: req.MissionID, jobID: req.JobID, inputHash: hash, until: pending.LeaseUntil,
+		l.keepUnrecorded(ctx, &unrecordedResult{
+			Key: key, Pending: pendingRaw, Done: doneRaw, MissionID: req.MissionID, JobID: req.JobID, InputHash: hash,
+			Agent: req.AgentSlug, Action: req.Action,
 		}, err)
 	}
 	return raw, nil
@@ -415,7 +454,7 @@ func (l *idempotency) awaitChange(ctx context.Context, key string, seen []byte, 
 // this very instance, whose attempt therefore died with it.
 func (l *idempotency) abandoned(rec *idemRecord) bool {
 	return rec.State == recordPending && l.instance != "" && rec.Instance == l.instance && rec.Boot != l.boot &&
-		(l.holder == nil || l.holder.held.Load())
+		(l.holder == nil || l.holder.mayTakeOver(rec.Boot))
 }
 
 func (l *idempotency) storeFailure(ctx context.Context, req *ActionRequest, err error) *Error {

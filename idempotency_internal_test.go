@@ -331,7 +331,7 @@ func TestInstanceClaimOfADeadBoot(t *testing.T) {
 			st := sharedStore{store.NewMemory()}
 			other := newInstanceHolder(st, "pod-0", "boot-before", logger)
 			other.now = func() time.Time { return time.Now().Add(-tt.beatAge) }
-			_, stored, err := st.PutIfAbsent(t.Context(), other.key(), other.record())
+			_, stored, err := st.PutIfAbsent(t.Context(), other.key(), other.record(1, false))
 			require.NoError(t, err)
 			require.True(t, stored)
 			if tt.renewed {
@@ -347,7 +347,7 @@ func TestInstanceClaimOfADeadBoot(t *testing.T) {
 						case <-tick.C:
 							cur, _, _ := st.Get(context.Background(), other.key())
 							other.now = time.Now
-							_, _ = st.CompareAndSwap(context.Background(), other.key(), cur, other.record())
+							_, _ = st.CompareAndSwap(context.Background(), other.key(), cur, other.record(1, false))
 						}
 					}
 				}()
@@ -362,9 +362,13 @@ func TestInstanceClaimOfADeadBoot(t *testing.T) {
 				require.NoError(t, err)
 				assert.True(t, h.held.Load())
 				h.release(context.Background())
-				_, found, err := st.Get(t.Context(), h.key())
+				raw, found, err := st.Get(t.Context(), h.key())
 				require.NoError(t, err)
-				assert.False(t, found, "a clean stop releases the claim")
+				require.True(t, found)
+				var c instanceClaim
+				require.NoError(t, json.Unmarshal(raw, &c))
+				assert.True(t, c.Released, "a clean stop releases the claim")
+				assert.EqualValues(t, 2, c.Epoch, "the takeover raised the epoch")
 			}
 			assert.GreaterOrEqual(t, took, tt.minWait)
 			assert.Less(t, took, tt.maxWait)

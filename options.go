@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type config struct {
 	idemRetention  time.Duration // 0: SUPERVAIZER_IDEMPOTENCY_RETENTION, else the default
 	idemLease      time.Duration
 	instanceID     string
+	keptLimit      int           // WithKeptResultLimit (0: the default)
+	storeTimeout   time.Duration // WithStoreTimeout (0: the default)
+	dataDir        string        // SUPERVAIZER_DATA_DIR, else the folder of store.DefaultPath
 	// Rule checkpoints shared by instances: poll interval and claim lease
 	// (0: the defaults of WithCheckpointSharing).
 	checkpointPoll, checkpointLease time.Duration
@@ -148,6 +152,28 @@ func WithIdempotencyLease(d time.Duration) Option {
 	}
 }
 
+// WithKeptResultLimit bounds the results this process keeps in memory because
+// the store failed to record them after their handler ran (see
+// docs/deploying.md): while n are kept, a new idempotent call is refused
+// before its handler with -32603 and data.retry true. Default: 1,000.
+func WithKeptResultLimit(n int) Option {
+	return func(c *config) {
+		c.check(n > 0, "the limit must be positive", "WithKeptResultLimit(%d)", n)
+		c.keptLimit = n
+	}
+}
+
+// WithStoreTimeout bounds each store call the server makes while it serves a
+// request (a record read or written): a store that does not answer within d
+// fails the call, and a result whose write fails so is kept and retried
+// instead of holding the call. Default: 5 s.
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) {
+		c.check(d > 0, "the timeout must be positive", "WithStoreTimeout(%s)", d)
+		c.storeTimeout = d
+	}
+}
+
 // WithCheckpointSharing sets how rule checkpoints behave when several
 // controller instances share the store (see [WithBackend]). poll is how often
 // a guarded step paused on a checkpoint re-reads its record, so that a
@@ -182,8 +208,12 @@ const envInstanceID = "SUPERVAIZER_INSTANCE_ID"
 // claim every 2 s while the server runs: a second live process given the same
 // id refuses to start with [ErrInstanceInUse], naming the variable. A process
 // restarted after a crash finds its earlier boot's claim unchanged and takes it
-// over after at most 2.5 s. Records are taken over at once only while the
-// claim is held.
+// over once it has gone 10 s without renewal (at once after a clean shutdown).
+// A holder that has not renewed for 5 s refuses idempotent calls (-32603 with
+// data.retry true) and fails readiness until it renews. Records are taken over
+// at once only while the claim is held and renewed, and those of a boot
+// displaced while perhaps alive (not known dead on this host) only after their
+// lease: see docs/deploying.md.
 func WithInstanceID(id string) Option {
 	return func(c *config) { c.instanceID = strings.TrimSpace(id) }
 }
@@ -338,6 +368,10 @@ func (c *config) resolve() error {
 	}
 	if c.instanceID == "" {
 		c.instanceID = strings.TrimSpace(c.getenv(envInstanceID))
+	}
+	c.dataDir = strings.TrimSpace(c.getenv(store.EnvDataDir))
+	if c.dataDir == "" {
+		c.dataDir = filepath.Dir(store.DefaultPath())
 	}
 	if c.idemRetention == 0 {
 		if v := strings.TrimSpace(c.getenv(envIdempotencyRetention)); v != "" {

@@ -202,9 +202,11 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		Shared:  cfg.backend != nil,           // fed by the shared event log (backend.go)
 		Observe: streamObserver(cfg.observer), // observer.go
 	})
-	st := s.installHooks(s.attachBackend()) // the store and the event stream (backend.go), observed (observer.go)
+	st := s.installHooks(s.attachBackend())      // the store and the event stream (backend.go), observed (observer.go)
+	st = withStoreDeadline(st, cfg.storeTimeout) // every call bounded (storedeadline.go)
 	s.buildMethods(methodTable(), cfg.interceptorList())
-	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID, awaitOther: idemAwaitOther})
+	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID,
+		awaitOther: idemAwaitOther, keptLimit: cfg.keptLimit, spoolDir: cfg.dataDir, storeTimeout: cfg.storeTimeout})
 	s.idem.track = s.inflight.Add
 	s.idem.life = lifetime
 	s.tasks = taskview.New(st, s.logger, sse.Options{ // the A2A streams, with the limits of the event stream
@@ -357,6 +359,9 @@ func (s *Server) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.idem.replaySpool(ctx); err != nil { // idempotency_unrecorded.go
+		return err
+	}
 	// Studio registration, handshake and agent lookup (attach.go).
 	if err := s.startStudio(ctx); err != nil {
 		return err
@@ -431,9 +436,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.stop()
 	refreshed := s.stopStudio() // attach.go
-	if h := s.idem.holder; h != nil {
-		h.release(ctx)
-	}
 	err := errors.Join(s.broker.Shutdown(ctx), s.tasks.Events.Shutdown(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -444,10 +446,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			s.idem.drain(ctx) // the kept results go to the spool file
+			s.releaseInstance(ctx)
 			return errors.Join(err, ctx.Err())
 		}
 	}
+	s.idem.drain(ctx) // kept results: retried until ctx ends, then spooled (idempotency_unrecorded.go)
+	s.releaseInstance(ctx)
 	return errors.Join(err, s.stopFollowing(ctx)) // backend.go
+}
+
+// releaseInstance gives up the instance id claim, once no call is left in
+// flight (or ctx has ended), so that the next process with the id starts at
+// once (instance.go).
+func (s *Server) releaseInstance(ctx context.Context) {
+	if h := s.idem.holder; h != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), instanceBeat)
+		defer cancel()
+		h.release(rctx)
+	}
 }
 
 // callTracker counts the calls in progress. Unlike sync.WaitGroup, calls may

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -67,8 +68,10 @@ func NewTestServer(t testing.TB, agents []*supervaizer.Agent, opts ...supervaize
 // NewTestServerWithStudio builds a test server for agents that trusts studio.
 // The server reads no environment variable (an empty [supervaizer.WithEnv]),
 // has the write key [DefaultAPIKey], the server id studio is bound to, the
-// workspace-authorization settings of [FakeStudio.Settings] and a fresh
-// in-memory store (idempotency records). Before the server is built, every
+// workspace-authorization settings of [FakeStudio.Settings], a fresh
+// in-memory store (idempotency records) and a data folder of its own, removed
+// at the end of the test (its environment has only SUPERVAIZER_DATA_DIR, the
+// folder of the spool file of results kept at shutdown). Before the server is built, every
 // agent is linked to studio by the registration handshake ([FakeStudio.Link]
 // with its existing or default Studio agent id), which, as Server.Start does
 // in production, makes its registration final: register the handlers of an
@@ -88,8 +91,19 @@ func NewTestServerWithStudio(t testing.TB, studio *FakeStudio, agents []*superva
 		}
 	}
 	mem := store.NewMemory()
+	dataDir, err := os.MkdirTemp("", "svtest-data-")
+	if err != nil {
+		t.Fatalf("svtest: data folder: %v", err)
+		return nil
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dataDir) })
 	all := append([]supervaizer.Option{
-		supervaizer.WithEnv(func(string) string { return "" }),
+		supervaizer.WithEnv(func(k string) string {
+			if k == store.EnvDataDir {
+				return dataDir
+			}
+			return ""
+		}),
 		supervaizer.WithAPIKey(DefaultAPIKey, supervaizer.ScopeWrite),
 		supervaizer.WithServerID(serverID),
 		supervaizer.WithWorkspaceAuth(studio.Settings(serverID)),

@@ -128,6 +128,13 @@ func startCluster(t *testing.T, n int, extra map[string]string) *cluster {
 // database connections carry the instance id as application_name, so that
 // the test can see when the server has dropped those of a killed process.
 func (c *cluster) startProc(id string) *agentProc {
+	c.t.Helper()
+	return c.startNamed(id, id)
+}
+
+// startNamed is startProc with app as the application_name of the process's
+// database connections (the instance id when it is the only process with it).
+func (c *cluster) startNamed(id, app string) *agentProc {
 	t := c.t
 	t.Helper()
 	env := maps.Clone(c.env)
@@ -139,7 +146,7 @@ func (c *cluster) startProc(id string) *agentProc {
 	}
 	// A small pool: the test's calls queue for it, and several processes
 	// stay well within the max_connections of a server other tests share.
-	env[envDatabase] = c.dbURL + sep + "application_name=" + url.QueryEscape(id) + "&pool_max_conns=4"
+	env[envDatabase] = c.dbURL + sep + "application_name=" + url.QueryEscape(app) + "&pool_max_conns=4"
 
 	p := &agentProc{id: id, cmd: exec.Command(c.bin), stderr: &proctest.Buffer{}, done: make(chan struct{})}
 	for k, v := range env {
@@ -793,6 +800,27 @@ func (c *cluster) startUntilAcknowledged(ctx context.Context, key int) (json.Raw
 func (c *cluster) killInProgress(t *testing.T, db *pgx.Conn, idx int, going func() bool) map[int]bool {
 	t.Helper()
 	p := c.procs[idx]
+	pending := c.freezeInProgress(t, db, p, going)
+	require.NoError(t, p.cmd.Process.Kill())
+	waitClosed(t, p.done, p.id+"'s exit after SIGKILL")
+	c.lb.markDown(idx)
+	// The database drops the dead process's connections (aborting
+	// what they had begun): what it left in progress is then settled.
+	waitUntil(t, clusterTimeout, func() bool {
+		var n int
+		require.NoError(t, db.QueryRow(t.Context(),
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", p.id).Scan(&n))
+		return n == 0
+	}, "the database kept %s's connections after its death", p.id)
+	return pending
+}
+
+// freezeInProgress freezes p with SIGSTOP, and leaves it frozen once the
+// database shows a start in progress of its instance; otherwise it lets it
+// run a moment (SIGCONT) and tries again while going() holds. It returns the
+// starts seen in progress.
+func (c *cluster) freezeInProgress(t *testing.T, db *pgx.Conn, p *agentProc, going func() bool) map[int]bool {
+	t.Helper()
 	pid := p.cmd.Process.Pid
 	for {
 		require.True(t, going(), "the burst ended before %s was caught with a start in progress", p.id)
@@ -806,17 +834,6 @@ func (c *cluster) killInProgress(t *testing.T, db *pgx.Conn, idx int, going func
 		time.Sleep(300 * time.Millisecond)
 		c.awaitQuiet(t, db, p.id)
 		if pending := c.pendingStarts(t, db, p.id); len(pending) > 0 {
-			require.NoError(t, p.cmd.Process.Kill())
-			waitClosed(t, p.done, p.id+"'s exit after SIGKILL")
-			c.lb.markDown(idx)
-			// The database drops the dead process's connections (aborting
-			// what they had begun): what it left in progress is then settled.
-			waitUntil(t, clusterTimeout, func() bool {
-				var n int
-				require.NoError(t, db.QueryRow(t.Context(),
-					"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", p.id).Scan(&n))
-				return n == 0
-			}, "the database kept %s's connections after its death", p.id)
 			return pending
 		}
 		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
