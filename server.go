@@ -202,8 +202,9 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		Shared:  cfg.backend != nil,           // fed by the shared event log (backend.go)
 		Observe: streamObserver(cfg.observer), // observer.go
 	})
-	st := s.installHooks(s.attachBackend())      // the store and the event stream (backend.go), observed (observer.go)
-	st = withStoreDeadline(st, cfg.storeTimeout) // every call bounded (storedeadline.go)
+	// The store and the event stream (backend.go), every store call bounded
+	// (storedeadline.go), observed (observer.go).
+	st := s.installHooks(withStoreDeadline(s.attachBackend(), cfg.storeTimeout))
 	s.buildMethods(methodTable(), cfg.interceptorList())
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID,
 		awaitOther: idemAwaitOther, keptLimit: cfg.keptLimit, spoolDir: cfg.dataDir, storeTimeout: cfg.storeTimeout})
