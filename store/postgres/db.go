@@ -87,6 +87,7 @@ type DB struct {
 	retainEvents, retainBytes int
 	appends                   atomic.Uint64 // events appended through this DB
 	pruning                   atomic.Bool   // a pruning is running
+	followersDown             atomic.Int32  // event log followers not reading the log (events.go)
 	bg                        sync.WaitGroup
 
 	closeOnce sync.Once
@@ -175,6 +176,9 @@ func (db *DB) Store() store.Store { return db.store }
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("postgres: %w", err)
+	}
+	if n := db.followersDown.Load(); n > 0 {
+		return fmt.Errorf("postgres: %d event log follower(s) not reading the log (connecting, or reconnecting after a failure)", n)
 	}
 	return nil
 }

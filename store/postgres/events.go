@@ -33,8 +33,13 @@ const (
 	followPage = 512
 	// followPoll is how long a follower waits for a notification before it
 	// queries anyway: a last resort against a lost wake-up, and a liveness
-	// check of its connection.
-	followPoll = 30 * time.Second
+	// check of its connection (a network that drops packets silently sends
+	// no notification and no error).
+	followPoll = 5 * time.Second
+	// followQueryTimeout bounds each step of a follower (connecting,
+	// LISTEN, each query): a step that exceeds it drops the connection, and
+	// the follower reconnects (spec item 73).
+	followQueryTimeout = 10 * time.Second
 	// Reconnection backoff of a follower that lost its connection.
 	followMinBackoff = 100 * time.Millisecond
 	followMaxBackoff = 5 * time.Second
@@ -106,12 +111,14 @@ func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64
 // and must not block for long: the notifications wait meanwhile.
 func (l *EventLog) Follow(ctx context.Context, after uint64, deliver func(id uint64, name string, data []byte), caughtUp func()) error {
 	f := follower{l: l, cursor: after, deliver: deliver, caughtUp: caughtUp}
+	defer f.setHealthy(true) // a follower that ended is no longer behind
 	backoff := followMinBackoff
 	for {
 		connected, err := f.run(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		f.setHealthy(false)
 		if connected {
 			backoff = followMinBackoff
 		}
@@ -138,6 +145,22 @@ type follower struct {
 	cursor   uint64 // id of the last event delivered
 	deliver  func(id uint64, name string, data []byte)
 	caughtUp func() // nil once called
+	// down tells whether this follower counts in the DB's followersDown:
+	// from a failure until it reads the log again.
+	down bool
+}
+
+// setHealthy records whether the follower reads the log, for [DB.Ping].
+func (f *follower) setHealthy(ok bool) {
+	switch {
+	case ok && f.down:
+		f.l.db.followersDown.Add(-1)
+	case !ok && !f.down:
+		f.l.db.followersDown.Add(1)
+	default:
+		return
+	}
+	f.down = !ok
 }
 
 // run connects, listens and delivers events until the connection fails or
@@ -146,7 +169,9 @@ func (f *follower) run(ctx context.Context) (connected bool, err error) {
 	db := f.l.db
 	cfg := db.connConfig.Copy()
 	cfg.RuntimeParams["application_name"] = followerAppName
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	cctx, cancel := context.WithTimeout(ctx, followQueryTimeout)
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	cancel()
 	if err != nil {
 		return false, err
 	}
@@ -156,16 +181,21 @@ func (f *follower) run(ctx context.Context) (connected bool, err error) {
 		_ = conn.Close(cctx)
 	}()
 	// Listen before reading: an event committed after the read notifies.
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{db.channel}.Sanitize()); err != nil {
-		return false, err
+	lctx, cancel := context.WithTimeout(ctx, followQueryTimeout)
+	_, err = conn.Exec(lctx, "LISTEN "+pgx.Identifier{db.channel}.Sanitize())
+	if err == nil {
+		connected = true
+		err = f.checkPruned(lctx, conn)
 	}
-	if err := f.checkPruned(ctx, conn); err != nil {
-		return true, err
+	cancel()
+	if err != nil {
+		return connected, err
 	}
 	for {
 		if err := f.catchUp(ctx, conn); err != nil {
 			return true, err
 		}
+		f.setHealthy(true)
 		if f.caughtUp != nil {
 			f.caughtUp()
 			f.caughtUp = nil
@@ -182,32 +212,41 @@ func (f *follower) run(ctx context.Context) (connected bool, err error) {
 // catchUp delivers every committed event after the cursor.
 func (f *follower) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	for {
-		rows, err := conn.Query(ctx, f.l.db.sql.follow.sql, int64(f.cursor), followPage)
+		qctx, cancel := context.WithTimeout(ctx, followQueryTimeout)
+		n, err := f.page(qctx, conn)
+		cancel()
 		if err != nil {
-			return err
-		}
-		n := 0
-		for rows.Next() {
-			var (
-				id         int64
-				name, data []byte
-			)
-			if err := rows.Scan(&id, &name, &data); err != nil {
-				rows.Close()
-				return err
-			}
-			n++
-			f.cursor = uint64(id)
-			f.deliver(uint64(id), string(name), nonNil(data))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		if n < followPage {
 			return nil
 		}
 	}
+}
+
+// page delivers the next page of events after the cursor and returns how many
+// it read.
+func (f *follower) page(ctx context.Context, conn *pgx.Conn) (int, error) {
+	rows, err := conn.Query(ctx, f.l.db.sql.follow.sql, int64(f.cursor), followPage)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var (
+			id         int64
+			name, data []byte
+		)
+		if err := rows.Scan(&id, &name, &data); err != nil {
+			return n, err
+		}
+		n++
+		f.cursor = uint64(id)
+		f.deliver(uint64(id), string(name), nonNil(data))
+	}
+	rows.Close()
+	return n, rows.Err()
 }
 
 // checkPruned logs an error when the retention deleted events after the
