@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +31,7 @@ type config struct {
 	instanceID     string
 	keptLimit      int           // WithKeptResultLimit (0: the default)
 	storeTimeout   time.Duration // WithStoreTimeout (0: the default)
-	dataDir        string        // SUPERVAIZER_DATA_DIR, else the folder of store.DefaultPath
+	dataDir        string        // SUPERVAIZER_DATA_DIR ("": the controller's folder, spoolDir)
 	// Rule checkpoints shared by instances: poll interval and claim lease
 	// (0: the defaults of WithCheckpointSharing).
 	checkpointPoll, checkpointLease time.Duration
@@ -370,9 +369,6 @@ func (c *config) resolve() error {
 		c.instanceID = strings.TrimSpace(c.getenv(envInstanceID))
 	}
 	c.dataDir = strings.TrimSpace(c.getenv(store.EnvDataDir))
-	if c.dataDir == "" {
-		c.dataDir = filepath.Dir(store.DefaultPath())
-	}
 	if c.idemRetention == 0 {
 		if v := strings.TrimSpace(c.getenv(envIdempotencyRetention)); v != "" {
 			d, err := parseRetention(v)

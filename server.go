@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -207,7 +208,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	st := s.installHooks(withStoreDeadline(s.attachBackend(), cfg.storeTimeout))
 	s.buildMethods(methodTable(), cfg.interceptorList())
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID,
-		awaitOther: idemAwaitOther, keptLimit: cfg.keptLimit, spoolDir: cfg.dataDir, storeTimeout: cfg.storeTimeout})
+		awaitOther: idemAwaitOther, keptLimit: cfg.keptLimit, spoolDir: s.spoolDir(), storeTimeout: cfg.storeTimeout})
 	s.idem.track = s.inflight.Add
 	s.idem.life = lifetime
 	s.tasks = taskview.New(st, s.logger, sse.Options{ // the A2A streams, with the limits of the event stream
@@ -455,6 +456,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.idem.drain(ctx) // kept results: retried until ctx ends, then spooled (idempotency_unrecorded.go)
 	s.releaseInstance(ctx)
 	return errors.Join(err, s.stopFollowing(ctx)) // backend.go
+}
+
+// spoolDir is the folder of the spool file of kept results: the data folder
+// (SUPERVAIZER_DATA_DIR), else the folder store.ControllerPath gives this
+// controller (named by its agent's slug, or its server id when it carries
+// several agents), as the research agent's database file.
+func (s *Server) spoolDir() string {
+	name := s.serverID
+	if len(s.agents) == 1 {
+		name = s.agents[0].slug
+	}
+	path, _ := store.ControllerPath(s.cfg.dataDir, name)
+	return filepath.Dir(path)
 }
 
 // releaseInstance gives up the instance id claim, once no call is left in
