@@ -1,7 +1,9 @@
 package supervaizer_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/errcode"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // The third review's A2A rows (issue 35): bounded identifiers (item 74) and
@@ -133,5 +136,84 @@ func TestA2AStreamSettledEndsFinal(t *testing.T) {
 		first := next(t, events)
 		assert.Contains(t, string(first.Result), `"task"`)
 		ended(t, events)
+	})
+}
+
+// TestAPIKeyScopeA2A (issue 35 row 8, spec item 71): a key of scope a2a
+// calls the A2A task methods of both bindings on POST /a2a and nothing
+// else: the supervaizer/* methods, GET /a2a/events, the contract, the
+// resource routes and the registration refresh answer 403 Insufficient
+// scope. A write key keeps every right; a read key calls no A2A method.
+// On the code before the fix there was no a2a scope (the server refused
+// the key) and A2A clients held write keys that opened /a2a/events: this
+// test failed.
+func TestAPIKeyScopeA2A(t *testing.T) {
+	const a2aKey, readKey = "a2a-client-key", "reader-key"
+	srv, jobs := newTaskServer(t, supervaizer.WithLocalMode(true),
+		supervaizer.WithAPIKey(a2aKey, supervaizer.ScopeA2A), supervaizer.WithAPIKey(readKey, supervaizer.ScopeRead))
+	do := func(key, method, path string, body []byte) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, "http://localhost"+path, bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(supervaizer.HeaderAPIKey, key)
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		return w
+	}
+	rpc := func(key, method string, params any) *httptest.ResponseRecorder {
+		return do(key, http.MethodPost, "/a2a", rpcBody(t, 1, method, params))
+	}
+	start := taskMessage("m-a2a", "job.start", map[string]any{"topic_id": "t"}, func(_, m map[string]any) { m["taskId"] = "job-a2a" })
+
+	t.Run("a2a key calls the A2A task methods", func(t *testing.T) {
+		for _, c := range []struct {
+			method string
+			params any
+		}{
+			{a2atask.MethodMessageSend, start},
+			{a2atask.MethodTasksGet, map[string]any{"id": "job-a2a"}},
+			{a2atask.MethodGetTask, map[string]any{"id": "job-a2a"}},
+			{a2atask.MethodTasksCancel, map[string]any{"id": "job-a2a"}},
+		} {
+			w := rpc(a2aKey, c.method, c.params)
+			require.Equal(t, http.StatusOK, w.Code, "%s: %s", c.method, w.Body)
+			resp := decodeRPC(t, w)
+			assert.Nil(t, resp.Error, "%s: %+v", c.method, resp.Error)
+		}
+		w := rpc(a2aKey, a2atask.MethodTasksResubscribe, map[string]any{"id": "job-a2a"})
+		assert.Equal(t, http.StatusOK, w.Code)
+		assert.Equal(t, "text/event-stream", w.Header().Get("Content-Type"))
+		assert.Equal(t, int(errcode.MethodNotFound), decodeRPC(t, rpc(a2aKey, "agent/other", map[string]any{})).Error.Code,
+			"an unknown A2A name is -32601 for it too")
+	})
+	t.Run("a2a key is refused everything else", func(t *testing.T) {
+		seen := jobs.count()
+		for _, w := range []*httptest.ResponseRecorder{
+			rpc(a2aKey, supervaizer.MethodActionInvoke, map[string]any{}),
+			rpc(a2aKey, supervaizer.MethodSurfaceLoad, map[string]any{}),
+			rpc(a2aKey, "supervaizer/unknown", map[string]any{}),
+			do(a2aKey, http.MethodGet, "/a2a/events", nil),
+			do(a2aKey, http.MethodGet, "/api/supervaizer/contract", nil),
+			do(a2aKey, http.MethodPost, studio.RegistrationRefreshPath, []byte(`{}`)),
+		} {
+			assert.Equal(t, http.StatusForbidden, w.Code, "body: %s", w.Body)
+			assert.JSONEq(t, `{"detail":"Insufficient scope"}`, w.Body.String())
+		}
+		assert.Equal(t, seen, jobs.count(), "no handler ran")
+	})
+	t.Run("read key calls no A2A method", func(t *testing.T) {
+		for _, m := range []string{a2atask.MethodMessageSend, a2atask.MethodTasksGet, a2atask.MethodMessageStream, a2atask.MethodSendMessage} {
+			assert.Equal(t, http.StatusForbidden, rpc(readKey, m, start).Code, m)
+		}
+	})
+	t.Run("write key keeps every right", func(t *testing.T) {
+		assert.Equal(t, http.StatusOK, rpc(testWriteKey, a2atask.MethodTasksGet, map[string]any{"id": "job-a2a"}).Code)
+		w := do(testWriteKey, http.MethodGet, "/api/supervaizer/contract", nil)
+		assert.Equal(t, http.StatusOK, w.Code)
+	})
+	t.Run("a2a key on the resource routes", func(t *testing.T) {
+		f := newResFixture(t, supervaizer.WithAPIKey(a2aKey, supervaizer.ScopeA2A))
+		w := f.do(t, resCall{method: http.MethodGet, path: resPath("contacts", ""), ws: resAlpha, scopes: []string{"resource.contacts.list"}, apiKey: a2aKey})
+		assert.Equal(t, http.StatusForbidden, w.Code, w.Body.String())
+		assert.Equal(t, "Insufficient scope", decodeBody(t, w)["detail"])
 	})
 }

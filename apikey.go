@@ -5,17 +5,25 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/supervaize/supervaizer-go/internal/redact"
 )
 
-// KeyScope is the scope of a transport API key. Write satisfies read.
+// KeyScope is the scope of a transport API key. Write satisfies every
+// scope; read and a2a are not ordered (spec open-questions item 71).
 type KeyScope string
 
 // API-key scopes.
 const (
 	ScopeRead  KeyScope = "read"
 	ScopeWrite KeyScope = "write"
+	// ScopeA2A is the scope of an A2A client's key: it calls only the
+	// standard A2A task methods of both bindings on POST /a2a (and the A2A
+	// extension methods an agent serves there); the supervaizer/* methods,
+	// GET /a2a/events, the resource routes and the registration refresh
+	// answer 403 {"detail": "Insufficient scope"} (spec item 71).
+	ScopeA2A KeyScope = "a2a"
 )
 
 func (s KeyScope) satisfies(need KeyScope) bool {
@@ -88,18 +96,48 @@ func requireKey(ks *apiKeys, logger *slog.Logger, need KeyScope) func(http.Handl
 // check checks the transport key of r for the scope need: status is 0
 // when it is granted, else the refusal's (401 or 403) with its detail.
 func (ks *apiKeys) check(logger *slog.Logger, r *http.Request, need KeyScope) (status int, detail string) {
+	_, status, detail = ks.checkAny(logger, r, need, need)
+	return status, detail
+}
+
+// checkAny checks the transport key of r for one of the scopes need and
+// orNeed, as check does, and returns the key's scope when it is granted.
+func (ks *apiKeys) checkAny(logger *slog.Logger, r *http.Request, need, orNeed KeyScope) (scope KeyScope, status int, detail string) {
 	presented := r.Header.Get(canonicalAPIKeyHeader)
 	scope, ok := ks.lookup(presented)
 	if !ok {
 		deny(logger, r, "invalid or missing API key", presented)
-		return http.StatusUnauthorized, "Invalid or missing API key"
+		return "", http.StatusUnauthorized, "Invalid or missing API key"
 	}
-	if !scope.satisfies(need) {
+	if !scope.satisfies(need) && !scope.satisfies(orNeed) {
 		deny(logger, r, "insufficient scope", presented)
-		return http.StatusForbidden, "Insufficient scope"
+		return "", http.StatusForbidden, insufficientScope
 	}
-	return 0, ""
+	return scope, 0, ""
 }
+
+// insufficientScope is the 403 detail of a key without the scope a route
+// or method needs.
+const insufficientScope = "Insufficient scope"
+
+// checkMethodKey checks, on POST /a2a, that the call's key (its scope read
+// by readCall) has the scope of the method: a write key calls every method,
+// an a2a key only the A2A ones (an unknown supervaizer/* name needs write).
+// status is 0 when it is granted.
+func (s *Server) checkMethodKey(c *Call) (status int, detail string) {
+	need := c.entry.m.key
+	if c.entry == s.otherMethod && strings.HasPrefix(c.rpc.Method, supervaizerMethodPrefix) {
+		need = ScopeWrite
+	}
+	if c.keyScope.satisfies(need) {
+		return 0, ""
+	}
+	deny(s.logger, c.r, "insufficient scope", c.r.Header.Get(canonicalAPIKeyHeader))
+	return http.StatusForbidden, insufficientScope
+}
+
+// supervaizerMethodPrefix starts the name of every Supervaizer v2 method.
+const supervaizerMethodPrefix = "supervaizer/"
 
 func deny(logger *slog.Logger, r *http.Request, reason, presented string) {
 	attrs := []slog.Attr{slog.String("path", r.URL.Path), slog.String("reason", reason)}

@@ -81,10 +81,12 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 // refusal when one of them refuses the request.
 func (s *Server) readCall(c *Call, ref *refusal) bool {
 	r := c.r
-	if status, detail := s.keys.check(s.logger, r, ScopeWrite); status != 0 {
+	scope, status, detail := s.keys.checkAny(s.logger, r, ScopeWrite, ScopeA2A) // the method's own scope: checkMethodKey
+	if status != 0 {
 		ref.status, ref.detail = status, detail
 		return false
 	}
+	c.keyScope = scope
 	if s.closing.Load() {
 		ref.status, ref.detail = http.StatusServiceUnavailable, "server is shutting down"
 		return false
@@ -135,12 +137,10 @@ func (s *Server) serveUnary(ctx context.Context, c *Call) {
 	*buf = jsonrpc.AppendResultPrefix((*buf)[:0], c.rpc.ID)
 	m := c.entry.m
 	var err *Error
-	if m.key != ScopeWrite { // every method today needs the scope readCall checked
-		if status, detail := s.keys.check(s.logger, c.r, m.key); status != 0 {
-			c.end(0, status)
-			writeDetail(c.w, status, detail)
-			return
-		}
+	if status, detail := s.checkMethodKey(c); status != 0 {
+		c.end(0, status)
+		writeDetail(c.w, status, detail)
+		return
 	}
 	*buf, err = m.unary(s, c, *buf)
 	if err != nil {
@@ -160,6 +160,11 @@ func (s *Server) serveStream(ctx context.Context, c *Call) {
 	c.use(ctx)
 	sw := statusWriter{ResponseWriter: c.w}
 	c.w = &sw
+	if status, detail := s.checkMethodKey(c); status != 0 {
+		c.end(0, status)
+		writeDetail(c.w, status, detail)
+		return
+	}
 	c.entry.m.stream(s, c)
 	c.end(0, sw.status)
 }

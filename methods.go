@@ -88,7 +88,9 @@ func (s *Server) buildMethods(table []method, ics []Interceptor) {
 		}
 		s.methods[table[i].name] = wrap(&table[i])
 	}
-	s.otherMethod = wrap(&method{name: otherMethod, binding: "", key: ScopeWrite, unary: unknownMethod})
+	// An unknown name: -32601 for an a2a key too (A2A names it may try),
+	// except supervaizer/* names, which need write (checkMethodKey).
+	s.otherMethod = wrap(&method{name: otherMethod, binding: "", key: ScopeA2A, unary: unknownMethod})
 	s.refuse = chainUnary(ics, func(_ context.Context, c *Call) { writeRefusal(s.logger, c) })
 	s.handler = chainHandler(ics, runHandler)
 }
@@ -112,7 +114,7 @@ func methodTable() []method {
 // bindingMethod is the entry of a method of an A2A binding: the binding
 // translates the call to and from the pipeline (a2aPipeline).
 func bindingMethod(m a2abind.Method) method {
-	e := method{name: m.Name, binding: m.Binding, key: ScopeWrite, tokenScope: m.TokenScope}
+	e := method{name: m.Name, binding: m.Binding, key: ScopeA2A, tokenScope: m.TokenScope}
 	if m.Stream != nil {
 		e.stream = func(s *Server, c *Call) { m.Stream((*a2aPipeline)(s), c.bindingCall()) }
 		return e

@@ -74,12 +74,14 @@ type Call struct {
 	Duration time.Duration
 
 	// The pipeline's state of the call.
-	w       http.ResponseWriter
-	r       *http.Request
-	t       *wire.Tape
-	rpc     jsonrpc.Request
-	entry   *served
-	refusal refusal
+	w     http.ResponseWriter
+	r     *http.Request
+	t     *wire.Tape
+	rpc   jsonrpc.Request
+	entry *served
+	// keyScope is the scope of the call's API key (readCall).
+	keyScope KeyScope
+	refusal  refusal
 	// The handler the HandlerFunc chain runs, and its answer.
 	act     ActionHandler
 	actReq  *ActionRequest

@@ -268,7 +268,7 @@ func resolveKeys(c *config, logger *slog.Logger) (apiKeys, error) {
 		if strings.TrimSpace(k.key) == "" {
 			return apiKeys{}, fmt.Errorf("supervaizer: API key %d is blank", i)
 		}
-		if k.scope != ScopeRead && k.scope != ScopeWrite {
+		if k.scope != ScopeRead && k.scope != ScopeWrite && k.scope != ScopeA2A {
 			return apiKeys{}, fmt.Errorf("supervaizer: API key %d (fingerprint %s) has an unknown scope %q", i, redact.Fingerprint(k.key), k.scope)
 		}
 	}
