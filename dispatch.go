@@ -15,6 +15,7 @@ import (
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
+	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -331,9 +332,13 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 		if parsed {
 			tape = rt
 		}
-		job, read := s.tasks.Observe(ctx, recordWorkspace(req), req.AgentSlug, dst[n:], tape)
+		var job *taskview.Job
 		if a2a != nil {
-			a2a.job, a2a.read = job, read
+			job = &a2a.job
+		}
+		read := s.tasks.Observe(ctx, recordWorkspace(req), req.AgentSlug, dst[n:], tape, job)
+		if a2a != nil {
+			a2a.read = read
 		}
 	}
 	s.publishEffects(ctx, req, dst[n:], effects)

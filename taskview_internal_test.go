@@ -57,8 +57,8 @@ func TestObserveWithTheValidationTape(t *testing.T) {
 		var parsedTape wire.Tape
 		require.True(t, parsedTape.Parse(raw))
 		require.Equal(t, parsedTape.Nodes, tape.Nodes, "result %d: the tape Parse builds", i)
-		views[true].Observe(t.Context(), recordWorkspace(req), req.AgentSlug, raw, tape)
-		views[false].Observe(t.Context(), recordWorkspace(req), req.AgentSlug, raw, nil)
+		views[true].Observe(t.Context(), recordWorkspace(req), req.AgentSlug, raw, tape, nil)
+		views[false].Observe(t.Context(), recordWorkspace(req), req.AgentSlug, raw, nil, nil)
 		wire.Put(tape)
 	}
 	dump := func(st store.Store) map[string]string {

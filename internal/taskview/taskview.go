@@ -118,30 +118,33 @@ var (
 // Observe updates the view from the validated result raw of a call of
 // agent slug whose record belongs to workspace ws. t is the tape of raw the
 // validation worked on, or nil: Observe then parses raw itself, unless raw
-// mentions no job. It returns the job_state's view (read true) so that an
-// A2A answer is built without reading raw again (its State is a view of
-// raw).
-func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wire.Tape) (job Job, read bool) {
+// mentions no job. When job is not nil it receives the job_state's view
+// (read true) so that an A2A answer is built without reading raw again (its
+// State is a view of raw); a call that needs no answer from it passes nil
+// and costs no copy of the job's strings.
+func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wire.Tape, job *Job) (read bool) {
 	if t == nil {
 		if !bytes.Contains(raw, keyJobState) && !bytes.Contains(raw, keyJobID) {
-			return job, false // nothing about a job: no parse
+			return false // nothing about a job: no parse
 		}
 		t = wire.Get()
 		defer wire.Put(t)
 		if !t.Parse(raw) {
-			return job, false
+			return false
 		}
 	}
 	if !isObject(t, 0) {
-		return job, false
+		return false
 	}
 	if js, ok := member(t, 0, "job_state"); ok && isObject(t, js) {
-		job, read = ReadJobState(t, js), true
+		if job != nil {
+			*job, read = ReadJobState(t, js), true
+		}
 		// The record's fields as views of raw: most job results (job.sync
 		// polls) repeat the stored record, and comparing needs no copy.
 		id, status, text := recordFields(t, js)
 		if len(id) == 0 {
-			return job, read
+			return read
 		}
 		state := t.Raw(js)
 		var kb [128]byte
@@ -151,11 +154,11 @@ func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wir
 			}
 			return encodeRecord(string(status), string(text), state), true
 		})
-		return job, read
+		return read
 	}
 	effects, ok := member(t, 0, "effects")
 	if !ok || t.Nodes[effects].Kind != wire.Array {
-		return job, false
+		return false
 	}
 	for e := effects + 1; e < t.Nodes[effects].Next; e = t.Nodes[e].Next {
 		if !isObject(t, e) {
@@ -178,7 +181,7 @@ func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wir
 			return encodeRecord(status, text, v.State), true
 		})
 	}
-	return job, false
+	return false
 }
 
 // put writes the value next computes from the current one (found false:
