@@ -70,7 +70,7 @@ func run(logger *slog.Logger, getenv func(string) string, out io.Writer) error {
 		return err
 	}
 	cfg.Logger = logger
-	tel, err := setupTelemetry(ctx, getenv, logger) // telemetry.go
+	tel, err := setupTelemetry(ctx, getenv, cfg.LocalMode, logger) // telemetry.go
 	if err != nil {
 		return err
 	}

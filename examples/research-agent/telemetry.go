@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/internal/loopback"
 	svotel "github.com/supervaize/supervaizer-go/otel"
 )
 
@@ -52,8 +53,11 @@ func (t *telemetry) Shutdown(ctx context.Context) error {
 
 // setupTelemetry configures the observer from the environment: nothing at
 // all when neither SUPERVAIZER_METRICS_ADDR nor an OTLP endpoint is set.
-// The metrics server listens at once and logs the address it bound.
-func setupTelemetry(ctx context.Context, getenv func(string) string, logger *slog.Logger) (*telemetry, error) {
+// The metrics server listens at once and logs the address it bound. In local
+// mode it stays local as the controller does (spec item 68): it listens only
+// on a loopback address (a startup error names the address otherwise) and
+// answers 403 to a request whose Host is not a loopback name or address.
+func setupTelemetry(ctx context.Context, getenv func(string) string, localMode bool, logger *slog.Logger) (*telemetry, error) {
 	t := &telemetry{}
 	metricsAddr := strings.TrimSpace(getenv(envMetricsAddr))
 	otlp := strings.TrimSpace(getenv(envOTLPEndpoint)) != "" || strings.TrimSpace(getenv(envOTLPTraces)) != ""
@@ -81,13 +85,25 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, logger *slo
 		}
 		mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 		t.shutdown = append(t.shutdown, mp.Shutdown)
+		if host, _, err := net.SplitHostPort(metricsAddr); localMode && (err != nil || (host != "localhost" && !loopback.Addr(host))) {
+			return nil, errors.Join(fmt.Errorf("%s=%q: local mode listens only on a loopback address: use 127.0.0.1:PORT, or turn local mode off (%s)",
+				envMetricsAddr, metricsAddr, envLocalMode), t.Shutdown(ctx))
+		}
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s=%q: %w", envMetricsAddr, metricsAddr, err), t.Shutdown(ctx))
 		}
+		if localMode && !loopback.Addr(ln.Addr().String()) {
+			_ = ln.Close()
+			return nil, errors.Join(fmt.Errorf("%s=%q: local mode listens only on a loopback address, not on %s", envMetricsAddr, metricsAddr, ln.Addr()), t.Shutdown(ctx))
+		}
 		mux := http.NewServeMux()
 		mux.Handle("GET "+metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		var handler http.Handler = mux
+		if localMode {
+			handler = localHostsOnly(mux)
+		}
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		t.shutdown = append(t.shutdown, srv.Shutdown)
 		logger.Info("metrics listening", slog.String("url", "http://"+ln.Addr().String()+metricsPath))
@@ -102,4 +118,16 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, logger *slo
 	}
 	t.option = supervaizer.WithObserver(obs)
 	return t, nil
+}
+
+// localHostsOnly answers 403 to a request whose Host is not a loopback name
+// or address, as the controller does in local mode (DNS rebinding).
+func localHostsOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopback.Host(r.Host) {
+			http.Error(w, "local mode serves only requests addressed to localhost or a loopback IP address", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
