@@ -202,7 +202,7 @@ func TestA2ARefusals(t *testing.T) {
 		stopless bool   // the agent declares no job.stop
 	}{
 		{name: "no parts", call: send(parts()), code: -32602, message: `{"kind":"data","data":{"action":`, problem: "/params/message/parts"},
-		{name: "text part", call: send(parts(map[string]any{"kind": "text", "text": "start"})), code: -32602, message: `exactly one data part`, problem: "/params/message/parts/0/kind"},
+		{name: "text part", call: send(parts(map[string]any{"kind": "text", "text": "start"})), code: -32602, message: `no conversation action for a text message; params.message must carry exactly one data part {"kind":"data","data":{"action":"<action id>","input":{...}}}`, problem: "/params/message/parts"},
 		{name: "two data parts", call: send(parts(dataPart(map[string]any{"action": "job.start"}), dataPart(map[string]any{"action": "job.start"}))), code: -32602, problem: "/params/message/parts"},
 		{name: "no action", call: send(parts(dataPart(map[string]any{"input": map[string]any{}}))), code: -32602, problem: "/params/message/parts/0/data/action"},
 		{name: "blank action", call: send(parts(dataPart(map[string]any{"action": " "}))), code: -32602, problem: "/params/message/parts/0/data/action"},

@@ -303,7 +303,7 @@ func TestA2A10Parts(t *testing.T) {
 		{name: "a data part of another media type", parts: []any{map[string]any{"data": call, "mediaType": "text/csv"}}, code: int(errcode.ContentTypeNotSupported)},
 		{name: "both media type spellings", parts: []any{map[string]any{"data": call, "mediaType": "application/json", "media_type": "application/json"}}, code: -32602, loc: "/params/message/parts/0/media_type"},
 		{name: "a media type that is a number", parts: []any{map[string]any{"data": call, "mediaType": 7}}, code: -32602, loc: "/params/message/parts/0/mediaType"},
-		{name: "a text part", parts: []any{map[string]any{"text": "start a job"}}, code: -32602, loc: "/params/message/parts/0/text"},
+		{name: "a text part", parts: []any{map[string]any{"text": "start a job"}}, code: -32602, loc: "/params/message/parts"},
 		{name: "a raw part", parts: []any{map[string]any{"raw": "aGk=", "mediaType": "application/json"}}, code: -32602, loc: "/params/message/parts/0/raw"},
 		{name: "a url part", parts: []any{map[string]any{"url": "https://example.com/call.json"}}, code: -32602, loc: "/params/message/parts/0/url"},
 		{name: "data and text in one part", parts: []any{map[string]any{"data": call, "text": "x"}}, code: -32602, loc: "/params/message/parts/0/text"},

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/errcode"
+	"github.com/supervaize/supervaizer-go/internal/callstate"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -170,6 +173,38 @@ type callContext struct {
 	ws        *contracts.VerifiedWorkspaceContext
 	tape      *wire.Tape
 	inputNode int32
+
+	// What the handler reports during the call (package conversation):
+	// the sum of its token usage, and where its partial text goes (nil:
+	// the call is not streamed).
+	mu    sync.Mutex
+	usage conversation.Usage
+	emit  func(text string)
+}
+
+// AddUsage adds to the call's token usage (callstate.Recorder).
+func (c *callContext) AddUsage(input, output, cacheCreation, cacheRead int64) {
+	c.mu.Lock()
+	c.usage = c.usage.Add(conversation.Usage{InputTokens: input, OutputTokens: output,
+		CacheCreationInputTokens: cacheCreation, CacheReadInputTokens: cacheRead})
+	c.mu.Unlock()
+}
+
+// Emit hands a chunk of partial text to the call's stream
+// (callstate.Recorder).
+func (c *callContext) Emit(text string) bool {
+	if c.emit == nil {
+		return false
+	}
+	c.emit(text)
+	return true
+}
+
+// reported is the usage the handler reported.
+func (c *callContext) reported() conversation.Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.usage
 }
 
 type inputKey struct{}
@@ -194,6 +229,8 @@ func (c *callContext) Value(key any) any {
 		return c.agent
 	case inputKey:
 		return c
+	case callstate.Key:
+		return callstate.Recorder(c)
 	}
 	if c.ws != nil && wsctx.IsKey(key) {
 		return c.ws

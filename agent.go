@@ -63,6 +63,19 @@ type AgentSpec struct {
 	// serving a single agent, by SUPERVAIZER_STUDIO_AGENT_ID, else
 	// [Server.Start] refuses to start.
 	StudioAgentID string
+
+	// Conversation names the agent's conversation action (spec item 81): a
+	// declared action, registered with the input type conversation.Input,
+	// to which a plain text A2A message goes (docs/conversations.md). Its
+	// result carries a conversation.Output (conversation.Reply). "" for
+	// none: a text message is then answered -32602 naming the data part an
+	// action call needs. [Server.Start] fails when the action has no
+	// handler.
+	Conversation string
+	// ConversationExamples are example messages for the conversation
+	// action, on its Agent Card skill ("examples"; none given: one generic
+	// example).
+	ConversationExamples []string
 }
 
 // Agent is one business agent served by a controller. Build it with [NewAgent],
@@ -261,6 +274,9 @@ func (a *Agent) incomplete() error {
 	if a.auto && a.regSpec.ScheduledStart && a.actions[contracts.DefaultStartAction] == nil {
 		errs = append(errs, fmt.Errorf("supervaizer: agent %q: AgentSpec.Registration: /scheduled_start: scheduled_start requires the action %q: no handler was registered for it",
 			a.slug, contracts.DefaultStartAction))
+	}
+	if c := a.spec.Conversation; c != "" && (a.actions[c] == nil || !a.declared(c, false)) {
+		errs = append(errs, fmt.Errorf("supervaizer: agent %q: AgentSpec.Conversation: the action %q is not declared or has no handler", a.slug, c))
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.idempotent)) {
 		if !a.declared(id, false) {

@@ -63,7 +63,11 @@ func cardInput(a *Agent, base string) a2a.CardInput {
 	}
 	if a.reg != nil {
 		for _, d := range a.reg.Capabilities.Actions {
-			in.Actions = append(in.Actions, a2a.ActionInfo{ID: d.ID, Label: d.Label, Description: d.Description, Scope: d.Scope, Mutating: d.Mutating, Kind: d.Kind})
+			info := a2a.ActionInfo{ID: d.ID, Label: d.Label, Description: d.Description, Scope: d.Scope, Mutating: d.Mutating, Kind: d.Kind}
+			if d.ID == a.spec.Conversation {
+				info.Conversation, info.Examples = true, a.spec.ConversationExamples
+			}
+			in.Actions = append(in.Actions, info)
 		}
 	}
 	if m := a.spec.Methods; m != nil {

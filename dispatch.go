@@ -289,6 +289,9 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 			map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 	}
 	call := withCall(ctx, a, ws)
+	if a2a != nil {
+		call.emit = a2a.emit
+	}
 	if input >= 0 {
 		call.tape = t
 		call.inputNode = input
@@ -320,6 +323,11 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	} else {
 		dst, effects, parsed, rpcErr = s.runAction(ctx, c, h, req, false, dst, rt)
 		ran = rpcErr == nil
+	}
+	usage := call.reported()
+	s.keepUsage(ctx, c, req, usage) // conversation.go
+	if a2a != nil {
+		a2a.usage = usage
 	}
 	if rpcErr != nil {
 		return dst[:n], rpcErr
@@ -383,6 +391,9 @@ func (s *Server) runAction(ctx context.Context, c *Call, h ActionHandler, req *A
 	if perr := dryRunProblem(s.bySlug[req.AgentSlug], req, res); perr != nil { // actions.go
 		handlerFailed(ctx, s.logger, "action", req.AgentSlug, req.Action, req.RequestID, perr)
 		return dst, nil, false, actionFailed(req)
+	}
+	if cc, ok := ctx.Value(inputKey{}).(*callContext); ok {
+		s.withUsage(ctx, req, res, cc.reported()) // conversation.go
 	}
 	if strict {
 		markStrict(res, req.IdempotencyKey)

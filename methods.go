@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
@@ -168,7 +169,9 @@ func (p *a2aPipeline) Invoke(bc *a2abind.Call, req *ActionRequest, input int32, 
 	if input >= 0 {
 		t = bc.T
 	}
+	read.emit = bc.Emit
 	raw, err := (*Server)(p).invoke(c, req, t, input, &read, dst)
+	bc.Usage = read.usage
 	return raw, read.job, read.read, toRPC(err)
 }
 
@@ -218,6 +221,10 @@ func (p *a2aPipeline) Logger() *slog.Logger { return p.logger }
 type a2aRead struct {
 	job  taskview.Job
 	read bool
+	// emit receives the handler's partial text (nil: not streamed); usage
+	// is what the handler reported.
+	emit  func(text string)
+	usage conversation.Usage
 }
 
 // jobStopAction is the action that stops a job (what A2A's cancel maps to).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/wire"
@@ -65,6 +66,9 @@ type Call struct {
 	HTTPStatus int
 	// Idempotency is what the idempotency layer did with the call.
 	Idempotency observe.Idempotency
+	// Usage is the token usage the call's handlers reported
+	// (conversation.ReportUsage), summed; zero when none.
+	Usage conversation.Usage
 	// Header is the request's header (for the incoming trace context).
 	Header http.Header
 	// Start is when the request arrived; Duration is how long the call took

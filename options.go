@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/observe"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -53,9 +54,10 @@ type config struct {
 	addr                            string       // WithAddr (serve.go)
 	http                            HTTPSettings // WithHTTPSettings (serve.go)
 	errs                            []error
-	preview                         *bool            // WithPreview (discovery.go)
-	observer                        observe.Observer // WithObserver (observer.go)
-	interceptors                    []Interceptor    // WithInterceptors (observer.go)
+	preview                         *bool               // WithPreview (discovery.go)
+	observer                        observe.Observer    // WithObserver (observer.go)
+	conversations                   conversation.Limits // WithConversationLimits (conversation.go)
+	interceptors                    []Interceptor       // WithInterceptors (observer.go)
 
 	// Studio attachment (attach.go).
 	studio        *studio.Client

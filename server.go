@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/redact"
 	"github.com/supervaize/supervaizer-go/internal/sse"
@@ -77,7 +78,8 @@ type Server struct {
 	validator *validate.Validator
 	broker    *sse.Broker
 	idem      *idempotency
-	tasks     *taskview.View // the A2A task view (internal/taskview), beside the pipeline
+	tasks     *taskview.View   // the A2A task view (internal/taskview), beside the pipeline
+	history   *a2abind.History // the conversations' history (conversation.go)
 	router    http.Handler
 
 	// The method table as this server serves it, each entry wrapped in the
@@ -215,6 +217,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		QueueSize: cfg.sseQueue, QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout,
 		MaxStreams: cfg.http.MaxEventStreams, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 	})
+	s.history = a2abind.NewHistory(st, cfg.conversations)
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	p, err := s.newPreview()    // the local preview (discovery.go)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -33,6 +34,12 @@ const (
 	APIKeyHeader = "X-API-Key"
 	// MediaTypeJSON is the only input and output mode of a Supervaizer agent.
 	MediaTypeJSON = "application/json"
+	// MediaTypeText is the input mode of an agent's conversation action: a
+	// plain text A2A message calls it.
+	MediaTypeText = "text/plain"
+	// DefaultConversationExample is the example of a conversation skill
+	// whose agent gives none.
+	DefaultConversationExample = "What can you do?"
 	// ExtensionURI identifies the Supervaizer v2 extension in the card's
 	// capabilities.extensions.
 	ExtensionURI = "https://supervaize.com/extensions/supervaizer/v2"
@@ -216,6 +223,9 @@ type AgentSkill struct {
 	// InputModes is ["application/json"]: an A2A message calls the skill
 	// with one data part {"action": <id>, "input": {...}} (package a2atask).
 	InputModes []string `json:"inputModes,omitempty"`
+	// Examples are example messages of the conversation action's skill
+	// (the agent's conversation examples); none for another skill.
+	Examples []string `json:"examples,omitempty"`
 }
 
 // Developer is the legacy developer block of a card.
@@ -361,6 +371,12 @@ type ActionInfo struct {
 	Mutating bool
 	// Kind is command or help; blank means command.
 	Kind string
+	// Conversation marks the agent's conversation action: its skill
+	// accepts text/plain (a plain text message) besides application/json,
+	// and carries Examples.
+	Conversation bool
+	// Examples are example messages of the conversation action's skill.
+	Examples []string
 }
 
 // identity holds the validated members shared by the card and the discovery entry.
@@ -627,7 +643,15 @@ func buildSkills(actions []ActionInfo) ([]AgentSkill, error) {
 		if strings.TrimSpace(desc) == "" {
 			desc = describeAction(a.ID, scope, a.Kind, a.Mutating)
 		}
-		skills = append(skills, AgentSkill{ID: a.ID, Name: name, Description: desc, Tags: []string{SkillTag, scope}, InputModes: []string{MediaTypeJSON}})
+		skill := AgentSkill{ID: a.ID, Name: name, Description: desc, Tags: []string{SkillTag, scope}, InputModes: []string{MediaTypeJSON}}
+		if a.Conversation {
+			skill.InputModes = []string{MediaTypeText, MediaTypeJSON}
+			skill.Examples = slices.Clone(a.Examples)
+			if len(skill.Examples) == 0 {
+				skill.Examples = []string{DefaultConversationExample}
+			}
+		}
+		skills = append(skills, skill)
 	}
 	return skills, nil
 }

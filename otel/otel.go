@@ -48,33 +48,40 @@ const (
 	MetricEventSubscribers   = "supervaizer.event.subscribers"    // up-down counter: open event streams
 	MetricEventsDropped      = "supervaizer.event.dropped"        // counter: events dropped for slow clients
 	MetricStoreDuration      = "supervaizer.store.duration"       // histogram, s: store operation duration
+	MetricTokenUsage         = "supervaizer.token.usage"          // counter: tokens handlers reported, by agent, action and kind
+	// MetricGenAITokenUsage is the GenAI semantic conventions' histogram of
+	// the tokens a call used, by gen_ai.token.type (input, output).
+	MetricGenAITokenUsage = "gen_ai.client.token.usage"
 )
 
 // MetricNames lists every metric this package records, in the order of
 // docs/observability.md's table.
 var MetricNames = []string{
 	MetricCalls, MetricCallDuration, MetricTokenVerifications, MetricIdempotency,
-	MetricEventSubscribers, MetricEventsDropped, MetricStoreDuration,
+	MetricEventSubscribers, MetricEventsDropped, MetricStoreDuration, MetricTokenUsage, MetricGenAITokenUsage,
 }
 
 // The attribute keys this package sets, besides the semantic conventions'.
 const (
-	AttrAgent         = attribute.Key("supervaizer.agent_slug")         // the call's agent
-	AttrKind          = attribute.Key("supervaizer.kind")               // action or surface
-	AttrName          = attribute.Key("supervaizer.name")               // the action or surface id
-	AttrWorkspace     = attribute.Key("supervaizer.workspace_id")       // spans only (unbounded)
-	AttrIdempotency   = attribute.Key("supervaizer.idempotency")        // ran, replayed, conflict, in_progress
-	AttrTokenOutcome  = attribute.Key("supervaizer.token.outcome")      // verified, or the workspace_authorization_* code
-	AttrStreamReason  = attribute.Key("supervaizer.event.close_reason") // spans only
-	AttrStoreOp       = attribute.Key("supervaizer.store.operation")    // get, put_if_absent, compare_and_swap, delete, scan
-	AttrRPCSystem     = attribute.Key("rpc.system")                     // "jsonrpc"
-	AttrRPCMethod     = attribute.Key("rpc.method")                     // the JSON-RPC method
-	AttrJSONRPCCode   = attribute.Key("rpc.jsonrpc.error_code")         // the JSON-RPC error code, 0 for a result
-	AttrJSONRPCVer    = attribute.Key("rpc.jsonrpc.version")            // "2.0"
-	AttrHTTPStatus    = attribute.Key("http.response.status_code")      // the HTTP status
-	AttrErrorType     = attribute.Key("error.type")                     // a failed store operation's error type
-	AttrHTTPMethod    = attribute.Key("http.request.method")            // client spans
-	AttrServerAddress = attribute.Key("server.address")                 // client spans
+	AttrAgent          = attribute.Key("supervaizer.agent_slug")         // the call's agent
+	AttrKind           = attribute.Key("supervaizer.kind")               // action or surface
+	AttrName           = attribute.Key("supervaizer.name")               // the action or surface id
+	AttrWorkspace      = attribute.Key("supervaizer.workspace_id")       // spans only (unbounded)
+	AttrIdempotency    = attribute.Key("supervaizer.idempotency")        // ran, replayed, conflict, in_progress
+	AttrTokenOutcome   = attribute.Key("supervaizer.token.outcome")      // verified, or the workspace_authorization_* code
+	AttrStreamReason   = attribute.Key("supervaizer.event.close_reason") // spans only
+	AttrStoreOp        = attribute.Key("supervaizer.store.operation")    // get, put_if_absent, compare_and_swap, delete, scan
+	AttrRPCSystem      = attribute.Key("rpc.system")                     // "jsonrpc"
+	AttrRPCMethod      = attribute.Key("rpc.method")                     // the JSON-RPC method
+	AttrJSONRPCCode    = attribute.Key("rpc.jsonrpc.error_code")         // the JSON-RPC error code, 0 for a result
+	AttrJSONRPCVer     = attribute.Key("rpc.jsonrpc.version")            // "2.0"
+	AttrHTTPStatus     = attribute.Key("http.response.status_code")      // the HTTP status
+	AttrErrorType      = attribute.Key("error.type")                     // a failed store operation's error type
+	AttrHTTPMethod     = attribute.Key("http.request.method")            // client spans
+	AttrServerAddress  = attribute.Key("server.address")                 // client spans
+	AttrTokenKind      = attribute.Key("supervaizer.token.kind")         // input, output, cache_creation_input, cache_read_input
+	AttrGenAITokenType = attribute.Key("gen_ai.token.type")              // input or output
+	AttrGenAIOperation = attribute.Key("gen_ai.operation.name")          // "chat"
 )
 
 // Config configures [New]. The zero value uses OpenTelemetry's global
@@ -102,6 +109,8 @@ type Observer struct {
 	subscribers  metric.Int64UpDownCounter
 	dropped      metric.Int64Counter
 	storeDur     metric.Float64Histogram
+	tokenUsage   metric.Int64Counter
+	genAITokens  metric.Int64Histogram
 }
 
 var _ observe.Observer = (*Observer)(nil)
@@ -164,6 +173,17 @@ func New(cfg Config) (*Observer, error) {
 		o.storeDur, e = m.Float64Histogram(MetricStoreDuration, metric.WithUnit("s"),
 			metric.WithDescription("Duration of store operations, by operation and error type"),
 			metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5))
+		return e
+	})
+	set(func() (e error) {
+		o.tokenUsage, e = m.Int64Counter(MetricTokenUsage, metric.WithUnit("{token}"),
+			metric.WithDescription("Tokens the handlers reported (conversation.ReportUsage), by agent, action and kind"))
+		return e
+	})
+	set(func() (e error) {
+		o.genAITokens, e = m.Int64Histogram(MetricGenAITokenUsage, metric.WithUnit("{token}"),
+			metric.WithDescription("Number of input and output tokens used, per call"),
+			metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
 		return e
 	})
 	if err != nil {
@@ -261,6 +281,32 @@ func (o *Observer) endCall(ctx context.Context, span trace.Span, c *supervaizer.
 	if c.Idempotency != observe.IdempotencyNone {
 		o.idempotency.Add(ctx, 1, metric.WithAttributes(AttrIdempotency.String(string(c.Idempotency)),
 			AttrAgent.String(label(c.AgentSlug)), AttrName.String(label(c.Name))))
+	}
+	if !c.Usage.IsZero() {
+		o.recordUsage(ctx, c)
+	}
+}
+
+// recordUsage records the tokens a call's handlers reported: the GenAI
+// histogram (input counts every input token, cached ones included, as the
+// semantic conventions ask) and the counter by kind.
+func (o *Observer) recordUsage(ctx context.Context, c *supervaizer.Call) {
+	u := c.Usage
+	agent, name := AttrAgent.String(label(c.AgentSlug)), AttrName.String(label(c.Name))
+	op := AttrGenAIOperation.String("chat")
+	input := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	o.genAITokens.Record(ctx, input, metric.WithAttributes(op, AttrGenAITokenType.String("input"), agent, name))
+	o.genAITokens.Record(ctx, u.OutputTokens, metric.WithAttributes(op, AttrGenAITokenType.String("output"), agent, name))
+	for _, k := range [...]struct {
+		kind string
+		n    int64
+	}{
+		{"input", u.InputTokens}, {"output", u.OutputTokens},
+		{"cache_creation_input", u.CacheCreationInputTokens}, {"cache_read_input", u.CacheReadInputTokens},
+	} {
+		if k.n > 0 {
+			o.tokenUsage.Add(ctx, k.n, metric.WithAttributes(agent, name, AttrTokenKind.String(k.kind)))
+		}
 	}
 }
 

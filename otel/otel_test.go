@@ -22,6 +22,7 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/errcode"
 	svotel "github.com/supervaize/supervaizer-go/otel"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -51,7 +52,9 @@ func newFixture(t *testing.T) *fixture {
 	agent, err := supervaizer.NewAgent(supervaizer.AgentSpec{Name: "Research Agent", Version: "1.0.0", Registration: reg})
 	require.NoError(t, err)
 	ts := svtest.NewTestServer(t, []*supervaizer.Agent{agent}, supervaizer.WithObserver(obs))
-	agent.HandleAction("job.start", func(_ context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+	agent.HandleAction("job.start", func(ctx context.Context, req *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		conversation.ReportUsage(ctx, conversation.Usage{InputTokens: 5, OutputTokens: 2, CacheReadInputTokens: 3})
+		conversation.ReportUsage(ctx, conversation.Usage{InputTokens: 2, OutputTokens: 1})
 		return supervaizer.OK(supervaizer.JobStarted(req.JobID, nil)), nil
 	})
 	agent.HandleAction("job.sync", func(ctx context.Context, _ *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
@@ -208,6 +211,22 @@ func TestJobStartThenReplay(t *testing.T) {
 	assert.EqualValues(t, 1, sum(t, m[svotel.MetricIdempotency], attribute.String("supervaizer.idempotency", "replayed")))
 	assert.EqualValues(t, 2, sum(t, m[svotel.MetricTokenVerifications], attribute.String("supervaizer.token.outcome", "verified")))
 	assert.Positive(t, count(t, m[svotel.MetricStoreDuration], attribute.String("supervaizer.store.operation", "put_if_absent")))
+
+	// The usage job.start reported (the replay ran no handler): the GenAI
+	// histogram by token type, input counting the cached tokens, and the
+	// counter by kind.
+	genAI := m[svotel.MetricGenAITokenUsage].Data.(metricdata.Histogram[int64])
+	points := map[string]int64{}
+	for _, dp := range genAI.DataPoints {
+		typ, _ := dp.Attributes.Value("gen_ai.token.type")
+		points[typ.AsString()] += dp.Sum
+		assert.EqualValues(t, 1, dp.Count)
+	}
+	assert.Equal(t, map[string]int64{"input": 10, "output": 3}, points)
+	job := attribute.String("supervaizer.name", "job.start")
+	assert.EqualValues(t, 7, sum(t, m[svotel.MetricTokenUsage], job, attribute.String("supervaizer.token.kind", "input")))
+	assert.EqualValues(t, 3, sum(t, m[svotel.MetricTokenUsage], job, attribute.String("supervaizer.token.kind", "output")))
+	assert.EqualValues(t, 3, sum(t, m[svotel.MetricTokenUsage], job, attribute.String("supervaizer.token.kind", "cache_read_input")))
 
 	// A different job with the key: a conflict.
 	req.JobID = "job-2"

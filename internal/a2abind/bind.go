@@ -24,6 +24,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
+	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
@@ -57,6 +58,10 @@ type Pipeline interface {
 	Blocking() time.Duration
 	// Logger is the controller's logger.
 	Logger() *slog.Logger
+	// Conversation is the conversation action of agent slug, "" for none.
+	Conversation(slug string) string
+	// History is the conversations' history.
+	History() *History
 }
 
 // Call is one call of an A2A method, as the root hands it over.
@@ -67,6 +72,10 @@ type Call struct {
 	Params int32               // the node of params on T, -1 when absent
 	ID     json.RawMessage     // the JSON-RPC id
 	Ref    any                 // the root's own call, handed back to Pipeline
+	// Usage is the token usage the handler of the last Invoke reported.
+	Usage conversation.Usage
+	// Emit, when set before Invoke, receives the handler's partial text.
+	Emit func(text string)
 }
 
 // Method is one A2A method: an entry of the root's method table. Unary

@@ -150,6 +150,9 @@ func recordWorkspace(req *contracts.ActionRequest) string {
 // call, its result as a Task or a Message, appended to dst.
 func sendMethod(b binding) func(p Pipeline, c *Call, m message, dst []byte) ([]byte, *jsonrpc.Error) {
 	return func(p Pipeline, c *Call, m message, dst []byte) ([]byte, *jsonrpc.Error) {
+		if m.conversation {
+			return converse(p, c, &m, b, dst)
+		}
 		req := messageRequest(p, c, &m)
 		scratch := getBuffer()
 		defer putBuffer(scratch)

@@ -55,9 +55,14 @@ type meta struct {
 // message is a decoded message/send or message/stream params object.
 type message struct {
 	messageID, taskID, contextID, action string
-	input                                int32 // node of data.input on the tape, -1 when absent
-	blocking                             bool
-	meta                                 meta
+	// text is the message's text when it has text parts and no data part
+	// (joined by a line break): a conversation's message, for the agent's
+	// conversation action (conversation.go).
+	text         string
+	conversation bool
+	input        int32 // node of data.input on the tape, -1 when absent
+	blocking     bool
+	meta         meta
 }
 
 // shapeError is the -32602 error of A2A params that break their shape: msg
@@ -193,6 +198,16 @@ func parseMessage(t *wire.Tape, params int32, b binding) (message, *jsonrpc.Erro
 	}
 	m.messageID, m.taskID, m.contextID = ids[0], ids[1], ids[2]
 	parts, ok := member(t, msg, "parts")
+	if text, isText := textParts(t, parts, ok, b); isText {
+		m.text, m.conversation = text, true
+		var rpcErr *jsonrpc.Error
+		if m.blocking, rpcErr = b.configuration(t, params); rpcErr != nil {
+			return m, rpcErr
+		}
+		meta, err := parseMeta(t, params, shape)
+		m.meta = meta
+		return m, err
+	}
 	if !ok || t.Nodes[parts].Kind != wire.Array || t.Nodes[parts].N != 1 {
 		return m, shapeError(shape, []any{"params", "message", "parts"}, "exactly one part is required")
 	}
@@ -245,4 +260,28 @@ func parseTaskParams(t *wire.Tape, params int32) (string, meta, *jsonrpc.Error) 
 	}
 	meta, err := parseMeta(t, params, taskShape)
 	return id, meta, err
+}
+
+// textParts reads the parts of a conversation's message: one or more text
+// parts and nothing else, their texts joined by a line break. isText is
+// false for any other parts, which the data part's rules then read.
+func textParts(t *wire.Tape, parts int32, present bool, b binding) (text string, isText bool) {
+	if !present || t.Nodes[parts].Kind != wire.Array || t.Nodes[parts].N < 1 {
+		return "", false
+	}
+	var sb strings.Builder
+	for p, i := parts+1, 0; p < t.Nodes[parts].Next; p, i = t.Nodes[p].Next, i+1 {
+		if !isObject(t, p) {
+			return "", false
+		}
+		s, ok := b.text(t, p)
+		if !ok {
+			return "", false
+		}
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(s)
+	}
+	return sb.String(), true
 }

@@ -23,6 +23,12 @@ type binding interface {
 	// key is the member under which obj holds the field named camel in
 	// JSON; dup reports a field given twice (under two names).
 	key(t *wire.Tape, obj int32, camel, snake string) (name string, dup bool)
+	// text reads a text part (ok false for any other part).
+	text(t *wire.Tape, part int32) (string, bool)
+	// appendConversationReply appends the agent Message answering a
+	// conversation: a text part, then the data part data (nil: none),
+	// with the usage (nil: none) in its metadata as supervaizer/usage.
+	appendConversationReply(dst []byte, req *contracts.ActionRequest, text string, data, usage []byte) []byte
 	// checkPart checks that the message's one part is a data part.
 	checkPart(t *wire.Tape, part int32) *jsonrpc.Error
 	// configuration reads params.configuration: whether the call waits for
@@ -74,6 +80,35 @@ func (v03) checkPart(t *wire.Tape, part int32) *jsonrpc.Error {
 		return shapeError(shape03, []any{"params", "message", "parts", 0, "kind"}, `"data" is required`)
 	}
 	return nil
+}
+
+// text: a part tagged "kind":"text" with a string text.
+func (v03) text(t *wire.Tape, part int32) (string, bool) {
+	if kind, _ := optString(t, part, "kind"); kind != "text" {
+		return "", false
+	}
+	n, ok := member(t, part, "text")
+	if !ok || t.Nodes[n].Kind != wire.String {
+		return "", false
+	}
+	return string(t.Str(n)), true
+}
+
+func (v03) appendConversationReply(dst []byte, req *contracts.ActionRequest, text string, data, usage []byte) []byte {
+	dst = append(dst, `{"kind":"message","role":"agent","messageId":`...)
+	dst = encode.AppendString(dst, "a2a-reply-"+req.RequestID, false)
+	dst = append(dst, `,"contextId":`...)
+	dst = encode.AppendString(dst, req.MissionID, false)
+	dst = append(dst, `,"parts":[{"kind":"text","text":`...)
+	dst = encode.AppendString(dst, text, false)
+	dst = append(dst, '}')
+	if data != nil {
+		dst = append(dst, `,{"kind":"data","data":`...)
+		dst = append(dst, data...)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	return append(appendUsageMeta(dst, usage), '}')
 }
 
 // configuration: the call waits when blocking is true.

@@ -88,6 +88,37 @@ func (b v10) checkPart(t *wire.Tape, part int32) *jsonrpc.Error {
 	return nil
 }
 
+// text: a part whose content is the member text alone.
+func (v10) text(t *wire.Tape, part int32) (string, bool) {
+	for _, other := range [...]string{"data", "raw", "url"} {
+		if _, ok := member(t, part, other); ok {
+			return "", false
+		}
+	}
+	n, ok := member(t, part, "text")
+	if !ok || t.Nodes[n].Kind != wire.String {
+		return "", false
+	}
+	return string(t.Str(n)), true
+}
+
+func (v10) appendConversationReply(dst []byte, req *contracts.ActionRequest, text string, data, usage []byte) []byte {
+	dst = append(dst, `{"message":{"messageId":`...)
+	dst = encode.AppendString(dst, "a2a-reply-"+req.RequestID, false)
+	dst = append(dst, `,"contextId":`...)
+	dst = encode.AppendString(dst, req.MissionID, false)
+	dst = append(dst, `,"role":"ROLE_AGENT","parts":[{"text":`...)
+	dst = encode.AppendString(dst, text, false)
+	dst = append(dst, '}')
+	if data != nil {
+		dst = append(dst, `,{"data":`...)
+		dst = append(dst, data...)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	return append(appendUsageMeta(dst, usage), `}}`...)
+}
+
 // configuration: the call waits unless returnImmediately is true.
 func (b v10) configuration(t *wire.Tape, params int32) (bool, *jsonrpc.Error) {
 	cfg, ok := member(t, params, "configuration")

@@ -1,0 +1,263 @@
+package supervaizer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	supervaizer "github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/conversation"
+	"github.com/supervaize/supervaizer-go/store"
+	svtest "github.com/supervaize/supervaizer-go/testing"
+)
+
+// The chat agent of the conversation tests: its conversation action
+// chat.ask answers with the content it got and the number of turns of the
+// history handed to it, reporting 10 input and 3 output tokens, in two
+// partial chunks when streamed.
+const chatAgentSlug = "chat-agent"
+
+func newChatAgent(tb testing.TB, conv string, calls *sync.Map) *supervaizer.Agent {
+	tb.Helper()
+	a, err := supervaizer.NewAgent(supervaizer.AgentSpec{
+		Name: "Chat Agent", Version: "1.0.0", Description: "Answers questions.", Conversation: conv,
+		Registration: supervaizer.RegistrationSpec{Actions: supervaizer.Actions("chat.ask", "job.start")},
+	})
+	require.NoError(tb, err)
+	supervaizer.HandleActionFor(a, "chat.ask", func(ctx context.Context, req *supervaizer.ActionRequest, in conversation.Input) (*supervaizer.ActionResult, error) {
+		if calls != nil {
+			n, _ := calls.LoadOrStore(req.RequestID, new(int))
+			*n.(*int)++
+		}
+		conversation.ReportUsage(ctx, conversation.Usage{InputTokens: 4, OutputTokens: 1})
+		conversation.ReportUsage(ctx, conversation.Usage{InputTokens: 6, OutputTokens: 2})
+		answer := fmt.Sprintf("you said %q after %d turns", in.Content, len(in.History))
+		if in.Stream {
+			half := len(answer) / 2
+			conversation.Emit(ctx, answer[:half])
+			conversation.Emit(ctx, answer[half:])
+		}
+		if in.Content == "start a job" {
+			res := supervaizer.OK(supervaizer.JobStarted(req.JobID, nil))
+			res.JobState = &supervaizer.JobState{Job: supervaizer.Job{ID: req.JobID, AgentSlug: chatAgentSlug, MissionID: req.MissionID,
+				Status: "running", Source: supervaizer.JobSource{Type: "fresh_start"}}}
+			return res, nil
+		}
+		return conversation.Reply(&conversation.Output{Response: answer,
+			Meta: &conversation.Meta{Agents: []string{"router", "chat"}}}), nil
+	})
+	a.HandleAction("job.start", func(context.Context, *supervaizer.ActionRequest) (*supervaizer.ActionResult, error) {
+		return supervaizer.OK(), nil
+	})
+	return a
+}
+
+func newChatServer(tb testing.TB, conv string, st store.Store, calls *sync.Map) *supervaizer.Server {
+	tb.Helper()
+	opts := []supervaizer.Option{supervaizer.WithEnv(emptyEnv), supervaizer.WithServerID(testServerID),
+		supervaizer.WithAPIKey(testWriteKey, supervaizer.ScopeWrite), supervaizer.WithLocalMode(true)}
+	if st != nil {
+		opts = append(opts, supervaizer.WithStore(st))
+	}
+	srv, err := supervaizer.NewServer([]*supervaizer.Agent{newChatAgent(tb, conv, calls)}, opts...)
+	require.NoError(tb, err)
+	return srv
+}
+
+// textMessage is message params of a text message of binding v ("0.3" or
+// "1.0").
+func textMessage(v, messageID, contextID string, texts ...string) map[string]any {
+	parts := make([]any, len(texts))
+	for i, t := range texts {
+		if v == "0.3" {
+			parts[i] = map[string]any{"kind": "text", "text": t}
+		} else {
+			parts[i] = map[string]any{"text": t}
+		}
+	}
+	msg := map[string]any{"messageId": messageID, "parts": parts}
+	if v == "0.3" {
+		msg["kind"], msg["role"] = "message", "user"
+	} else {
+		msg["role"] = "ROLE_USER"
+	}
+	if contextID != "" {
+		msg["contextId"] = contextID
+	}
+	return map[string]any{"message": msg}
+}
+
+// chatReply is the agent Message of a conversation's answer, in either
+// binding's shape.
+type chatReply struct {
+	ContextID string `json:"contextId"`
+	Role      string `json:"role"`
+	Parts     []struct {
+		Kind string          `json:"kind"`
+		Text *string         `json:"text"`
+		Data json.RawMessage `json:"data"`
+	} `json:"parts"`
+	Metadata map[string]conversation.Usage `json:"metadata"`
+}
+
+func replyOf(tb testing.TB, v string, resp rpcResponse) chatReply {
+	tb.Helper()
+	require.Nil(tb, resp.Error, "error: %+v", resp.Error)
+	raw := resp.Result
+	if v == "1.0" {
+		var w struct{ Message json.RawMessage }
+		require.NoError(tb, json.Unmarshal(raw, &w))
+		require.NotNil(tb, w.Message, "result: %s", raw)
+		raw = w.Message
+	}
+	var m chatReply
+	require.NoError(tb, json.Unmarshal(raw, &m), "result: %s", raw)
+	require.NotEmpty(tb, m.Parts, "result: %s", raw)
+	require.NotNil(tb, m.Parts[0].Text, "result: %s", raw)
+	return m
+}
+
+var sendMethods = map[string]string{"0.3": "message/send", "1.0": "SendMessage"}
+
+func TestConversationTextMessage(t *testing.T) {
+	for _, v := range []string{"0.3", "1.0"} {
+		t.Run(v, func(t *testing.T) {
+			srv := newChatServer(t, "chat.ask", nil, nil)
+			first := replyOf(t, v, callA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "m-1", "ctx-1", "hello", "there")}))
+			assert.Equal(t, `you said "hello\nthere" after 0 turns`, *first.Parts[0].Text)
+			assert.Equal(t, "ctx-1", first.ContextID)
+			require.Len(t, first.Parts, 2, "the rest of the output is a data part")
+			assert.JSONEq(t, `{"meta":{"agents":["router","chat"]},"usage":{"input_tokens":10,"output_tokens":3,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}`, string(first.Parts[1].Data))
+			assert.Equal(t, conversation.Usage{InputTokens: 10, OutputTokens: 3}, first.Metadata["supervaizer/usage"])
+
+			second := replyOf(t, v, callA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "m-2", "ctx-1", "again")}))
+			assert.Equal(t, `you said "again" after 2 turns`, *second.Parts[0].Text, "the second message sees the first exchange")
+
+			retry := replyOf(t, v, callA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "m-2", "ctx-1", "again")}))
+			assert.Equal(t, `you said "again" after 2 turns`, *retry.Parts[0].Text, "a retried messageId sees the history before it")
+			third := replyOf(t, v, callA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "m-3", "ctx-1", "third")}))
+			assert.Equal(t, `you said "third" after 4 turns`, *third.Parts[0].Text, "the retry appended nothing")
+
+			other := replyOf(t, v, callA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "m-4", "", "new")}))
+			assert.Equal(t, `you said "new" after 0 turns`, *other.Parts[0].Text)
+			assert.NotEmpty(t, other.ContextID, "a message without contextId starts a conversation and names it")
+		})
+	}
+}
+
+func TestConversationWithoutAction(t *testing.T) {
+	for _, v := range []string{"0.3", "1.0"} {
+		t.Run(v, func(t *testing.T) {
+			srv := newChatServer(t, "", nil, nil)
+			resp := callA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "m-1", "", "hello")})
+			require.NotNil(t, resp.Error)
+			assert.Equal(t, -32602, resp.Error.Code)
+			assert.Contains(t, resp.Error.Message, "no conversation action")
+			assert.Contains(t, resp.Error.Message, `"action":"<action id>","input":{...}`, "the message shows the data part")
+		})
+	}
+}
+
+func TestConversationStartsJob(t *testing.T) {
+	srv := newChatServer(t, "chat.ask", nil, nil)
+	task := taskOf(t, callA2A(t, srv, a2aCall{method: "message/send", params: textMessage("0.3", "m-job", "ctx-j", "start a job")}))
+	assert.Equal(t, "working", string(task.Status.State))
+}
+
+func TestConversationActionInvokeUnchanged(t *testing.T) {
+	srv := newChatServer(t, "chat.ask", nil, nil)
+	resp := callA2A(t, srv, a2aCall{method: supervaizer.MethodActionInvoke, params: map[string]any{"action_request": map[string]any{
+		"request_id": "r-1", "actor": map[string]any{"user_id": "u"}, "workspace": map[string]any{"id": "local"}, "mission_id": "mission-1",
+		"agent_slug": chatAgentSlug, "surface": "job.start", "action": "chat.ask",
+		"input": map[string]any{"content": "hi", "history": []any{map[string]any{"role": "user", "content": "before"}}}}}})
+	require.Nil(t, resp.Error, "%+v", resp.Error)
+	var res struct {
+		Status string
+		Data   conversation.Output
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &res))
+	assert.Equal(t, "ok", res.Status)
+	assert.Equal(t, `you said "hi" after 1 turns`, res.Data.Response)
+	assert.Equal(t, &conversation.Usage{InputTokens: 10, OutputTokens: 3}, res.Data.Usage, "the SDK puts the reported usage in the output")
+
+	resp = callA2A(t, srv, a2aCall{method: supervaizer.MethodActionInvoke, params: map[string]any{"action_request": map[string]any{
+		"request_id": "r-2", "actor": map[string]any{"user_id": "u"}, "workspace": map[string]any{"id": "local"}, "mission_id": "mission-1",
+		"agent_slug": chatAgentSlug, "surface": "job.start", "action": "chat.ask",
+		"input": map[string]any{"content": "hi", "api_key": "sk-secret"}}}})
+	require.NotNil(t, resp.Error, "api_key never travels in a payload")
+	assert.Equal(t, -32602, resp.Error.Code)
+	assert.NotContains(t, string(resp.Error.Data), "sk-secret")
+}
+
+func TestConversationConcurrentTurns(t *testing.T) {
+	srv := newChatServer(t, "chat.ask", nil, nil)
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			replyOf(t, "0.3", callA2A(t, srv, a2aCall{method: "message/send", params: textMessage("0.3", fmt.Sprintf("c-%d", i), "ctx-c", "x")}))
+		})
+	}
+	wg.Wait()
+	last := replyOf(t, "0.3", callA2A(t, srv, a2aCall{method: "message/send", params: textMessage("0.3", "c-last", "ctx-c", "x")}))
+	assert.True(t, strings.HasSuffix(*last.Parts[0].Text, fmt.Sprintf("after %d turns", 2*n)), "no turn lost: %s", *last.Parts[0].Text)
+}
+
+// TestConversationGolden pins the answer to a text message in both
+// bindings: the agent Message (text part, data part, usage metadata).
+func TestConversationGolden(t *testing.T) {
+	for _, v := range []string{"0.3", "1.0"} {
+		t.Run(v, func(t *testing.T) {
+			srv := newChatServer(t, "chat.ask", nil, nil)
+			w := postA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "m-1", "ctx-1", "hello")})
+			path := filepath.Join("testdata", "conversation", "send_v"+strings.ReplaceAll(v, ".", "")+".response.json")
+			got := w.Body.Bytes()
+			if !svtest.Golden(t, path, got) {
+				return
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var compact bytes.Buffer
+			require.NoError(t, json.Compact(&compact, want))
+			assert.Equal(t, compact.String(), string(got), "byte for byte")
+		})
+	}
+}
+
+func TestConversationCardSkill(t *testing.T) {
+	srv := newChatServer(t, "chat.ask", nil, nil)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://localhost/.well-known/agent.json", nil))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	var card struct {
+		Skills []struct {
+			ID         string
+			InputModes []string
+			Examples   []string
+		}
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &card))
+	found := false
+	for _, s := range card.Skills {
+		if s.ID == "chat.ask" {
+			found = true
+			assert.Equal(t, []string{"text/plain", "application/json"}, s.InputModes)
+			assert.Equal(t, []string{"What can you do?"}, s.Examples)
+		} else {
+			assert.Equal(t, []string{"application/json"}, s.InputModes, s.ID)
+			assert.Empty(t, s.Examples, s.ID)
+		}
+	}
+	assert.True(t, found, "card: %s", w.Body.String())
+}
