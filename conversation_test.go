@@ -261,3 +261,43 @@ func TestConversationCardSkill(t *testing.T) {
 	}
 	assert.True(t, found, "card: %s", w.Body.String())
 }
+
+// FuzzConversationMessage: any message params sent to an agent with a
+// conversation action get one JSON-RPC answer; a result is a Message whose
+// first part is the text answer, or a Task.
+func FuzzConversationMessage(f *testing.F) {
+	for _, seed := range []string{
+		`{"message":{"messageId":"m1","parts":[{"kind":"text","text":"hi"}]}}`,
+		`{"message":{"messageId":"m2","contextId":"c","parts":[{"kind":"text","text":"a"},{"kind":"text","text":"b"}]}}`,
+		`{"message":{"messageId":"m3","parts":[{"kind":"text","text":"start a job"}]}}`,
+		`{"message":{"messageId":"m4","parts":[{"kind":"text","text":""}]}}`,
+		`{"message":{"messageId":"m5","parts":[{"kind":"text","text":1}]}}`,
+		`{"message":{"messageId":"m6","parts":[{"kind":"text","text":"x"},{"kind":"data","data":{}}]}}`,
+		`{"message":{"messageId":"m7","parts":[{"text":"x"}]}}`, `{"message":{"parts":[]}}`, `{}`, `null`,
+	} {
+		f.Add([]byte(seed))
+	}
+	srv := newChatServer(f, "chat.ask", nil, nil)
+	f.Fuzz(func(t *testing.T, params []byte) {
+		body := append(append([]byte(`{"jsonrpc":"2.0","id":"f","method":"message/send","params":`), params...), '}')
+		w := postA2A(t, srv, a2aCall{raw: body})
+		require.Equal(t, http.StatusOK, w.Code, "body: %s", w.Body)
+		var resp struct {
+			Result *struct {
+				Kind  string
+				Parts []struct{ Kind string }
+			} `json:"result"`
+			Error *rpcError `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &resp), "body: %s", w.Body)
+		require.True(t, (resp.Result == nil) != (resp.Error == nil), "exactly one of result and error: %s", w.Body)
+		if resp.Error != nil {
+			require.NotZero(t, resp.Error.Code)
+			return
+		}
+		require.Contains(t, []string{"task", "message"}, resp.Result.Kind)
+		if resp.Result.Kind == "message" {
+			require.NotEmpty(t, resp.Result.Parts, "body: %s", w.Body)
+		}
+	})
+}
