@@ -57,11 +57,10 @@ func Example() {
 	if err := json.Unmarshal([]byte(body), &resp); err != nil {
 		panic(err)
 	}
-	switch supervaizer.CodeOf(resp.Error) {
-	case errcode.Unauthorized:
+	var err error = resp.Error
+	if supervaizer.CodeOf(err) == errcode.Unauthorized {
+		// the workspace token failed a check: data.code says which
 		fmt.Println("token refused:", resp.Error.Data())
-	case errcode.InvalidParams:
-		fmt.Println("invalid request")
 	}
 	// Output: token refused: map[code:workspace_authorization_expired]
 }
