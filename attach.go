@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/internal/redact"
-	"github.com/supervaize/supervaizer-go/internal/wsauth"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
@@ -65,15 +64,21 @@ func (s *Server) Studio() *studio.Client {
 func (s *Server) resolveStudio() error {
 	acct := s.cfg.studio
 	if s.cfg.localMode {
-		if acct != nil || strings.TrimSpace(s.cfg.getenv(studio.EnvAPIURL)) != "" {
+		if acct != nil || strings.TrimSpace(s.cfg.env.StudioAPIURL) != "" {
 			s.logger.Info("local mode: the Studio account is ignored; the controller does not register with Studio")
 		}
 		return nil
 	}
 	if acct == nil {
-		envCfg, err := studio.ConfigFromEnv(s.cfg.getenv)
-		if err != nil {
-			return err
+		e := s.cfg.env
+		envCfg := studio.Config{APIURL: strings.TrimSpace(e.StudioAPIURL), APIKey: strings.TrimSpace(e.StudioAPIKey),
+			WorkspaceID: strings.TrimSpace(e.StudioWorkspaceID)}
+		if strings.TrimSpace(e.StudioMaxRetries) != "" {
+			n, err := studio.ParseMaxRetries(e.StudioMaxRetries)
+			if err != nil {
+				return err
+			}
+			envCfg.MaxRetries = n
 		}
 		if envCfg.APIURL == "" && envCfg.APIKey == "" && envCfg.WorkspaceID == "" {
 			return nil
@@ -82,6 +87,7 @@ func (s *Server) resolveStudio() error {
 		if o := s.cfg.observer; o != nil { // outgoing calls carry the trace context (observer.go)
 			envCfg.HTTPClient = &http.Client{Transport: o.Transport(http.DefaultTransport)}
 		}
+		var err error
 		if acct, err = studio.NewClient(envCfg); err != nil {
 			return err
 		}
@@ -97,7 +103,7 @@ func (s *Server) resolveStudio() error {
 	if err != nil {
 		return fmt.Errorf("supervaizer: encode the controller public key: %w", err)
 	}
-	env := strings.TrimSpace(s.cfg.getenv(studio.EnvEnvironment))
+	env := strings.TrimSpace(s.cfg.env.Environment)
 	if env == "" {
 		env = studio.DefaultEnvironment
 	}
@@ -122,7 +128,7 @@ func (s *Server) resolveControllerKey() (*rsa.PrivateKey, error) {
 		}
 		return k, nil
 	}
-	if raw := s.cfg.getenv(studio.EnvPrivateKey); strings.TrimSpace(raw) != "" {
+	if raw := s.cfg.env.PrivateKey; strings.TrimSpace(raw) != "" {
 		k, err := studio.ParseControllerKey(raw)
 		if err != nil {
 			return nil, fmt.Errorf("supervaizer: %s: %w", studio.EnvPrivateKey, err)
@@ -273,7 +279,7 @@ func (c *config) configuredAudience() string {
 	if c.wsAuth != nil {
 		return c.wsAuth.Audience
 	}
-	st, err := wsauth.SettingsFromEnv(c.getenv)
+	st, err := c.env.workspaceAuthSettings()
 	if err != nil { // reported by NewServer already
 		return ""
 	}

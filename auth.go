@@ -124,7 +124,7 @@ func (s *Server) resolveAuthorization() error {
 	if s.cfg.wsAuth != nil {
 		settings = s.cfg.wsAuth.internal()
 	} else {
-		env, err := wsauth.SettingsFromEnv(s.cfg.getenv)
+		env, err := s.cfg.env.workspaceAuthSettings()
 		if err != nil {
 			return fmt.Errorf("supervaizer: workspace authorization: %w", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/conversation"
+	"github.com/supervaize/supervaizer-go/internal/wsauth"
 	"github.com/supervaize/supervaizer-go/observe"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -45,7 +46,8 @@ type config struct {
 	wsAuth                          *WorkspaceAuthSettings
 	verifier                        WorkspaceVerifier
 	primary                         string
-	getenv                          func(string) string
+	getenv                          func(string) string // WithEnv; read only by ReadEnv
+	env                             Env                 // ReadEnv(getenv), once, by resolve
 	studioAttached                  bool
 	store                           store.Store
 	backend                         store.Backend
@@ -312,8 +314,9 @@ func WithPrimaryAgent(slug string) Option { return func(c *config) { c.primary =
 // restart.
 func WithStore(s store.Store) Option { return func(c *config) { c.store = s } }
 
-// WithEnv replaces os.Getenv for every setting read from the environment.
-// Default: os.Getenv. Tests use it to isolate servers from the process
+// WithEnv replaces os.Getenv as the function [ReadEnv] reads the environment
+// through when NewServer calls it (nil: an empty environment). Default:
+// os.Getenv. Tests use it to isolate servers from the process
 // environment. The server never changes the environment: a value it generates
 // (API key, server id, controller key) lives for the process only, and
 // startup logs it (a fingerprint for a secret) with the variable that makes
@@ -355,6 +358,7 @@ func (c *config) resolve() error {
 	if c.getenv == nil {
 		c.getenv = func(string) string { return "" }
 	}
+	c.env = ReadEnv(c.getenv)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -362,17 +366,17 @@ func (c *config) resolve() error {
 		return errors.New("supervaizer: WithStore and WithBackend both set a store: use one")
 	}
 	if !c.localModeSet {
-		c.localMode = envBool(c.getenv("SUPERVAIZER_LOCAL_MODE"))
+		c.localMode = envBool(c.env.LocalMode)
 	}
 	if c.publicURL == "" {
-		c.publicURL = strings.TrimSpace(c.getenv("SUPERVAIZER_PUBLIC_URL"))
+		c.publicURL = strings.TrimSpace(c.env.PublicURL)
 	}
 	if c.instanceID == "" {
-		c.instanceID = strings.TrimSpace(c.getenv(envInstanceID))
+		c.instanceID = strings.TrimSpace(c.env.InstanceID)
 	}
-	c.dataDir = strings.TrimSpace(c.getenv(store.EnvDataDir))
+	c.dataDir = strings.TrimSpace(c.env.DataDir)
 	if c.idemRetention == 0 {
-		if v := strings.TrimSpace(c.getenv(envIdempotencyRetention)); v != "" {
+		if v := strings.TrimSpace(c.env.IdempotencyRetention); v != "" {
 			d, err := parseRetention(v)
 			if err != nil {
 				return fmt.Errorf("supervaizer: %s=%q: %w", envIdempotencyRetention, v, err)
@@ -398,4 +402,92 @@ func envBool(v string) bool {
 		return true
 	}
 	return false
+}
+
+// Env is the configuration the environment gives the SDK: the value of each
+// variable it reads, as read ("" when unset). [ReadEnv] reads it; the SDK
+// reads no variable anywhere else. docs/deploying.md lists every variable
+// with its default and meaning.
+type Env struct {
+	Addr                 string // SUPERVAIZER_ADDR: the address ListenAndServe listens on (WithAddr)
+	APIKey               string // SUPERVAIZER_API_KEY: the controller API key (WithAPIKey)
+	ServerID             string // SUPERVAIZER_SERVER_ID: the controller identity (WithServerID)
+	PublicURL            string // SUPERVAIZER_PUBLIC_URL: the public URL (WithPublicURL)
+	LocalMode            string // SUPERVAIZER_LOCAL_MODE: development mode without Studio (WithLocalMode)
+	InstanceID           string // SUPERVAIZER_INSTANCE_ID: this instance's stable name (WithInstanceID)
+	IdempotencyRetention string // SUPERVAIZER_IDEMPOTENCY_RETENTION: how long idempotency records are kept
+	StudioAgentID        string // SUPERVAIZER_STUDIO_AGENT_ID: the Studio agent id of a standalone controller's agent
+	DataDir              string // SUPERVAIZER_DATA_DIR: the folder of the embedded store file (store.DefaultPath) and of the spool of kept results
+
+	// Workspace-token verification (WithWorkspaceVerifier replaces it).
+	WorkspaceAuthRequired string // SUPERVAIZER_WORKSPACE_AUTH_REQUIRED
+	WorkspaceAuthIssuer   string // SUPERVAIZER_WORKSPACE_AUTH_ISSUER
+	WorkspaceAuthAudience string // SUPERVAIZER_WORKSPACE_AUTH_AUDIENCE
+	WorkspaceAuthKey      string // SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY
+	WorkspaceAuthJWKSURL  string // SUPERVAIZER_WORKSPACE_AUTH_JWKS_URL
+	WorkspaceAuthLeeway   string // SUPERVAIZER_WORKSPACE_AUTH_LEEWAY_SECONDS
+
+	// The Studio attachment (WithStudio replaces the first four).
+	StudioAPIURL      string // SUPERVAIZE_API_URL
+	StudioAPIKey      string // SUPERVAIZE_API_KEY
+	StudioWorkspaceID string // SUPERVAIZE_WORKSPACE_ID
+	StudioMaxRetries  string // SUPERVAIZE_HTTP_MAX_RETRIES
+	PrivateKey        string // SUPERVAIZER_PRIVATE_KEY: the controller RSA key (WithControllerKey)
+	Environment       string // SUPERVAIZER_ENVIRONMENT: dev, staging, prod, … sent to Studio
+}
+
+// ReadEnv reads every variable the SDK knows through getenv (os.Getenv when
+// nil) and returns their values. It is the one place the SDK reads its
+// environment: [NewServer] calls it once, with os.Getenv or the function given
+// to [WithEnv], and the options given to NewServer win over what it returns.
+// A program calls it to see the configuration a deployment gives, for
+// example the folder of the embedded store:
+//
+//	st, err := store.Open(store.DefaultPath(supervaizer.ReadEnv(nil).DataDir))
+func ReadEnv(getenv func(string) string) Env {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return Env{
+		Addr:                 getenv(envAddr),
+		APIKey:               getenv(envAPIKey),
+		ServerID:             getenv(envServerID),
+		PublicURL:            getenv(envPublicURL),
+		LocalMode:            getenv(envLocalMode),
+		InstanceID:           getenv(envInstanceID),
+		IdempotencyRetention: getenv(envIdempotencyRetention),
+		StudioAgentID:        getenv(envStudioAgentID),
+		DataDir:              getenv(store.EnvDataDir),
+
+		WorkspaceAuthRequired: getenv(wsauth.EnvRequired),
+		WorkspaceAuthIssuer:   getenv(wsauth.EnvIssuer),
+		WorkspaceAuthAudience: getenv(wsauth.EnvAudience),
+		WorkspaceAuthKey:      getenv(wsauth.EnvPublicKey),
+		WorkspaceAuthJWKSURL:  getenv(wsauth.EnvJWKSURL),
+		WorkspaceAuthLeeway:   getenv(wsauth.EnvLeewaySeconds),
+
+		StudioAPIURL:      getenv(studio.EnvAPIURL),
+		StudioAPIKey:      getenv(studio.EnvAPIKey),
+		StudioWorkspaceID: getenv(studio.EnvWorkspaceID),
+		StudioMaxRetries:  getenv(studio.EnvMaxRetries),
+		PrivateKey:        getenv(studio.EnvPrivateKey),
+		Environment:       getenv(studio.EnvEnvironment),
+	}
+}
+
+// Names of the variables of the root package (the others are named by the
+// packages that use them).
+const (
+	envAPIKey    = "SUPERVAIZER_API_KEY"
+	envServerID  = "SUPERVAIZER_SERVER_ID"
+	envPublicURL = "SUPERVAIZER_PUBLIC_URL"
+	envLocalMode = "SUPERVAIZER_LOCAL_MODE"
+)
+
+// workspaceAuthSettings parses the workspace-token settings of e.
+func (e Env) workspaceAuthSettings() (wsauth.Settings, error) {
+	return wsauth.ParseSettings(wsauth.Values{
+		Required: e.WorkspaceAuthRequired, Issuer: e.WorkspaceAuthIssuer, Audience: e.WorkspaceAuthAudience,
+		PublicKey: e.WorkspaceAuthKey, JWKSURL: e.WorkspaceAuthJWKSURL, LeewaySeconds: e.WorkspaceAuthLeeway,
+	})
 }

@@ -122,7 +122,7 @@ func (c *config) listenAddr() string {
 	if a := strings.TrimSpace(c.addr); a != "" {
 		return a
 	}
-	if a := strings.TrimSpace(c.getenv(envAddr)); a != "" {
+	if a := strings.TrimSpace(c.env.Addr); a != "" {
 		return a
 	}
 	return defaultAddr

@@ -137,9 +137,9 @@ func New(spec AgentSpec, opts ...Option) (*Server, error) {
 // NewServer builds the controller for several agents (for one, use [New]). The first agent is the primary
 // one (its card is also served at the A2A standard paths) unless
 // [WithPrimaryAgent] names another. Configuration comes from the options, then
-// from the environment (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID,
-// SUPERVAIZER_PUBLIC_URL, SUPERVAIZER_LOCAL_MODE and the workspace-authorization
-// variables of the workspace-token rules). An invalid configuration is an error that
+// from the environment, which NewServer reads once with [ReadEnv] (os.Getenv,
+// or the function given to [WithEnv]): every variable of [Env]. An invalid
+// configuration is an error that
 // names the setting; nothing fails later as a confusing 401.
 func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	cfg := defaultConfig()
@@ -235,7 +235,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 func resolveIdentity(c *config, logger *slog.Logger) string {
 	id := strings.TrimSpace(c.serverID)
 	if id == "" {
-		id = strings.TrimSpace(c.getenv("SUPERVAIZER_SERVER_ID"))
+		id = strings.TrimSpace(c.env.ServerID)
 	}
 	if id == "" {
 		id = uuid.NewString() // for this process only: the environment is never changed
@@ -249,7 +249,7 @@ func resolveIdentity(c *config, logger *slog.Logger) string {
 func resolveKeys(c *config, logger *slog.Logger) (apiKeys, error) {
 	keys := c.apiKeys
 	if len(keys) == 0 {
-		if k := strings.TrimSpace(c.getenv("SUPERVAIZER_API_KEY")); k != "" {
+		if k := strings.TrimSpace(c.env.APIKey); k != "" {
 			keys = []apiKey{{key: k, scope: ScopeWrite}}
 		}
 	}

@@ -66,7 +66,7 @@ const envStudioAgentID = "SUPERVAIZER_STUDIO_AGENT_ID"
 // resolveStudioAgentIDs links the single agent to SUPERVAIZER_STUDIO_AGENT_ID
 // when it is set; the variable cannot name the ids of several agents.
 func resolveStudioAgentIDs(c *config, agents []*Agent) error {
-	id := strings.TrimSpace(c.getenv(envStudioAgentID))
+	id := strings.TrimSpace(c.env.StudioAgentID)
 	if id == "" {
 		return nil
 	}
@@ -276,7 +276,7 @@ func (c *config) apiKeySource() string {
 	switch {
 	case len(c.apiKeys) > 0:
 		return keySourceOption
-	case strings.TrimSpace(c.getenv("SUPERVAIZER_API_KEY")) != "":
+	case strings.TrimSpace(c.env.APIKey) != "":
 		return keySourceEnv
 	case c.localMode:
 		return keySourceLocal

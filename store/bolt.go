@@ -71,16 +71,17 @@ func WithLockTimeout(d time.Duration) Option {
 	}
 }
 
-// DefaultPath returns the default location of the database file:
-// $SUPERVAIZER_DATA_DIR/supervaizer.db when [EnvDataDir] is set and not blank,
-// else supervaizer-<uid>/supervaizer.db under [os.TempDir] (one folder per
-// user of the machine, shared by every controller of that user: a second one
-// finds it locked; [ControllerPath] gives each controller its own). The
-// temporary directory is meant for development; a deployment sets
+// DefaultPath returns the default location of the database file in the
+// folder dir, the value of SUPERVAIZER_DATA_DIR ([EnvDataDir]) read by the
+// caller (supervaizer.ReadEnv(nil).DataDir): dir/supervaizer.db when dir is
+// not blank, else supervaizer-<uid>/supervaizer.db under [os.TempDir] (one
+// folder per user of the machine, shared by every controller of that user: a
+// second one finds it locked; [ControllerPath] gives each controller its
+// own). The temporary directory is meant for development; a deployment sets
 // SUPERVAIZER_DATA_DIR to a directory that only its user can write and that
 // outlives reboots.
-func DefaultPath() string {
-	if dir := strings.TrimSpace(os.Getenv(EnvDataDir)); dir != "" {
+func DefaultPath(dir string) string {
+	if dir = strings.TrimSpace(dir); dir != "" {
 		return filepath.Join(dir, DefaultFileName)
 	}
 	return sharedDefaultPath()

@@ -295,7 +295,7 @@ func TestOpenErrors(t *testing.T) {
 
 func TestDefaultPath(t *testing.T) {
 	tests := []struct {
-		name, env, want string
+		name, dir, want string
 	}{
 		{"set", "/var/lib/agent", filepath.Join("/var/lib/agent", "supervaizer.db")},
 		{"surrounding spaces", " /data ", filepath.Join("/data", "supervaizer.db")},
@@ -304,8 +304,7 @@ func TestDefaultPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(store.EnvDataDir, tt.env)
-			assert.Equal(t, tt.want, store.DefaultPath())
+			assert.Equal(t, tt.want, store.DefaultPath(tt.dir))
 		})
 	}
 }

@@ -18,7 +18,7 @@
 //
 // # Quick start
 //
-//	s, err := store.Open(store.DefaultPath())
+//	s, err := store.Open(store.DefaultPath(os.Getenv(store.EnvDataDir))) // supervaizer.ReadEnv(nil).DataDir in a controller
 //	if err != nil {
 //		return err // for example store.ErrLocked: another process holds the file
 //	}

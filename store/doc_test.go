@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,7 +22,7 @@ func TestPackageDocOpen(t *testing.T) {
 		wasStored bool
 	)
 	put := func(ctx context.Context, idempotencyKey string, record []byte) error {
-		s, err := store.Open(store.DefaultPath())
+		s, err := store.Open(store.DefaultPath(os.Getenv(store.EnvDataDir)))
 		if err != nil {
 			return err // for example store.ErrLocked: another process holds the file
 		}

@@ -29,7 +29,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,28 +108,19 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ConfigFromEnv reads SUPERVAIZE_API_URL, SUPERVAIZE_API_KEY,
-// SUPERVAIZE_WORKSPACE_ID and SUPERVAIZE_HTTP_MAX_RETRIES through getenv
-// (values trimmed). It fails only when SUPERVAIZE_HTTP_MAX_RETRIES is not an
-// integer between 0 and [RetryLimit]; missing values are left empty for
-// [NewClient] to report.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	if getenv == nil {
-		getenv = os.Getenv
+// ParseMaxRetries parses a value of SUPERVAIZE_HTTP_MAX_RETRIES (trimmed)
+// into [Config.MaxRetries]: an integer between 0 and [RetryLimit], 0
+// meaning [NoRetries]. The error names the variable.
+func ParseMaxRetries(raw string) (int, error) {
+	raw = strings.TrimSpace(raw)
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || n > RetryLimit {
+		return 0, fmt.Errorf("supervaizer: %s must be an integer between 0 and %d, got %q", EnvMaxRetries, RetryLimit, raw)
 	}
-	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
-	cfg := Config{APIURL: get(EnvAPIURL), APIKey: get(EnvAPIKey), WorkspaceID: get(EnvWorkspaceID)}
-	if raw := get(EnvMaxRetries); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n < 0 || n > RetryLimit {
-			return Config{}, fmt.Errorf("supervaizer: %s must be an integer between 0 and %d, got %q", EnvMaxRetries, RetryLimit, raw)
-		}
-		cfg.MaxRetries = n
-		if n == 0 {
-			cfg.MaxRetries = NoRetries
-		}
+	if n == 0 {
+		return NoRetries, nil
 	}
-	return cfg, nil
+	return n, nil
 }
 
 // Client is the controller's client for Supervaize Studio: controller events

@@ -66,22 +66,19 @@ func TestNewAccountConfig(t *testing.T) {
 	}
 }
 
-func TestAccountConfigFromEnv(t *testing.T) {
+func TestParseMaxRetries(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{
-		EnvAPIURL: " https://studio.example.com ", EnvAPIKey: " key ", EnvWorkspaceID: " ws-9 ", EnvMaxRetries: "0",
+	for raw, want := range map[string]int{"0": NoRetries, " 3 ": 3, "10": RetryLimit} {
+		n, err := ParseMaxRetries(raw)
+		require.NoError(t, err, raw)
+		assert.Equal(t, want, n, raw)
 	}
-	cfg, err := ConfigFromEnv(func(k string) string { return env[k] })
-	require.NoError(t, err)
-	assert.Equal(t, Config{APIURL: "https://studio.example.com", APIKey: "key", WorkspaceID: "ws-9", MaxRetries: NoRetries}, cfg)
-	a, err := NewClient(cfg)
+	a, err := NewClient(Config{APIURL: "https://studio.example.com", APIKey: "key", WorkspaceID: "ws-9", MaxRetries: NoRetries})
 	require.NoError(t, err)
 	assert.Equal(t, 0, a.retries)
-
-	for _, bad := range []string{"-1", "x", "11"} {
-		env[EnvMaxRetries] = bad
-		_, err := ConfigFromEnv(func(k string) string { return env[k] })
-		require.ErrorContains(t, err, EnvMaxRetries)
+	for _, bad := range []string{"-1", "x", "11", ""} {
+		_, err := ParseMaxRetries(bad)
+		require.ErrorContains(t, err, EnvMaxRetries, bad)
 	}
 }
 

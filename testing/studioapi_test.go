@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/studio"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -188,8 +189,8 @@ func TestFakeStudioAPICheckpointAnswers(t *testing.T) {
 func TestFakeStudioAPIEnv(t *testing.T) {
 	t.Parallel()
 	api := svtest.NewFakeStudioAPI(t, svtest.NewFakeStudio(t))
-	cfg, err := studio.ConfigFromEnv(func(k string) string { return api.Env()[k] })
-	require.NoError(t, err)
+	env := supervaizer.ReadEnv(func(k string) string { return api.Env()[k] })
+	cfg := studio.Config{APIURL: env.StudioAPIURL, APIKey: env.StudioAPIKey, WorkspaceID: env.StudioWorkspaceID}
 	assert.Equal(t, api.ClientConfig(), cfg)
 	assert.Equal(t, svtest.DefaultAccountKey, cfg.APIKey)
 	assert.Equal(t, svtest.DefaultWorkspaceID, cfg.WorkspaceID)

@@ -21,7 +21,7 @@ func TestLoadConfig(t *testing.T) {
 	// only. TMPDIR is the test's, so no store of an earlier run is found.
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv(envDataDir, "")
-	legacy := store.DefaultPath() // the shared default of earlier versions
+	legacy := store.DefaultPath("") // the shared default of earlier versions
 	def, _ := store.ControllerPath("", agentSlug)
 	require.Equal(t, filepath.Join(filepath.Dir(legacy), agentSlug, store.DefaultFileName), def)
 	t.Setenv(envDataDir, filepath.Join(t.TempDir(), "process-env"))

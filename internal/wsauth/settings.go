@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +13,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Environment variables read by [SettingsFromEnv].
+// Environment variables of the settings (read by supervaizer.ReadEnv, parsed
+// by [ParseSettings]).
 const (
 	EnvRequired      = "SUPERVAIZER_WORKSPACE_AUTH_REQUIRED"
 	EnvIssuer        = "SUPERVAIZER_WORKSPACE_AUTH_ISSUER"
@@ -56,33 +56,35 @@ type Settings struct {
 	LeewaySet bool
 }
 
-// SettingsFromEnv reads the settings from the environment through getenv
-// (os.Getenv when nil). Empty and blank values count as unset.
-// SUPERVAIZER_WORKSPACE_AUTH_REQUIRED is true for "1", "true", "yes" or "on"
-// (case-insensitive, trimmed) and false otherwise. The error, if any, names
-// the offending variable; SettingsFromEnv does not call [Settings.Validate].
-func SettingsFromEnv(getenv func(string) string) (Settings, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	get := func(name string) string {
-		v := getenv(name)
+// Values are the values of the variables above, as read from the
+// environment ("" when unset).
+type Values struct {
+	Required, Issuer, Audience, PublicKey, JWKSURL, LeewaySeconds string
+}
+
+// ParseSettings turns the values of the variables above into settings.
+// Empty and blank values count as unset. SUPERVAIZER_WORKSPACE_AUTH_REQUIRED
+// is true for "1", "true", "yes" or "on" (case-insensitive, trimmed) and false
+// otherwise. The error, if any, names the offending variable; ParseSettings
+// does not call [Settings.Validate].
+func ParseSettings(v Values) (Settings, error) {
+	get := func(v string) string {
 		if strings.TrimSpace(v) == "" {
 			return ""
 		}
 		return v
 	}
 	s := Settings{
-		Issuer:       get(EnvIssuer),
-		Audience:     get(EnvAudience),
-		PublicKeyPEM: get(EnvPublicKey),
-		JWKSURL:      get(EnvJWKSURL),
+		Issuer:       get(v.Issuer),
+		Audience:     get(v.Audience),
+		PublicKeyPEM: get(v.PublicKey),
+		JWKSURL:      get(v.JWKSURL),
 	}
-	switch strings.ToLower(strings.TrimSpace(get(EnvRequired))) {
+	switch strings.ToLower(strings.TrimSpace(v.Required)) {
 	case "1", "true", "yes", "on":
 		s.Enabled = true
 	}
-	if raw := strings.TrimSpace(get(EnvLeewaySeconds)); raw != "" {
+	if raw := strings.TrimSpace(v.LeewaySeconds); raw != "" {
 		n, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || n < 0 || n > math.MaxInt64/int64(time.Second) {
 			return Settings{}, fmt.Errorf("%s must be an integer number of seconds >= 0, got %q", EnvLeewaySeconds, raw)

@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func envFrom(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+func valuesFrom(m map[string]string) Values {
+	return Values{Required: m[EnvRequired], Issuer: m[EnvIssuer], Audience: m[EnvAudience],
+		PublicKey: m[EnvPublicKey], JWKSURL: m[EnvJWKSURL], LeewaySeconds: m[EnvLeewaySeconds]}
 }
 
-func TestSettingsFromEnv(t *testing.T) {
+func TestParseSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
@@ -57,7 +58,7 @@ func TestSettingsFromEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := SettingsFromEnv(envFrom(tt.env))
+			got, err := ParseSettings(valuesFrom(tt.env))
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -67,15 +68,6 @@ func TestSettingsFromEnv(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
-}
-
-func TestSettingsFromEnvDefaultsToOSEnv(t *testing.T) {
-	t.Setenv(EnvRequired, "on")
-	t.Setenv(EnvIssuer, testIssuer)
-	s, err := SettingsFromEnv(nil)
-	require.NoError(t, err)
-	assert.True(t, s.Enabled)
-	assert.Equal(t, testIssuer, s.Issuer)
 }
 
 func TestSettingsEffectiveLeeway(t *testing.T) {

@@ -316,3 +316,51 @@ func TestJSONRPCCodesDeclaredOnce(t *testing.T) {
 	assert.Empty(t, found, "JSON-RPC codes declared outside package errcode, or twice")
 	assert.GreaterOrEqual(t, len(seen), 16, "package errcode declares the codes")
 }
+
+// TestEnvironmentReadInOnePlace: the library reads the environment
+// (os.Getenv, os.LookupEnv, os.Environ, or a getenv function it was given)
+// in exactly one non-test file, options.go, through supervaizer.ReadEnv
+// (issue 34). Examples, commands, the development tools and the test kit's
+// golden switch are not the library.
+func TestEnvironmentReadInOnePlace(t *testing.T) {
+	const home = "options.go"
+	notLibrary := func(rel string) bool {
+		for _, p := range []string{"examples/", "cmd/", "e2e/", "conformance/", "internal/tools/"} {
+			if strings.HasPrefix(rel, p) {
+				return true
+			}
+		}
+		return rel == "testing/golden.go"
+	}
+	readers := map[string]bool{}
+	for _, path := range goFiles(t) {
+		rel := filepath.ToSlash(strings.TrimPrefix(path, repoRoot+"/"))
+		if strings.HasSuffix(rel, "_test.go") || notLibrary(rel) {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			switch fn := call.Fun.(type) {
+			case *ast.SelectorExpr:
+				if x, ok := fn.X.(*ast.Ident); ok && x.Name == "os" && (fn.Sel.Name == "Getenv" || fn.Sel.Name == "LookupEnv" || fn.Sel.Name == "Environ") {
+					readers[rel] = true
+				}
+				if strings.EqualFold(fn.Sel.Name, "getenv") {
+					readers[rel] = true
+				}
+			case *ast.Ident:
+				if strings.EqualFold(fn.Name, "getenv") {
+					readers[rel] = true
+				}
+			}
+			return true
+		})
+	}
+	assert.Equal(t, map[string]bool{home: true}, readers, "library files reading the environment")
+}
