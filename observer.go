@@ -44,7 +44,7 @@ type Call struct {
 	// API key, body size, content type, shutdown, a malformed envelope).
 	Method string
 	// Streaming is true for a method answered with an event stream
-	// (message/stream and the other streaming A2A methods).
+	// (the streaming methods of the A2A bindings).
 	Streaming bool
 	// Kind is "action" or "surface" ("" for a call that names neither).
 	Kind string

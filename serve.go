@@ -68,11 +68,10 @@ type HTTPSettings struct {
 	// events are dropped first (the newest is always kept, alone if larger).
 	// Default 4 MiB.
 	EventQueueBytes int
-	// A2ABlocking bounds how long an A2A message/send with
-	// configuration.blocking (an A2A 1.0 SendMessage unless
-	// configuration.returnImmediately) waits for its task to be terminal or
-	// input-required before answering its current state. Default
-	// a2atask.DefaultBlockingTimeout (60 s).
+	// A2ABlocking bounds how long a blocking A2A send (either binding, see
+	// docs/a2a.md) waits for its task to be terminal or input-required
+	// before answering its current state. Default 60 s
+	// (a2atask.DefaultBlockingTimeout).
 	A2ABlocking time.Duration
 }
 
