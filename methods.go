@@ -31,7 +31,7 @@ type method struct {
 	tokenScope string
 	// unary serves a method answered with one JSON-RPC response: it
 	// appends the result to dst. stream serves a method answered with an
-	// event stream. One of them is set (unaryMethod, streamMethod).
+	// event stream (an A2A binding's streaming methods). One of them is set.
 	unary  func(s *Server, c *Call, dst []byte) ([]byte, *Error)
 	stream func(s *Server, c *Call)
 }
@@ -47,18 +47,6 @@ func unaryMethod[P any](name, binding string, key KeyScope, tokenScope string,
 				return dst, err
 			}
 			return handle(s, c, p, dst)
-		}}
-}
-
-// streamMethod is the entry of a streaming method: handle receives the
-// decoded params or their error, which it answers as the stream's one
-// event.
-func streamMethod[P any](name, binding string, key KeyScope, tokenScope string,
-	decode func(v *validate.Validator, c *Call) (P, *Error), handle func(s *Server, c *Call, p P, err *Error)) method {
-	return method{name: name, binding: binding, key: key, tokenScope: tokenScope,
-		stream: func(s *Server, c *Call) {
-			p, err := decode(s.validator, c)
-			handle(s, c, p, err)
 		}}
 }
 

@@ -364,7 +364,7 @@ func TestLabelsFromKnownSets(t *testing.T) {
 	assert.Len(t, after, len(before), "random names added label sets")
 	for _, set := range after {
 		for _, kv := range set.ToSlice() {
-			assert.LessOrEqual(t, len(kv.Value.Emit()), 64, "label %s", kv.Key)
+			assert.LessOrEqual(t, len(kv.Value.String()), 64, "label %s", kv.Key)
 		}
 		method, _ := set.Value("rpc.method")
 		assert.Contains(t, []string{"other", supervaizer.MethodActionInvoke}, method.AsString())
