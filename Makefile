@@ -68,6 +68,7 @@ lint: ## go vet and staticcheck (every module, and the conformance builds), gofm
 	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
 	$(STATICCHECK) -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
 	cd $(EXAMPLE) && $(GO) vet -tags conformance . && $(STATICCHECK) -tags conformance .
+	cd $(EXAMPLE) && $(GO) vet -tags minimal . && $(STATICCHECK) -tags minimal .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 
 fuzz: ## Run every fuzz target of FUZZPKGS (default ./...) for FUZZTIME (default 30s) each; stops at a failing input (written to testdata/fuzz)
@@ -130,9 +131,13 @@ cover: ## Test coverage per package, every module
 
 # run builds the example and execs it (not go run, which exits 1 on an
 # interrupt even when the program stopped cleanly): Ctrl-C ends with the
-# agent's own exit status.
+# agent's own exit status. It builds only what the run needs: the minimal
+# example (-tags minimal: no PostgreSQL driver, no OpenTelemetry, no gRPC)
+# unless the environment asks for a database or telemetry; make test builds
+# and tests both builds.
+RUN_TAGS = $(if $(SUPERVAIZER_DATABASE_URL)$(SUPERVAIZER_METRICS_ADDR)$(OTEL_EXPORTER_OTLP_ENDPOINT)$(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),,-tags minimal)
 run: ## Run examples/research-agent on 127.0.0.1:8080 in local mode (no Studio needed)
-	@mkdir -p .bin && $(GO) build -C $(EXAMPLE) -o $(CURDIR)/.bin/research-agent .
+	@mkdir -p .bin && $(GO) build -C $(EXAMPLE) $(RUN_TAGS) -o $(CURDIR)/.bin/research-agent .
 	SUPERVAIZER_LOCAL_MODE=$${SUPERVAIZER_LOCAL_MODE:-true} exec .bin/research-agent
 
 browser-test: ## Browser tests of the local preview in headless Chromium (module e2e/preview; fails without Chromium)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/store"
-	"github.com/supervaize/supervaizer-go/store/postgres"
 	"github.com/supervaize/supervaizer-go/studio"
 )
 
@@ -156,17 +155,7 @@ func (a *app) Close() error { return a.closeStore() }
 // together), memory with SUPERVAIZER_STORE=memory, else the local bbolt file.
 func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option, func() error, error) {
 	if cfg.DatabaseURL != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), databaseOpenTimeout)
-		defer cancel()
-		opts := []postgres.Option{postgres.WithLogger(logger)}
-		if cfg.DatabaseSchema != "" {
-			opts = append(opts, postgres.WithSchema(cfg.DatabaseSchema))
-		}
-		db, err := postgres.Open(ctx, cfg.DatabaseURL, opts...)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("open the database (%s): %w", supervaizer.EnvDatabaseURL, err)
-		}
-		return db.Store(), supervaizer.WithBackend(db), func() error { db.Close(); return nil }, nil
+		return openDatabase(cfg, logger) // state_postgres.go; the minimal build has none
 	}
 	if cfg.Memory {
 		st := store.NewMemory()
@@ -188,6 +177,3 @@ func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option
 	}
 	return s, supervaizer.WithStore(s), st.Close, nil
 }
-
-// databaseOpenTimeout bounds connecting to the database and migrating it.
-const databaseOpenTimeout = 30 * time.Second

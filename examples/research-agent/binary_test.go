@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net/http"
+	"os/exec"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -18,8 +20,19 @@ import (
 // from local mode, a data directory and port 0, reads the address it bound
 // from its log, waits until it serves its
 // discovery document, then stops it with SIGTERM and expects a clean exit.
+// Both builds: the full one, and the minimal one make run builds (-tags
+// minimal: no PostgreSQL driver, no OpenTelemetry).
 func TestBinary(t *testing.T) {
-	proc := proctest.Start(t, proctest.Build(t, "research-agent"), []string{
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{{"full", nil}, {"minimal", []string{"-tags", "minimal"}}} {
+		t.Run(tc.name, func(t *testing.T) { testBinary(t, proctest.Build(t, "research-agent", tc.flags...)) })
+	}
+}
+
+func testBinary(t *testing.T, bin string) {
+	proc := proctest.Start(t, bin, []string{
 		"SUPERVAIZER_LOCAL_MODE=true",
 		"SUPERVAIZER_DATA_DIR=" + t.TempDir(),
 		"SUPERVAIZER_ADDR=127.0.0.1:0", // a free port; the log names it
@@ -48,4 +61,26 @@ func TestBinary(t *testing.T) {
 
 	proc.Stop(t, syscall.SIGTERM)
 	assert.Contains(t, proc.Stderr.String(), `msg="controller stopped"`)
+}
+
+// TestMinimalBuild: the build make run uses compiles no package of the
+// PostgreSQL driver, OpenTelemetry, gRPC or Prometheus (what made the first
+// make run slow), and a run that asks for them stops, naming the build that
+// has them.
+func TestMinimalBuild(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-tags", "minimal", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	heavy := regexp.MustCompile(`(?m)^(github\.com/jackc/|go\.opentelemetry\.io/|google\.golang\.org/grpc|github\.com/prometheus/|github\.com/supervaize/supervaizer-go/(otel|store/postgres)\b)`)
+	assert.Empty(t, heavy.FindAllString(string(out), -1), "packages the minimal build must leave out")
+	full, err := exec.CommandContext(t.Context(), "go", "list", "-deps", ".").CombinedOutput()
+	require.NoError(t, err, "%s", full)
+	assert.NotEmpty(t, heavy.FindAllString(string(full), -1), "the full build has them: the pattern matches")
+
+	bin := proctest.Build(t, "research-agent-minimal", "-tags", "minimal")
+	for _, env := range []string{"SUPERVAIZER_DATABASE_URL=postgres://127.0.0.1:1/none", "SUPERVAIZER_METRICS_ADDR=127.0.0.1:0"} {
+		proc := proctest.Start(t, bin, []string{"SUPERVAIZER_LOCAL_MODE=true", "SUPERVAIZER_DATA_DIR=" + t.TempDir(),
+			"SUPERVAIZER_ADDR=127.0.0.1:0", env})
+		require.Error(t, proc.Wait(t), env)
+		assert.Contains(t, proc.Output(), "build without -tags minimal", env)
+	}
 }

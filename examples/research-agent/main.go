@@ -5,7 +5,11 @@
 //
 // Run it in local mode, with no Studio and no configuration:
 //
-//	make run    # SUPERVAIZER_LOCAL_MODE=true go run -C examples/research-agent .
+//	make run    # SUPERVAIZER_LOCAL_MODE=true go run -C examples/research-agent -tags minimal .
+//
+// The minimal build (-tags minimal) leaves out the PostgreSQL driver and
+// OpenTelemetry; make run builds it unless SUPERVAIZER_DATABASE_URL,
+// SUPERVAIZER_METRICS_ADDR or an OTLP endpoint is set.
 //
 // It is configured from the environment only: SUPERVAIZER_ADDR (default
 // 127.0.0.1:8080), SUPERVAIZER_DATA_DIR (default: the agent's own folder in

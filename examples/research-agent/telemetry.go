@@ -3,25 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
-	promclient "github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace/noop"
-
 	"github.com/supervaize/supervaizer-go"
-	"github.com/supervaize/supervaizer-go/internal/loopback"
-	svotel "github.com/supervaize/supervaizer-go/otel"
 )
 
 // The telemetry settings: SUPERVAIZER_METRICS_ADDR serves a Prometheus
@@ -52,11 +38,13 @@ func (t *telemetry) Shutdown(ctx context.Context) error {
 }
 
 // setupTelemetry configures the observer from the environment: nothing at
-// all when neither SUPERVAIZER_METRICS_ADDR nor an OTLP endpoint is set.
-// The metrics server listens at once and logs the address it bound. In local
-// mode it stays local as the controller does (spec item 68): it listens only
-// on a loopback address (a startup error names the address otherwise) and
-// answers 403 to a request whose Host is not a loopback name or address.
+// all when neither SUPERVAIZER_METRICS_ADDR nor an OTLP endpoint is set, so
+// a run without them needs no OpenTelemetry (the minimal build, make run,
+// has none: telemetry_minimal.go). The metrics server listens at once and
+// logs the address it bound. In local mode it stays local as the controller
+// does (spec item 68): it listens only on a loopback address (a startup
+// error names the address otherwise) and answers 403 to a request whose
+// Host is not a loopback name or address.
 func setupTelemetry(ctx context.Context, getenv func(string) string, localMode bool, logger *slog.Logger) (*telemetry, error) {
 	t := &telemetry{}
 	metricsAddr := strings.TrimSpace(getenv(envMetricsAddr))
@@ -64,70 +52,8 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, localMode b
 	if metricsAddr == "" && !otlp {
 		return t, nil
 	}
-	cfg := svotel.Config{Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})}
-	cfg.TracerProvider = noop.NewTracerProvider()
-	if otlp {
-		exp, err := otlptracehttp.New(ctx) // reads the OTEL_EXPORTER_OTLP_* variables
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", envOTLPEndpoint, err)
-		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-		cfg.TracerProvider = tp
-		t.shutdown = append(t.shutdown, tp.Shutdown)
-		logger.Info("traces are exported over OTLP/HTTP", slog.String("endpoint_variable", envOTLPEndpoint))
-	}
-	var mp *sdkmetric.MeterProvider
-	if metricsAddr != "" {
-		reg := promclient.NewRegistry()
-		exp, err := prometheus.New(prometheus.WithRegisterer(reg))
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("%s: %w", envMetricsAddr, err), t.Shutdown(ctx))
-		}
-		mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-		t.shutdown = append(t.shutdown, mp.Shutdown)
-		if host, _, err := net.SplitHostPort(metricsAddr); localMode && (err != nil || (host != "localhost" && !loopback.Addr(host))) {
-			return nil, errors.Join(fmt.Errorf("%s=%q: local mode listens only on a loopback address: use 127.0.0.1:PORT, or turn local mode off (%s)",
-				envMetricsAddr, metricsAddr, envLocalMode), t.Shutdown(ctx))
-		}
-		ln, err := net.Listen("tcp", metricsAddr)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("%s=%q: %w", envMetricsAddr, metricsAddr, err), t.Shutdown(ctx))
-		}
-		if localMode && !loopback.Addr(ln.Addr().String()) {
-			_ = ln.Close()
-			return nil, errors.Join(fmt.Errorf("%s=%q: local mode listens only on a loopback address, not on %s", envMetricsAddr, metricsAddr, ln.Addr()), t.Shutdown(ctx))
-		}
-		mux := http.NewServeMux()
-		mux.Handle("GET "+metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		var handler http.Handler = mux
-		if localMode {
-			handler = localHostsOnly(mux)
-		}
-		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		t.shutdown = append(t.shutdown, srv.Shutdown)
-		logger.Info("metrics listening", slog.String("url", "http://"+ln.Addr().String()+metricsPath))
-	} else {
-		mp = sdkmetric.NewMeterProvider() // no reader: metrics are not recorded
-		t.shutdown = append(t.shutdown, mp.Shutdown)
-	}
-	cfg.MeterProvider = mp
-	obs, err := svotel.New(cfg)
-	if err != nil {
+	if err := startTelemetry(ctx, t, metricsAddr, otlp, localMode, logger); err != nil {
 		return nil, errors.Join(err, t.Shutdown(ctx))
 	}
-	t.option = supervaizer.WithObserver(obs)
 	return t, nil
-}
-
-// localHostsOnly answers 403 to a request whose Host is not a loopback name
-// or address, as the controller does in local mode (DNS rebinding).
-func localHostsOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopback.Host(r.Host) {
-			http.Error(w, "local mode serves only requests addressed to localhost or a loopback IP address", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

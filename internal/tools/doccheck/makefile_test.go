@@ -55,3 +55,24 @@ func TestMakeTestListIsPerRun(t *testing.T) {
 	assert.NotContains(t, out, "supervaizer-make-test-skipped-", "a fixed per-user file")
 	assert.NotRegexp(t, `-summary /`, out, "a fixed path")
 }
+
+// TestMakeRunBuildsTheMinimalExample: make run builds the example with
+// -tags minimal, without the PostgreSQL driver and OpenTelemetry a local run
+// does not need (the example's TestMinimalBuild checks what that build
+// leaves out), unless the environment asks for a database or telemetry.
+func TestMakeRunBuildsTheMinimalExample(t *testing.T) {
+	for _, tc := range []struct {
+		vars    []string
+		minimal bool
+	}{
+		{nil, true},
+		{[]string{"SUPERVAIZER_DATABASE_URL=postgres://db/x"}, false},
+		{[]string{"SUPERVAIZER_METRICS_ADDR=127.0.0.1:9464"}, false},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}, false},
+		{[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces"}, false},
+	} {
+		out := runMake(t, append([]string{"-n", "run"}, tc.vars...)...)
+		require.Regexp(t, `go build -C examples/research-agent .*-o \S+/\.bin/research-agent \.`, out)
+		assert.Equal(t, tc.minimal, strings.Contains(out, "-tags minimal"), "%v:\n%s", tc.vars, out)
+	}
+}
