@@ -2,6 +2,7 @@ package wsauth
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -93,10 +94,25 @@ func checkFormat(tok string) *Error {
 	if !base64url(h) || !base64url(p) || !base64url(s) {
 		return failf(CodeMalformed, "invalid base64url segment")
 	}
-	if hb, ok := decodeSegment(h); ok && !utf8.Valid(hb) {
+	if !headerUTF8(h) {
 		return failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
 	}
 	return nil
+}
+
+// headerUTF8 reports whether the header segment h (base64url, checked)
+// decodes to valid UTF-8, or does not decode at all (the parser then
+// reports it malformed). A header of up to 384 bytes, as every real one,
+// is decoded on the stack.
+func headerUTF8(h string) bool {
+	var buf [384]byte
+	body := strings.TrimRight(h, "=")
+	if base64.RawURLEncoding.DecodedLen(len(body)) > len(buf) {
+		hb, ok := decodeSegment(h)
+		return !ok || utf8.Valid(hb)
+	}
+	n, err := base64.RawURLEncoding.Strict().Decode(buf[:], []byte(body))
+	return err != nil || utf8.Valid(buf[:n])
 }
 
 // formatError is the rest of step 5 on what jwt/v5's parser decoded: the
@@ -170,6 +186,8 @@ type tokenClaims struct {
 	// one second later than the claim: the parser's token expires at exp +
 	// leeway, the spec's one second after it (now is in whole seconds).
 	expiresAt, issuedAt, notBefore *jwt.NumericDate
+	// dates holds the values expiresAt, issuedAt and notBefore point to.
+	dates [3]jwt.NumericDate
 	// verifiedFor is set when the token enters the verified-token cache:
 	// the expectations (audience) it passed steps 10–11 against.
 	verifiedFor *expected
@@ -201,13 +219,16 @@ func (tc *tokenClaims) UnmarshalJSON(b []byte) error {
 	if tc.claims, tc.invalid = parseClaims(t); tc.invalid != nil {
 		return nil
 	}
-	tc.expiresAt = unixDate(tc.exp)
-	tc.expiresAt.Time = tc.expiresAt.Add(time.Second)
+	tc.dates[0] = unixDate(tc.exp)
+	tc.dates[0].Time = tc.dates[0].Add(time.Second)
+	tc.expiresAt = &tc.dates[0]
 	if tc.hasIAT {
-		tc.issuedAt = unixDate(tc.iat)
+		tc.dates[1] = unixDate(tc.iat)
+		tc.issuedAt = &tc.dates[1]
 	}
 	if tc.hasNBF {
-		tc.notBefore = unixDate(tc.nbf)
+		tc.dates[2] = unixDate(tc.nbf)
+		tc.notBefore = &tc.dates[2]
 	}
 	return nil
 }
@@ -215,9 +236,9 @@ func (tc *tokenClaims) UnmarshalJSON(b []byte) error {
 // unixDate returns the date sec seconds after the Unix epoch, clamped to
 // ±2^62 s: time.Unix wraps around near the int64 limits, and no comparison
 // with now ± leeway (at most ±2^63 ns) changes within the clamp.
-func unixDate(sec int64) *jwt.NumericDate {
+func unixDate(sec int64) jwt.NumericDate {
 	const bound = 1 << 62
-	return &jwt.NumericDate{Time: time.Unix(min(max(sec, -bound), bound), 0)}
+	return jwt.NumericDate{Time: time.Unix(min(max(sec, -bound), bound), 0)}
 }
 
 // GetExpirationTime implements jwt.Claims.
@@ -266,7 +287,7 @@ func parseClaims(t *wire.Tape) (*claims, *Error) {
 	if c.aud, e = d.aud(); e != nil {
 		return nil, e
 	}
-	if _, e = d.optStr("sub"); e != nil {
+	if e = d.checkOptStr("sub"); e != nil {
 		return nil, e
 	}
 	for _, f := range []struct {
@@ -294,7 +315,7 @@ func parseClaims(t *wire.Tape) (*claims, *Error) {
 	if c.agentWorkspaceRef, e = d.optStr("agent_workspace_ref"); e != nil {
 		return nil, e
 	}
-	if _, e = d.optStr("jti"); e != nil {
+	if e = d.checkOptStr("jti"); e != nil {
 		return nil, e
 	}
 	if c.exp, _, e = d.integral("exp", true); e != nil {
@@ -354,6 +375,15 @@ func (d claimsDecoder) optStr(name string) (*string, *Error) {
 	}
 	s := d.stringAt(i)
 	return &s, nil
+}
+
+// checkOptStr checks the optional string claim name, whose value is not
+// kept.
+func (d claimsDecoder) checkOptStr(name string) *Error {
+	if i, ok := d.get(name); ok && d.t.Nodes[i].Kind != wire.String {
+		return invalidClaim(name, false, "a string")
+	}
+	return nil
 }
 
 // aud returns the aud claim: a string, or an array of strings.

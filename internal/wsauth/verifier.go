@@ -132,7 +132,18 @@ type expected struct {
 	audience  string
 	serverID  string
 	parser    *jwt.Parser    // steps 4–6, 8 and 10–13 of a token not yet verified
+	rawParser *jwt.Parser    // parser, for a token without '=' padding
 	validator *jwt.Validator // steps 10–13 of a cached token
+}
+
+// parserFor returns the parser for tok. Both accept the same tokens: with
+// padding allowed, jwt/v5 appends '=' to every segment before decoding it
+// (a copy of each segment), which a token without padding does not need.
+func (e *expected) parserFor(tok string) *jwt.Parser {
+	if strings.IndexByte(tok, '=') < 0 {
+		return e.rawParser
+	}
+	return e.parser
 }
 
 // newExpected returns the expectations for audience ("" means the
@@ -148,7 +159,6 @@ func (v *Verifier) newExpected(audience string) *expected {
 	}
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
-		jwt.WithPaddingAllowed(),
 		jwt.WithStrictDecoding(),
 		jwt.WithIssuer(v.issuer),
 		jwt.WithAudience(exp.audience),
@@ -157,7 +167,8 @@ func (v *Verifier) newExpected(audience string) *expected {
 		jwt.WithLeeway(time.Duration(v.leeway) * time.Second),
 		jwt.WithTimeFunc(func() time.Time { return time.Unix(v.now().Unix(), 0) }),
 	}
-	exp.parser = jwt.NewParser(opts...)
+	exp.rawParser = jwt.NewParser(opts...)
+	exp.parser = jwt.NewParser(append(opts, jwt.WithPaddingAllowed())...)
 	exp.validator = jwt.NewValidator(opts...)
 	return exp
 }
@@ -342,7 +353,7 @@ func (v *Verifier) verifyToken(ctx context.Context, tok string, exp *expected) (
 	}
 	tc := &tokenClaims{}
 	var keyGen uint64
-	token, err := exp.parser.ParseWithClaims(tok, tc, func(t *jwt.Token) (any, error) {
+	token, err := exp.parserFor(tok).ParseWithClaims(tok, tc, func(t *jwt.Token) (any, error) {
 		// Step 7, reached once the alg is EdDSA; a token malformed in a
 		// way the parser does not see stops here, before any JWKS fetch.
 		if e := formatError(t, tc); e != nil {
