@@ -301,3 +301,142 @@ func FuzzConversationMessage(f *testing.F) {
 		}
 	})
 }
+
+// sseData splits an event stream's body into its events' data.
+func sseData(body string) []json.RawMessage {
+	var out []json.RawMessage
+	for _, line := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			out = append(out, json.RawMessage(d))
+		}
+	}
+	return out
+}
+
+var streamMethods = map[string]string{"0.3": "message/stream", "1.0": "SendStreamingMessage"}
+var getMethods = map[string]string{"0.3": "tasks/get", "1.0": "GetTask"}
+
+// TestConversationStream: a streamed conversation is a task: working, an
+// artifact-update per chunk the handler emits, the whole answer, then
+// completed; tasks/get answers it; the history has the exchange.
+func TestConversationStream(t *testing.T) {
+	for _, v := range []string{"0.3", "1.0"} {
+		t.Run(v, func(t *testing.T) {
+			srv := newChatServer(t, "chat.ask", nil, nil)
+			w := postA2A(t, srv, a2aCall{method: streamMethods[v], params: textMessage(v, "s-1", "ctx-s", "stream me")})
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, "text/event-stream", w.Header().Get("Content-Type"))
+			events := sseData(w.Body.String())
+			require.Len(t, events, 5, "task, two chunks, the whole answer, completed: %s", w.Body)
+			type result struct {
+				Kind, ID, TaskID string
+				Status           struct{ State string }
+				Artifact         struct {
+					ArtifactID string
+					Parts      []struct{ Text string }
+				}
+				Append, LastChunk bool
+				Task              *json.RawMessage
+				ArtifactUpdate    *json.RawMessage
+				StatusUpdate      *json.RawMessage
+			}
+			read := func(raw json.RawMessage) result {
+				var env struct{ Result json.RawMessage }
+				require.NoError(t, json.Unmarshal(raw, &env), "%s", raw)
+				inner := env.Result
+				var r result
+				require.NoError(t, json.Unmarshal(inner, &r))
+				for _, wrapped := range []*json.RawMessage{r.Task, r.ArtifactUpdate, r.StatusUpdate} {
+					if wrapped != nil { // the 1.0 form: the event in the member naming it
+						inner = *wrapped
+						r = result{}
+						require.NoError(t, json.Unmarshal(inner, &r))
+					}
+				}
+				return r
+			}
+			working, completed := "working", "completed"
+			if v == "1.0" {
+				working, completed = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
+			}
+			task := read(events[0])
+			assert.Equal(t, working, task.Status.State)
+			var chunks string
+			for i, ev := range events[1:3] {
+				a := read(ev)
+				assert.Equal(t, "response", a.Artifact.ArtifactID)
+				assert.Equal(t, i > 0, a.Append)
+				assert.False(t, a.LastChunk)
+				chunks += a.Artifact.Parts[0].Text
+			}
+			whole := `you said "stream me" after 0 turns`
+			assert.Equal(t, whole, chunks)
+			last := read(events[3])
+			assert.True(t, last.LastChunk)
+			assert.Equal(t, whole, last.Artifact.Parts[0].Text)
+			assert.Equal(t, completed, read(events[4]).Status.State, "%s", events[4])
+
+			got := callA2A(t, srv, a2aCall{method: getMethods[v], params: map[string]any{"id": task.ID}})
+			require.Nil(t, got.Error, "%+v", got.Error)
+			assert.Contains(t, string(got.Result), completed)
+			assert.Contains(t, string(got.Result), `you said \"stream me\" after 0 turns`)
+
+			next := replyOf(t, v, callA2A(t, srv, a2aCall{method: sendMethods[v], params: textMessage(v, "s-2", "ctx-s", "and now?")}))
+			assert.Equal(t, `you said "and now?" after 2 turns`, *next.Parts[0].Text)
+		})
+	}
+}
+
+// TestConversationStreamGolden pins the events of a streamed conversation
+// in both bindings (a JSON array of the events' data).
+func TestConversationStreamGolden(t *testing.T) {
+	for _, v := range []string{"0.3", "1.0"} {
+		t.Run(v, func(t *testing.T) {
+			srv := newChatServer(t, "chat.ask", nil, nil)
+			w := postA2A(t, srv, a2aCall{method: streamMethods[v], params: textMessage(v, "s-1", "ctx-s", "stream me")})
+			got, err := json.Marshal(sseData(w.Body.String()))
+			require.NoError(t, err)
+			path := filepath.Join("testdata", "conversation", "stream_v"+strings.ReplaceAll(v, ".", "")+".events.json")
+			if !svtest.Golden(t, path, got) {
+				return
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var compact bytes.Buffer
+			require.NoError(t, json.Compact(&compact, want))
+			assert.Equal(t, compact.String(), string(got), "byte for byte")
+		})
+	}
+}
+
+// TestJobUsageSum: the usage of a job's calls is summed in the store, so
+// tasks/get shows it after a restart (the bbolt file) and on another
+// instance (the same store).
+func TestJobUsageSum(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data.db")
+	st, err := store.Open(path)
+	require.NoError(t, err)
+	srv := newChatServer(t, "chat.ask", st, nil)
+	task := taskOf(t, callA2A(t, srv, a2aCall{method: "message/send", params: textMessage("0.3", "u-1", "ctx-u", "start a job")}))
+	// A second call of the same job: job.sync-like, through action.invoke.
+	resp := callA2A(t, srv, a2aCall{method: supervaizer.MethodActionInvoke, params: map[string]any{"action_request": map[string]any{
+		"request_id": "r-u2", "actor": map[string]any{"user_id": "u"}, "workspace": map[string]any{"id": "local"}, "mission_id": "ctx-u",
+		"job_id": task.ID, "agent_slug": chatAgentSlug, "surface": "job.start", "action": "chat.ask", "input": map[string]any{"content": "more"}}}})
+	require.Nil(t, resp.Error, "%+v", resp.Error)
+	want := conversation.Usage{InputTokens: 20, OutputTokens: 6}
+	usageOf := func(srv http.Handler) conversation.Usage {
+		got := callA2A(t, srv, a2aCall{method: "tasks/get", params: map[string]any{"id": task.ID}})
+		require.Nil(t, got.Error, "%+v", got.Error)
+		var tk struct{ Metadata map[string]conversation.Usage }
+		require.NoError(t, json.Unmarshal(got.Result, &tk))
+		return tk.Metadata["supervaizer/usage"]
+	}
+	assert.Equal(t, want, usageOf(srv))
+	require.NoError(t, st.Close())
+
+	st, err = store.Open(path) // the restart
+	require.NoError(t, err)
+	defer st.Close()
+	assert.Equal(t, want, usageOf(newChatServer(t, "chat.ask", st, nil)), "after a restart")
+	assert.Equal(t, want, usageOf(newChatServer(t, "chat.ask", st, nil)), "on another server of the store")
+}

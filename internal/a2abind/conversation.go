@@ -169,3 +169,18 @@ func converse(p Pipeline, c *Call, m *message, b binding, dst []byte) ([]byte, *
 	remember(p, c, x, m.text, text)
 	return b.appendConversationReply(dst, &x.req, text, rest, usage), nil
 }
+
+// withJobUsage adds the job's token usage sum (in the store: every call of
+// the job on any instance) to the metadata of the Task that dst ends with,
+// as supervaizer/usage; dst is unchanged when none was reported.
+func withJobUsage(p Pipeline, c *Call, workspaceID, slug, jobID string, dst []byte) []byte {
+	u, found, err := p.Tasks().Usage(c.R.Context(), workspaceID, slug, jobID)
+	if err != nil {
+		p.Logger().WarnContext(c.R.Context(), "a2a task: usage not read", "error", err)
+	}
+	if !found || len(dst) == 0 || dst[len(dst)-1] != '}' {
+		return dst
+	}
+	b, _ := json.Marshal(u) // four integers: cannot fail
+	return append(appendUsageMeta(dst[:len(dst)-1], b), '}')
+}

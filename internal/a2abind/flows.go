@@ -290,7 +290,7 @@ func getMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte) (
 				v = nv
 			}
 		}
-		return b.appendTask(dst, &v, nil), nil
+		return withJobUsage(p, c, vc.WorkspaceID, slug, v.ID, b.appendTask(dst, &v, nil)), nil
 	}
 }
 

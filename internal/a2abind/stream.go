@@ -81,6 +81,10 @@ func serveStream(p Pipeline, c *Call, b binding, rpcErr *jsonrpc.Error, start fu
 // streamSendMethod serves message/stream (SendStreamingMessage).
 func streamSendMethod(b binding) func(p Pipeline, c *Call, m message, rpcErr *jsonrpc.Error) {
 	return func(p Pipeline, c *Call, m message, rpcErr *jsonrpc.Error) {
+		if rpcErr == nil && m.conversation {
+			converseStream(p, c, m, b, nil)
+			return
+		}
 		serveStream(p, c, b, rpcErr, func() (taskview.Job, meta, string, []byte, *jsonrpc.Error) { return streamSend(p, c, m, b) })
 	}
 }

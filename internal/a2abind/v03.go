@@ -1,6 +1,8 @@
 package a2abind
 
 import (
+	"strconv"
+
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/encode"
@@ -29,6 +31,10 @@ type binding interface {
 	// conversation: a text part, then the data part data (nil: none),
 	// with the usage (nil: none) in its metadata as supervaizer/usage.
 	appendConversationReply(dst []byte, req *contracts.ActionRequest, text string, data, usage []byte) []byte
+	// appendTextArtifact appends the artifact-update of a streamed
+	// conversation's "response" artifact: a text part (and the data part
+	// data when not nil), appended to the chunks before when appendMode.
+	appendTextArtifact(dst []byte, v *taskview.Job, text string, data []byte, appendMode, last bool) []byte
 	// checkPart checks that the message's one part is a data part.
 	checkPart(t *wire.Tape, part int32) *jsonrpc.Error
 	// configuration reads params.configuration: whether the call waits for
@@ -109,6 +115,26 @@ func (v03) appendConversationReply(dst []byte, req *contracts.ActionRequest, tex
 	}
 	dst = append(dst, ']')
 	return append(appendUsageMeta(dst, usage), '}')
+}
+
+func (v03) appendTextArtifact(dst []byte, v *taskview.Job, text string, data []byte, appendMode, last bool) []byte {
+	dst = append(dst, `{"kind":"artifact-update","taskId":`...)
+	dst = encode.AppendString(dst, v.ID, false)
+	dst = append(dst, `,"contextId":`...)
+	dst = encode.AppendString(dst, v.Mission, false)
+	dst = append(dst, `,"artifact":{"artifactId":"`+ArtifactResponse+`","name":"`+ArtifactResponse+`","parts":[{"kind":"text","text":`...)
+	dst = encode.AppendString(dst, text, false)
+	dst = append(dst, '}')
+	if data != nil {
+		dst = append(dst, `,{"kind":"data","data":`...)
+		dst = append(dst, data...)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `]},"append":`...)
+	dst = strconv.AppendBool(dst, appendMode)
+	dst = append(dst, `,"lastChunk":`...)
+	dst = strconv.AppendBool(dst, last)
+	return append(dst, '}')
 }
 
 // configuration: the call waits when blocking is true.

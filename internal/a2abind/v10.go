@@ -119,6 +119,29 @@ func (v10) appendConversationReply(dst []byte, req *contracts.ActionRequest, tex
 	return append(appendUsageMeta(dst, usage), `}}`...)
 }
 
+func (v10) appendTextArtifact(dst []byte, v *taskview.Job, text string, data []byte, appendMode, last bool) []byte {
+	dst = append(dst, `{"artifactUpdate":{"taskId":`...)
+	dst = encode.AppendString(dst, v.ID, false)
+	dst = append(dst, `,"contextId":`...)
+	dst = encode.AppendString(dst, v.Mission, false)
+	dst = append(dst, `,"artifact":{"artifactId":"`+ArtifactResponse+`","name":"`+ArtifactResponse+`","parts":[{"text":`...)
+	dst = encode.AppendString(dst, text, false)
+	dst = append(dst, '}')
+	if data != nil {
+		dst = append(dst, `,{"data":`...)
+		dst = append(dst, data...)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `]}`...)
+	if appendMode {
+		dst = append(dst, `,"append":true`...)
+	}
+	if last {
+		dst = append(dst, `,"lastChunk":true`...)
+	}
+	return append(dst, `}}`...)
+}
+
 // configuration: the call waits unless returnImmediately is true.
 func (b v10) configuration(t *wire.Tape, params int32) (bool, *jsonrpc.Error) {
 	cfg, ok := member(t, params, "configuration")
