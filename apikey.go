@@ -124,15 +124,15 @@ const insufficientScope = "Insufficient scope"
 // by readCall) has the scope of the method: a write key calls every method,
 // an a2a key only the A2A ones (an unknown supervaizer/* name needs write).
 // status is 0 when it is granted.
-func (s *Server) checkMethodKey(c *Call) (status int, detail string) {
+func checkMethodKey(logger *slog.Logger, c *Call) (status int, detail string) {
 	need := c.entry.m.key
-	if c.entry == s.otherMethod && strings.HasPrefix(c.rpc.Method, supervaizerMethodPrefix) {
+	if c.entry.m.name == otherMethod && strings.HasPrefix(c.rpc.Method, supervaizerMethodPrefix) {
 		need = ScopeWrite
 	}
 	if c.keyScope.satisfies(need) {
 		return 0, ""
 	}
-	deny(s.logger, c.r, "insufficient scope", c.r.Header.Get(canonicalAPIKeyHeader))
+	deny(logger, c.r, "insufficient scope", c.r.Header.Get(canonicalAPIKeyHeader))
 	return http.StatusForbidden, insufficientScope
 }
 

@@ -138,7 +138,7 @@ func (s *Server) serveUnary(ctx context.Context, c *Call) {
 	*buf = jsonrpc.AppendResultPrefix((*buf)[:0], c.rpc.ID)
 	m := c.entry.m
 	var err *Error
-	if status, detail := s.checkMethodKey(c); status != 0 {
+	if status, detail := checkMethodKey(s.logger, c); status != 0 {
 		c.end(0, status)
 		writeDetail(c.w, status, detail)
 		return
@@ -161,7 +161,7 @@ func (s *Server) serveStream(ctx context.Context, c *Call) {
 	c.use(ctx)
 	sw := statusWriter{ResponseWriter: c.w}
 	c.w = &sw
-	if status, detail := s.checkMethodKey(c); status != 0 {
+	if status, detail := checkMethodKey(s.logger, c); status != 0 {
 		c.end(0, status)
 		writeDetail(c.w, status, detail)
 		return
@@ -325,7 +325,7 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 		ran = rpcErr == nil
 	}
 	usage := call.reported()
-	s.keepUsage(ctx, c, req, usage) // conversation.go
+	s.keepUsage(ctx, c, req, usage) // actions.go
 	if a2a != nil {
 		a2a.usage = usage
 	}
@@ -393,7 +393,7 @@ func (s *Server) runAction(ctx context.Context, c *Call, h ActionHandler, req *A
 		return dst, nil, false, actionFailed(req)
 	}
 	if cc, ok := ctx.Value(inputKey{}).(*callContext); ok {
-		s.withUsage(ctx, req, res, cc.reported()) // conversation.go
+		withUsage(ctx, s.logger, s.bySlug[req.AgentSlug], req, res, cc.reported()) // actions.go
 	}
 	if strict {
 		markStrict(res, req.IdempotencyKey)

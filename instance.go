@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/supervaize/supervaizer-go/internal/proc"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -209,7 +210,7 @@ func processGone(c instanceClaim) bool {
 	if err != nil || host != c.Host || c.PID <= 0 {
 		return false
 	}
-	return c.PID == os.Getpid() || !processAlive(c.PID)
+	return c.PID == os.Getpid() || !proc.Alive(c.PID)
 }
 
 // dead reports whether the claim seen (raw) belongs to a process that no

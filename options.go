@@ -58,7 +58,7 @@ type config struct {
 	errs                            []error
 	preview                         *bool               // WithPreview (discovery.go)
 	observer                        observe.Observer    // WithObserver (observer.go)
-	conversations                   conversation.Limits // WithConversationLimits (conversation.go)
+	conversations                   conversation.Limits // WithConversationLimits (actions.go)
 	interceptors                    []Interceptor       // WithInterceptors (observer.go)
 
 	// Studio attachment (attach.go).

@@ -79,7 +79,7 @@ type Server struct {
 	broker    *sse.Broker
 	idem      *idempotency
 	tasks     *taskview.View   // the A2A task view (internal/taskview), beside the pipeline
-	history   *a2abind.History // the conversations' history (conversation.go)
+	history   *a2abind.History // the conversations' history (actions.go)
 	router    http.Handler
 
 	// The method table as this server serves it, each entry wrapped in the
@@ -206,11 +206,11 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		Observe: streamObserver(cfg.observer), // observer.go
 	})
 	// The store and the event stream (backend.go), every store call bounded
-	// (storedeadline.go), observed (observer.go).
+	// (backend.go), observed (observer.go).
 	st := s.installHooks(withStoreDeadline(s.attachBackend(), cfg.storeTimeout))
 	s.buildMethods(methodTable(), cfg.interceptorList())
 	s.idem = newIdempotency(st, s.logger, idemConfig{lease: cfg.idemLease, retention: cfg.idemRetention, instance: cfg.instanceID,
-		awaitOther: idemAwaitOther, keptLimit: cfg.keptLimit, spoolDir: s.spoolDir(), storeTimeout: cfg.storeTimeout})
+		awaitOther: idemAwaitOther, keptLimit: cfg.keptLimit, spoolDir: spoolDir(&s.cfg, s.serverID, s.agents), storeTimeout: cfg.storeTimeout})
 	s.idem.track = s.inflight.Add
 	s.idem.life = lifetime
 	s.tasks = taskview.New(st, s.logger, sse.Options{ // the A2A streams, with the limits of the event stream
@@ -452,12 +452,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ch:
 		case <-ctx.Done():
 			s.idem.drain(ctx) // the kept results go to the spool file
-			s.releaseInstance(ctx)
+			releaseInstance(ctx, s.idem.holder)
 			return errors.Join(err, ctx.Err())
 		}
 	}
 	s.idem.drain(ctx) // kept results: retried until ctx ends, then spooled (idempotency_unrecorded.go)
-	s.releaseInstance(ctx)
+	releaseInstance(ctx, s.idem.holder)
 	return errors.Join(err, s.stopFollowing(ctx)) // backend.go
 }
 
@@ -465,20 +465,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // (SUPERVAIZER_DATA_DIR), else the folder store.ControllerPath gives this
 // controller (named by its agent's slug, or its server id when it carries
 // several agents), as the research agent's database file.
-func (s *Server) spoolDir() string {
-	name := s.serverID
-	if len(s.agents) == 1 {
-		name = s.agents[0].slug
+func spoolDir(c *config, serverID string, agents []*Agent) string {
+	name := serverID
+	if len(agents) == 1 {
+		name = agents[0].slug
 	}
-	path, _ := store.ControllerPath(s.cfg.dataDir, name)
+	path, _ := store.ControllerPath(c.dataDir, name)
 	return filepath.Dir(path)
 }
 
 // releaseInstance gives up the instance id claim, once no call is left in
 // flight (or ctx has ended), so that the next process with the id starts at
 // once (instance.go).
-func (s *Server) releaseInstance(ctx context.Context) {
-	if h := s.idem.holder; h != nil {
+func releaseInstance(ctx context.Context, h *instanceHolder) {
+	if h != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), instanceBeat)
 		defer cancel()
 		h.release(rctx)
