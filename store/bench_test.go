@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -88,5 +90,27 @@ func BenchmarkKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = store.Key("idempotency", "research-agent", "job.start", "setup/7f3c")
+	}
+}
+
+// BenchmarkPutIfAbsentParallel stores a new key each time from 16
+// goroutines per core: on bbolt, overlapping writes share commits.
+func BenchmarkPutIfAbsentParallel(b *testing.B) {
+	for _, impl := range implementations {
+		b.Run(impl.name, func(b *testing.B) {
+			s := impl.open(b)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					key := "idempotency/research-agent/job.start/setup-" + strconv.FormatInt(next.Add(1), 10)
+					if _, stored, err := s.PutIfAbsent(context.Background(), key, value); err != nil || !stored {
+						b.Error(stored, err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

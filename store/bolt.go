@@ -46,10 +46,16 @@ var errUnchanged = errors.New("store: unchanged")
 // Scan visits a snapshot of the matching keys, copied out of the database when
 // it starts, so its memory use grows with the size of what it visits.
 type Bolt struct {
-	closed atomic.Bool
-	db     *bolt.DB
-	path   string
+	closed  atomic.Bool
+	writers atomic.Int64 // write calls in progress
+	db      *bolt.DB
+	path    string
 }
+
+// batchDelay is how long a write that finds other writes in progress waits
+// for more to join its commit (bbolt's MaxBatchDelay). A write with no
+// other write in progress commits at once, without waiting.
+const batchDelay = time.Millisecond
 
 var _ Store = (*Bolt)(nil)
 
@@ -151,6 +157,7 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	db.MaxBatchDelay = batchDelay
 	err = db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketName)
 		return err
@@ -195,67 +202,100 @@ func (b *Bolt) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return value, found, nil
 }
 
+// update runs fn in a write transaction and returns once the transaction
+// is committed, which bbolt syncs to disk: a write that returns is durable.
+// fn returns errUnchanged when it wrote nothing.
+//
+// A write with no other write in progress commits alone, at once (when
+// fn wrote nothing the transaction is rolled back: no disk write). Writes
+// that overlap are grouped into one commit, one fsync for many calls
+// (bbolt's Batch, which waits up to batchDelay for more to join). Batch
+// may run fn more than once (again in a later transaction when another
+// call's function fails), so fn must set its results afresh on every run;
+// each call's results are those of the run that was committed.
+func (b *Bolt) update(fn func(bk *bolt.Bucket) error) error {
+	defer b.writers.Add(-1)
+	if b.writers.Add(1) == 1 {
+		err := b.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketName)) })
+		if errors.Is(err, errUnchanged) {
+			return nil
+		}
+		return err
+	}
+	return b.db.Batch(func(tx *bolt.Tx) error {
+		if err := fn(tx.Bucket(bucketName)); err != nil && !errors.Is(err, errUnchanged) {
+			return err
+		}
+		return nil
+	})
+}
+
 // PutIfAbsent implements [Store.PutIfAbsent] in one transaction. A key that
-// exists costs no write.
+// exists costs no write of its own.
 func (b *Bolt) PutIfAbsent(ctx context.Context, key string, value []byte) ([]byte, bool, error) {
 	if err := b.begin(ctx, key); err != nil {
 		return nil, false, err
 	}
-	var existing []byte
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketName)
-		v, found := lookup(bk, key)
-		if found {
+	var (
+		existing []byte
+		stored   bool
+	)
+	err := b.update(func(bk *bolt.Bucket) error {
+		existing, stored = nil, false
+		if v, found := lookup(bk, key); found {
 			existing = v
 			return errUnchanged
 		}
-		return bk.Put([]byte(key), value)
+		if err := bk.Put([]byte(key), value); err != nil {
+			return err
+		}
+		stored = true
+		return nil
 	})
-	switch {
-	case errors.Is(err, errUnchanged):
-		return existing, false, nil
-	case err != nil:
+	if err != nil {
 		return nil, false, b.wrap("put", err)
 	}
-	return nil, true, nil
+	return existing, stored, nil
 }
 
 // CompareAndSwap implements [Store.CompareAndSwap] in one transaction. A
-// mismatch costs no write.
+// mismatch costs no write of its own.
 func (b *Bolt) CompareAndSwap(ctx context.Context, key string, old, new []byte) (bool, error) {
 	if err := b.begin(ctx, key); err != nil {
 		return false, err
 	}
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketName)
+	swapped := false
+	err := b.update(func(bk *bolt.Bucket) error {
+		swapped = false
 		k, v := bk.Cursor().Seek([]byte(key))
 		if k == nil || string(k) != key || !bytes.Equal(v, old) {
 			return errUnchanged
 		}
-		return bk.Put([]byte(key), new)
+		if err := bk.Put([]byte(key), new); err != nil {
+			return err
+		}
+		swapped = true
+		return nil
 	})
-	switch {
-	case errors.Is(err, errUnchanged):
-		return false, nil
-	case err != nil:
+	if err != nil {
 		return false, b.wrap("compare-and-swap", err)
 	}
-	return true, nil
+	return swapped, nil
 }
 
-// Delete implements [Store.Delete]. Deleting a missing key costs no write.
+// Delete implements [Store.Delete]. Deleting a missing key costs no write
+// of its own.
 func (b *Bolt) Delete(ctx context.Context, key string) error {
 	if err := b.begin(ctx, key); err != nil {
 		return err
 	}
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(bucketName)
+	err := b.update(func(bk *bolt.Bucket) error {
 		if _, found := lookup(bk, key); !found {
 			return errUnchanged
 		}
 		return bk.Delete([]byte(key))
 	})
-	if err != nil && !errors.Is(err, errUnchanged) {
+	if err != nil {
 		return b.wrap("delete", err)
 	}
 	return nil

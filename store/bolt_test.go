@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -358,4 +359,46 @@ func TestWithLockTimeoutNonPositiveKeepsDefault(t *testing.T) {
 	_, err = store.Open(path, store.WithLockTimeout(0), store.WithLockTimeout(-time.Second))
 	require.ErrorIs(t, err, store.ErrLocked, "a non-positive timeout must not wait forever")
 	assert.GreaterOrEqual(t, time.Since(start), store.DefaultLockTimeout/2)
+}
+
+// TestBoltGroupsConcurrentWrites checks that overlapping writes share
+// commits (one fsync for many calls) and that a write alone commits at
+// once, without the batch delay.
+func TestBoltGroupsConcurrentWrites(t *testing.T) {
+	s := openBolt(t)
+	ctx := t.Context()
+
+	before := store.CommittedTxID(s)
+	_, stored, err := s.PutIfAbsent(ctx, "alone", []byte("v"))
+	require.NoError(t, err)
+	require.True(t, stored)
+	assert.Equal(t, before+1, store.CommittedTxID(s), "a write alone is one commit")
+	// A write that changes nothing commits nothing.
+	_, stored, err = s.PutIfAbsent(ctx, "alone", []byte("w"))
+	require.NoError(t, err)
+	require.False(t, stored)
+	assert.Equal(t, before+1, store.CommittedTxID(s), "an unchanged write commits nothing")
+
+	const n = 64
+	before = store.CommittedTxID(s)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, stored, err := s.PutIfAbsent(ctx, fmt.Sprintf("group/%02d", i), []byte("v"))
+			assert.NoError(t, err)
+			assert.True(t, stored)
+		})
+	}
+	close(start)
+	wg.Wait()
+	commits := store.CommittedTxID(s) - before
+	t.Logf("%d concurrent writes, %d commits", n, commits)
+	assert.Less(t, commits, uint64(n), "concurrent writes were not grouped into shared commits")
+	for i := range n {
+		_, found, err := s.Get(ctx, fmt.Sprintf("group/%02d", i))
+		require.NoError(t, err)
+		assert.True(t, found)
+	}
 }

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentPutIfAbsent", testConcurrentPutIfAbsent},
 		{"ConcurrentCounter", testConcurrentCounter},
 		{"ConcurrentMixed", testConcurrentMixed},
+		{"ConcurrentWriters", testConcurrentWriters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -622,4 +623,72 @@ func testConcurrentMixed(t *testing.T, s store.Store) {
 		}
 	}
 	assert.Equal(t, want, got)
+}
+
+// testConcurrentWriters starts many writes at once, as concurrent calls do
+// (a store may group them into one commit): every call's result is its
+// own, a write is visible as soon as it returns, and of calls racing on
+// one key with the same expectation exactly one wins.
+func testConcurrentWriters(t *testing.T, s store.Store) {
+	const n = 40
+	put(t, s, "swap", []byte("v0"))
+	put(t, s, "gone", []byte("x"))
+	type outcome struct {
+		stored, swapped bool
+		existing        []byte
+		own             []byte
+	}
+	outcomes := make([]outcome, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx := t.Context()
+			<-start
+			key := fmt.Sprintf("writer/%02d", i)
+			mine := []byte("value " + strconv.Itoa(i))
+			// Half the keys exist already: their PutIfAbsent writes nothing.
+			if i%2 == 0 {
+				key = "writer/shared"
+			}
+			existing, stored, err := s.PutIfAbsent(ctx, key, mine)
+			if !assert.NoError(t, err) {
+				return
+			}
+			own, found, err := s.Get(ctx, key)
+			assert.NoError(t, err)
+			assert.True(t, found, "%s not visible after PutIfAbsent returned", key)
+			swapped, err := s.CompareAndSwap(ctx, "swap", []byte("v0"), mine)
+			assert.NoError(t, err)
+			assert.NoError(t, s.Delete(ctx, "gone"))
+			outcomes[i] = outcome{stored: stored, swapped: swapped, existing: existing, own: own}
+		})
+	}
+	noHang(t, "concurrent writers", func() {
+		close(start)
+		wg.Wait()
+	})
+	shared := get(t, s, "writer/shared")
+	sharedWinners, swaps := 0, 0
+	for i, o := range outcomes {
+		mine := "value " + strconv.Itoa(i)
+		switch {
+		case i%2 == 1:
+			assert.True(t, o.stored, "writer %d: a new key must be stored", i)
+			assert.Nil(t, o.existing)
+			assert.Equal(t, mine, string(o.own))
+		case o.stored:
+			sharedWinners++
+			assert.Equal(t, mine, string(shared))
+		default:
+			assert.Equal(t, shared, o.existing, "writer %d saw another value than the stored one", i)
+		}
+		if o.swapped {
+			swaps++
+			assert.Equal(t, mine, string(get(t, s, "swap")))
+		}
+	}
+	assert.Equal(t, 1, sharedWinners, "exactly one PutIfAbsent of the shared key must store")
+	assert.Equal(t, 1, swaps, "exactly one CompareAndSwap from v0 must swap")
+	requireMissing(t, s, "gone")
 }
