@@ -288,6 +288,11 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 		return dst, newError(errcode.ActionNotRegistered, "Action handler not registered: "+req.Action,
 			map[string]any{"agent_slug": req.AgentSlug, "action": req.Action})
 	}
+	if holder := s.idem.holder; holder != nil && holder.stale() {
+		// The instance id claim is not renewed: another process may hold it
+		// by now; no action runs until it is (spec item 73, instance.go).
+		return dst, retryLater(req, errClaimNotRenewed)
+	}
 	call := withCall(ctx, a, ws)
 	if a2a != nil {
 		call.emit = a2a.emit

@@ -247,10 +247,6 @@ func (l *idempotency) run(ctx context.Context, req *ActionRequest, exec func(con
 	if err != nil {
 		return nil, failedWith(req, err)
 	}
-	if h := l.holder; h != nil && h.stale() {
-		// Another process may hold the instance id by now (spec item 73).
-		return nil, retryLater(req, errClaimNotRenewed)
-	}
 	key := recordKey(recordWorkspace(req), req.AgentSlug, req.Action, req.IdempotencyKey)
 	l.maybeSweep(ctx)
 

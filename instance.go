@@ -25,7 +25,7 @@ import (
 // with the same id refuses to start, naming the variable; a claim not renewed
 // for instanceDeadAfter (a crashed boot, or one paused that long) is taken
 // over, raising its epoch. A holder that has not renewed its claim for
-// instanceStopAfter stops taking idempotent calls (and readiness fails) until
+// instanceStopAfter stops taking action calls (and readiness fails) until
 // it renews; one that finds its claim taken over never takes calls again, and
 // writes no result under the old epoch.
 //
@@ -280,7 +280,7 @@ func (h *instanceHolder) renew(stop, done chan struct{}) {
 			h.renewed.Store(int64(time.Since(h.origin)))
 		case err == nil:
 			h.held.Store(false)
-			h.logger.Error("instance id claimed by another process: this process takes no idempotent call any more and reports not ready; restart it",
+			h.logger.Error("instance id claimed by another process: this process takes no action call any more and reports not ready; restart it",
 				slog.String("instance_id", h.id), slog.String("variable", envInstanceID))
 			return
 		default:

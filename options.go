@@ -212,7 +212,7 @@ const envInstanceID = "SUPERVAIZER_INSTANCE_ID"
 // id refuses to start with [ErrInstanceInUse], naming the variable. A process
 // restarted after a crash finds its earlier boot's claim unchanged and takes it
 // over once it has gone 10 s without renewal (at once after a clean shutdown).
-// A holder that has not renewed for 5 s refuses idempotent calls (-32603 with
+// A holder that has not renewed for 5 s refuses action calls (-32603 with
 // data.retry true) and fails readiness until it renews. Records are taken over
 // at once only while the claim is held and renewed, and those of a boot
 // displaced while perhaps alive (not known dead on this host) only after their
