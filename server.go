@@ -464,8 +464,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // spoolDir is the folder of the spool file of kept results: the data folder
 // (SUPERVAIZER_DATA_DIR), else the folder store.ControllerPath gives this
 // controller (named by its agent's slug, or its server id when it carries
-// several agents), as the research agent's database file.
+// several agents), as the research agent's database file. A server on an
+// in-memory store has none: its records die with the process, so a spooled
+// result would have nothing to complete at the next start.
 func spoolDir(c *config, serverID string, agents []*Agent) string {
+	if _, mem := c.store.(*store.Memory); c.backend == nil && (c.store == nil || mem) {
+		return ""
+	}
 	name := serverID
 	if len(agents) == 1 {
 		name = agents[0].slug
