@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,9 @@ type result struct {
 	cutShort  bool            // the token pool ran out before the duration
 	cpu       time.Duration   // CPU time the server process used during the round
 	cpuKnown  bool            // cpu was measured
+	clientCPU time.Duration   // CPU time the client (this process) used during the round
+	// clientCPUKnown is set when clientCPU was measured.
+	clientCPUKnown bool
 }
 
 // rate returns requests per second.
@@ -78,58 +82,71 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(max(rank, 0), len(sorted)-1)]
 }
 
-// driver sends requests with a fixed number of concurrent workers over a
-// keep-alive connection pool, to loopback addresses only.
+// driver sends requests with a fixed number of concurrent workers, each on
+// a keep-alive connection of its own (the raw client of rawclient.go), to
+// loopback addresses only.
 type driver struct {
-	client      *http.Client
 	concurrency int
 	body        []byte
 	wantPrefix  []byte // a successful response starts with these bytes
 }
 
 func newDriver(concurrency int, body, wantPrefix []byte) *driver {
-	tr := &http.Transport{
-		Proxy:               nil, // loopback only: never through a proxy
-		MaxIdleConns:        2 * concurrency,
-		MaxIdleConnsPerHost: concurrency,
-		MaxConnsPerHost:     concurrency,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-	}
-	return &driver{
-		client:      &http.Client{Transport: tr, Timeout: 10 * time.Second},
-		concurrency: concurrency,
-		body:        body,
-		wantPrefix:  wantPrefix,
-	}
+	return &driver{concurrency: concurrency, body: body, wantPrefix: wantPrefix}
 }
-
-// close releases the idle connections.
-func (d *driver) close() { d.client.CloseIdleConnections() }
 
 // run drives t for duration d (or until tokens runs out) and returns what it
 // measured. Every response must be HTTP 200 and start with wantPrefix (a
-// JSON-RPC result, not an error); the first failure stops the round.
+// JSON-RPC result, not an error); the first failure stops the round. The
+// result holds the CPU time this process (the client) used in the round.
 func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens tokenSource) result {
+	req, err := newRawRequest(t, d.body)
+	if err != nil {
+		return result{failure: err}
+	}
+	var (
+		mu    sync.Mutex
+		conns []*rawConn
+	)
+	before, ok1 := selfCPU()
 	res := drive(ctx, d.concurrency, dur, func() workerCall {
-		buf := make([]byte, 0, 1024)
-		body := bytes.NewReader(d.body)
+		buf := make([]byte, 0, 4096)
+		conn := newRawConn(req)
+		mu.Lock()
+		conns = append(conns, conn)
+		mu.Unlock()
 		return func(ctx context.Context) (time.Duration, bool, error) {
 			tok, ok := tokens.next()
 			if !ok {
 				return 0, false, nil
 			}
-			body.Reset(d.body)
 			t0 := time.Now()
 			var err error
-			buf, err = d.call(ctx, t, tok, body, buf[:0])
+			buf, err = d.call(conn, t, tok, buf[:0])
 			return time.Since(t0), true, err
 		}
 	})
+	after, ok2 := selfCPU()
+	if ok1 && ok2 {
+		res.clientCPU, res.clientCPUKnown = after-before, true
+	}
+	for _, c := range conns {
+		c.close()
+	}
 	if p, ok := tokens.(*tokenPool); ok && p.exhausted() && res.elapsed < dur {
 		res.cutShort = true
 	}
 	return res
+}
+
+// selfCPU returns the CPU time this process has used so far, from
+// /proc/self/stat, as the servers' is read.
+func selfCPU() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, false
+	}
+	return parseStatCPU(string(b))
 }
 
 // workerCall sends one request of a worker: it returns the request's
@@ -180,12 +197,12 @@ func drive(ctx context.Context, concurrency int, dur time.Duration, newCall func
 	return result{requests: len(all), elapsed: elapsed, latencies: all, failure: failure}
 }
 
-// call sends one request and checks its answer; it returns buf holding the
-// response body.
-func (d *driver) call(ctx context.Context, t target, token string, body *bytes.Reader, buf []byte) ([]byte, error) {
-	buf, status, err := send(ctx, d.client, t, token, body, len(d.body), buf)
+// call sends one request on conn and checks its answer; it returns buf
+// holding the response body.
+func (d *driver) call(conn *rawConn, t target, token string, buf []byte) ([]byte, error) {
+	status, buf, err := conn.do(token, buf)
 	if err != nil {
-		return buf, err
+		return buf, fmt.Errorf("%s: %w", t.name, err)
 	}
 	if status != http.StatusOK {
 		return buf, fmt.Errorf("%s: HTTP %d: %.200s", t.name, status, buf)
@@ -266,6 +283,15 @@ func (r result) cpuPerRequest() (float64, bool) {
 		return 0, false
 	}
 	return float64(r.cpu.Microseconds()) / float64(r.requests), true
+}
+
+// clientCPUPerRequest returns the client's CPU time per request in
+// microseconds.
+func (r result) clientCPUPerRequest() (float64, bool) {
+	if !r.clientCPUKnown || r.requests == 0 {
+		return 0, false
+	}
+	return float64(r.clientCPU.Microseconds()) / float64(r.requests), true
 }
 
 // probe sends one call on a connection of its own and returns the response

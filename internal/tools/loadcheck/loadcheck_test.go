@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,6 @@ func TestDriverMeasuresBothTokenModes(t *testing.T) {
 	require.NoError(t, err)
 	prefix := response[:bytes.Index(response, []byte(`"result":`))+len(`"result":`)]
 	d := newDriver(2, fixture.Body(), prefix)
-	t.Cleanup(d.close)
 	tgt := target{name: "controller", url: ctrl.URL + "/a2a", apiKey: fixture.APIKey}
 
 	r := d.run(context.Background(), tgt, 200*time.Millisecond, reusedToken(tok))
@@ -118,7 +118,6 @@ func TestDriverMeasuresBothTokenModes(t *testing.T) {
 func TestDriverReportsFailures(t *testing.T) {
 	ctrl := startController(t)
 	d := newDriver(2, fixture.Body(), []byte(`{"jsonrpc":"2.0","id":"rpc-0b6f3c1e-42","result":`))
-	t.Cleanup(d.close)
 	for _, tc := range []struct {
 		name, url, key, token string
 		want                  string
@@ -136,7 +135,9 @@ func TestDriverReportsFailures(t *testing.T) {
 
 // TestMain lets run start this test binary as its -serve children.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnvVar) == "1" {
+	// A fuzz worker is this binary started again by the fuzzer, with this
+	// process's environment: it runs the tests, not the command.
+	if os.Getenv(childEnvVar) == "1" && !slices.ContainsFunc(os.Args, func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") }) {
 		main()
 		os.Exit(0)
 	}
@@ -151,7 +152,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
-	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "p50", "p99", "ratio", ">= 0.70", ">= 0.40"} {
+	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.70", ">= 0.40"} {
 		assert.Contains(t, out.String(), want)
 	}
 	_, line, ok := strings.Cut(out.String(), "loadcheck-json: ")
@@ -166,6 +167,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 		require.NotNil(t, r.Ratio, "%s %s", r.Case, r.Mode)
 		assert.Positive(t, r.Ratio.Median)
 		require.NotNil(t, r.CtrlCPU, "%s %s", r.Case, r.Mode)
+		require.NotNil(t, r.BaseClient, "%s %s: the client's CPU per request is reported", r.Case, r.Mode)
 		assert.Positive(t, r.CtrlRate.Median)
 	}
 	// The realistic case answers a job_state read from the agent's store.

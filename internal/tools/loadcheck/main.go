@@ -305,13 +305,17 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 				break
 			}
 		}
-		d.close()
 		if firstFailure != nil {
 			break
 		}
 	}
-	if err := rep.summary(began); err != nil {
+	heavy, err := rep.summary(began)
+	if err != nil {
 		return false, err
+	}
+	if firstFailure == nil && len(heavy) > 0 {
+		firstFailure = fmt.Errorf("the client costs more CPU per request than the baseline server (%s): "+
+			"on a machine with few cores it slows both servers alike and the ratios flatter the controller", strings.Join(heavy, "; "))
 	}
 	if firstFailure != nil {
 		fmt.Fprintf(out, "\nFAILED: %v\n", firstFailure)
@@ -327,6 +331,8 @@ modes: reused = one workspace token for every request (a verifier cache hit);
        fresh = a never-seen token per request (a full Ed25519 verification each time)
 baseline: bare net/http + encoding/json, decoding the same body and sending the controller's own answer
 columns: req/s over the round; CPU µs/req = the server process's CPU time (/proc/<pid>/stat) per request;
+         client CPU µs/req = this process's (the raw HTTP/1.1 client's) CPU time per request of the same round,
+         which must stay below the baseline server's or the run fails;
          p50/p99 = client-side latency; ratio = controller req/s / baseline req/s of the same round
 `
 

@@ -19,7 +19,7 @@ type report struct {
 
 func newReport(out io.Writer) *report {
 	r := &report{out: out, rounds: tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)}
-	fmt.Fprintln(r.rounds, "case\tmode\tround\tserver\trequests\treq/s\tCPU µs/req\tp50\tp99\t")
+	fmt.Fprintln(r.rounds, "case\tmode\tround\tserver\trequests\treq/s\tCPU µs/req\tclient CPU µs/req\tp50\tp99\t")
 	return r
 }
 
@@ -57,12 +57,15 @@ func (rw *row) add(round int, ctrl, base result) {
 		server string
 		r      result
 	}{{"controller", ctrl}, {"baseline", base}} {
-		cpu := "n/a"
+		cpu, client := "n/a", "n/a"
 		if v, ok := x.r.cpuPerRequest(); ok {
 			cpu = fmt.Sprintf("%.1f", v)
 		}
-		fmt.Fprintf(rw.rep.rounds, "%s\t%s\t%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t\n", rw.name, rw.mode, round, x.server, x.r.requests,
-			x.r.rate(), cpu, ms(percentile(x.r.latencies, 0.50)), ms(percentile(x.r.latencies, 0.99)))
+		if v, ok := x.r.clientCPUPerRequest(); ok {
+			client = fmt.Sprintf("%.1f", v)
+		}
+		fmt.Fprintf(rw.rep.rounds, "%s\t%s\t%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", rw.name, rw.mode, round, x.server, x.r.requests,
+			x.r.rate(), cpu, client, ms(percentile(x.r.latencies, 0.50)), ms(percentile(x.r.latencies, 0.99)))
 	}
 }
 
@@ -108,6 +111,13 @@ type summaryRow struct {
 	BaseRate      *spread `json:"baseline_rps,omitempty"`
 	CtrlCPU       *spread `json:"controller_cpu_us_per_req,omitempty"`
 	BaseCPU       *spread `json:"baseline_cpu_us_per_req,omitempty"`
+	// CtrlClient and BaseClient are the client's CPU per request while it
+	// drove the controller and the baseline.
+	CtrlClient *spread `json:"client_cpu_us_per_req_controller,omitempty"`
+	BaseClient *spread `json:"client_cpu_us_per_req_baseline,omitempty"`
+	// ClientHeavy is set when the client cost more CPU per request than
+	// the baseline server (medians over the rounds): the run fails.
+	ClientHeavy bool `json:"client_heavier_than_baseline,omitempty"`
 	CtrlP50       *spread `json:"controller_p50_ms,omitempty"`
 	BaseP50       *spread `json:"baseline_p50_ms,omitempty"`
 	CtrlP99       *spread `json:"controller_p99_ms,omitempty"`
@@ -123,7 +133,7 @@ func (rw *row) summary() summaryRow {
 	if rw.mode == modeFresh {
 		s.Target = targetFresh
 	}
-	var ratio, cr, br, cc, bc, c50, b50, c99, b99, p99r []float64
+	var ratio, cr, br, cc, bc, ccl, bcl, c50, b50, c99, b99, p99r []float64
 	for i := range rw.ctrl {
 		c, b := rw.ctrl[i], rw.base[i]
 		if b.rate() > 0 {
@@ -136,6 +146,12 @@ func (rw *row) summary() summaryRow {
 		if v, ok := b.cpuPerRequest(); ok {
 			bc = append(bc, v)
 		}
+		if v, ok := c.clientCPUPerRequest(); ok {
+			ccl = append(ccl, v)
+		}
+		if v, ok := b.clientCPUPerRequest(); ok {
+			bcl = append(bcl, v)
+		}
 		cp50, cp99 := percentile(c.latencies, 0.50), percentile(c.latencies, 0.99)
 		bp50, bp99 := percentile(b.latencies, 0.50), percentile(b.latencies, 0.99)
 		c50, b50 = append(c50, msf(cp50)), append(b50, msf(bp50))
@@ -147,6 +163,8 @@ func (rw *row) summary() summaryRow {
 	}
 	s.Ratio, s.CtrlRate, s.BaseRate = spreadOf(ratio), spreadOf(cr), spreadOf(br)
 	s.CtrlCPU, s.BaseCPU = spreadOf(cc), spreadOf(bc)
+	s.CtrlClient, s.BaseClient = spreadOf(ccl), spreadOf(bcl)
+	s.ClientHeavy = s.BaseClient != nil && s.BaseCPU != nil && s.BaseClient.Median > s.BaseCPU.Median
 	s.CtrlP50, s.BaseP50, s.CtrlP99, s.BaseP99 = spreadOf(c50), spreadOf(b50), spreadOf(c99), spreadOf(b99)
 	s.P99Ratio = spreadOf(p99r)
 	s.Met = s.Ratio != nil && s.Ratio.Median >= s.Target
@@ -155,15 +173,16 @@ func (rw *row) summary() summaryRow {
 }
 
 // summary prints the rounds, the summary table, the run's duration since
-// began and the load average, then the JSON line, last.
-func (r *report) summary(began time.Time) error {
+// began and the load average, then the JSON line, last. heavy describes
+// each row whose client cost more CPU per request than the baseline server.
+func (r *report) summary(began time.Time) (heavy []string, err error) {
 	if err := r.rounds.Flush(); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintln(r.out)
 	fmt.Fprintln(r.out, "median [min–max] over the rounds; ratio = controller/baseline req/s of the same round")
 	tw := tabwriter.NewWriter(r.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\tmode\tratio\ttarget\tcontroller req/s\tbaseline req/s\tcontroller CPU µs/req\tbaseline CPU µs/req\tcontroller p50 ms\tbaseline p50 ms\tcontroller p99 ms\tbaseline p99 ms\tp99 ratio (target <= 2)\t")
+	fmt.Fprintln(tw, "case\tmode\tratio\ttarget\tcontroller req/s\tbaseline req/s\tcontroller CPU µs/req\tbaseline CPU µs/req\tclient CPU µs/req (controller / baseline rounds)\tcontroller p50 ms\tbaseline p50 ms\tcontroller p99 ms\tbaseline p99 ms\tp99 ratio (target <= 2)\t")
 	var rows []summaryRow
 	for _, rw := range r.rows {
 		if len(rw.ctrl) == 0 {
@@ -177,15 +196,20 @@ func (r *report) summary(began time.Time) error {
 			}
 			return "NOT met"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t>= %.2f %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s %s\t\n", s.Case, s.Mode,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t>= %.2f %s\t%s\t%s\t%s\t%s\t%s / %s\t%s\t%s\t%s\t%s\t%s %s\t\n", s.Case, s.Mode,
 			s.Ratio.format("%.2f"), s.Target, verdict(s.Met), s.CtrlRate.format("%.0f"), s.BaseRate.format("%.0f"),
-			s.CtrlCPU.format("%.1f"), s.BaseCPU.format("%.1f"), s.CtrlP50.format("%.2f"), s.BaseP50.format("%.2f"),
+			s.CtrlCPU.format("%.1f"), s.BaseCPU.format("%.1f"), s.CtrlClient.format("%.1f"), s.BaseClient.format("%.1f"), s.CtrlP50.format("%.2f"), s.BaseP50.format("%.2f"),
 			s.CtrlP99.format("%.2f"), s.BaseP99.format("%.2f"), s.P99Ratio.format("%.2f"), verdict(s.P99Met))
 	}
 	if err := tw.Flush(); err != nil {
-		return err
+		return nil, err
 	}
 	for _, s := range rows {
+		if s.ClientHeavy {
+			msg := fmt.Sprintf("%s %s: client %.1f µs/req > baseline server %.1f µs/req", s.Case, s.Mode, s.BaseClient.Median, s.BaseCPU.Median)
+			fmt.Fprintf(r.out, "CLIENT TOO HEAVY: %s; the ratios flatter the controller\n", msg)
+			heavy = append(heavy, msg)
+		}
 		if s.RanOutOfToken {
 			fmt.Fprintf(r.out, "%s %s: some rounds ran out of pre-minted tokens and ended early; rates use the time actually run\n", s.Case, s.Mode)
 		}
@@ -194,10 +218,10 @@ func (r *report) summary(began time.Time) error {
 	fmt.Fprintf(r.out, "finished in %v; %s\n", time.Since(began).Round(time.Second), load)
 	b, err := json.Marshal(map[string]any{"load_average": load, "rows": rows})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, err = fmt.Fprintf(r.out, "\nloadcheck-json: %s\n", b)
-	return err
+	return heavy, err
 }
 
 // ms formats a latency in milliseconds.
