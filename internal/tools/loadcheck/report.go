@@ -101,23 +101,23 @@ func (s *spread) format(f string) string {
 
 // summaryRow is one line of the summary, also written as JSON.
 type summaryRow struct {
-	Case          string  `json:"case"`
-	Mode          string  `json:"mode"`
-	Rounds        int     `json:"rounds"`
-	Ratio         *spread `json:"ratio,omitempty"`
-	Target        float64 `json:"target"`
-	Met           bool    `json:"met"`
-	CtrlRate      *spread `json:"controller_rps,omitempty"`
-	BaseRate      *spread `json:"baseline_rps,omitempty"`
-	CtrlCPU       *spread `json:"controller_cpu_us_per_req,omitempty"`
-	BaseCPU       *spread `json:"baseline_cpu_us_per_req,omitempty"`
+	Case     string  `json:"case"`
+	Mode     string  `json:"mode"`
+	Rounds   int     `json:"rounds"`
+	Ratio    *spread `json:"ratio,omitempty"`
+	Target   float64 `json:"target"`
+	Met      bool    `json:"met"`
+	CtrlRate *spread `json:"controller_rps,omitempty"`
+	BaseRate *spread `json:"baseline_rps,omitempty"`
+	CtrlCPU  *spread `json:"controller_cpu_us_per_req,omitempty"`
+	BaseCPU  *spread `json:"baseline_cpu_us_per_req,omitempty"`
 	// CtrlClient and BaseClient are the client's CPU per request while it
 	// drove the controller and the baseline.
 	CtrlClient *spread `json:"client_cpu_us_per_req_controller,omitempty"`
 	BaseClient *spread `json:"client_cpu_us_per_req_baseline,omitempty"`
 	// ClientHeavy is set when the client cost more CPU per request than
 	// the baseline server (medians over the rounds): the run fails.
-	ClientHeavy bool `json:"client_heavier_than_baseline,omitempty"`
+	ClientHeavy   bool    `json:"client_heavier_than_baseline,omitempty"`
 	CtrlP50       *spread `json:"controller_p50_ms,omitempty"`
 	BaseP50       *spread `json:"baseline_p50_ms,omitempty"`
 	CtrlP99       *spread `json:"controller_p99_ms,omitempty"`
