@@ -181,6 +181,9 @@ type deadlineStore struct {
 }
 
 func withStoreDeadline(s store.Store, d time.Duration) store.Store {
+	if _, inProcess := s.(*store.Memory); inProcess {
+		return s // it cannot stop answering: no deadline, no context per operation
+	}
 	if d <= 0 {
 		d = defaultStoreTimeout
 	}
