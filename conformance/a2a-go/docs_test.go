@@ -11,11 +11,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDocsSnippet builds the a2a-go blocks of docs/a2a.md (fenced
-// "```go a2a-go": the SDK's own doc check, which compiles its "```go" blocks
-// inside the SDK module, leaves them to this module, which requires a2a-go).
+// TestDocsSnippet builds the a2a-go blocks of docs/a2a.md and
+// docs/conversations.md (fenced "```go a2a-go": the SDK's own doc check,
+// which compiles its "```go" blocks inside the SDK module, leaves them to
+// this module, which requires a2a-go).
 func TestDocsSnippet(t *testing.T) {
-	f, err := os.Open("../../docs/a2a.md")
+	var blocks []string
+	for _, doc := range []string{"../../docs/a2a.md", "../../docs/conversations.md"} {
+		found := snippets(t, doc)
+		require.NotEmpty(t, found, "%s has an a2a-go example", doc)
+		blocks = append(blocks, found...)
+	}
+	for i, code := range blocks {
+		dir, err := os.MkdirTemp(".", "snippet-")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o600))
+		out, err := exec.CommandContext(t.Context(), "go", "vet", "./"+filepath.Base(dir)).CombinedOutput()
+		require.NoError(t, err, "block %d does not pass go vet:\n%s", i, out)
+	}
+}
+
+// snippets returns the "```go a2a-go" blocks of the Markdown file doc.
+func snippets(t *testing.T, doc string) []string {
+	t.Helper()
+	f, err := os.Open(doc)
 	require.NoError(t, err)
 	defer f.Close()
 	var blocks []string
@@ -34,13 +54,5 @@ func TestDocsSnippet(t *testing.T) {
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.NotEmpty(t, blocks, "docs/a2a.md has an a2a-go example")
-	for i, code := range blocks {
-		dir, err := os.MkdirTemp(".", "snippet-")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o600))
-		out, err := exec.CommandContext(t.Context(), "go", "vet", "./"+filepath.Base(dir)).CombinedOutput()
-		require.NoError(t, err, "block %d does not pass go vet:\n%s", i, out)
-	}
+	return blocks
 }

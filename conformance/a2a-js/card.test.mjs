@@ -218,12 +218,36 @@ describe('the A2A 1.0 binding through the default client factory', () => {
     await assert.rejects(client.getTask({ id: 'no-such-task' }, options), rpcCode(-32001));
   });
 
-  test('a text part calls no action: -32602 naming the one data part', async () => {
-    await assert.rejects(client.sendMessage(textMessage(), options), (err) => {
-      rpcCode(-32602)(err);
-      assert.match(err.message, /exactly one data part \{"data":/);
-      return true;
-    });
+  test('a text message goes to the conversation action: a Message, its history, its usage, partial chunks', async () => {
+    const ask = (text, contextId) => ({ message: { messageId: randomBytes(8).toString('hex'), contextId, role: ROLE_USER,
+      parts: [{ content: { $case: 'text', value: text } }] } });
+    const q1 = 'How many jobs are there?';
+    const first = await client.sendMessage(ask(q1), options);
+    assert.ok(first.messageId && !first.status, `a Message: ${JSON.stringify(first)}`);
+    assert.equal(first.parts[0].content.$case, 'text');
+    const a1 = first.parts[0].content.value;
+    assert.match(a1, /^This workspace has \d+ research jobs: /);
+    const usage = (m) => m.metadata['supervaizer/usage'];
+    assert.equal(usage(first).input_tokens, Math.floor((q1.length + 3) / 4));
+
+    const q2 = 'And now?';
+    const second = await client.sendMessage(ask(q2, first.contextId), options);
+    assert.equal(second.contextId, first.contextId);
+    assert.equal(usage(second).input_tokens, Math.floor((q2.length + q1.length + a1.length + 3) / 4),
+      'the second message of the context sees the first exchange in its history');
+
+    const events = [];
+    let chunks = 0;
+    for await (const event of client.sendMessageStream(ask(q1), options)) {
+      events.push(event.payload.$case);
+      if (event.payload.$case === 'artifactUpdate' && !event.payload.value.lastChunk) {
+        assert.ok(!events.includes('statusUpdate'), 'a chunk after the end');
+        chunks++;
+      }
+    }
+    assert.ok(chunks >= 2, `partial chunks before the end: ${events}`);
+    assert.equal(events[0], 'task');
+    assert.equal(events.at(-1), 'statusUpdate');
   });
 
   test('ListTasks is an unsupported operation: -32004', async () => {
@@ -270,11 +294,8 @@ describe('the A2A 0.3 binding through the SDK\'s 0.3 transport', () => {
     const anonymous = await legacyClient();
     await assert.rejects(anonymous.sendMessage(textMessage()), /401/);
     const keyed = await legacyClient(withKey('X-API-Key'));
-    await assert.rejects(keyed.sendMessage(textMessage()), (err) => {
-      assert.doesNotMatch(String(err), /401/);
-      assert.match(String(err), /-32602|exactly one data part/i);
-      return true;
-    });
+    const answer = await keyed.sendMessage(textMessage()); // message/send of a text message: the conversation action answers
+    assert.equal(answer.parts[0].content.$case, 'text', `the agent's text answer: ${JSON.stringify(answer)}`);
   });
 
   test('message/send, tasks/get, message/stream and tasks/cancel', async () => {
@@ -316,6 +337,26 @@ describe('the JavaScript snippet of docs/a2a.md', () => {
     try {
       const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 60_000 });
       assert.equal(stdout, `true ${TASK_STATE_INPUT_REQUIRED}\ntask\n${TASK_STATE_CANCELED}\n`);
+    } finally {
+      await rm(file, { force: true });
+    }
+  });
+});
+
+// The ```js block of docs/conversations.md runs as written against the
+// example: a text message, then a second of the same conversation.
+describe('the JavaScript snippet of docs/conversations.md', () => {
+  test('asks the conversation action twice', async () => {
+    const here = dirname(fileURLToPath(import.meta.url));
+    const doc = await readFile(join(here, '..', '..', 'docs', 'conversations.md'), 'utf8');
+    const blocks = [...doc.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+    assert.equal(blocks.length, 1, 'docs/conversations.md has one JavaScript snippet');
+    const code = blocks[0].replaceAll('http://localhost:8080', base).replaceAll('local-dev', apiKey);
+    const file = join(here, `.docs-snippet-${randomBytes(4).toString('hex')}.mjs`);
+    await writeFile(file, code);
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 60_000 });
+      assert.match(stdout, /^This workspace has \d+ research jobs: [^\n]*\.\ntrue\n$/);
     } finally {
       await rm(file, { force: true });
     }

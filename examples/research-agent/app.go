@@ -115,6 +115,7 @@ func (a *app) register() {
 	a.srv.HandleAction(actionStop, a.stopJob)
 	supervaizer.HandleActionFor(a.srv, actionGoalSuggest, a.suggestGoal)
 	supervaizer.HandleActionFor(a.srv, actionTest, a.testJob)
+	supervaizer.HandleActionFor(a.srv, actionAsk, a.ask) // the conversation action (conversation.go)
 	a.srv.HandleAction(studio.ContextAssignAction, a.assignContext)
 
 	a.registerWorkspaceBinding()

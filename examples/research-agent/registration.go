@@ -109,6 +109,8 @@ func registrationSpec() supervaizer.RegistrationSpec {
 			supervaizer.ActionSpec{ID: actionTest, DryRun: true, Label: "Test run",
 				Description: "Drafts a brief without saving it or sending anything."},
 			supervaizer.Action(studio.ContextAssignAction),
+			supervaizer.ActionSpec{ID: actionAsk, Mutating: new(false), Scope: "workspace", Label: "Ask about your jobs",
+				Description: "Answers questions about the research jobs of the workspace."},
 		),
 		CaseLanes: []contracts.CaseLane{
 			{ID: laneSetup, Label: "Setup"},
@@ -183,6 +185,9 @@ func agentSpec() supervaizer.AgentSpec {
 		Author:       "Supervaize",
 		Tags:         []string{"research", "example"},
 		Registration: registrationSpec(),
+		// A plain text A2A message goes to the conversation action.
+		Conversation:         actionAsk,
+		ConversationExamples: conversationExamples,
 		Introduction: &contracts.Introduction{
 			Tagline:      "Turns a research question into a sourced brief",
 			Summary:      "Drafts a brief on a topic, asks an operator to review it, then sends it to the workspace's contacts.",

@@ -199,12 +199,17 @@ func TestMetricsSampleInDocs(t *testing.T) {
 		svtest.NewFakeStudio(t).Mint(studio.ActionClaims(forged)))
 	require.NotNil(t, rerr, "a token signed by another key")
 	require.Equal(t, errcode.Unauthorized, rerr.Code, "%+v", rerr)
+	// 6. A text message to the conversation action: its usage is recorded.
+	ask := actionRequest(t, wsA, actionAsk, nil)
+	_, rerr = c.call("message/send", map[string]any{"message": map[string]any{"kind": "message", "role": "user", "messageId": "q-1",
+		"parts": []any{map[string]any{"kind": "text", "text": "How many jobs are there?"}}}}, studio.TokenForAction(ask))
+	require.Nil(t, rerr, "the conversation: %+v", rerr)
 	// The job.start's effects reached the stream: it is subscribed.
 	assert.Equal(t, "job.started", nextEffect(t, events).Effects[0].Type)
 
 	// The observer records a call once its answer is written, and the
 	// idempotency records' retention sweep runs in the background after the
-	// first call: scrape until the four calls and the subscriber are counted
+	// first call: scrape until the five calls and the subscriber are counted
 	// and two scrapes 300 ms apart agree.
 	scrape := func() string {
 		resp, err := http.Get(scrapeURL)
@@ -218,7 +223,7 @@ func TestMetricsSampleInDocs(t *testing.T) {
 	var got string
 	for deadline := time.Now().Add(15 * time.Second); ; {
 		prev := scrape()
-		if seriesSum(prev, "supervaizer_calls_total") == 4 && seriesSum(prev, "supervaizer_event_subscribers") == 1 {
+		if seriesSum(prev, "supervaizer_calls_total") == 5 && seriesSum(prev, "supervaizer_event_subscribers") == 1 {
 			time.Sleep(300 * time.Millisecond)
 			if got = scrape(); got == prev {
 				break
@@ -227,7 +232,7 @@ func TestMetricsSampleInDocs(t *testing.T) {
 			got = prev
 			time.Sleep(50 * time.Millisecond)
 		}
-		require.True(t, time.Now().Before(deadline), "the scrape never settled with 4 calls and 1 subscriber; the last one:\n%s", got)
+		require.True(t, time.Now().Before(deadline), "the scrape never settled with 5 calls and 1 subscriber; the last one:\n%s", got)
 	}
 	proc.Stop(t, syscall.SIGTERM)
 

@@ -28,12 +28,12 @@ func documentedMetrics(t *testing.T) []string {
 	t.Helper()
 	doc, err := os.ReadFile("../../docs/observability.md")
 	require.NoError(t, err)
-	row := regexp.MustCompile("(?m)^\\| `supervaizer\\.[a-z.]+` \\| `(supervaizer_[a-z_]+)` \\|")
+	row := regexp.MustCompile("(?m)^\\| `(?:supervaizer|gen_ai)\\.[a-z_.]+` \\| `((?:supervaizer|gen_ai)_[a-z_]+)` \\|")
 	var names []string
 	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
 		names = append(names, m[1])
 	}
-	require.Len(t, names, 7, "the metric table of docs/observability.md")
+	require.Len(t, names, 9, "the metric table of docs/observability.md")
 	return names
 }
 
@@ -85,6 +85,21 @@ func TestMetricsEndpoint(t *testing.T) {
 		require.Contains(t, string(raw), `"result"`, string(raw))
 	}
 
+	// A question to the conversation action, whose stand-in model reports
+	// its token usage.
+	ask := `{"jsonrpc":"2.0","id":2,"method":"message/send","params":{"message":{"kind":"message","role":"user","messageId":"q-1",
+		"parts":[{"kind":"text","text":"How many jobs are there?"}]}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/a2a", strings.NewReader(ask))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(supervaizer.HeaderAPIKey, supervaizer.LocalModeAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Contains(t, string(raw), `"supervaizer/usage"`, string(raw))
+
 	var scrape string
 	subscribed := regexp.MustCompile(`(?m)^supervaizer_event_subscribers\{[^}]*\} 1$`)
 	ok := assert.Eventually(t, func() bool {
@@ -104,6 +119,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	assert.Regexp(t, `(?m)^supervaizer_idempotency_outcomes_total\{[^}]*supervaizer_idempotency="replayed"[^}]*\} 1$`, scrape)
 	assert.Regexp(t, `(?m)^supervaizer_calls_total\{[^}]*supervaizer_name="job.start"[^}]*\} 2$`, scrape)
+	for _, typ := range []string{"input", "output"} {
+		assert.Regexp(t, `(?m)^gen_ai_client_token_usage_count\{[^}]*gen_ai_token_type="`+typ+`"[^}]*supervaizer_name="`+actionAsk+`"[^}]*\} 1$`, scrape)
+	}
 
 	proc.Stop(t, syscall.SIGTERM)
 }
