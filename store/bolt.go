@@ -204,30 +204,44 @@ func (b *Bolt) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // update runs fn in a write transaction and returns once the transaction
 // is committed, which bbolt syncs to disk: a write that returns is durable.
-// fn returns errUnchanged when it wrote nothing.
+// fn returns errUnchanged when it wrote nothing; changed reports whether
+// the run of fn that was committed wrote.
 //
 // A write with no other write in progress commits alone, at once (when
 // fn wrote nothing the transaction is rolled back: no disk write). Writes
 // that overlap are grouped into one commit, one fsync for many calls
 // (bbolt's Batch, which waits up to batchDelay for more to join). Batch
 // may run fn more than once (again in a later transaction when another
-// call's function fails), so fn must set its results afresh on every run;
-// each call's results are those of the run that was committed.
-func (b *Bolt) update(fn func(bk *bolt.Bucket) error) error {
+// call's function fails), so fn must set what it reports afresh on every
+// run; each call's results are those of the run that was committed.
+func (b *Bolt) update(fn func(tx *bolt.Tx) error) (changed bool, err error) {
 	defer b.writers.Add(-1)
 	if b.writers.Add(1) == 1 {
-		err := b.db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketName)) })
-		if errors.Is(err, errUnchanged) {
-			return nil
+		switch err := b.db.Update(fn); {
+		case errors.Is(err, errUnchanged):
+			return false, nil
+		case err != nil:
+			return false, err
 		}
-		return err
+		return true, nil
 	}
-	return b.db.Batch(func(tx *bolt.Tx) error {
-		if err := fn(tx.Bucket(bucketName)); err != nil && !errors.Is(err, errUnchanged) {
+	return b.batch(fn)
+}
+
+// batch is update's path for a write that overlaps others.
+func (b *Bolt) batch(fn func(tx *bolt.Tx) error) (changed bool, err error) {
+	err = b.db.Batch(func(tx *bolt.Tx) error {
+		changed = false
+		switch err := fn(tx); {
+		case errors.Is(err, errUnchanged):
+			return nil
+		case err != nil:
 			return err
 		}
+		changed = true
 		return nil
 	})
+	return changed && err == nil, err
 }
 
 // PutIfAbsent implements [Store.PutIfAbsent] in one transaction. A key that
@@ -236,26 +250,23 @@ func (b *Bolt) PutIfAbsent(ctx context.Context, key string, value []byte) ([]byt
 	if err := b.begin(ctx, key); err != nil {
 		return nil, false, err
 	}
-	var (
-		existing []byte
-		stored   bool
-	)
-	err := b.update(func(bk *bolt.Bucket) error {
-		existing, stored = nil, false
-		if v, found := lookup(bk, key); found {
-			existing = v
+	var existing []byte
+	stored, err := b.update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketName)
+		v, found := lookup(bk, key)
+		existing = v // nil when absent, on every run
+		if found {
 			return errUnchanged
 		}
-		if err := bk.Put([]byte(key), value); err != nil {
-			return err
-		}
-		stored = true
-		return nil
+		return bk.Put([]byte(key), value)
 	})
 	if err != nil {
 		return nil, false, b.wrap("put", err)
 	}
-	return existing, stored, nil
+	if stored {
+		return nil, true, nil
+	}
+	return existing, false, nil
 }
 
 // CompareAndSwap implements [Store.CompareAndSwap] in one transaction. A
@@ -264,18 +275,13 @@ func (b *Bolt) CompareAndSwap(ctx context.Context, key string, old, new []byte) 
 	if err := b.begin(ctx, key); err != nil {
 		return false, err
 	}
-	swapped := false
-	err := b.update(func(bk *bolt.Bucket) error {
-		swapped = false
+	swapped, err := b.update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketName)
 		k, v := bk.Cursor().Seek([]byte(key))
 		if k == nil || string(k) != key || !bytes.Equal(v, old) {
 			return errUnchanged
 		}
-		if err := bk.Put([]byte(key), new); err != nil {
-			return err
-		}
-		swapped = true
-		return nil
+		return bk.Put([]byte(key), new)
 	})
 	if err != nil {
 		return false, b.wrap("compare-and-swap", err)
@@ -289,7 +295,8 @@ func (b *Bolt) Delete(ctx context.Context, key string) error {
 	if err := b.begin(ctx, key); err != nil {
 		return err
 	}
-	err := b.update(func(bk *bolt.Bucket) error {
+	_, err := b.update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketName)
 		if _, found := lookup(bk, key); !found {
 			return errUnchanged
 		}

@@ -54,11 +54,34 @@ func BenchmarkPostgresJobSync(b *testing.B) {
 	}
 }
 
+// BenchmarkBoltJobStart is BenchmarkPostgresJobStart on the agent's
+// default store, bbolt: one connection, one call at a time, so every write
+// is alone and commits at once (no batch delay; issue 40 item 6).
+func BenchmarkBoltJobStart(b *testing.B) {
+	studio := svtest.NewFakeStudio(b)
+	h, post := benchAgent(b, studio, studioEnv(studio, b.TempDir()))
+	req := actionRequest(b, wsA, actionStart, map[string]any{"topic_id": "eu-battery-market"})
+	token := h.studio.TokenForAction(req)
+	n := 0
+	for b.Loop() {
+		n++
+		req.JobID = "bench-" + strconv.Itoa(n)
+		req.IdempotencyKey = req.JobID
+		post(req, token)
+	}
+}
+
 // benchPostgres starts the agent on PostgreSQL and returns a function that
 // sends one action call, which must succeed.
 func benchPostgres(b *testing.B) (*harness, func(contracts.ActionRequest, string)) {
 	studio := svtest.NewFakeStudio(b)
-	h := startHarness(b, studio, pgEnv(b, studio))
+	return benchAgent(b, studio, pgEnv(b, studio))
+}
+
+// benchAgent starts the agent with env and returns a function that sends
+// one action call, which must succeed.
+func benchAgent(b *testing.B, studio *svtest.FakeStudio, env map[string]string) (*harness, func(contracts.ActionRequest, string)) {
+	h := startHarness(b, studio, env)
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	b.Cleanup(client.CloseIdleConnections)
 	ok := []byte(`"result":{"status":"ok"`)
