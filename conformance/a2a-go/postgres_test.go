@@ -5,11 +5,14 @@ import (
 	"encoding/hex"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
 )
 
 // TestExampleInstancesPostgres: two processes of the research agent on one
@@ -70,4 +73,54 @@ func TestExampleInstancesPostgres(t *testing.T) {
 	got, err = ca.nonBlocking.GetTask(callCtx(t), &a2a.TaskQueryParams{ID: other.ID})
 	require.NoError(t, err)
 	assert.Equal(t, a2a.TaskStateCompleted, got.Status.State, "a reads the state the job reached through b")
+}
+
+// TestConversationUsagePostgres: the token usage of a streamed
+// conversation's task (its derived job id) is summed in the store: tasks/get
+// shows it in the Task's metadata on another instance of the PostgreSQL
+// schema, and after the first instance is restarted.
+func TestConversationUsagePostgres(t *testing.T) {
+	url := os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "sva2ago_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		out, err := exec.Command("psql", url, "-qc", `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`).CombinedOutput()
+		assert.NoError(t, err, "psql: %s", out)
+	})
+	bin := buildExample(t)
+	start := func(instance string) (*proctest.Process, exampleClients) {
+		return runExample(t, bin, localEnv(t.TempDir(), "SUPERVAIZER_DATABASE_URL="+url, "SUPERVAIZER_DATABASE_SCHEMA="+schema,
+			"SUPERVAIZER_INSTANCE_ID="+instance))
+	}
+	pa, ca := start("usage-a")
+	_, cb := start("usage-b")
+
+	q := "How many jobs are there?"
+	var taskID a2a.TaskID
+	for ev, err := range ca.nonBlocking.SendStreamingMessage(callCtx(t), &a2a.MessageSendParams{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: q})}) {
+		require.NoError(t, err)
+		if task, ok := ev.(*a2a.Task); ok {
+			taskID = task.ID
+		}
+	}
+	require.NotEmpty(t, taskID, "a streamed conversation is a task")
+	a := "There are no research jobs in this workspace yet."
+	wantIn, wantOut := int64(len(q)+3)/4, int64(len(a)+3)/4
+	usage := func(c exampleClients, where string) {
+		got, err := c.nonBlocking.GetTask(callCtx(t), &a2a.TaskQueryParams{ID: taskID})
+		require.NoError(t, err, where)
+		assert.Equal(t, a2a.TaskStateCompleted, got.Status.State, where)
+		in, out := usageOf(t, got.Metadata)
+		assert.Equal(t, wantIn, in, where)
+		assert.Equal(t, wantOut, out, where)
+	}
+	usage(ca, "the instance that ran it")
+	usage(cb, "another instance")
+	pa.Stop(t, syscall.SIGTERM)
+	_, again := start("usage-a")
+	usage(again, "instance a restarted")
 }
