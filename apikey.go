@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/supervaize/supervaizer-go/internal/redact"
@@ -61,22 +62,22 @@ func newAPIKeys(keys []apiKey) apiKeys {
 
 // lookup returns the scope of the presented key; every configured key is
 // compared, so the time taken does not depend on which one matched.
-func (ks *apiKeys) lookup(presented string) (KeyScope, bool) {
+func (ks *apiKeys) lookup(presented string) (KeyScope, int, bool) {
 	if presented == "" {
-		return "", false
+		return "", 0, false
 	}
 	// Hash from a stack buffer: converting presented to []byte would cost an
 	// allocation per request for any key longer than 32 bytes.
 	var kb [128]byte
 	d := sha256.Sum256(append(kb[:0], presented...))
 	var scope KeyScope
-	found := 0
+	found, index := 0, 0
 	for i := range ks.digests {
 		if subtle.ConstantTimeCompare(d[:], ks.digests[i][:]) == 1 {
-			scope, found = ks.scopes[i], 1
+			scope, found, index = ks.scopes[i], 1, i
 		}
 	}
-	return scope, found == 1
+	return scope, index, found == 1
 }
 
 // requireKey checks X-API-Key before anything else reads the request: 401 for a
@@ -96,24 +97,28 @@ func requireKey(ks *apiKeys, logger *slog.Logger, need KeyScope) func(http.Handl
 // check checks the transport key of r for the scope need: status is 0
 // when it is granted, else the refusal's (401 or 403) with its detail.
 func (ks *apiKeys) check(logger *slog.Logger, r *http.Request, need KeyScope) (status int, detail string) {
-	_, status, detail = ks.checkAny(logger, r, need, need)
+	_, _, status, detail = ks.checkAny(logger, r, need, need)
 	return status, detail
 }
 
+// keyHolder names the stream holder of the configured key at index (its
+// position, never the key): sse.Limiter bounds each key's open streams.
+func keyHolder(index int) string { return "key-" + strconv.Itoa(index) }
+
 // checkAny checks the transport key of r for one of the scopes need and
 // orNeed, as check does, and returns the key's scope when it is granted.
-func (ks *apiKeys) checkAny(logger *slog.Logger, r *http.Request, need, orNeed KeyScope) (scope KeyScope, status int, detail string) {
+func (ks *apiKeys) checkAny(logger *slog.Logger, r *http.Request, need, orNeed KeyScope) (scope KeyScope, index, status int, detail string) {
 	presented := r.Header.Get(canonicalAPIKeyHeader)
-	scope, ok := ks.lookup(presented)
+	scope, index, ok := ks.lookup(presented)
 	if !ok {
 		deny(logger, r, "invalid or missing API key", presented)
-		return "", http.StatusUnauthorized, "Invalid or missing API key"
+		return "", 0, http.StatusUnauthorized, "Invalid or missing API key"
 	}
 	if !scope.satisfies(need) && !scope.satisfies(orNeed) {
 		deny(logger, r, "insufficient scope", presented)
-		return "", http.StatusForbidden, insufficientScope
+		return "", 0, http.StatusForbidden, insufficientScope
 	}
-	return scope, 0, ""
+	return scope, index, 0, ""
 }
 
 // insufficientScope is the 403 detail of a key without the scope a route

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -116,6 +117,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		writeDetail(w, http.StatusServiceUnavailable, "event stream starting")
 		return
+	}
+	if _, index, ok := s.keys.lookup(r.Header.Get(canonicalAPIKeyHeader)); ok { // checked by requireKey
+		r = r.WithContext(sse.WithHolder(r.Context(), keyHolder(index)))
 	}
 	s.broker.ServeHTTP(w, r)
 }

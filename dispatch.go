@@ -16,6 +16,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
+	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )
@@ -82,12 +83,12 @@ func (s *Server) serveA2A(w http.ResponseWriter, r *http.Request) {
 // refusal when one of them refuses the request.
 func (s *Server) readCall(c *Call, ref *refusal) bool {
 	r := c.r
-	scope, status, detail := s.keys.checkAny(s.logger, r, ScopeWrite, ScopeA2A) // the method's own scope: checkMethodKey
+	scope, index, status, detail := s.keys.checkAny(s.logger, r, ScopeWrite, ScopeA2A) // the method's own scope: checkMethodKey
 	if status != 0 {
 		ref.status, ref.detail = status, detail
 		return false
 	}
-	c.keyScope = scope
+	c.keyScope, c.keyIndex = scope, index
 	if s.closing.Load() {
 		ref.status, ref.detail = http.StatusServiceUnavailable, "server is shutting down"
 		return false
@@ -166,6 +167,7 @@ func (s *Server) serveStream(ctx context.Context, c *Call) {
 		writeDetail(c.w, status, detail)
 		return
 	}
+	c.r = c.r.WithContext(sse.WithHolder(c.r.Context(), keyHolder(c.keyIndex))) // one key's streams are bounded
 	c.entry.m.stream(s, c)
 	c.end(0, sw.status)
 }
@@ -451,6 +453,9 @@ func (s *Server) admit(c *Call, bootstrap bool, ws contracts.WorkspaceRef, agent
 	ctx := r.Context()
 	if bootstrap {
 		return ctx, nil, nil
+	}
+	if c.verified != nil {
+		return ctx, c.verified, nil
 	}
 	vc, err := s.authorize(ctx, r, ws, agentSlug, []string{c.entry.m.tokenScope, id})
 	if err != nil {

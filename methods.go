@@ -3,15 +3,18 @@ package supervaizer
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/conversation"
+	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
+	"github.com/supervaize/supervaizer-go/internal/wsauth"
 )
 
 // The method table: every JSON-RPC method served on POST /a2a is one entry
@@ -161,6 +164,32 @@ func (p *a2aPipeline) Invoke(bc *a2abind.Call, req *ActionRequest, input int32, 
 	raw, err := (*Server)(p).invoke(c, req, t, input, &read, dst)
 	bc.Usage = read.usage
 	return raw, read.job, read.read, toRPC(err)
+}
+
+// Refresh runs the job.sync request req in process, as vc: a call of its
+// own (the watching call may end first), no token read (spec item 72).
+func (p *a2aPipeline) Refresh(ctx context.Context, vc *contracts.VerifiedWorkspaceContext, req *ActionRequest) (taskview.Job, bool, *jsonrpc.Error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/a2a", http.NoBody)
+	if err != nil {
+		return taskview.Job{}, false, &jsonrpc.Error{Code: errcode.InternalError, Message: "Internal error"}
+	}
+	s := (*Server)(p)
+	c := getCall(nil, r)
+	defer putCall(c)
+	c.Method, c.verified = MethodActionInvoke, vc
+	var read a2aRead
+	if _, rpcErr := s.invoke(c, req, nil, -1, &read, nil); rpcErr != nil {
+		return taskview.Job{}, false, toRPC(rpcErr)
+	}
+	return read.job, read.read, nil
+}
+
+// TokenLeeway is the workspace tokens' clock leeway.
+func (p *a2aPipeline) TokenLeeway() time.Duration {
+	if p.startup.auth.LeewaySet {
+		return p.startup.auth.Leeway
+	}
+	return wsauth.DefaultLeeway
 }
 
 // Authorize verifies the call's workspace token.

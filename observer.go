@@ -83,8 +83,13 @@ type Call struct {
 	t     *wire.Tape
 	rpc   jsonrpc.Request
 	entry *served
-	// keyScope is the scope of the call's API key (readCall).
+	// keyScope is the scope of the call's API key and keyIndex its
+	// position among the configured keys (readCall).
 	keyScope KeyScope
+	keyIndex int
+	// verified is the workspace of an in-process refresh (a2aPipeline.Refresh),
+	// verified by the call that watches the task: admit reads no token.
+	verified *contracts.VerifiedWorkspaceContext
 	refusal  refusal
 	// The handler the HandlerFunc chain runs, and its answer.
 	act     ActionHandler

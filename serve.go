@@ -55,10 +55,15 @@ type HTTPSettings struct {
 	// it, new connections wait in the listen backlog until one closes, so
 	// idle or half-open connections cannot exhaust the process. Default 2,048.
 	MaxConnections int
-	// MaxEventStreams bounds the event streams open at once (GET /a2a/events
-	// and the preview's stream); beyond it a new stream is answered 503 with
-	// Retry-After. Default 1,000.
+	// MaxEventStreams bounds the event streams open at once (GET /a2a/events,
+	// the preview's stream and the A2A task streams of message/stream and
+	// tasks/resubscribe, counted together); beyond it a new stream is
+	// answered 503 with Retry-After. Default 1,000.
 	MaxEventStreams int
+	// MaxStreamsPerKey bounds the streams one API key holds open at once,
+	// of those MaxEventStreams counts; beyond it 503 with Retry-After.
+	// Default 100.
+	MaxStreamsPerKey int
 	// EventWriteTimeout bounds each write to an event stream: a client that
 	// reads nothing for that long is disconnected, and the events queued for
 	// it released; it resumes with Last-Event-ID. Default 30 s.
@@ -95,6 +100,7 @@ func (h HTTPSettings) withDefaults() HTTPSettings {
 	defInt(&h.MaxHeaderBytes, defaultMaxHeaderBytes)
 	defInt(&h.MaxConnections, defaultMaxConnections)
 	defInt(&h.MaxEventStreams, sse.DefaultMaxStreams)
+	defInt(&h.MaxStreamsPerKey, sse.DefaultMaxStreamsPerHolder)
 	defInt(&h.EventQueueBytes, sse.DefaultQueueBytes)
 	return h
 }
@@ -108,7 +114,7 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 func WithHTTPSettings(h HTTPSettings) Option {
 	return func(c *config) {
 		if h.ReadHeaderTimeout < 0 || h.ReadTimeout < 0 || h.IdleTimeout < 0 || h.ShutdownTimeout < 0 || h.MaxHeaderBytes < 0 ||
-			h.MaxConnections < 0 || h.MaxEventStreams < 0 || h.EventWriteTimeout < 0 || h.EventQueueBytes < 0 {
+			h.MaxConnections < 0 || h.MaxEventStreams < 0 || h.MaxStreamsPerKey < 0 || h.EventWriteTimeout < 0 || h.EventQueueBytes < 0 {
 			c.errs = append(c.errs, fmt.Errorf("supervaizer: WithHTTPSettings(%+v): limits must not be negative", h))
 		}
 		c.http = h

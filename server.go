@@ -197,9 +197,13 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if err := resolveStudioAgentIDs(&s.cfg, s.agents); err != nil { // startup.go
 		return nil, err
 	}
+	// The event stream and the A2A task streams count in one MaxEventStreams,
+	// and one API key holds at most MaxStreamsPerKey of them (spec item 72).
+	streams := sse.NewLimiter(cfg.http.MaxEventStreams, cfg.http.MaxStreamsPerKey)
 	s.broker = sse.NewBroker(sse.Options{
 		QueueSize:  cfg.sseQueue, // and the stream limits of WithHTTPSettings (serve.go):
 		QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout, MaxStreams: cfg.http.MaxEventStreams,
+		Limiter:    streams,
 		ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 		Shared:  cfg.backend != nil,           // fed by the shared event log (backend.go)
@@ -215,7 +219,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	s.idem.life = lifetime
 	s.tasks = taskview.New(st, s.logger, sse.Options{ // the A2A streams, with the limits of the event stream
 		QueueSize: cfg.sseQueue, QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout,
-		MaxStreams: cfg.http.MaxEventStreams, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
+		MaxStreams: cfg.http.MaxEventStreams, Limiter: streams, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 	})
 	s.history = a2abind.NewHistory(st, cfg.conversations)
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)

@@ -15,6 +15,7 @@
 package a2abind
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -39,6 +40,15 @@ type Pipeline interface {
 	// to dst. job is the task view's reading of the result when read is
 	// true (the result had a job_state).
 	Invoke(c *Call, req *contracts.ActionRequest, input int32, dst []byte) (raw []byte, job taskview.Job, read bool, err *jsonrpc.Error)
+	// Refresh runs the agent's job.sync request req in process, as the
+	// verified workspace vc of a call already authorized for the task (no
+	// token is read: the caller's token need not carry job.sync's scope,
+	// spec item 72), under ctx; the result updates the task view. job is
+	// the view's reading of the result when read is true.
+	Refresh(ctx context.Context, vc *contracts.VerifiedWorkspaceContext, req *contracts.ActionRequest) (job taskview.Job, read bool, err *jsonrpc.Error)
+	// TokenLeeway is the clock leeway of workspace tokens: a stream ends
+	// at its token's exp plus it.
+	TokenLeeway() time.Duration
 	// Authorize verifies the call's workspace token for agent slug in the
 	// workspace workspaceID with scopes (local mode: the bypass).
 	Authorize(c *Call, workspaceID, slug string, scopes []string) (*contracts.VerifiedWorkspaceContext, *jsonrpc.Error)

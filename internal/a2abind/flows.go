@@ -1,6 +1,7 @@
 package a2abind
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -24,9 +25,6 @@ import (
 
 // stopAction is the action tasks/cancel maps to.
 const stopAction = "job.stop"
-
-// pollInterval is how often a waiting call refreshes a job.
-const pollInterval = 500 * time.Millisecond
 
 // agent is the agent an A2A call addresses: metadata, else the primary one.
 func agent(p Pipeline, m meta) string {
@@ -56,25 +54,31 @@ func workspace(p Pipeline, c *Call, m meta) string {
 // verifying it: it only names the workspace the token is then verified
 // against. "" when there is no readable claim.
 func tokenWorkspace(header string) string {
-	tok := wsauth.ExtractToken(header)
-	if tok == "" {
-		return ""
-	}
-	segs := strings.Split(tok, ".")
-	if len(segs) != 3 {
-		return ""
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(segs[1], "="))
-	if err != nil {
-		return ""
-	}
 	var claims struct {
 		WorkspaceID string `json:"workspace_id"`
 	}
-	if json.Unmarshal(payload, &claims) != nil {
+	if !tokenClaims(header, &claims) {
 		return ""
 	}
 	return claims.WorkspaceID
+}
+
+// tokenClaims decodes the payload of the workspace token in header into
+// claims, unverified; false when there is no readable payload.
+func tokenClaims(header string, claims any) bool {
+	tok := wsauth.ExtractToken(header)
+	if tok == "" {
+		return false
+	}
+	segs := strings.Split(tok, ".")
+	if len(segs) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(segs[1], "="))
+	if err != nil {
+		return false
+	}
+	return json.Unmarshal(payload, claims) == nil
 }
 
 // derive is prefix + the first 32 hex digits of SHA-256(workspace id +
@@ -180,21 +184,15 @@ func sendMethod(b binding) func(p Pipeline, c *Call, m message, dst []byte) ([]b
 }
 
 // awaitFinal waits, up to the blocking bound, until the task view shows the
-// job terminal or input-required. It refreshes through the agent's job.sync
-// when it has one (the token must carry that scope), and reads the view in
-// the store otherwise, which results and effects on any instance update.
+// job terminal or input-required. The task's one refresher (follow)
+// refreshes it meanwhile; the wait reads the view when it changes.
 func awaitFinal(p Pipeline, c *Call, req *contracts.ActionRequest, m meta, v taskview.Job) taskview.Job {
-	bound := p.Blocking()
-	if bound <= 0 {
-		bound = a2atask.DefaultBlockingTimeout
-	}
-	ctx, cancel := context.WithTimeout(c.R.Context(), bound)
+	ctx, cancel := context.WithTimeout(c.R.Context(), blockingBound(p))
 	defer cancel()
 	tasks := p.Tasks()
 	key := taskview.Key(recordWorkspace(req), req.AgentSlug, v.ID)
-	sync := p.HasAction(req.AgentSlug, contracts.DefaultSyncAction)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
+	release := follow(p, c, m, req.WorkspaceAuthorization, key, v)
+	defer release()
 	for !v.TaskState().Final() {
 		changed := tasks.Watch(key)
 		if nv, found, err := tasks.Load(ctx, key); err == nil && found {
@@ -206,14 +204,6 @@ func awaitFinal(p Pipeline, c *Call, req *contracts.ActionRequest, m meta, v tas
 		}
 		select {
 		case <-changed:
-		case <-tick.C:
-			if sync {
-				if nv, ok := refresh(p, c, m, v); ok {
-					v = nv
-				} else {
-					sync = false // the token cannot refresh: wait for the view
-				}
-			}
 		case <-ctx.Done():
 			tasks.Unwatch(key, changed)
 			return v
@@ -221,6 +211,63 @@ func awaitFinal(p Pipeline, c *Call, req *contracts.ActionRequest, m meta, v tas
 		tasks.Unwatch(key, changed)
 	}
 	return v
+}
+
+// blockingBound is the bound of a blocking call and of a stream.
+func blockingBound(p Pipeline) time.Duration {
+	if bound := p.Blocking(); bound > 0 {
+		return bound
+	}
+	return a2atask.DefaultBlockingTimeout
+}
+
+// follow makes the call a follower of the task at key (spec item 72): the
+// task's one refresher in this process refreshes it through the agent's
+// job.sync in process, as the call's verified workspace vc and actor (its
+// token need not carry job.sync's scope), or, without job.sync or a
+// verified workspace, by reading the view in the store (a change made on
+// another instance). release ends the follow.
+func follow(p Pipeline, c *Call, m meta, vc *contracts.VerifiedWorkspaceContext, key string, v taskview.Job) (release func()) {
+	tasks := p.Tasks()
+	if vc == nil || !p.HasAction(agent(p, m), contracts.DefaultSyncAction) {
+		var last []byte
+		return tasks.Follow(key, func(ctx context.Context) (bool, bool) {
+			nv, raw, changed := tasks.Poll(ctx, key, last)
+			last = raw
+			return changed, changed && nv.TaskState().Final()
+		})
+	}
+	base := request(p, c, m, "", contracts.DefaultSyncAction, v.ID, v.Mission)
+	prev := v
+	return tasks.Follow(key, func(ctx context.Context) (bool, bool) {
+		req := base
+		req.RequestID = "a2a-sync-" + uuid.NewString()
+		nv, read, rpcErr := p.Refresh(ctx, vc, &req)
+		if rpcErr != nil || !read {
+			return false, rpcErr != nil && ctx.Err() == nil // job.sync cannot refresh it: the view's events still come
+		}
+		changed := nv.Status != prev.Status || nv.Text != prev.Text || nv.Awaiting != prev.Awaiting || !bytes.Equal(nv.State, prev.State)
+		prev = nv
+		prev.State = bytes.Clone(nv.State)
+		return changed, nv.TaskState().Final()
+	})
+}
+
+// tokenExpiry is the exp claim of the call's workspace token, read without
+// verifying it (the call's authorization verified it), zero when there is
+// none.
+func tokenExpiry(c *Call) time.Time {
+	var claims struct {
+		Exp *json.Number `json:"exp"`
+	}
+	if !tokenClaims(c.R.Header.Get(wsauth.HeaderName), &claims) || claims.Exp == nil {
+		return time.Time{}
+	}
+	sec, err := claims.Exp.Float64()
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(int64(sec), 0)
 }
 
 // refresh refreshes the view of a job through the agent's job.sync, as the

@@ -2,13 +2,12 @@ package a2abind
 
 import (
 	"bytes"
-	"context"
-	"sync"
 	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
+	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 )
 
@@ -21,60 +20,81 @@ import (
 // state, after which the stream ends. A JSON-RPC error found before the Task
 // (params, credentials, the action's own checks) is the stream's one event.
 
+// streamStart is what a stream's start found: the task it follows and the
+// key of its view, the call's metadata and verified workspace, or the one
+// answer that ends the stream at once (msg).
+type streamStart struct {
+	v   taskview.Job
+	m   meta
+	key string
+	vc  *contracts.VerifiedWorkspaceContext
+	msg []byte
+}
+
 // serveStream serves a streaming method of binding b. rpcErr is the error
 // of its params, answered as the stream's one event; else start runs the
-// call (send) or reads the task it follows (resume).
-func serveStream(p Pipeline, c *Call, b binding, rpcErr *jsonrpc.Error, start func() (taskview.Job, meta, string, []byte, *jsonrpc.Error)) {
-	ctx, cancel := context.WithCancel(c.R.Context())
-	c.R = c.R.WithContext(ctx)
-	r := c.R
-	var polling sync.WaitGroup
-	defer polling.Wait() // after cancel: no refresh outlives the call
-	defer cancel()
-
+// call (send) or reads the task it follows (resume). The stream receives
+// only its task's events (routed by task), the task's one refresher
+// refreshes it meanwhile (follow), and it ends at the task's final state,
+// at the blocking bound or when its token expires (plus leeway), the last
+// event then carrying the state it knows (spec item 72).
+func serveStream(p Pipeline, c *Call, b binding, rpcErr *jsonrpc.Error, start func() (streamStart, *jsonrpc.Error)) {
 	id := c.ID
-	var key string        // the view key of the followed task
+	var st streamStart
 	var last taskview.Job // what the client has seen
+	release := func() {}
+	defer func() { release() }()
 	first := func() ([]byte, bool) {
-		var v taskview.Job
-		var m meta
-		var msg []byte
 		if rpcErr == nil {
-			v, m, key, msg, rpcErr = start()
+			st, rpcErr = start()
 		}
+		v := st.v
 		switch {
 		case rpcErr != nil:
 			return errorFrame(id, rpcErr), true
-		case msg != nil: // the stream's one answer: a Message, or the failed Task of an error result
-			frame := sseFrame(nil, append(append(jsonrpc.AppendResultPrefix(nil, id), msg...), '}'))
+		case st.msg != nil: // the stream's one answer: a Message, or the failed Task of an error result
+			frame := sseFrame(nil, append(append(jsonrpc.AppendResultPrefix(nil, id), st.msg...), '}'))
 			if v.ID != "" && b.settledUpdate() {
 				frame = settledFrame(frame, id, &v, b)
 			}
 			return frame, true
 		}
 		last = v
+		last.State = bytes.Clone(v.State)
 		frame := sseFrame(nil, append(b.appendTaskResult(jsonrpc.AppendResultPrefix(nil, id), &v, nil), '}'))
-		if final := v.State == nil || v.TaskState().Final(); final || key == "" {
+		if final := v.State == nil || v.TaskState().Final(); final || st.key == "" {
 			if b.settledUpdate() {
 				frame = settledFrame(frame, id, &v, b)
 			}
 			return frame, true
 		}
-		if p.HasAction(agent(p, m), contracts.DefaultSyncAction) {
-			polling.Go(func() { pollSync(p, c, m, v) })
-		}
+		release = follow(p, c, st.m, st.vc, st.key, v)
 		return frame, false
 	}
-	p.Tasks().Events.ServeStream(c.W, r, first, func(data []byte) ([]byte, bool) {
-		k, rec, ok := taskview.SplitEvent(data)
-		if !ok || k != key {
-			return nil, false
-		}
-		v, ok := taskview.DecodeRecord(rec)
-		if !ok {
-			return nil, false
-		}
-		return appendUpdates(id, &last, &v, b)
+	p.Tasks().Events.Serve(c.W, c.R, sse.Stream{
+		First: first,
+		Topic: func() string { return st.key },
+		Until: func() time.Time {
+			until := time.Now().Add(blockingBound(p))
+			if exp := tokenExpiry(c); !exp.IsZero() {
+				if end := exp.Add(p.TokenLeeway()); end.Before(until) {
+					until = end
+				}
+			}
+			return until
+		},
+		Last: func() []byte { return settledFrame(nil, id, &last, b) },
+		Frame: func(data []byte) ([]byte, bool) {
+			k, rec, ok := taskview.SplitEvent(data)
+			if !ok || k != st.key {
+				return nil, false
+			}
+			v, ok := taskview.DecodeRecord(rec)
+			if !ok {
+				return nil, false
+			}
+			return appendUpdates(id, &last, &v, b)
+		},
 	})
 }
 
@@ -85,38 +105,14 @@ func streamSendMethod(b binding) func(p Pipeline, c *Call, m message, rpcErr *js
 			converseStream(p, c, m, b, nil)
 			return
 		}
-		serveStream(p, c, b, rpcErr, func() (taskview.Job, meta, string, []byte, *jsonrpc.Error) { return streamSend(p, c, m, b) })
+		serveStream(p, c, b, rpcErr, func() (streamStart, *jsonrpc.Error) { return streamSend(p, c, m, b) })
 	}
 }
 
 // streamResumeMethod serves tasks/resubscribe (SubscribeToTask).
 func streamResumeMethod(b binding) func(p Pipeline, c *Call, tp taskParams, rpcErr *jsonrpc.Error) {
 	return func(p Pipeline, c *Call, tp taskParams, rpcErr *jsonrpc.Error) {
-		serveStream(p, c, b, rpcErr, func() (taskview.Job, meta, string, []byte, *jsonrpc.Error) {
-			v, m, key, err := streamResume(p, c, tp, b)
-			return v, m, key, nil, err
-		})
-	}
-}
-
-// pollSync refreshes the job through job.sync while the stream is open, so
-// that a job progressing in the agent's background shows; results go to the
-// view, which the stream follows. It stops at the first failure (a token
-// without the job.sync scope, say).
-func pollSync(p Pipeline, c *Call, m meta, v taskview.Job) {
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-c.R.Context().Done():
-			return
-		case <-tick.C:
-			nv, ok := refresh(p, c, m, v)
-			if !ok || nv.TaskState().Final() {
-				return
-			}
-			v = nv
-		}
+		serveStream(p, c, b, rpcErr, func() (streamStart, *jsonrpc.Error) { return streamResume(p, c, tp, b) })
 	}
 }
 
@@ -124,38 +120,38 @@ func pollSync(p Pipeline, c *Call, m meta, v taskview.Job) {
 // and returns the task it answers and the key of its view, or the one
 // answer that ends the stream at once: the Message of a result without a
 // task, or the failed Task of an error result.
-func streamSend(p Pipeline, c *Call, m message, b binding) (_ taskview.Job, _ meta, key string, msg []byte, _ *jsonrpc.Error) {
+func streamSend(p Pipeline, c *Call, m message, b binding) (streamStart, *jsonrpc.Error) {
 	req := messageRequest(p, c, &m)
 	raw, v, read, rpcErr := p.Invoke(c, &req, m.input, nil)
 	if rpcErr != nil {
-		return taskview.Job{}, m.meta, "", nil, rpcErr
+		return streamStart{m: m.meta}, rpcErr
 	}
 	if !read {
 		jobAction := p.IsJobAction(req.AgentSlug, req.Action)
 		var isTask bool
 		if v, isTask = answerView(&req, raw, jobAction); !isTask || v.State == nil {
-			return v, m.meta, "", appendAnswer(nil, &req, raw, jobAction, b), nil
+			return streamStart{v: v, m: m.meta, msg: appendAnswer(nil, &req, raw, jobAction, b)}, nil
 		}
 	}
-	return v, m.meta, taskview.Key(recordWorkspace(&req), req.AgentSlug, v.ID), nil, nil
+	return streamStart{v: v, m: m.meta, key: taskview.Key(recordWorkspace(&req), req.AgentSlug, v.ID), vc: req.WorkspaceAuthorization}, nil
 }
 
 // streamResume reads the task tasks/resubscribe follows, as tasks/get does;
 // b may refuse the task it reads (SubscribeToTask, a terminal task).
-func streamResume(p Pipeline, c *Call, tp taskParams, b binding) (taskview.Job, meta, string, *jsonrpc.Error) {
+func streamResume(p Pipeline, c *Call, tp taskParams, b binding) (streamStart, *jsonrpc.Error) {
 	id, m := tp.id, tp.meta
 	vc, slug, rpcErr := authorize(p, c, m, contracts.DefaultSyncAction)
 	if rpcErr != nil {
-		return taskview.Job{}, m, "", rpcErr
+		return streamStart{m: m}, rpcErr
 	}
 	v, rpcErr := task(p, c.R.Context(), vc, slug, id)
 	if rpcErr != nil {
-		return taskview.Job{}, m, "", rpcErr
+		return streamStart{m: m}, rpcErr
 	}
 	if rpcErr := b.resumeRefused(id, &v); rpcErr != nil {
-		return taskview.Job{}, m, "", rpcErr
+		return streamStart{m: m}, rpcErr
 	}
-	return v, m, taskview.Key(vc.WorkspaceID, slug, id), nil
+	return streamStart{v: v, m: m, key: taskview.Key(vc.WorkspaceID, slug, id), vc: vc}, nil
 }
 
 // settledFrame appends to frame the status update with final true that

@@ -134,6 +134,11 @@ type Options struct {
 	// client that resumes ahead of it (see Shared). Default:
 	// DefaultResumeGrace.
 	ResumeGrace time.Duration
+	// Limiter, when set, bounds the streams open at once instead of
+	// MaxStreams, shared with the other brokers given it, in all and per
+	// holder (WithHolder): beyond it a new stream is answered 503 with
+	// Retry-After.
+	Limiter *Limiter
 	// Observe, when set, is called when a stream opens (change "subscribe"),
 	// when its queue drops events for a slow client ("drop", with the number
 	// dropped since the last call) and when it closes ("disconnect", with
@@ -154,12 +159,17 @@ type Broker struct {
 	shared       bool
 	resumeGrace  time.Duration
 	observe      func(ctx context.Context, change string, dropped uint64, reason string)
+	limiter      *Limiter
 
 	mu     sync.Mutex
 	ids    IDSource
 	lastID uint64        // id of the last published event
 	replay ring          // recent events for Last-Event-ID
 	subs   []*subscriber // open streams; subscriber.idx is the position here
+	// routed holds the streams of one topic (Stream.Topic) by event name:
+	// an event reaches only the streams of its name, and those in subs
+	// with no topic.
+	routed map[string][]*subscriber
 	closed bool          // Shutdown was called
 	done   chan struct{} // closed by Shutdown: streams end
 	idle   chan struct{} // closed once closed is set and subs is empty
@@ -167,7 +177,13 @@ type Broker struct {
 
 // subscriber is one open stream.
 type subscriber struct {
-	idx  int                      // position in Broker.subs, guarded by Broker.mu
+	idx int // position in Broker.subs, guarded by Broker.mu
+	// topic is the event name the stream follows ("" every event) and tidx
+	// its position in Broker.routed[topic]; guarded by Broker.mu.
+	topic  string
+	tidx   int
+	holder string // the holder counted by Broker.limiter
+
 	wake chan struct{}            // capacity 1, signalled when the queue stops being empty
 	rc   *http.ResponseController // sets the deadline of each write
 
@@ -242,6 +258,8 @@ func NewBroker(opts Options) *Broker {
 		shared:       opts.Shared,
 		resumeGrace:  opts.ResumeGrace,
 		observe:      opts.Observe,
+		limiter:      opts.Limiter,
+		routed:       map[string][]*subscriber{},
 		ids:          opts.IDs,
 		replay:       ring{buf: make([]*event, opts.ReplaySize), maxBytes: opts.ReplayBytes},
 		done:         make(chan struct{}),
@@ -303,27 +321,38 @@ func (b *Broker) deliverLocked(e *event) {
 	b.lastID = e.id
 	b.replay.add(e)
 	for _, s := range b.subs {
-		if s.ahead != 0 {
-			if e.id < s.ahead {
-				s.held.push(e)
-				continue
-			}
-			// The client's id is reached: it was issued, and the client has
-			// the held events, and this one if it bears that id.
-			known := e.id == s.ahead
-			s.ahead, s.held = 0, queue{}
-			if known {
-				continue
-			}
+		if s.topic != "" {
+			continue // routed below, by name
 		}
-		s.mu.Lock()
-		wasEmpty := s.q.push(e)
-		s.mu.Unlock()
-		if wasEmpty {
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
+		b.queueLocked(s, e)
+	}
+	for _, s := range b.routed[e.name] {
+		b.queueLocked(s, e)
+	}
+}
+
+// queueLocked queues e for the stream s.
+func (b *Broker) queueLocked(s *subscriber, e *event) {
+	if s.ahead != 0 {
+		if e.id < s.ahead {
+			s.held.push(e)
+			return
+		}
+		// The client's id is reached: it was issued, and the client has
+		// the held events, and this one if it bears that id.
+		known := e.id == s.ahead
+		s.ahead, s.held = 0, queue{}
+		if known {
+			return
+		}
+	}
+	s.mu.Lock()
+	wasEmpty := s.q.push(e)
+	s.mu.Unlock()
+	if wasEmpty {
+		select {
+		case s.wake <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -352,7 +381,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	after, resume := ParseLastEventID(r.Header.Get("Last-Event-ID"))
 	rc := http.NewResponseController(w)
-	sub, backlog, err := b.subscribe(rc, after, resume)
+	sub, backlog, err := b.subscribe(r.Context(), rc, after, resume)
 	switch err {
 	case nil:
 	case errTooManyStreams:
@@ -421,20 +450,26 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 // an id greater than after. Both happen under one lock, so every event is either in the
 // backlog or queued, never both and never neither. It fails with errShutdown after
 // Shutdown and with errTooManyStreams while MaxStreams streams are open.
-func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume bool) (sub *subscriber, backlog []*event, err error) {
+func (b *Broker) subscribe(ctx context.Context, rc *http.ResponseController, after uint64, resume bool) (sub *subscriber, backlog []*event, err error) {
+	holder := holderOf(ctx)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil, nil, errShutdown
 	}
-	if len(b.subs) >= b.maxStreams {
+	if b.limiter != nil {
+		if !b.limiter.acquire(holder) {
+			return nil, nil, errTooManyStreams
+		}
+	} else if len(b.subs) >= b.maxStreams {
 		return nil, nil, errTooManyStreams
 	}
 	sub = &subscriber{
-		idx:  len(b.subs),
-		wake: make(chan struct{}, 1),
-		rc:   rc,
-		q:    newQueue(b.queueSize, b.queueBytes),
+		holder: holder,
+		idx:    len(b.subs),
+		wake:   make(chan struct{}, 1),
+		rc:     rc,
+		q:      newQueue(b.queueSize, b.queueBytes),
 	}
 	b.subs = append(b.subs, sub)
 	if resume {
@@ -444,6 +479,18 @@ func (b *Broker) subscribe(rc *http.ResponseController, after uint64, resume boo
 		backlog = b.replay.after(after)
 	}
 	return sub, backlog, nil
+}
+
+// route makes sub a stream of topic: from now on it receives only the
+// events published with that name (those queued before stay queued).
+func (b *Broker) route(sub *subscriber, topic string) {
+	if topic == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sub.topic, sub.tidx = topic, len(b.routed[topic])
+	b.routed[topic] = append(b.routed[topic], sub)
 }
 
 // releaseHeld ends the ResumeGrace of a stream that resumed ahead of the broker
@@ -476,6 +523,20 @@ func (b *Broker) unsubscribe(sub *subscriber) {
 	b.subs[sub.idx], moved.idx = moved, sub.idx
 	b.subs[last] = nil
 	b.subs = b.subs[:last]
+	if sub.topic != "" {
+		rs := b.routed[sub.topic]
+		end := len(rs) - 1
+		rs[sub.tidx], rs[end].tidx = rs[end], sub.tidx
+		rs[end] = nil
+		if end == 0 {
+			delete(b.routed, sub.topic)
+		} else {
+			b.routed[sub.topic] = rs[:end]
+		}
+	}
+	if b.limiter != nil {
+		b.limiter.release(sub.holder)
+	}
 	if b.closed && len(b.subs) == 0 {
 		close(b.idle)
 	}
@@ -544,6 +605,10 @@ type stream struct {
 	// written as the frame filter makes of it, and heartbeats are comments.
 	filter StreamFunc
 	first  func() (frames []byte, end bool)
+	// until, when set, ends a filtered stream when it fires, after the
+	// frames of last.
+	until *time.Timer
+	last  func() []byte
 }
 
 // run writes the stream and returns why it ended.
@@ -627,12 +692,27 @@ func (st *stream) run(ctx context.Context, backlog []*event) (reason string) {
 				return failReason(err)
 			}
 			heartbeat.Reset(st.b.heartbeat)
+		case <-st.untilC():
+			if st.last != nil {
+				if err := st.write(st.last()); err != nil {
+					return failReason(err)
+				}
+			}
+			return "until"
 		case <-ctx.Done():
 			return "client gone"
 		case <-st.b.done:
 			return "shutdown"
 		}
 	}
+}
+
+// untilC is the channel of the until timer, nil (never ready) without one.
+func (st *stream) untilC() <-chan time.Time {
+	if st.until == nil {
+		return nil
+	}
+	return st.until.C
 }
 
 // writeEvent writes a published event and flushes it to the client.

@@ -29,6 +29,7 @@ var (
 // subscriber queue. Its wire form is head, then data, then frameEnd.
 type event struct {
 	id   uint64
+	name string // the event's name: streams of a topic receive the events of their name
 	head []byte // "id: <id>\nevent: <name>\ndata: "
 	data []byte // the payload, with line breaks turned into "\ndata: "
 
@@ -38,7 +39,7 @@ type event struct {
 // allocEvent allocates the event of name and data, without its id: the broker allocates
 // outside its lock, then numbers the event under it with setID, which allocates nothing.
 func allocEvent(name string, data []byte) *event {
-	e := &event{data: data}
+	e := &event{name: name, data: data}
 	e.head = e.inline[:0]
 	if n := len("id: \nevent: \ndata: ") + 20 + len(name); n > len(e.inline) {
 		e.head = make([]byte, 0, n)

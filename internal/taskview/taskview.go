@@ -98,8 +98,9 @@ type View struct {
 	// counts are the health figures, kept as records change (counts.go).
 	counts *jobCounts
 
-	mu      sync.Mutex
-	watches map[string]map[chan struct{}]struct{}
+	mu         sync.Mutex
+	watches    map[string]map[chan struct{}]struct{}
+	refreshers map[string]*refresher // follow.go
 }
 
 // New returns the task view kept in st; streams are the limits of its
@@ -107,7 +108,7 @@ type View struct {
 func New(st store.Store, logger *slog.Logger, streams sse.Options) *View {
 	streams.ReplaySize, streams.ReplayBytes = 1, 1 // nothing kept: a stream starts from the view
 	return &View{store: st, logger: logger, Events: sse.NewBroker(streams), counts: newJobCounts(st, logger),
-		watches: map[string]map[chan struct{}]struct{}{}}
+		watches: map[string]map[chan struct{}]struct{}{}, refreshers: map[string]*refresher{}}
 }
 
 var (
@@ -229,13 +230,7 @@ func (tv *View) put(ctx context.Context, slug, key string, next func(old []byte,
 		}
 		if stored {
 			tv.counts.changed(slug, old, found, val)
-			tv.Events.Publish(key, taskEvent(key, val))
-			tv.mu.Lock()
-			for ch := range tv.watches[key] {
-				close(ch)
-			}
-			delete(tv.watches, key)
-			tv.mu.Unlock()
+			tv.notify(key, val)
 			return
 		}
 	}
