@@ -15,8 +15,8 @@ import (
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
-	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/sse"
+	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 )

@@ -56,9 +56,8 @@ type HTTPSettings struct {
 	// idle or half-open connections cannot exhaust the process. Default 2,048.
 	MaxConnections int
 	// MaxEventStreams bounds the event streams open at once (GET /a2a/events,
-	// the preview's stream and the A2A task streams of message/stream and
-	// tasks/resubscribe, counted together); beyond it a new stream is
-	// answered 503 with Retry-After. Default 1,000.
+	// the preview's stream and the A2A task streams, counted together);
+	// beyond it a new stream is answered 503 with Retry-After. Default 1,000.
 	MaxEventStreams int
 	// MaxStreamsPerKey bounds the streams one API key holds open at once,
 	// of those MaxEventStreams counts; beyond it 503 with Retry-After.

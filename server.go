@@ -197,13 +197,10 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 	if err := resolveStudioAgentIDs(&s.cfg, s.agents); err != nil { // startup.go
 		return nil, err
 	}
-	// The event stream and the A2A task streams count in one MaxEventStreams,
-	// and one API key holds at most MaxStreamsPerKey of them (spec item 72).
-	streams := sse.NewLimiter(cfg.http.MaxEventStreams, cfg.http.MaxStreamsPerKey)
+	streams := sse.NewLimiter(cfg.http.MaxEventStreams, cfg.http.MaxStreamsPerKey) // event and task streams, per key too (item 72)
 	s.broker = sse.NewBroker(sse.Options{
 		QueueSize:  cfg.sseQueue, // and the stream limits of WithHTTPSettings (serve.go):
-		QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout, MaxStreams: cfg.http.MaxEventStreams,
-		Limiter:    streams,
+		QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout, MaxStreams: cfg.http.MaxEventStreams, Limiter: streams,
 		ReplaySize: cfg.sseReplay, ReplayBytes: cfg.sseReplayBytes,
 		Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 		Shared:  cfg.backend != nil,           // fed by the shared event log (backend.go)
