@@ -63,13 +63,20 @@ var segmentDecoder = jwt.NewParser(jwt.WithPaddingAllowed(), jwt.WithStrictDecod
 func base64url(seg string) bool {
 	body := strings.TrimRight(seg, "=")
 	for i := range len(body) {
-		c := body[i]
-		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+		if !base64urlAlphabet[body[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// base64urlAlphabet marks the bytes of the base64url alphabet.
+var base64urlAlphabet = func() (a [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") {
+		a[c] = true
+	}
+	return a
+}()
 
 // decodeSegment decodes one base64url segment (see base64url).
 func decodeSegment(seg string) ([]byte, bool) {
@@ -279,6 +286,7 @@ func (tc *tokenClaims) GetAudience() (jwt.ClaimStrings, error) {
 // are substrings of one copy of the payload.
 func parseClaims(t *wire.Tape) (*claims, *Error) {
 	d := claimsDecoder{t: t, src: string(t.Src)}
+	d.index()
 	c := &claims{}
 	var e *Error
 	if c.iss, e = d.str("iss"); e != nil {
@@ -330,24 +338,88 @@ func parseClaims(t *wire.Tape) (*claims, *Error) {
 	return c, nil
 }
 
+// claimNames are the claims parseClaims reads.
+var claimNames = [...]string{"iss", "aud", "sub", "grant_id", "workspace_id", "workspace_slug", "agent_id",
+	"agent_slug", "server_id", "scopes", "agent_workspace_ref", "jti", "exp", "iat", "nbf"}
+
+// claimSlot returns the index of name in claimNames, -1 for another name.
+func claimSlot(name []byte) int {
+	switch string(name) {
+	case "iss":
+		return 0
+	case "aud":
+		return 1
+	case "sub":
+		return 2
+	case "grant_id":
+		return 3
+	case "workspace_id":
+		return 4
+	case "workspace_slug":
+		return 5
+	case "agent_id":
+		return 6
+	case "agent_slug":
+		return 7
+	case "server_id":
+		return 8
+	case "scopes":
+		return 9
+	case "agent_workspace_ref":
+		return 10
+	case "jti":
+		return 11
+	case "exp":
+		return 12
+	case "iat":
+		return 13
+	case "nbf":
+		return 14
+	}
+	return -1
+}
+
 // claimsDecoder reads the claims of a payload's tape; src is the payload as
 // a string, of which the claims' strings are substrings.
 type claimsDecoder struct {
 	t   *wire.Tape
 	src string
+	// values holds the value node of each claim of claimNames, 0 when
+	// absent (node 0 is the payload object itself).
+	values [len(claimNames)]int32
+}
+
+// index records the value node of every claim in one pass over the
+// payload's members; of a claim given twice, the last counts, as
+// encoding/json decodes an object into a map.
+func (d *claimsDecoder) index() {
+	obj := d.t.Nodes[0]
+	for m := int32(1); m < obj.Next; m = d.t.Nodes[m+1].Next {
+		key := d.t.Key(m)
+		if d.t.Nodes[m].Esc {
+			key = d.t.Str(m)
+		}
+		if slot := claimSlot(key); slot >= 0 {
+			d.values[slot] = m + 1
+		}
+	}
 }
 
 // get returns the value node of claim name; a null claim counts as absent.
-func (d claimsDecoder) get(name string) (int32, bool) {
-	i, ok := d.t.Member(0, []byte(name))
-	if !ok || d.t.Nodes[i].Kind == wire.Null {
+func (d *claimsDecoder) get(name string) (int32, bool) {
+	slot := claimSlot([]byte(name))
+	if slot < 0 {
+		return 0, false
+	}
+	i := d.values[slot]
+	if i == 0 || d.t.Nodes[i].Kind == wire.Null {
 		return 0, false
 	}
 	return i, true
 }
 
 // stringAt returns the string at node i.
-func (d claimsDecoder) stringAt(i int32) string {
+func (d *claimsDecoder) stringAt(i int32) string {
 	nd := d.t.Nodes[i]
 	if !nd.Esc {
 		return d.src[nd.Start+1 : nd.End-1]
@@ -356,7 +428,7 @@ func (d claimsDecoder) stringAt(i int32) string {
 }
 
 // str returns the required string claim name.
-func (d claimsDecoder) str(name string) (string, *Error) {
+func (d *claimsDecoder) str(name string) (string, *Error) {
 	i, ok := d.get(name)
 	if !ok || d.t.Nodes[i].Kind != wire.String {
 		return "", invalidClaim(name, !ok, "a string")
@@ -365,7 +437,7 @@ func (d claimsDecoder) str(name string) (string, *Error) {
 }
 
 // optStr returns the optional string claim name, nil when absent.
-func (d claimsDecoder) optStr(name string) (*string, *Error) {
+func (d *claimsDecoder) optStr(name string) (*string, *Error) {
 	i, ok := d.get(name)
 	if !ok {
 		return nil, nil
@@ -379,7 +451,7 @@ func (d claimsDecoder) optStr(name string) (*string, *Error) {
 
 // checkOptStr checks the optional string claim name, whose value is not
 // kept.
-func (d claimsDecoder) checkOptStr(name string) *Error {
+func (d *claimsDecoder) checkOptStr(name string) *Error {
 	if i, ok := d.get(name); ok && d.t.Nodes[i].Kind != wire.String {
 		return invalidClaim(name, false, "a string")
 	}
@@ -387,7 +459,7 @@ func (d claimsDecoder) checkOptStr(name string) *Error {
 }
 
 // aud returns the aud claim: a string, or an array of strings.
-func (d claimsDecoder) aud() ([]string, *Error) {
+func (d *claimsDecoder) aud() ([]string, *Error) {
 	if i, ok := d.get("aud"); ok && d.t.Nodes[i].Kind == wire.String {
 		return []string{d.stringAt(i)}, nil
 	}
@@ -396,7 +468,7 @@ func (d claimsDecoder) aud() ([]string, *Error) {
 
 // strings returns the array of strings claim name (empty only when
 // allowEmpty).
-func (d claimsDecoder) strings(name string, allowEmpty bool, want string) ([]string, *Error) {
+func (d *claimsDecoder) strings(name string, allowEmpty bool, want string) ([]string, *Error) {
 	i, ok := d.get(name)
 	if !ok {
 		return nil, invalidClaim(name, true, want)
@@ -417,7 +489,7 @@ func (d claimsDecoder) strings(name string, allowEmpty bool, want string) ([]str
 
 // integral returns the integer claim name; present is false for an absent
 // optional claim.
-func (d claimsDecoder) integral(name string, required bool) (n int64, present bool, e *Error) {
+func (d *claimsDecoder) integral(name string, required bool) (n int64, present bool, e *Error) {
 	i, ok := d.get(name)
 	if !ok {
 		if required {
