@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/conversation"
@@ -18,6 +19,7 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 	"github.com/supervaize/supervaizer-go/internal/wsctx"
+	"github.com/supervaize/supervaizer-go/studio"
 )
 
 // ActionRequest is a supervaizer/action.invoke request. Its
@@ -367,4 +369,60 @@ func (s *Server) keepUsage(ctx context.Context, c *Call, req *ActionRequest, u c
 	if err := s.tasks.AddUsage(ctx, recordWorkspace(req), req.AgentSlug, req.JobID, u); err != nil {
 		s.logger.LogAttrs(ctx, slog.LevelWarn, "token usage: job sum not kept", slog.String("job_id", req.JobID), slog.String("error", err.Error()))
 	}
+	if skus := s.cfg.usageSKUs; !skus.IsZero() {
+		billUsage(ctx, s.logger, s.Studio(), skus, s.bySlug[req.AgentSlug], req, u, &s.inflight)
+	}
+}
+
+// WithUsageBilling reports the token usage of each call (what its handlers
+// reported with conversation.ReportUsage) to Studio's billing as
+// consumption of the call's job (an A2A call: its derived job id): one
+// record per token kind that skus maps to a SKU of the agent's billing
+// catalog, once per call (its idempotency key is the call's, so a retried
+// call bills nothing new). It needs the controller attached to Studio;
+// reports run after the answer, and a failed one is logged.
+func WithUsageBilling(skus conversation.BillingSKUs) Option {
+	return func(c *config) { c.usageSKUs = skus }
+}
+
+// usageBillingTimeout bounds one billing report of a call's usage.
+const usageBillingTimeout = 30 * time.Second
+
+// billUsage reports a call's usage to Studio's billing (WithUsageBilling)
+// in the background, within the server's in-flight work (inflight).
+func billUsage(ctx context.Context, logger *slog.Logger, client *studio.Client, skus conversation.BillingSKUs, a *Agent,
+	req *ActionRequest, u conversation.Usage, inflight *callTracker) {
+	if client == nil || a == nil {
+		return
+	}
+	now := time.Now().UTC()
+	var records []studio.Consumption
+	for _, k := range [...]struct {
+		kind, sku string
+		n         int64
+	}{
+		{"input", skus.InputTokens, u.InputTokens}, {"output", skus.OutputTokens, u.OutputTokens},
+		{"cache_creation_input", skus.CacheCreationInputTokens, u.CacheCreationInputTokens},
+		{"cache_read_input", skus.CacheReadInputTokens, u.CacheReadInputTokens},
+	} {
+		if k.sku == "" || k.n <= 0 {
+			continue
+		}
+		records = append(records, studio.Consumption{SKU: k.sku, Quantity: float64(k.n), JobID: req.JobID, OccurredAt: now,
+			IdempotencyKey: "usage:" + req.AgentSlug + ":" + req.JobID + ":" + req.RequestID + ":" + k.kind,
+			Metadata:       map[string]any{"action": req.Action, "token_kind": k.kind}})
+	}
+	if len(records) == 0 {
+		return
+	}
+	inflight.Add(1)
+	go func() {
+		defer inflight.Add(-1)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), usageBillingTimeout)
+		defer cancel()
+		if _, err := client.ReportConsumption(ctx, req.AgentSlug, a.spec.BillingCatalog, records...); err != nil {
+			logger.LogAttrs(ctx, slog.LevelError, "token usage: billing report failed", slog.String("agent_slug", req.AgentSlug),
+				slog.String("job_id", req.JobID), slog.String("error", err.Error()))
+		}
+	}()
 }

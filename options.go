@@ -56,10 +56,11 @@ type config struct {
 	addr                            string       // WithAddr (serve.go)
 	http                            HTTPSettings // WithHTTPSettings (serve.go)
 	errs                            []error
-	preview                         *bool               // WithPreview (discovery.go)
-	observer                        observe.Observer    // WithObserver (observer.go)
-	conversations                   conversation.Limits // WithConversationLimits (actions.go)
-	interceptors                    []Interceptor       // WithInterceptors (observer.go)
+	preview                         *bool                    // WithPreview (discovery.go)
+	observer                        observe.Observer         // WithObserver (observer.go)
+	conversations                   conversation.Limits      // WithConversationLimits (actions.go)
+	usageSKUs                       conversation.BillingSKUs // WithUsageBilling (actions.go)
+	interceptors                    []Interceptor            // WithInterceptors (observer.go)
 
 	// Studio attachment (attach.go).
 	studio        *studio.Client

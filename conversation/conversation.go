@@ -244,3 +244,17 @@ func (l Limits) WithDefaults() Limits {
 	}
 	return l
 }
+
+// BillingSKUs maps token kinds to SKUs of an agent's billing catalog
+// (supervaizer.WithUsageBilling): the usage a call reports is billed as
+// consumption of the call's job, one record per kind with a SKU ("": that
+// kind is not billed).
+type BillingSKUs struct {
+	InputTokens              string
+	OutputTokens             string
+	CacheCreationInputTokens string
+	CacheReadInputTokens     string
+}
+
+// IsZero reports whether no kind has a SKU.
+func (b BillingSKUs) IsZero() bool { return b == BillingSKUs{} }

@@ -128,3 +128,14 @@ func ExampleLimits() {
 	fmt.Println(conversation.DefaultTurns, conversation.DefaultBytes, conversation.DefaultRetention, conversation.DefaultContexts)
 	// Output: 50 65536 168h0m0s 1000
 }
+
+func ExampleBillingSKUs() {
+	skus := conversation.BillingSKUs{InputTokens: "input_tokens", OutputTokens: "output_tokens"}
+	fmt.Println(skus.IsZero(), conversation.BillingSKUs{}.IsZero())
+	// Output: false true
+}
+
+func ExampleBillingSKUs_IsZero() {
+	fmt.Println(conversation.BillingSKUs{CacheReadInputTokens: "cached_tokens"}.IsZero())
+	// Output: false
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go"
+	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
 )
@@ -56,7 +57,9 @@ func newApp(cfg config) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []supervaizer.Option{supervaizer.WithEnv(getenv), state, supervaizer.WithLogger(logger)}
+	opts := []supervaizer.Option{supervaizer.WithEnv(getenv), state, supervaizer.WithLogger(logger),
+		// The conversation's token usage is billed as consumption of its job.
+		supervaizer.WithUsageBilling(conversation.BillingSKUs{InputTokens: skuInputTokens, OutputTokens: skuOutputTokens})}
 	if cfg.InstanceID != "" {
 		opts = append(opts, supervaizer.WithInstanceID(cfg.InstanceID))
 	}

@@ -108,3 +108,30 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestConversationUsageBilled: with the agent attached to Studio, the usage
+// of a conversation's call is billed as consumption of its job (the derived
+// job id of the A2A call), once per call: the same message again bills
+// nothing new (its records come back duplicate).
+func TestConversationUsageBilled(t *testing.T) {
+	h, api, _ := governedHarness(t, "allow", "allow")
+	token := askToken(t, h)
+	q := "How many jobs are there?"
+	for range 2 {
+		_, rerr := h.client.call("message/send", textParams("bill-1", "chat-b", q), token)
+		require.Nil(t, rerr, "%+v", rerr)
+	}
+	recs := api.WaitBilling(t, 4)
+	a := "There are no research jobs in this workspace yet."
+	want := map[string]float64{skuInputTokens: float64((len(q) + 3) / 4), skuOutputTokens: float64((len(a) + 3) / 4)}
+	seen := map[string][]string{}
+	for _, r := range recs {
+		assert.Equal(t, want[r.SKU], r.Quantity, r.SKU)
+		assert.True(t, strings.HasPrefix(r.JobID, "a2a-"), "the derived job id: %s", r.JobID)
+		seen[r.IdempotencyKey] = append(seen[r.IdempotencyKey], r.Status)
+	}
+	require.Len(t, seen, 2, "one record per token kind: %+v", recs)
+	for key, statuses := range seen {
+		assert.Equal(t, []string{"accepted", "duplicate"}, statuses, "%s: billed once", key)
+	}
+}

@@ -53,7 +53,9 @@ const (
 	datasetProgress  = "progress_metrics"
 	dashboardID      = "mission_overview"
 
-	skuBrief = "brief"
+	skuBrief        = "brief"
+	skuInputTokens  = "input_tokens" // the conversation's usage (WithUsageBilling)
+	skuOutputTokens = "output_tokens"
 )
 
 // The setup fields: the job.start form, the setup plan and the typed input of
@@ -204,7 +206,9 @@ func agentSpec() supervaizer.AgentSpec {
 				"checkpoints before and after sending.\n\n" +
 				"## Limits\n\n- Public sources only\n- One brief per job\n",
 		},
-		BillingCatalog: contracts.BillingCatalog{{SKU: skuBrief, Unit: "brief", Description: "One sourced brief sent to the workspace's contacts"}},
+		BillingCatalog: contracts.BillingCatalog{{SKU: skuBrief, Unit: "brief", Description: "One sourced brief sent to the workspace's contacts"},
+			{SKU: skuInputTokens, Unit: "token", Description: "Tokens the conversation's model read"},
+			{SKU: skuOutputTokens, Unit: "token", Description: "Tokens the conversation's model wrote"}},
 	}
 }
 
