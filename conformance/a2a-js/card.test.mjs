@@ -311,10 +311,15 @@ describe('the A2A 0.3 binding through the SDK\'s 0.3 transport', () => {
     assert.equal(got.status.state, task.status.state);
 
     const events = [];
+    let last;
     for await (const event of client.sendMessageStream(startMessage('solid-state'))) {
       events.push(event.payload?.$case ?? event.kind);
+      last = event.payload?.value ?? event;
     }
-    assert.deepEqual(events, ['task'], 'a stream ends at input-required');
+    // A 0.3 stream always ends with a status update with final true, even
+    // when its first Task is already settled (spec item 72).
+    assert.deepEqual(events, ['task', 'statusUpdate'], 'a stream ends at input-required');
+    assert.equal(last.status.state, TASK_STATE_INPUT_REQUIRED, 'the final update carries the state');
 
     const canceled = await client.cancelTask({ id: task.id });
     assert.equal(canceled.status.state, TASK_STATE_CANCELED);
