@@ -103,6 +103,8 @@ type Agent struct {
 	idempotent map[string]bool // actions opted in to the idempotency layer
 	data       dataRegistry    // typed resources, for the DataResource REST routes
 
+	campaign *CampaignControl // the campaign-control extension, when served (campaign.go)
+
 	// Rule-checkpoint state; NewServer attaches the server's store (checkpoint.go).
 	checkpoints *checkpoint.Runtime
 }

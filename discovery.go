@@ -70,6 +70,9 @@ func cardInput(a *Agent, base string) a2a.CardInput {
 			in.Actions = append(in.Actions, info)
 		}
 	}
+	if cc := a.campaignControl(); cc != nil {
+		in.Extensions = append(in.Extensions, campaignExtension(cc))
+	}
 	if m := a.spec.Methods; m != nil {
 		for _, c := range m.Custom {
 			in.CustomMethods = append(in.CustomMethods, c.Key)

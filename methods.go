@@ -100,7 +100,7 @@ func methodTable() []method {
 	for _, m := range a2abind.Methods() {
 		table = append(table, bindingMethod(m))
 	}
-	return table
+	return append(table, campaignTable()...)
 }
 
 // bindingMethod is the entry of a method of an A2A binding: the binding

@@ -208,6 +208,9 @@ type AgentExtension struct {
 	Description string `json:"description,omitempty"`
 	// Required tells clients whether they must understand the extension.
 	Required bool `json:"required"`
+	// Params are the extension's parameters (a JSON object), when it has
+	// any: the campaign-control extension's operations map, say.
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 // AgentSkill is one A2A skill; a Supervaizer card has one per declared action.
@@ -350,6 +353,9 @@ type CardInput struct {
 	// supervaizer.v2. Empty (or the JSON literal null) means the agent declares
 	// no v2 registration: the card has no "supervaizer" key and no extension.
 	Registration json.RawMessage
+	// Extensions are further capabilities.extensions the agent serves (the
+	// campaign-control extension, say), listed after the Supervaizer one.
+	Extensions []AgentExtension
 	// Actions are the declared actions in registration order; each becomes a skill.
 	Actions []ActionInfo
 	// CustomMethods are the names of the agent's v1 custom methods, listed as
@@ -478,6 +484,7 @@ func NewAgentCard(in CardInput) (*AgentCard, error) {
 		card.Supervaizer = &SupervaizerExtension{V2: registration}
 		card.Capabilities.Extensions = []AgentExtension{{URI: ExtensionURI, Description: extensionDesc}}
 	}
+	card.Capabilities.Extensions = append(card.Capabilities.Extensions, in.Extensions...)
 	if _, err := card.MarshalJSON(); err != nil {
 		return nil, err
 	}

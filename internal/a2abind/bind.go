@@ -54,6 +54,12 @@ type Pipeline interface {
 	Authorize(c *Call, workspaceID, slug string, scopes []string) (*contracts.VerifiedWorkspaceContext, *jsonrpc.Error)
 	// PrimaryAgent is the slug of the agent a call naming none addresses.
 	PrimaryAgent() string
+	// Supervised admits a call made under a campaign lease (its
+	// metadata.argus_supervisor, sup): a send (taskID "") or the cancel of
+	// task taskID, of agent slug. It returns the context the call runs
+	// with (the campaign's policy in it) and done, called once the call
+	// ended: with the job id when it succeeded, "" otherwise.
+	Supervised(c *Call, slug string, sup []byte, messageID, action, taskID string) (context.Context, func(jobID string), *jsonrpc.Error)
 	// LocalAuth reports the local-mode bypass of workspace authorization.
 	LocalAuth() bool
 	// HasAction reports whether agent slug has a handler for action.

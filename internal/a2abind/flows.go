@@ -50,6 +50,10 @@ func workspace(p Pipeline, c *Call, m meta) string {
 	return ""
 }
 
+// TokenWorkspace is the workspace a call names: the workspace_id claim of
+// its workspace token (verified afterwards), else "local" in local mode.
+func TokenWorkspace(p Pipeline, c *Call) string { return workspace(p, c, meta{}) }
+
 // tokenWorkspace reads the workspace_id claim of a workspace token without
 // verifying it: it only names the workspace the token is then verified
 // against. "" when there is no readable claim.
@@ -158,13 +162,23 @@ func sendMethod(b binding) func(p Pipeline, c *Call, m message, dst []byte) ([]b
 			return converse(p, c, &m, b, dst)
 		}
 		req := messageRequest(p, c, &m)
+		done := func(string) {}
+		if m.meta.supervisor != nil {
+			ctx, d, rpcErr := p.Supervised(c, req.AgentSlug, m.meta.supervisor, m.messageID, req.Action, "")
+			if rpcErr != nil {
+				return dst, rpcErr
+			}
+			c.R, done = c.R.WithContext(ctx), d
+		}
 		scratch := getBuffer()
 		defer putBuffer(scratch)
 		raw, v, read, rpcErr := p.Invoke(c, &req, m.input, (*scratch)[:0])
 		*scratch = raw
 		if rpcErr != nil {
+			done("")
 			return dst, rpcErr
 		}
+		done(req.JobID)
 		if !read { // a replayed answer, or a result without job_state
 			jobAction := p.IsJobAction(req.AgentSlug, req.Action)
 			if !m.blocking {
@@ -346,6 +360,7 @@ func getMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte) (
 func cancelMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte) ([]byte, *jsonrpc.Error) {
 	return func(p Pipeline, c *Call, tp taskParams, dst []byte) ([]byte, *jsonrpc.Error) {
 		id := tp.id
+		var canceled string // the job id once canceled, for a supervised cancel's record
 		vc, slug, rpcErr := authorize(p, c, tp.meta, stopAction)
 		if rpcErr != nil {
 			return dst, rpcErr
@@ -357,6 +372,15 @@ func cancelMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte
 		if !p.HasAction(slug, stopAction) {
 			return dst, notCancelable(id, "the agent has no "+stopAction+" action")
 		}
+		done := func(string) {}
+		if tp.meta.supervisor != nil {
+			ctx, d, rpcErr := p.Supervised(c, slug, tp.meta.supervisor, "", stopAction, v.ID)
+			if rpcErr != nil {
+				return dst, rpcErr
+			}
+			c.R, done = c.R.WithContext(ctx), d
+		}
+		defer func() { done(canceled) }()
 		if v.TaskState().Terminal() {
 			return dst, notCancelable(id, "the task is "+string(v.TaskState()))
 		}
@@ -377,6 +401,7 @@ func cancelMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte
 			// The job settled otherwise first (it completed, say): the cancel lost the race.
 			return dst, notCancelable(id, "the task is "+string(state)+" after "+stopAction)
 		}
+		canceled = v.ID
 		return b.appendTask(dst, &v, nil), nil
 	}
 }

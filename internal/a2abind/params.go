@@ -50,6 +50,9 @@ func decodeTask(c *Call) (taskParams, *jsonrpc.Error) {
 // meta holds the params.metadata keys of the mapping ("" when absent).
 type meta struct {
 	workspaceID, userID, surface, agentSlug string
+	// supervisor is the raw metadata.argus_supervisor object of a call
+	// under a campaign lease (nil when absent).
+	supervisor []byte
 }
 
 // message is a decoded message/send or message/stream params object.
@@ -152,8 +155,18 @@ func parseMeta(t *wire.Tape, params int32, shape string) (meta, *jsonrpc.Error) 
 		}
 		*f.dst = v
 	}
+	if sup, ok := member(t, md, MetaSupervisor); ok && t.Nodes[sup].Kind != wire.Null {
+		if !isObject(t, sup) {
+			return m, shapeError(shape, []any{"params", "metadata", MetaSupervisor}, "must be an object")
+		}
+		m.supervisor = t.Raw(sup)
+	}
 	return m, nil
 }
+
+// MetaSupervisor is the metadata member of a call made under a campaign
+// lease (the campaign-control extension, spec item 85).
+const MetaSupervisor = "argus_supervisor"
 
 // parseMessage reads message/send and message/stream params (SendMessage
 // and SendStreamingMessage in the 1.0 binding): exactly one data part
