@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
@@ -22,9 +23,9 @@ import (
 // campaign through a lease kept in the store, and every mutation under it
 // carries the lease's epoch. docs/supervised.md says it for authors.
 
-// CampaignControlURI identifies the campaign-control extension in a card's
+// campaignControlURI identifies the campaign-control extension in a card's
 // capabilities.extensions.
-const CampaignControlURI = "urn:openoperator:campaign-control:v1"
+const campaignControlURI = client.CampaignControlURI
 
 // CampaignPolicy is the constraints envelope of a campaign: what the agent
 // must never do for it, whatever a model asks. A claim sets it (absent, every
@@ -145,7 +146,7 @@ func campaignExtension(cc *CampaignControl) a2a.AgentExtension {
 	}
 	params, _ := json.Marshal(map[string]any{"lease_epoch_enforced": true, "policy_enforced": true, "operations": ops,
 		"constraints": cc.Enforces})
-	return a2a.AgentExtension{URI: CampaignControlURI, Params: params,
+	return a2a.AgentExtension{URI: campaignControlURI, Params: params,
 		Description: "Campaign control: one supervisor at a time holds a campaign's lease; every mutation carries its epoch."}
 }
 

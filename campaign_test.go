@@ -119,7 +119,7 @@ func TestCampaignControlCard(t *testing.T) {
 		client.OpIntervene, client.OpRequestStatus, client.OpControlCancel, client.OpControlSend} {
 		assert.NotEqual(t, client.CapabilityUnavailable, c.Capability(op), op)
 	}
-	ext, ok := c.Card().Extension(supervaizer.CampaignControlURI)
+	ext, ok := c.Card().Extension(client.CampaignControlURI)
 	require.True(t, ok)
 	assert.JSONEq(t, `{"lease_epoch_enforced":true,"policy_enforced":true,"operations":{"claim_control":"campaign/claim_control",
 		"read_control":"campaign/read_control","renew_control":"campaign/renew_control","release_control":"campaign/release_control",
@@ -132,7 +132,7 @@ func TestCampaignControlCard(t *testing.T) {
 	defer hs.Close()
 	pc, err := client.New(context.Background(), hs.URL, client.AllowLoopback(), client.WithHeader(supervaizer.HeaderAPIKey, testWriteKey))
 	require.NoError(t, err)
-	_, ok = pc.Card().Extension(supervaizer.CampaignControlURI)
+	_, ok = pc.Card().Extension(client.CampaignControlURI)
 	assert.False(t, ok, "an agent that does not serve it does not advertise it")
 	assert.Equal(t, client.CapabilityUnavailable, pc.Capability(client.OpClaimControl))
 

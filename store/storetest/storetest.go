@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Closed", testClosed},
 		{"ConcurrentPutIfAbsent", testConcurrentPutIfAbsent},
 		{"ConcurrentCounter", testConcurrentCounter},
+		{"ConcurrentCompareAndSwap", testConcurrentCompareAndSwap},
 		{"ConcurrentMixed", testConcurrentMixed},
 		{"ConcurrentWriters", testConcurrentWriters},
 	}
@@ -538,6 +539,37 @@ func testConcurrentPutIfAbsent(t *testing.T, s store.Store) {
 		}
 	}
 	assert.Equal(t, 1, winners, "exactly one PutIfAbsent must store")
+}
+
+// testConcurrentCompareAndSwap: writers racing to replace one value seen by
+// all (a lease taken over by several instances at once) have exactly one
+// winner, whose value is stored.
+func testConcurrentCompareAndSwap(t *testing.T, s store.Store) {
+	const n = 50
+	put(t, s, "lease", []byte("epoch 1"))
+	swapped := make([]bool, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			ok, err := s.CompareAndSwap(t.Context(), "lease", []byte("epoch 1"), []byte("epoch 2 by "+strconv.Itoa(i)))
+			assert.NoError(t, err, "goroutine %d", i)
+			swapped[i] = ok
+		})
+	}
+	noHang(t, "racing CompareAndSwap", func() {
+		close(start)
+		wg.Wait()
+	})
+	winners := 0
+	for i, ok := range swapped {
+		if ok {
+			winners++
+			assert.Equal(t, "epoch 2 by "+strconv.Itoa(i), string(get(t, s, "lease")))
+		}
+	}
+	assert.Equal(t, 1, winners, "exactly one CompareAndSwap from the same value must swap")
 }
 
 func testConcurrentCounter(t *testing.T, s store.Store) {
