@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/supervaize/supervaizer-go/campaign"
 	"github.com/supervaize/supervaizer-go/checkpoint"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/slug"
@@ -103,7 +104,7 @@ type Agent struct {
 	idempotent map[string]bool // actions opted in to the idempotency layer
 	data       dataRegistry    // typed resources, for the DataResource REST routes
 
-	campaign *CampaignControl // the campaign-control extension, when served (campaign.go)
+	campaign *campaign.Control // the campaign-control extension, when served (campaign.go)
 
 	// Rule-checkpoint state; NewServer attaches the server's store (checkpoint.go).
 	checkpoints *checkpoint.Runtime

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/a2a"
-	"github.com/supervaize/supervaizer-go/a2a/client"
+	"github.com/supervaize/supervaizer-go/campaign"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
+	"github.com/supervaize/supervaizer-go/internal/callstate"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/store"
@@ -23,25 +24,8 @@ import (
 // campaign through a lease kept in the store, and every mutation under it
 // carries the lease's epoch. docs/supervised.md says it for authors.
 
-// campaignControlURI identifies the campaign-control extension in a card's
-// capabilities.extensions.
-const campaignControlURI = client.CampaignControlURI
-
-// CampaignPolicy is the constraints envelope of a campaign: what the agent
-// must never do for it, whatever a model asks. A claim sets it (absent, every
-// constraint is true); no later call can relax it. As
-// [CampaignControl.Enforces] it is what the agent's handlers enforce.
-type CampaignPolicy struct {
-	RemoteOnly          bool `json:"remote_only"`
-	NoPublication       bool `json:"no_publication"`
-	NoDestructiveGit    bool `json:"no_destructive_git"`
-	NoCredentialChanges bool `json:"no_credential_changes"`
-	NoForcePush         bool `json:"no_force_push"`
-	NoMerge             bool `json:"no_merge"`
-}
-
-// constraints lists the policy's members by wire name.
-func (p *CampaignPolicy) constraints() [6]struct {
+// policyConstraints lists p's members by wire name.
+func policyConstraints(p *campaign.Policy) [6]struct {
 	name string
 	v    *bool
 } {
@@ -53,9 +37,9 @@ func (p *CampaignPolicy) constraints() [6]struct {
 }
 
 // beyond names the constraints set in p and not in q ("" when none).
-func (p CampaignPolicy) beyond(q CampaignPolicy) string {
+func beyond(p, q campaign.Policy) string {
 	var names []string
-	pc, qc := p.constraints(), q.constraints()
+	pc, qc := policyConstraints(&p), policyConstraints(&q)
 	for i := range pc {
 		if *pc[i].v && !*qc[i].v {
 			names = append(names, pc[i].name)
@@ -64,53 +48,12 @@ func (p CampaignPolicy) beyond(q CampaignPolicy) string {
 	return strings.Join(names, ", ")
 }
 
-// none reports whether no constraint is set.
-func (p CampaignPolicy) none() bool { return p == CampaignPolicy{} }
-
-// Intervention is a campaign/intervene call, as the agent's handler
-// receives it once the lease has been checked.
-type Intervention struct {
-	// WorkspaceID is the verified workspace of the caller.
-	WorkspaceID string
-	CampaignID  string
-	// ControllerID and Epoch are the lease the call holds.
-	ControllerID string
-	Epoch        int64
-	// RequestID identifies the call.
-	RequestID string
-	// Params are the operation's params: a JSON object in the agent's
-	// vocabulary, as the supervisor sent them (untrusted data).
-	Params json.RawMessage
-	// Policy is the campaign's constraints envelope: what the agent must not
-	// do, whatever Params ask.
-	Policy CampaignPolicy
-}
-
-// CampaignControl opts an agent in to the campaign-control extension
-// ([Agent.ServeCampaignControl]).
-type CampaignControl struct {
-	// Enforces is the policy the agent's handlers enforce: the constraints
-	// it honours (read them with [CampaignPolicyFrom]). A claim or mutation
-	// asking for a constraint not set here is refused
-	// ([errcode.PolicyRefused]). When no constraint is set the card does
-	// not advertise the extension and every campaign method is refused.
-	Enforces CampaignPolicy
-	// Intervene serves campaign/intervene; its result (a JSON object) is the
-	// answer. Nil: the method is not served. An error is answered as
-	// [errcode.PolicyRefused] for [ErrPolicy], as an internal error otherwise
-	// (its text is logged, never sent).
-	Intervene func(ctx context.Context, in Intervention) (json.RawMessage, error)
-}
-
-// ErrPolicy is what an intervention handler returns (wrapped) when the
-// campaign's policy forbids what the intervention asks.
-var ErrPolicy = errors.New("refused by the campaign policy")
-
 // ServeCampaignControl makes the agent serve the campaign-control
-// extension: the six campaign/* methods, message/send and tasks/cancel under
-// a lease. Call it before the server serves.
-func (a *Agent) ServeCampaignControl(cc CampaignControl) error {
-	if cc.Enforces.none() {
+// extension (package campaign): the six campaign/* methods, and
+// message/send and tasks/cancel under a lease. It fails when cc enforces no
+// constraint. Call it before the server serves.
+func (a *Agent) ServeCampaignControl(cc campaign.Control) error {
+	if cc.Enforces == (campaign.Policy{}) {
 		return fmt.Errorf("supervaizer: ServeCampaignControl: agent %q enforces no constraint", a.slug)
 	}
 	a.mu.Lock()
@@ -120,24 +63,14 @@ func (a *Agent) ServeCampaignControl(cc CampaignControl) error {
 }
 
 // campaignControl is the agent's extension (nil when not served).
-func (a *Agent) campaignControl() *CampaignControl {
+func (a *Agent) campaignControl() *campaign.Control {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.campaign
 }
 
-type policyKey struct{}
-
-// CampaignPolicyFrom returns the policy of the campaign a handler runs
-// under (a message/send or tasks/cancel under a lease, an intervention):
-// ok is false outside any campaign.
-func CampaignPolicyFrom(ctx context.Context) (CampaignPolicy, bool) {
-	p, ok := ctx.Value(policyKey{}).(CampaignPolicy)
-	return p, ok
-}
-
 // campaignExtension is the card's entry of the extension for cc.
-func campaignExtension(cc *CampaignControl) a2a.AgentExtension {
+func campaignExtension(cc *campaign.Control) a2a.AgentExtension {
 	ops := map[string]string{"cancel": "tasks/cancel"}
 	for _, m := range campaignMethods {
 		if m.op != "intervene" || cc.Intervene != nil {
@@ -146,18 +79,18 @@ func campaignExtension(cc *CampaignControl) a2a.AgentExtension {
 	}
 	params, _ := json.Marshal(map[string]any{"lease_epoch_enforced": true, "policy_enforced": true, "operations": ops,
 		"constraints": cc.Enforces})
-	return a2a.AgentExtension{URI: campaignControlURI, Params: params,
+	return a2a.AgentExtension{URI: campaign.URI, Params: params,
 		Description: "Campaign control: one supervisor at a time holds a campaign's lease; every mutation carries its epoch."}
 }
 
 // campaignLease is the lease record of a campaign in the store.
 type campaignLease struct {
-	ControllerID string         `json:"controller_id"`
-	Epoch        int64          `json:"epoch"`
-	ExpiresAt    int64          `json:"expires_at"`
-	Released     bool           `json:"released,omitempty"`
-	Policy       CampaignPolicy `json:"policy"`
-	Task         string         `json:"task,omitempty"` // the bound task: the job the last send under the lease started
+	ControllerID string          `json:"controller_id"`
+	Epoch        int64           `json:"epoch"`
+	ExpiresAt    int64           `json:"expires_at"`
+	Released     bool            `json:"released,omitempty"`
+	Policy       campaign.Policy `json:"policy"`
+	Task         string          `json:"task,omitempty"` // the bound task: the job the last send under the lease started
 }
 
 // campaignRequest is what the store keeps of a request id of a campaign.
@@ -219,9 +152,11 @@ func campaignTable() []method {
 	out := make([]method, 0, len(campaignMethods))
 	for i := range campaignMethods {
 		cm := &campaignMethods[i]
-		out = append(out, unaryMethod(cm.name, bindingCampaign, ScopeWrite, cm.name,
+		out = append(out, unaryMethod(cm.name, bindingCampaign, ScopeA2A, cm.name,
 			func(_ *validate.Validator, c *Call) (campaignParams, *Error) { return decodeCampaign(c, cm) },
-			func(s *Server, c *Call, p campaignParams, dst []byte) ([]byte, *Error) { return s.serveCampaign(c, cm, &p, dst) }))
+			func(s *Server, c *Call, p campaignParams, dst []byte) ([]byte, *Error) {
+				return s.serveCampaign(c, cm, &p, dst)
+			}))
 	}
 	return out
 }
@@ -275,7 +210,7 @@ const maxLeaseTTL = 86400
 
 // parseConstraints reads a constraints envelope: absent, ok is false; an
 // absent member of an envelope is true (spec item 85).
-func parseConstraints(raw json.RawMessage) (pol CampaignPolicy, present bool, err *Error) {
+func parseConstraints(raw json.RawMessage) (pol campaign.Policy, present bool, err *Error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return pol, false, nil
 	}
@@ -283,7 +218,7 @@ func parseConstraints(raw json.RawMessage) (pol CampaignPolicy, present bool, er
 	if json.Unmarshal(raw, &m) != nil {
 		return pol, false, invalidCampaign("Invalid params: constraints must be an object of booleans")
 	}
-	for _, c := range pol.constraints() {
+	for _, c := range policyConstraints(&pol) {
 		*c.v = true
 		if v, ok := m[c.name]; ok && json.Unmarshal(v, c.v) != nil {
 			return pol, false, invalidCampaign("Invalid params: constraints." + c.name + " must be a boolean")
@@ -298,7 +233,7 @@ type campaignCall struct {
 	p     *campaignParams
 	ws    string
 	agent *Agent
-	cc    *CampaignControl
+	cc    *campaign.Control
 }
 
 func (cx *campaignCall) ctx() context.Context { return cx.c.r.Context() }
@@ -313,7 +248,7 @@ func (s *Server) serveCampaign(c *Call, cm *campaignMethod, p *campaignParams, d
 		slug = s.primary.slug
 	}
 	a := s.bySlug[slug]
-	var cc *CampaignControl
+	var cc *campaign.Control
 	if a != nil {
 		cc = a.campaignControl()
 	}
@@ -402,8 +337,8 @@ func policyRefused(why string) *Error {
 }
 
 // enforceable refuses a policy asking for a constraint the agent does not enforce.
-func (cx *campaignCall) enforceable(pol CampaignPolicy) *Error {
-	if missing := pol.beyond(cx.cc.Enforces); missing != "" {
+func (cx *campaignCall) enforceable(pol campaign.Policy) *Error {
+	if missing := beyond(pol, cx.cc.Enforces); missing != "" {
 		return policyRefused("the agent cannot enforce " + missing)
 	}
 	return nil
@@ -415,7 +350,7 @@ func (s *Server) claimControl(cx *campaignCall) (any, *Error) {
 		return nil, err
 	}
 	if !present {
-		pol = CampaignPolicy{true, true, true, true, true, true}
+		pol = campaign.Strict()
 	}
 	if err := cx.enforceable(pol); err != nil {
 		return nil, err
@@ -429,7 +364,7 @@ func (s *Server) claimControl(cx *campaignCall) (any, *Error) {
 			return nil, errLeaseHeld()
 		case !cur.Released && cur.ExpiresAt > now:
 			next.Epoch, next.Task = cur.Epoch, cur.Task // the holder claims again: the same lease, extended
-			if relaxed := cur.Policy.beyond(pol); relaxed != "" {
+			if relaxed := beyond(cur.Policy, pol); relaxed != "" {
 				return nil, policyRefused("a claim cannot relax " + relaxed)
 			}
 		default:
@@ -462,15 +397,15 @@ func (s *Server) readControl(cx *campaignCall) (any, *Error) {
 // guard checks a mutation under the lease cur: the controller and epoch
 // held, not expired, constraints that neither relax the claim's nor go
 // beyond what the agent enforces. It returns the policy the call runs under.
-func guard(cx *campaignCall, cur *campaignLease, controller string, epoch int64, constraints json.RawMessage, now int64) (CampaignPolicy, *Error) {
+func guard(cx *campaignCall, cur *campaignLease, controller string, epoch int64, constraints json.RawMessage, now int64) (campaign.Policy, *Error) {
 	if cur == nil || cur.Released || cur.ControllerID != controller || cur.Epoch != epoch {
 		if cur != nil && !cur.Released && cur.Epoch == epoch && cur.ControllerID != controller {
-			return CampaignPolicy{}, errLeaseHeld()
+			return campaign.Policy{}, errLeaseHeld()
 		}
-		return CampaignPolicy{}, errStaleEpoch()
+		return campaign.Policy{}, errStaleEpoch()
 	}
 	if cur.ExpiresAt <= now {
-		return CampaignPolicy{}, errLeaseExpired()
+		return campaign.Policy{}, errLeaseExpired()
 	}
 	pol, present, err := parseConstraints(constraints)
 	if err != nil {
@@ -479,7 +414,7 @@ func guard(cx *campaignCall, cur *campaignLease, controller string, epoch int64,
 	if !present {
 		return cur.Policy, nil
 	}
-	if relaxed := cur.Policy.beyond(pol); relaxed != "" {
+	if relaxed := beyond(cur.Policy, pol); relaxed != "" {
 		return pol, policyRefused("a call cannot relax " + relaxed)
 	}
 	return pol, cx.enforceable(pol)
@@ -520,7 +455,7 @@ func (s *Server) releaseControl(cx *campaignCall) (any, *Error) {
 }
 
 func (s *Server) intervene(cx *campaignCall) (any, *Error) {
-	var pol CampaignPolicy
+	var pol campaign.Policy
 	_, err := s.updateLease(cx.ctx(), cx.leaseKey(), func(cur *campaignLease) (*campaignLease, *Error) {
 		var err *Error
 		pol, err = guard(cx, cur, cx.p.ControllerID, *cx.p.ControllerEpoch, cx.p.Constraints, campaignNow())
@@ -529,11 +464,11 @@ func (s *Server) intervene(cx *campaignCall) (any, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := context.WithValue(cx.ctx(), policyKey{}, pol)
-	out, herr := cx.cc.Intervene(ctx, Intervention{WorkspaceID: cx.ws, CampaignID: cx.p.CampaignID, ControllerID: cx.p.ControllerID,
+	ctx := context.WithValue(cx.ctx(), callstate.PolicyKey{}, pol)
+	out, herr := cx.cc.Intervene(ctx, campaign.Intervention{WorkspaceID: cx.ws, CampaignID: cx.p.CampaignID, ControllerID: cx.p.ControllerID,
 		Epoch: *cx.p.ControllerEpoch, RequestID: cx.p.RequestID, Params: cx.p.Params, Policy: pol})
 	switch {
-	case errors.Is(herr, ErrPolicy):
+	case errors.Is(herr, campaign.ErrPolicy):
 		return nil, policyRefused("the intervention asks what the policy forbids")
 	case herr != nil:
 		s.logger.ErrorContext(ctx, "campaign control: intervention failed", "agent_slug", cx.agent.slug, "error", herr)
@@ -632,7 +567,7 @@ func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, mess
 		return nil, nil, toRPC(invalidCampaign("Invalid params: metadata.argus_supervisor.request_id must be the message's messageId"))
 	}
 	a := s.bySlug[slug]
-	var cc *CampaignControl
+	var cc *campaign.Control
 	if a != nil {
 		cc = a.campaignControl()
 	}
@@ -648,7 +583,7 @@ func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, mess
 	}
 	cx := &campaignCall{c: c, ws: vc.WorkspaceID, agent: a, cc: cc,
 		p: &campaignParams{CampaignID: sm.CampaignID, ControllerID: sm.ControllerID, RequestID: sm.RequestID}}
-	var pol CampaignPolicy
+	var pol campaign.Policy
 	_, err = s.updateLease(bc.R.Context(), cx.leaseKey(), func(cur *campaignLease) (*campaignLease, *Error) {
 		var err *Error
 		if pol, err = guard(cx, cur, sm.ControllerID, *sm.ControllerEpoch, sm.Constraints, campaignNow()); err != nil {
@@ -667,7 +602,7 @@ func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, mess
 		rec.Action = action
 	}
 	s.recordRequest(cx, rec)
-	ctx := context.WithValue(bc.R.Context(), policyKey{}, pol)
+	ctx := context.WithValue(bc.R.Context(), callstate.PolicyKey{}, pol)
 	done := func(jobID string) {
 		if jobID == "" {
 			if taskID != "" { // a cancel that did not cancel: nothing applied

@@ -15,6 +15,7 @@ import (
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/campaign"
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/store"
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -27,7 +28,7 @@ var campaignScopes = []string{supervaizer.MethodActionInvoke, "job.start", "job.
 	"campaign/intervene", "campaign/request_status"}
 
 // campaignPolicy is what the task agent enforces in these tests.
-var campaignPolicy = supervaizer.CampaignPolicy{RemoteOnly: true, NoPublication: true}
+var campaignPolicy = campaign.Policy{RemoteOnly: true, NoPublication: true}
 
 // campaignConstraints is the envelope the supervisors of these tests send.
 var campaignConstraints = &client.Constraints{RemoteOnly: true, NoPublication: true}
@@ -38,7 +39,7 @@ type campaignEnv struct {
 	jobs   *taskJobs
 	url    string
 	mu     sync.Mutex
-	policy []supervaizer.CampaignPolicy // what the intervention handler saw
+	policy []campaign.Policy // what the intervention handler saw
 }
 
 func newCampaignEnv(t *testing.T, fake *svtest.FakeStudio, backend store.Backend) *campaignEnv {
@@ -49,9 +50,9 @@ func newCampaignEnv(t *testing.T, fake *svtest.FakeStudio, backend store.Backend
 	env := &campaignEnv{fake: fake}
 	a := newTaskAgent(t, "job.stop", "job.sync")
 	env.fake.Link(a, testStudioAgentID)
-	require.NoError(t, a.ServeCampaignControl(supervaizer.CampaignControl{Enforces: campaignPolicy,
-		Intervene: func(ctx context.Context, in supervaizer.Intervention) (json.RawMessage, error) {
-			pol, ok := supervaizer.CampaignPolicyFrom(ctx)
+	require.NoError(t, a.ServeCampaignControl(campaign.Control{Enforces: campaignPolicy,
+		Intervene: func(ctx context.Context, in campaign.Intervention) (json.RawMessage, error) {
+			pol, ok := campaign.PolicyFrom(ctx)
 			if !ok || pol != in.Policy {
 				return nil, errors.New("the policy is not in the context")
 			}
@@ -59,11 +60,11 @@ func newCampaignEnv(t *testing.T, fake *svtest.FakeStudio, backend store.Backend
 			env.policy = append(env.policy, pol)
 			env.mu.Unlock()
 			if string(in.Params) == `{"publish":true}` && in.Policy.NoPublication {
-				return nil, supervaizer.ErrPolicy
+				return nil, campaign.ErrPolicy
 			}
 			return json.RawMessage(`{"accepted":true}`), nil
 		}}))
-	opts := []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(env.fake))}
+	opts := []supervaizer.Option{supervaizer.WithWorkspaceAuth(testWorkspaceAuth(env.fake)), supervaizer.WithAPIKey(campaignA2AKey, supervaizer.ScopeA2A)}
 	if backend != nil {
 		opts = append(opts, supervaizer.WithBackend(backend))
 	}
@@ -74,6 +75,9 @@ func newCampaignEnv(t *testing.T, fake *svtest.FakeStudio, backend store.Backend
 	env.url = hs.URL
 	return env
 }
+
+// campaignA2AKey is the supervisors' API key: an a2a-scoped one (spec item 71).
+const campaignA2AKey = "campaign-a2a-key-0123456789abcdef"
 
 // supervisor is a client of env for workspace ws.
 func (env *campaignEnv) supervisor(t *testing.T, ws string, scopes ...string) *client.Client {
@@ -86,7 +90,7 @@ func (env *campaignEnv) supervisor(t *testing.T, ws string, scopes ...string) *c
 		c.WorkspaceID = ws
 	})
 	c, err := client.New(context.Background(), env.url, client.AllowLoopback(),
-		client.WithHeader(supervaizer.HeaderAPIKey, testWriteKey), client.WithHeader(supervaizer.HeaderWorkspaceAuthorization, tok))
+		client.WithHeader(supervaizer.HeaderAPIKey, campaignA2AKey), client.WithHeader(supervaizer.HeaderWorkspaceAuthorization, tok))
 	require.NoError(t, err)
 	return c
 }
@@ -137,7 +141,7 @@ func TestCampaignControlCard(t *testing.T) {
 	assert.Equal(t, client.CapabilityUnavailable, pc.Capability(client.OpClaimControl))
 
 	a := newTaskAgent(t)
-	assert.Error(t, a.ServeCampaignControl(supervaizer.CampaignControl{}), "an agent enforcing nothing cannot serve it")
+	assert.Error(t, a.ServeCampaignControl(campaign.Control{}), "an agent enforcing nothing cannot serve it")
 }
 
 // TestCampaignControlLease: one holder at a time, a takeover after expiry
@@ -274,7 +278,7 @@ func TestCampaignControlPolicy(t *testing.T) {
 	refusedWith(t, err, errcode.PolicyRefused)
 	env.mu.Lock()
 	defer env.mu.Unlock()
-	assert.Equal(t, []supervaizer.CampaignPolicy{campaignPolicy, campaignPolicy}, env.policy)
+	assert.Equal(t, []campaign.Policy{campaignPolicy, campaignPolicy}, env.policy)
 }
 
 // TestCampaignControlClaimRace: supervisors racing for one campaign on two

@@ -26,3 +26,8 @@ func From(ctx context.Context) Recorder {
 	r, _ := ctx.Value(Key{}).(Recorder)
 	return r
 }
+
+// PolicyKey is the context key of the campaign policy a call runs under
+// (a campaign.Policy): the pipeline of package supervaizer puts it in the
+// handler's context, campaign.PolicyFrom reads it.
+type PolicyKey struct{}
