@@ -88,6 +88,9 @@ func newApp(cfg config) (*app, error) {
 	}
 	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}
 	a.register()
+	if err := a.serveCampaignControl(); err != nil {
+		return nil, errors.Join(err, closeState())
+	}
 	return a, nil
 }
 

@@ -157,6 +157,8 @@ func (a *app) sendUngoverned(ctx context.Context, rec *jobRecord) error {
 	switch {
 	case errors.Is(err, errStoppedBeforeSend):
 		return nil
+	case errors.Is(err, errPublicationWithheld):
+		return a.markFailed(ctx, rec, "the campaign's policy forbids publication: the brief was not sent")
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err() // interrupted by shutdown: resumed at the next start
 	case err != nil:
@@ -176,12 +178,19 @@ func (a *app) sendBrief(ctx context.Context, rec *jobRecord) (sendResult, error)
 	if cur.Status != jobActive {
 		return sendResult{}, errStoppedBeforeSend
 	}
+	if cur.NoPublication {
+		return sendResult{}, errPublicationWithheld
+	}
 	receipt, err := a.sender.Send(ctx, message{JobID: rec.ID, Scope: rec.Scope, Subject: "Brief: " + rec.TopicID, Body: rec.Draft, To: rec.Recipients})
 	if err != nil {
 		return sendResult{}, err
 	}
 	return sendResult{Receipt: receipt, Recipients: len(rec.Recipients)}, nil
 }
+
+// errPublicationWithheld: the job runs under a campaign whose policy
+// forbids publication, so its brief is never sent.
+var errPublicationWithheld = errors.New("publication withheld by the campaign's policy")
 
 // receiptOf is the receipt of the outbox message of a job.
 func receiptOf(jobID string) string { return "outbox:" + jobID }

@@ -152,6 +152,8 @@ func (a *app) sendGoverned(ctx context.Context, rec *jobRecord) error {
 		return a.recoverDelivery(ctx, gate, rec, step, recovery)
 	case ctx.Err() != nil:
 		return ctx.Err() // shutdown while waiting for a decision: resumed at the next start
+	case errors.Is(err, errPublicationWithheld):
+		return a.markFailed(ctx, rec, "the campaign's policy forbids publication: the brief was not sent")
 	case errors.Is(err, errStoppedBeforeSend):
 		return nil
 	default:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2ui"
+	"github.com/supervaize/supervaizer-go/campaign"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/store"
 	"github.com/supervaize/supervaizer-go/studio"
@@ -104,6 +105,9 @@ func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in s
 		TopicID: topic, Goal: goal, Depth: in.depth(), Status: jobAwaiting,
 		Draft:    draft,
 		Governed: isGoverned,
+	}
+	if pol, ok := campaign.PolicyFrom(ctx); ok && pol.NoPublication {
+		rec.NoPublication = true // no input, approval or model relaxes it
 	}
 	stored, created, err := a.jobs.create(ctx, rec)
 	if err != nil {

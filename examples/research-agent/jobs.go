@@ -64,6 +64,9 @@ type jobRecord struct {
 	Reviews   int    `json:"reviews"`  // review submissions so far
 	Approved  bool   `json:"approved"` // the operator approved the brief for sending
 	Governed  bool   `json:"governed"` // Studio sent a rule snapshot: the delivery is guarded
+	// NoPublication: started under a campaign whose policy forbids
+	// publication (campaign.PolicyFrom): the brief is never sent.
+	NoPublication bool `json:"no_publication,omitempty"`
 	// ApprovedAt is when the brief was approved: it is sent the send delay
 	// later (zero in records written before it existed: sent at once).
 	ApprovedAt time.Time `json:"approved_at,omitzero"`
