@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -310,4 +311,62 @@ func TestCampaignControlClaimRace(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, winners)
+}
+
+// FuzzCampaignParams: any params of any campaign/* method (and of a send
+// under a lease) get exactly one JSON-RPC answer: a refusal with a code of
+// the extension or of JSON-RPC, or a result of the method's shape.
+func FuzzCampaignParams(f *testing.F) {
+	methods := []string{"campaign/claim_control", "campaign/read_control", "campaign/renew_control",
+		"campaign/release_control", "campaign/intervene", "campaign/request_status", a2atask.MethodMessageSend}
+	for _, seed := range []struct {
+		m      uint8
+		params string
+	}{
+		{0, `{"campaign_id":"c","controller_id":"s","ttl_seconds":60,"request_id":"r","constraints":{"remote_only":true,"no_publication":true,"no_destructive_git":false,"no_credential_changes":false,"no_force_push":false,"no_merge":false}}`},
+		{0, `{"campaign_id":"c","controller_id":"s","ttl_seconds":60,"request_id":"r"}`},
+		{0, `{"campaign_id":"c","controller_id":"s","ttl_seconds":1.5,"request_id":"r","constraints":{"remote_only":"yes"}}`},
+		{1, `{"campaign_id":"c"}`},
+		{2, `{"campaign_id":"c","controller_id":"s","controller_epoch":1,"request_id":"r2","ttl_seconds":30}`},
+		{3, `{"campaign_id":"c","controller_id":"s","controller_epoch":-1,"request_id":"r3"}`},
+		{4, `{"campaign_id":"c","controller_id":"s","controller_epoch":1,"request_id":"r4","params":{"pause":true}}`},
+		{5, `{"campaign_id":"c","request_id":"r"}`},
+		{6, `{"message":{"messageId":"m","parts":[{"kind":"data","data":{"action":"job.start","input":{"topic_id":"t"}}}]},"metadata":{"argus_supervisor":{"campaign_id":"c","controller_id":"s","controller_epoch":1,"request_id":"m"}}}`},
+		{6, `{"message":{"messageId":"m","parts":[]},"metadata":{"argus_supervisor":[]}}`},
+		{1, `null`}, {2, `[]`}, {5, `{"campaign_id":"","request_id":"\u0000"}`},
+	} {
+		f.Add(seed.m, []byte(seed.params))
+	}
+	a := newTaskAgent(f, "job.stop", "job.sync")
+	require.NoError(f, a.ServeCampaignControl(campaign.Control{Enforces: campaignPolicy,
+		Intervene: func(context.Context, campaign.Intervention) (json.RawMessage, error) {
+			return json.RawMessage(`{"accepted":true}`), nil
+		}}))
+	srv, _ := serveTaskAgent(f, a, supervaizer.WithLocalMode(true))
+	known := map[int]bool{-32700: true, -32600: true, -32601: true, -32602: true, -32603: true, -32001: true, -32002: true,
+		-32050: true, -32051: true, -32052: true, -32053: true}
+	f.Fuzz(func(t *testing.T, m uint8, params []byte) {
+		method := methods[int(m)%len(methods)]
+		body := append(append([]byte(`{"jsonrpc":"2.0","id":"f","method":"`+method+`","params":`), params...), '}')
+		w := postA2A(t, srv, a2aCall{raw: body})
+		require.Equal(t, http.StatusOK, w.Code, "body: %s", w.Body)
+		var resp struct {
+			Result json.RawMessage `json:"result"`
+			Error  *rpcError       `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &resp), "body: %s", w.Body)
+		require.True(t, (resp.Result == nil) != (resp.Error == nil), "exactly one of result and error: %s", w.Body)
+		if resp.Error != nil {
+			if method != a2atask.MethodMessageSend {
+				require.True(t, known[resp.Error.Code], "code %d: %s", resp.Error.Code, w.Body)
+			}
+			return
+		}
+		if method == "campaign/claim_control" || method == "campaign/renew_control" {
+			var l struct{ Lease *client.Lease }
+			require.NoError(t, json.Unmarshal(resp.Result, &l))
+			require.NotNil(t, l.Lease, "body: %s", w.Body)
+			require.Positive(t, l.Lease.Epoch)
+		}
+	})
 }
