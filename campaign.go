@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
 	"github.com/supervaize/supervaizer-go/internal/callstate"
-	"github.com/supervaize/supervaizer-go/internal/validate"
+	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -49,7 +50,7 @@ func beyond(p, q campaign.Policy) string {
 
 // ServeCampaignControl makes the agent serve the campaign-control
 // extension (package campaign): the six campaign/* methods, and
-// message/send and tasks/cancel under a lease. It fails when cc enforces no
+// the A2A send and cancel under a lease. It fails when cc enforces no
 // constraint. Call it before the server serves.
 func (a *Agent) ServeCampaignControl(cc campaign.Control) error {
 	if cc.Enforces == (campaign.Policy{}) {
@@ -70,7 +71,7 @@ func (a *Agent) campaignControl() *campaign.Control {
 
 // campaignExtension is the card's entry of the extension for cc.
 func campaignExtension(cc *campaign.Control) a2a.AgentExtension {
-	ops := map[string]string{"cancel": "tasks/cancel"}
+	ops := map[string]string{"cancel": a2abind.CampaignCancel}
 	for _, m := range campaignMethods {
 		if m.op != "intervene" || cc.Intervene != nil {
 			ops[m.op] = m.name
@@ -127,37 +128,56 @@ type campaignMethod struct {
 	op, name string
 	mutation bool // carries controller_id, controller_epoch, request_id
 	ttl      bool
-	serve    func(s *Server, cx *campaignCall) (any, *Error)
+	serve    func(cs *campaigns, cx *campaignCall) (any, *Error)
 }
 
 var campaignMethods []campaignMethod
 
 func init() {
 	campaignMethods = []campaignMethod{
-		{op: "claim_control", name: "campaign/claim_control", ttl: true, serve: (*Server).claimControl},
-		{op: "read_control", name: "campaign/read_control", serve: (*Server).readControl},
-		{op: "renew_control", name: "campaign/renew_control", mutation: true, ttl: true, serve: (*Server).renewControl},
-		{op: "release_control", name: "campaign/release_control", mutation: true, serve: (*Server).releaseControl},
-		{op: "intervene", name: "campaign/intervene", mutation: true, serve: (*Server).intervene},
-		{op: "request_status", name: "campaign/request_status", serve: (*Server).requestStatus},
+		{op: "claim_control", name: "campaign/claim_control", ttl: true, serve: (*campaigns).claimControl},
+		{op: "read_control", name: "campaign/read_control", serve: (*campaigns).readControl},
+		{op: "renew_control", name: "campaign/renew_control", mutation: true, ttl: true, serve: (*campaigns).renewControl},
+		{op: "release_control", name: "campaign/release_control", mutation: true, serve: (*campaigns).releaseControl},
+		{op: "intervene", name: "campaign/intervene", mutation: true, serve: (*campaigns).intervene},
+		{op: "request_status", name: "campaign/request_status", serve: (*campaigns).requestStatus},
 	}
 }
 
 // bindingCampaign is the binding of the campaign/* methods.
 const bindingCampaign = "campaign-control"
 
-// campaignTable is the method table's entries of the extension.
+// campaignTable is the method table's entries of the extension: each
+// served like a binding's method (bindingMethod), through the narrow face of
+// the server (a2aPipeline).
 func campaignTable() []method {
 	out := make([]method, 0, len(campaignMethods))
 	for i := range campaignMethods {
 		cm := &campaignMethods[i]
-		out = append(out, unaryMethod(cm.name, bindingCampaign, ScopeA2A, cm.name,
-			func(_ *validate.Validator, c *Call) (campaignParams, *Error) { return decodeCampaign(c, cm) },
-			func(s *Server, c *Call, p campaignParams, dst []byte) ([]byte, *Error) {
-				return s.serveCampaign(c, cm, &p, dst)
-			}))
+		out = append(out, bindingMethod(a2abind.Method{Name: cm.name, Binding: bindingCampaign, TokenScope: cm.name,
+			Unary: func(p a2abind.Pipeline, bc *a2abind.Call, dst []byte) ([]byte, *jsonrpc.Error) {
+				c := bc.Ref.(*Call)
+				params, err := decodeCampaign(c, cm)
+				if err == nil {
+					dst, err = p.(*a2aPipeline).serveCampaign(c, cm, &params, dst)
+				}
+				return dst, toRPC(err)
+			}}))
 	}
 	return out
+}
+
+// campaigns is the extension's state: the leases and request records in
+// the server's store.
+type campaigns struct {
+	st        store.Store
+	logger    *slog.Logger
+	retention time.Duration // of the request records, the idempotency records'
+}
+
+// campaigns is the server's campaign-control component.
+func (p *a2aPipeline) campaigns() *campaigns {
+	return &campaigns{st: p.idem.store, logger: p.logger, retention: p.idem.retention}
 }
 
 // maxCampaignID bounds the identifiers of the campaign methods, in bytes.
@@ -241,7 +261,7 @@ func (cx *campaignCall) leaseKey() string { return leaseKey(cx.ws, cx.agent.slug
 
 // serveCampaign admits a campaign/* call (its agent serves the extension,
 // a workspace token with action.invoke and the method's scope) and serves it.
-func (s *Server) serveCampaign(c *Call, cm *campaignMethod, p *campaignParams, dst []byte) ([]byte, *Error) {
+func (s *a2aPipeline) serveCampaign(c *Call, cm *campaignMethod, p *campaignParams, dst []byte) ([]byte, *Error) {
 	slug := p.AgentSlug
 	if slug == "" {
 		slug = s.primary.slug
@@ -254,15 +274,14 @@ func (s *Server) serveCampaign(c *Call, cm *campaignMethod, p *campaignParams, d
 	if cc == nil || (cm.op == "intervene" && cc.Intervene == nil) {
 		return dst, newError(errcode.MethodNotFound, "Method not found", map[string]any{"method": cm.name})
 	}
-	bc := c.bindingCall()
-	vc, err := s.authorize(c.r.Context(), c.r, contracts.WorkspaceRef{ID: a2abind.TokenWorkspace((*a2aPipeline)(s), bc)}, slug,
+	vc, err := (*Server)(s).authorize(c.r.Context(), c.r, contracts.WorkspaceRef{ID: a2abind.TokenWorkspace(s, &c.a2a)}, slug,
 		[]string{MethodActionInvoke, cm.name})
 	if err != nil {
 		return dst, err
 	}
 	c.note(a, "", "", vc.WorkspaceID)
 	cx := &campaignCall{c: c, p: p, ws: vc.WorkspaceID, agent: a, cc: cc}
-	res, err := cm.serve(s, cx)
+	res, err := cm.serve(s.campaigns(), cx)
 	if err != nil {
 		return dst, err
 	}
@@ -279,9 +298,9 @@ func campaignNow() int64 { return time.Now().Unix() }
 // updateLease applies fn to the lease record of key atomically (the
 // store's PutIfAbsent and CompareAndSwap): on a concurrent change, on this
 // instance or another, fn runs again on the new record.
-func (s *Server) updateLease(ctx context.Context, key string, fn func(cur *campaignLease) (*campaignLease, *Error)) (*campaignLease, *Error) {
+func (s *campaigns) updateLease(ctx context.Context, key string, fn func(cur *campaignLease) (*campaignLease, *Error)) (*campaignLease, *Error) {
 	for range 64 {
-		old, found, err := s.idem.store.Get(ctx, key)
+		old, found, err := s.st.Get(ctx, key)
 		if err != nil {
 			return nil, s.campaignStoreFailed(ctx, err)
 		}
@@ -299,9 +318,9 @@ func (s *Server) updateLease(ctx context.Context, key string, fn func(cur *campa
 		b, _ := json.Marshal(next)
 		var ok bool
 		if found {
-			ok, err = s.idem.store.CompareAndSwap(ctx, key, old, b)
+			ok, err = s.st.CompareAndSwap(ctx, key, old, b)
 		} else {
-			_, ok, err = s.idem.store.PutIfAbsent(ctx, key, b)
+			_, ok, err = s.st.PutIfAbsent(ctx, key, b)
 		}
 		if err != nil {
 			return nil, s.campaignStoreFailed(ctx, err)
@@ -313,7 +332,7 @@ func (s *Server) updateLease(ctx context.Context, key string, fn func(cur *campa
 	return nil, newError(errcode.InternalError, "Lease contended: retry", nil)
 }
 
-func (s *Server) campaignStoreFailed(ctx context.Context, err error) *Error {
+func (s *campaigns) campaignStoreFailed(ctx context.Context, err error) *Error {
 	s.logger.ErrorContext(ctx, "campaign control: store failed", "error", err)
 	return newError(errcode.InternalError, "Lease store unavailable", nil)
 }
@@ -343,7 +362,7 @@ func (cx *campaignCall) enforceable(pol campaign.Policy) *Error {
 	return nil
 }
 
-func (s *Server) claimControl(cx *campaignCall) (any, *Error) {
+func (s *campaigns) claimControl(cx *campaignCall) (any, *Error) {
 	pol, present, err := parseConstraints(cx.p.Constraints)
 	if err != nil {
 		return nil, err
@@ -378,8 +397,8 @@ func (s *Server) claimControl(cx *campaignCall) (any, *Error) {
 	return leaseAnswer(l), nil
 }
 
-func (s *Server) readControl(cx *campaignCall) (any, *Error) {
-	raw, found, err := s.idem.store.Get(cx.ctx(), cx.leaseKey())
+func (s *campaigns) readControl(cx *campaignCall) (any, *Error) {
+	raw, found, err := s.st.Get(cx.ctx(), cx.leaseKey())
 	if err != nil {
 		return nil, s.campaignStoreFailed(cx.ctx(), err)
 	}
@@ -419,7 +438,7 @@ func guard(cx *campaignCall, cur *campaignLease, controller string, epoch int64,
 	return pol, cx.enforceable(pol)
 }
 
-func (s *Server) renewControl(cx *campaignCall) (any, *Error) {
+func (s *campaigns) renewControl(cx *campaignCall) (any, *Error) {
 	now := campaignNow()
 	l, err := s.updateLease(cx.ctx(), cx.leaseKey(), func(cur *campaignLease) (*campaignLease, *Error) {
 		if _, err := guard(cx, cur, cx.p.ControllerID, *cx.p.ControllerEpoch, cx.p.Constraints, now); err != nil {
@@ -436,7 +455,7 @@ func (s *Server) renewControl(cx *campaignCall) (any, *Error) {
 	return leaseAnswer(l), nil
 }
 
-func (s *Server) releaseControl(cx *campaignCall) (any, *Error) {
+func (s *campaigns) releaseControl(cx *campaignCall) (any, *Error) {
 	now := campaignNow()
 	_, err := s.updateLease(cx.ctx(), cx.leaseKey(), func(cur *campaignLease) (*campaignLease, *Error) {
 		if _, err := guard(cx, cur, cx.p.ControllerID, *cx.p.ControllerEpoch, cx.p.Constraints, now); err != nil {
@@ -453,7 +472,7 @@ func (s *Server) releaseControl(cx *campaignCall) (any, *Error) {
 	return map[string]any{"released": true, "lease": nil}, nil
 }
 
-func (s *Server) intervene(cx *campaignCall) (any, *Error) {
+func (s *campaigns) intervene(cx *campaignCall) (any, *Error) {
 	var pol campaign.Policy
 	_, err := s.updateLease(cx.ctx(), cx.leaseKey(), func(cur *campaignLease) (*campaignLease, *Error) {
 		var err *Error
@@ -481,11 +500,11 @@ func (s *Server) intervene(cx *campaignCall) (any, *Error) {
 
 // recordRequest keeps what became of a request id, for request_status (a
 // failure to keep it is logged: the call itself succeeded).
-func (s *Server) recordRequest(cx *campaignCall, r campaignRequest) {
+func (s *campaigns) recordRequest(cx *campaignCall, r campaignRequest) {
 	r.At = campaignNow()
 	b, _ := json.Marshal(r)
 	key := requestKey(cx.ws, cx.agent.slug, cx.p.CampaignID, cx.p.RequestID)
-	if _, _, err := s.idem.store.PutIfAbsent(cx.ctx(), key, b); err != nil {
+	if _, _, err := s.st.PutIfAbsent(cx.ctx(), key, b); err != nil {
 		s.logger.ErrorContext(cx.ctx(), "campaign control: request record failed", "error", err)
 	}
 }

@@ -14,12 +14,12 @@ import (
 )
 
 // The campaign-control extension's readback (campaign/request_status) and
-// the standard methods under a lease (message/send and tasks/cancel with
+// the A2A send and cancel under a lease (with
 // metadata.argus_supervisor); campaign.go has the leases.
 
 // requestStatus answers from the request's records: the campaign's and,
 // for a send, its idempotency record.
-func (s *Server) requestStatus(cx *campaignCall) (any, *Error) {
+func (s *campaigns) requestStatus(cx *campaignCall) (any, *Error) {
 	ctx := cx.ctx()
 	answer := func(state, task string) (any, *Error) {
 		out := map[string]any{"request_id": cx.p.RequestID, "state": state}
@@ -28,7 +28,7 @@ func (s *Server) requestStatus(cx *campaignCall) (any, *Error) {
 		}
 		return out, nil
 	}
-	raw, found, err := s.idem.store.Get(ctx, requestKey(cx.ws, cx.agent.slug, cx.p.CampaignID, cx.p.RequestID))
+	raw, found, err := s.st.Get(ctx, requestKey(cx.ws, cx.agent.slug, cx.p.CampaignID, cx.p.RequestID))
 	if err != nil {
 		return nil, s.campaignStoreFailed(ctx, err)
 	}
@@ -39,14 +39,14 @@ func (s *Server) requestStatus(cx *campaignCall) (any, *Error) {
 	if json.Unmarshal(raw, &r) != nil {
 		return nil, s.campaignStoreFailed(ctx, errors.New("malformed request record"))
 	}
-	if time.Since(time.Unix(r.At, 0)) > s.idem.retention {
+	if time.Since(time.Unix(r.At, 0)) > s.retention {
 		return answer("unknown", "") // past the retention: the records may be gone
 	}
 	if r.Action == "" {
 		return answer(r.State, r.TaskID)
 	}
 	// A send: its idempotency record says whether the job started.
-	rec, found, err := s.idem.store.Get(ctx, recordKey(cx.ws, cx.agent.slug, r.Action, cx.p.RequestID))
+	rec, found, err := s.st.Get(ctx, recordKey(cx.ws, cx.agent.slug, r.Action, cx.p.RequestID))
 	if err != nil {
 		return nil, s.campaignStoreFailed(ctx, err)
 	}
@@ -76,9 +76,9 @@ type supervisorMeta struct {
 	Constraints     json.RawMessage `json:"constraints"`
 }
 
-// Supervised admits a message/send or tasks/cancel under a campaign lease.
+// Supervised admits an A2A send or cancel under a campaign lease.
 func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, messageID, action, taskID string) (context.Context, func(string), *jsonrpc.Error) {
-	s := (*Server)(p)
+	s := p.campaigns()
 	c := bc.Ref.(*Call)
 	var sm supervisorMeta
 	if json.Unmarshal(raw, &sm) != nil || sm.ControllerEpoch == nil || *sm.ControllerEpoch < 0 {
@@ -92,7 +92,7 @@ func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, mess
 	if taskID == "" && sm.RequestID != messageID {
 		return nil, nil, toRPC(invalidCampaign("Invalid params: metadata.argus_supervisor.request_id must be the message's messageId"))
 	}
-	a := s.bySlug[slug]
+	a := p.bySlug[slug]
 	var cc *campaign.Control
 	if a != nil {
 		cc = a.campaignControl()
@@ -103,7 +103,7 @@ func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, mess
 	if taskID == "" && !a.isIdempotent(action) {
 		return nil, nil, toRPC(policyRefused("action " + action + " is not idempotent: a send under a lease needs its idempotency record"))
 	}
-	vc, err := s.authorize(bc.R.Context(), bc.R, contracts.WorkspaceRef{ID: a2abind.TokenWorkspace(p, bc)}, slug, []string{MethodActionInvoke})
+	vc, err := (*Server)(p).authorize(bc.R.Context(), bc.R, contracts.WorkspaceRef{ID: a2abind.TokenWorkspace(p, bc)}, slug, []string{MethodActionInvoke})
 	if err != nil {
 		return nil, nil, toRPC(err)
 	}
@@ -138,7 +138,7 @@ func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, mess
 	done := func(jobID string) {
 		if jobID == "" {
 			if taskID != "" { // a cancel that did not cancel: nothing applied
-				_ = s.idem.store.Delete(context.WithoutCancel(ctx), requestKey(cx.ws, a.slug, sm.CampaignID, sm.RequestID))
+				_ = s.st.Delete(context.WithoutCancel(ctx), requestKey(cx.ws, a.slug, sm.CampaignID, sm.RequestID))
 			}
 			return
 		}
@@ -149,16 +149,16 @@ func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, mess
 
 // settleSupervised records a supervised call that succeeded: the request
 // applied, and a send's job bound to the campaign as its task.
-func (s *Server) settleSupervised(ctx context.Context, cx *campaignCall, jobID string, epoch int64, bind bool) {
+func (s *campaigns) settleSupervised(ctx context.Context, cx *campaignCall, jobID string, epoch int64, bind bool) {
 	key := requestKey(cx.ws, cx.agent.slug, cx.p.CampaignID, cx.p.RequestID)
 	b, _ := json.Marshal(campaignRequest{State: "applied", TaskID: jobID, At: campaignNow()})
-	if old, found, err := s.idem.store.Get(ctx, key); err == nil && found {
+	if old, found, err := s.st.Get(ctx, key); err == nil && found {
 		var r campaignRequest
 		if json.Unmarshal(old, &r) == nil {
 			r.State, r.TaskID = "applied", jobID
 			b, _ = json.Marshal(r)
 		}
-		_, _ = s.idem.store.CompareAndSwap(ctx, key, old, b)
+		_, _ = s.st.CompareAndSwap(ctx, key, old, b)
 	}
 	if !bind {
 		return
