@@ -487,3 +487,24 @@ func (a *Agent) surface(id string) SurfaceHandler {
 	defer a.mu.RUnlock()
 	return a.surfaces[id]
 }
+
+// ServeCampaignControl makes the agent serve the campaign-control
+// extension (package campaign): the six campaign/* methods, and
+// the A2A send and cancel under a lease. It fails when cc enforces no
+// constraint. Call it before the server serves.
+func (a *Agent) ServeCampaignControl(cc campaign.Control) error {
+	if cc.Enforces == (campaign.Policy{}) {
+		return fmt.Errorf("supervaizer: ServeCampaignControl: agent %q enforces no constraint", a.slug)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.campaign = &cc
+	return nil
+}
+
+// campaignControl is the agent's extension (nil when not served).
+func (a *Agent) campaignControl() *campaign.Control {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.campaign
+}

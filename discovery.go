@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/supervaize/supervaizer-go/a2a"
+	"github.com/supervaize/supervaizer-go/campaign"
+	"github.com/supervaize/supervaizer-go/internal/campaignctl"
 	"github.com/supervaize/supervaizer-go/internal/preview"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 )
@@ -71,7 +73,8 @@ func cardInput(a *Agent, base string) a2a.CardInput {
 		}
 	}
 	if cc := a.campaignControl(); cc != nil {
-		in.Extensions = append(in.Extensions, campaignExtension(cc))
+		in.Extensions = append(in.Extensions, a2a.AgentExtension{URI: campaign.URI, Params: campaignctl.ExtensionParams(cc),
+			Description: "Campaign control: one supervisor at a time holds a campaign's lease; every mutation carries its epoch."})
 	}
 	if m := a.spec.Methods; m != nil {
 		for _, c := range m.Custom {

@@ -2,6 +2,7 @@ package supervaizer
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/errcode"
 	"github.com/supervaize/supervaizer-go/internal/a2abind"
+	"github.com/supervaize/supervaizer-go/internal/campaignctl"
 	"github.com/supervaize/supervaizer-go/internal/jsonrpc"
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/validate"
@@ -246,3 +248,98 @@ type a2aRead struct {
 
 // jobStopAction is the action that stops a job (what A2A's cancel maps to).
 const jobStopAction = "job.stop"
+
+// campaignTable is the method table's entries of the campaign-control
+// extension (internal/campaignctl): each served like a binding's method
+// (bindingMethod), through the narrow face of the server.
+func campaignTable() []method {
+	out := make([]method, 0, len(campaignctl.Methods))
+	for i := range campaignctl.Methods {
+		cm := &campaignctl.Methods[i]
+		out = append(out, bindingMethod(a2abind.Method{Name: cm.Name, Binding: campaignctl.Binding, TokenScope: cm.Name,
+			Unary: func(p a2abind.Pipeline, bc *a2abind.Call, dst []byte) ([]byte, *jsonrpc.Error) {
+				params, err := campaignctl.Decode(bc.T.Raw(bc.Params), cm)
+				if err == nil {
+					dst, err = p.(*a2aPipeline).serveCampaign(bc, cm, &params, dst)
+				}
+				return dst, err
+			}}))
+	}
+	return out
+}
+
+// campaigns is the server's campaign-control state.
+func (p *a2aPipeline) campaigns() *campaignctl.Service {
+	st := p.idem.store
+	return &campaignctl.Service{St: st, Logger: p.logger, Retention: p.idem.retention,
+		Idem: func(ctx context.Context, ws, slug, action, key string) (bool, string, bool, error) {
+			raw, found, err := st.Get(ctx, recordKey(ws, slug, action, key))
+			if err != nil || !found {
+				return false, "", found, err
+			}
+			var rec idemRecord
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return false, "", false, err
+			}
+			return rec.State == recordDone, rec.JobID, true, nil
+		}}
+}
+
+// campaignCall admits a call of agent slug's campaign control: the agent
+// serves it, and the token (of the call's workspace) carries scopes.
+func (p *a2aPipeline) campaignCall(bc *a2abind.Call, slug string, scopes []string) (*Agent, *campaignctl.Call, *jsonrpc.Error) {
+	a := p.bySlug[slug]
+	if a == nil || a.campaignControl() == nil {
+		return nil, nil, nil
+	}
+	vc, err := p.Authorize(bc, a2abind.TokenWorkspace(p, bc), slug, scopes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, &campaignctl.Call{Ctx: bc.R.Context(), WS: vc.WorkspaceID, Slug: slug, CC: a.campaignControl()}, nil
+}
+
+// serveCampaign serves an admitted campaign/* call.
+func (p *a2aPipeline) serveCampaign(bc *a2abind.Call, cm *campaignctl.Method, params *campaignctl.Params, dst []byte) ([]byte, *jsonrpc.Error) {
+	slug := params.AgentSlug
+	if slug == "" {
+		slug = p.primary.slug
+	}
+	a, cx, err := p.campaignCall(bc, slug, []string{MethodActionInvoke, cm.Name})
+	if err == nil && (cx == nil || (cm.Op == "intervene" && cx.CC.Intervene == nil)) {
+		err = &jsonrpc.Error{Code: errcode.MethodNotFound, Message: "Method not found", Data: map[string]any{"method": cm.Name}}
+	}
+	if err != nil {
+		return dst, err
+	}
+	bc.Ref.(*Call).note(a, "", "", cx.WS)
+	cx.P = params
+	res, err := cm.Serve(p.campaigns(), cx)
+	if err != nil {
+		return dst, err
+	}
+	b, merr := json.Marshal(res)
+	if merr != nil {
+		return dst, &jsonrpc.Error{Code: errcode.InternalError, Message: "Internal error"}
+	}
+	return append(dst, b...), nil
+}
+
+// Supervised admits an A2A send or cancel under a campaign lease.
+func (p *a2aPipeline) Supervised(bc *a2abind.Call, slug string, raw []byte, messageID, action, taskID string) (context.Context, func(string), *jsonrpc.Error) {
+	sm, err := campaignctl.ParseSupervisor(raw, messageID, taskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, cx, err := p.campaignCall(bc, slug, []string{MethodActionInvoke})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case cx == nil:
+		return nil, nil, &jsonrpc.Error{Code: errcode.PolicyRefused, Message: "Refused by the campaign policy: the agent does not serve campaign control"}
+	case taskID == "" && !a.isIdempotent(action):
+		return nil, nil, &jsonrpc.Error{Code: errcode.PolicyRefused,
+			Message: "Refused by the campaign policy: action " + action + " is not idempotent: a send under a lease needs its idempotency record"}
+	}
+	return p.campaigns().Supervise(cx, sm, action, taskID)
+}

@@ -298,8 +298,3 @@ func textParts(t *wire.Tape, parts int32, present bool, b binding) (text string,
 	}
 	return sb.String(), true
 }
-
-// CampaignCancel is the method the campaign-control extension's operations
-// map names for "cancel": the cancel of the campaign's bound task, with
-// MetaSupervisor (the 0.3 name; a client maps it to its binding's).
-const CampaignCancel = a2atask.MethodTasksCancel
