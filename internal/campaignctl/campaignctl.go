@@ -229,7 +229,6 @@ type Call struct {
 	CC   *campaign.Control
 }
 
-
 func (cx *Call) leaseKey() string { return leaseKey(cx.WS, cx.Slug, cx.P.CampaignID) }
 
 // now is the time leases are measured against, in Unix seconds.
@@ -448,6 +447,7 @@ func (s *Service) recordRequest(cx *Call, r Request) {
 		s.Logger.ErrorContext(cx.Ctx, "campaign control: request record failed", "error", err)
 	}
 }
+
 // requestStatus answers from the request's records: the campaign's and,
 // for a send, its idempotency record.
 func (s *Service) requestStatus(cx *Call) (any, *jsonrpc.Error) {
