@@ -46,16 +46,11 @@ var errUnchanged = errors.New("store: unchanged")
 // Scan visits a snapshot of the matching keys, copied out of the database when
 // it starts, so its memory use grows with the size of what it visits.
 type Bolt struct {
-	closed  atomic.Bool
-	writers atomic.Int64 // write calls in progress
-	db      *bolt.DB
-	path    string
+	closed atomic.Bool
+	writes committer
+	db     *bolt.DB
+	path   string
 }
-
-// batchDelay is how long a write that finds other writes in progress waits
-// for more to join its commit (bbolt's MaxBatchDelay). A write with no
-// other write in progress commits at once, without waiting.
-const batchDelay = time.Millisecond
 
 var _ Store = (*Bolt)(nil)
 
@@ -157,7 +152,6 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = batchDelay
 	err = db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucketName)
 		return err
@@ -166,7 +160,9 @@ func Open(path string, opts ...Option) (*Bolt, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	return &Bolt{db: db, path: path}, nil
+	bl := &Bolt{db: db, path: path}
+	bl.writes.db = db
+	return bl, nil
 }
 
 // Path returns the path of the database file, as given to Open.
@@ -205,43 +201,11 @@ func (b *Bolt) Get(ctx context.Context, key string) ([]byte, bool, error) {
 // update runs fn in a write transaction and returns once the transaction
 // is committed, which bbolt syncs to disk: a write that returns is durable.
 // fn returns errUnchanged when it wrote nothing; changed reports whether
-// the run of fn that was committed wrote.
-//
-// A write with no other write in progress commits alone, at once (when
-// fn wrote nothing the transaction is rolled back: no disk write). Writes
-// that overlap are grouped into one commit, one fsync for many calls
-// (bbolt's Batch, which waits up to batchDelay for more to join). Batch
-// may run fn more than once (again in a later transaction when another
-// call's function fails), so fn must set what it reports afresh on every
-// run; each call's results are those of the run that was committed.
+// the committed run of fn wrote. Overlapping writes share commits (see
+// committer), so fn may run more than once and must set what it reports
+// afresh on every run.
 func (b *Bolt) update(fn func(tx *bolt.Tx) error) (changed bool, err error) {
-	defer b.writers.Add(-1)
-	if b.writers.Add(1) == 1 {
-		switch err := b.db.Update(fn); {
-		case errors.Is(err, errUnchanged):
-			return false, nil
-		case err != nil:
-			return false, err
-		}
-		return true, nil
-	}
-	return b.batch(fn)
-}
-
-// batch is update's path for a write that overlaps others.
-func (b *Bolt) batch(fn func(tx *bolt.Tx) error) (changed bool, err error) {
-	err = b.db.Batch(func(tx *bolt.Tx) error {
-		changed = false
-		switch err := fn(tx); {
-		case errors.Is(err, errUnchanged):
-			return nil
-		case err != nil:
-			return err
-		}
-		changed = true
-		return nil
-	})
-	return changed && err == nil, err
+	return b.writes.write(fn)
 }
 
 // PutIfAbsent implements [Store.PutIfAbsent] in one transaction. A key that
