@@ -370,3 +370,18 @@ func FuzzCampaignParams(f *testing.F) {
 		}
 	})
 }
+
+// TestCampaignControlNoBypass: a send carrying a lease where the SDK does
+// not check it (a stream) is refused, whatever its epoch: no path bypasses
+// the lease.
+func TestCampaignControlNoBypass(t *testing.T) {
+	a := newTaskAgent(t, "job.stop", "job.sync")
+	require.NoError(t, a.ServeCampaignControl(campaign.Control{Enforces: campaignPolicy}))
+	srv, jobs := serveTaskAgent(t, a, supervaizer.WithLocalMode(true))
+	params := taskMessage("m-stream", "job.start", map[string]any{"topic_id": "t"}, func(p, _ map[string]any) {
+		p["metadata"] = map[string]any{"argus_supervisor": map[string]any{"campaign_id": "c", "controller_id": "s", "controller_epoch": 1, "request_id": "m-stream"}}
+	})
+	w := postA2A(t, srv, a2aCall{method: a2atask.MethodMessageStream, params: params})
+	assert.Contains(t, w.Body.String(), `"code":-32053`)
+	assert.Zero(t, jobs.count(), "no handler ran")
+}

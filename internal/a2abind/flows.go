@@ -159,6 +159,9 @@ func recordWorkspace(req *contracts.ActionRequest) string {
 func sendMethod(b binding) func(p Pipeline, c *Call, m message, dst []byte) ([]byte, *jsonrpc.Error) {
 	return func(p Pipeline, c *Call, m message, dst []byte) ([]byte, *jsonrpc.Error) {
 		if m.conversation {
+			if m.meta.supervisor != nil {
+				return dst, unsupervisable()
+			}
 			return converse(p, c, &m, b, dst)
 		}
 		req := messageRequest(p, c, &m)
@@ -404,6 +407,15 @@ func cancelMethod(b binding) func(p Pipeline, c *Call, tp taskParams, dst []byte
 		canceled = v.ID
 		return b.appendTask(dst, &v, nil), nil
 	}
+}
+
+// unsupervisable is the -32053 answer of a send carrying
+// metadata.argus_supervisor where the lease is not checked (a stream, a
+// conversation message): a send under a lease is a message/send with a
+// data part, never one that bypasses the check.
+func unsupervisable() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: errcode.PolicyRefused,
+		Message: "Refused by the campaign policy: a send under a lease is a non-streaming message with a data part"}
 }
 
 // notCancelable is the -32002 answer of tasks/cancel.

@@ -121,6 +121,9 @@ func streamResumeMethod(b binding) func(p Pipeline, c *Call, tp taskParams, rpcE
 // answer that ends the stream at once: the Message of a result without a
 // task, or the failed Task of an error result.
 func streamSend(p Pipeline, c *Call, m message, b binding) (streamStart, *jsonrpc.Error) {
+	if m.meta.supervisor != nil {
+		return streamStart{m: m.meta}, unsupervisable()
+	}
 	req := messageRequest(p, c, &m)
 	raw, v, read, rpcErr := p.Invoke(c, &req, m.input, nil)
 	if rpcErr != nil {
