@@ -146,6 +146,25 @@ func appendUsageMeta(dst, usage []byte) []byte {
 	return append(dst, '}')
 }
 
+// withUsage puts the usage (nil: none, dst unchanged) in the metadata of
+// the answer dst ends with: the Task, Message or event of a 0.3 result, the
+// object a 1.0 result wraps ({"task":…}, {"message":…}, {"statusUpdate":…}).
+// None of those objects has metadata of its own.
+func withUsage(dst, usage []byte, b binding) []byte {
+	closing := 1
+	if b.wrapsResults() {
+		closing = 2
+	}
+	if usage == nil || len(dst) < closing {
+		return dst
+	}
+	dst = appendUsageMeta(dst[:len(dst)-closing], usage)
+	for range closing {
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
 // converse serves a conversation's message/send (SendMessage): the
 // conversation action's answer as an agent Message, or the Task of the job
 // it started.
@@ -160,11 +179,11 @@ func converse(p Pipeline, c *Call, m *message, b binding, dst []byte) ([]byte, *
 	}
 	usage := usageJSON(c)
 	if read {
-		return b.appendTaskResult(dst, &v, nil), nil
+		return withUsage(b.appendTaskResult(dst, &v, nil), usage, b), nil
 	}
 	text, rest, ok := reply(raw)
 	if !ok {
-		return appendAnswer(dst, &x.req, raw, p.IsJobAction(x.req.AgentSlug, x.req.Action), b), nil
+		return withUsage(appendAnswer(dst, &x.req, raw, p.IsJobAction(x.req.AgentSlug, x.req.Action), b), usage, b), nil
 	}
 	remember(p, c, x, m.text, text)
 	return b.appendConversationReply(dst, &x.req, text, rest, usage), nil

@@ -68,7 +68,7 @@ func converseStream(p Pipeline, c *Call, m message, b binding, rpcErr *jsonrpc.E
 	if rpcErr != nil {
 		v.Status, v.Text = "failed", rpcErr.Message
 		p.Tasks().Record(ctx, x.workspaceID, slug, v)
-		write(sseFrame(nil, append(b.appendStatusUpdate(jsonrpc.AppendResultPrefix(nil, c.ID), &v, a2atask.StateFailed, true), '}')))
+		write(sseFrame(nil, append(withUsage(b.appendStatusUpdate(jsonrpc.AppendResultPrefix(nil, c.ID), &v, a2atask.StateFailed, true), usageJSON(c), b), '}')))
 		return
 	}
 	text, rest, ok := reply(raw)
@@ -78,7 +78,7 @@ func converseStream(p Pipeline, c *Call, m message, b binding, rpcErr *jsonrpc.E
 	case !ok:
 		v.Status, v.Text = "failed", "The conversation action answered an error"
 		p.Tasks().Record(ctx, x.workspaceID, slug, v)
-		write(sseFrame(nil, append(b.appendStatusUpdate(jsonrpc.AppendResultPrefix(nil, c.ID), &v, a2atask.StateFailed, true), '}')))
+		write(sseFrame(nil, append(withUsage(b.appendStatusUpdate(jsonrpc.AppendResultPrefix(nil, c.ID), &v, a2atask.StateFailed, true), usageJSON(c), b), '}')))
 		return
 	default:
 		remember(p, c, x, m.text, text)
@@ -86,5 +86,5 @@ func converseStream(p Pipeline, c *Call, m message, b binding, rpcErr *jsonrpc.E
 	write(sseFrame(nil, append(b.appendTextArtifact(jsonrpc.AppendResultPrefix(nil, c.ID), &v, text, rest, false, true), '}')))
 	v.Status, v.Text = "completed", text
 	p.Tasks().Record(ctx, x.workspaceID, slug, v)
-	write(sseFrame(nil, append(b.appendStatusUpdate(jsonrpc.AppendResultPrefix(nil, c.ID), &v, a2atask.StateCompleted, true), '}')))
+	write(sseFrame(nil, append(withUsage(b.appendStatusUpdate(jsonrpc.AppendResultPrefix(nil, c.ID), &v, a2atask.StateCompleted, true), usageJSON(c), b), '}')))
 }

@@ -185,18 +185,19 @@ func sendMethod(b binding) func(p Pipeline, c *Call, m message, dst []byte) ([]b
 		if !read { // a replayed answer, or a result without job_state
 			jobAction := p.IsJobAction(req.AgentSlug, req.Action)
 			if !m.blocking {
-				return appendAnswer(dst, &req, raw, jobAction, b), nil
+				return withUsage(appendAnswer(dst, &req, raw, jobAction, b), usageJSON(c), b), nil
 			}
 			av, isTask := answerView(&req, raw, jobAction)
 			if !isTask || av.State == nil {
-				return appendAnswer(dst, &req, raw, jobAction, b), nil
+				return withUsage(appendAnswer(dst, &req, raw, jobAction, b), usageJSON(c), b), nil
 			}
 			v = av
 		}
+		usage := usageJSON(c) // the call's: awaitFinal does not invoke
 		if m.blocking && !v.TaskState().Final() {
 			v = awaitFinal(p, c, &req, m.meta, v)
 		}
-		return b.appendTaskResult(dst, &v, nil), nil
+		return withUsage(b.appendTaskResult(dst, &v, nil), usage, b), nil
 	}
 }
 

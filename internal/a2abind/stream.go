@@ -133,7 +133,7 @@ func streamSend(p Pipeline, c *Call, m message, b binding) (streamStart, *jsonrp
 		jobAction := p.IsJobAction(req.AgentSlug, req.Action)
 		var isTask bool
 		if v, isTask = answerView(&req, raw, jobAction); !isTask || v.State == nil {
-			return streamStart{v: v, m: m.meta, msg: appendAnswer(nil, &req, raw, jobAction, b)}, nil
+			return streamStart{v: v, m: m.meta, msg: withUsage(appendAnswer(nil, &req, raw, jobAction, b), usageJSON(c), b)}, nil
 		}
 	}
 	return streamStart{v: v, m: m.meta, key: taskview.Key(recordWorkspace(&req), req.AgentSlug, v.ID), vc: req.WorkspaceAuthorization}, nil

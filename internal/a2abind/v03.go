@@ -55,6 +55,9 @@ type binding interface {
 	// resumeRefused is the error of resubscribing to the task v, nil when
 	// the binding follows it.
 	resumeRefused(id string, v *taskview.Job) *jsonrpc.Error
+	// wrapsResults reports whether the binding's results (Task, Message,
+	// events) are wrapped in a member naming them (1.0: {"task":…}).
+	wrapsResults() bool
 	// settledUpdate reports whether a stream whose first Task is already
 	// final ends with a status update of it (0.3: final true, spec item 72).
 	settledUpdate() bool
@@ -76,6 +79,9 @@ func (b v03) methods() []Method {
 const shape03 = `Invalid A2A message: params.message must carry exactly one data part {"kind":"data","data":{"action":"<action id>","input":{...}}}`
 
 func (v03) shape() string { return shape03 }
+
+// wrapsResults: a 0.3 result is the object, tagged by kind.
+func (v03) wrapsResults() bool { return false }
 
 // key is camel: the 0.3 JSON names only.
 func (v03) key(_ *wire.Tape, _ int32, camel, _ string) (string, bool) { return camel, false }

@@ -48,6 +48,9 @@ const shape10 = `Invalid A2A message: params.message must carry exactly one data
 
 func (v10) shape() string { return shape10 }
 
+// wrapsResults: a 1.0 result wraps its object ({"task":…}, {"message":…}).
+func (v10) wrapsResults() bool { return true }
+
 // key is camel, or its proto field name snake when only that one is present
 // (protobuf-JSON readers accept both). dup reports both present: read
 // differently by different decoders, refused like a repeated key.
