@@ -26,6 +26,13 @@ const streamWriteTimeout = 10 * time.Second
 
 // converseStream serves a conversation's message/stream.
 func converseStream(p Pipeline, c *Call, m message, b binding, rpcErr *jsonrpc.Error) {
+	// The stream counts in MaxEventStreams and its key's MaxStreamsPerKey,
+	// as a task stream (spec item 72): beyond them, 503 with Retry-After.
+	release, ok := p.Tasks().Events.Hold(c.W, c.R)
+	if !ok {
+		return
+	}
+	defer release()
 	var x *exchange
 	if rpcErr == nil {
 		x, rpcErr = startExchange(p, c, &m, b, true)

@@ -2,6 +2,8 @@ package sse
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
 	"sync"
 )
 
@@ -82,4 +84,25 @@ func WithHolder(ctx context.Context, holder string) context.Context {
 func holderOf(ctx context.Context) string {
 	h, _ := ctx.Value(holderKey{}).(string)
 	return h
+}
+
+// Hold counts a stream the broker does not serve (a streamed A2A
+// conversation, whose events its handler makes) in the broker's limiter,
+// for the holder of r's context, until release is called. When the limit
+// is reached it answers w 503 with Retry-After, as a refused stream, and
+// ok is false. A broker without a limiter holds nothing.
+func (b *Broker) Hold(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if b.limiter == nil {
+		return func() {}, true
+	}
+	holder := holderOf(r.Context())
+	if !b.limiter.acquire(holder) {
+		b.logger.LogAttrs(r.Context(), slog.LevelWarn, "sse stream refused: too many open streams",
+			slog.Int("max_streams", b.limiter.max), slog.String("remote_addr", r.RemoteAddr))
+		w.Header().Set("Retry-After", retryAfter)
+		writeError(w, http.StatusServiceUnavailable, "too many event streams")
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { b.limiter.release(holder) }) }, true
 }

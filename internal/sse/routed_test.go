@@ -89,3 +89,28 @@ func TestLimiterPerHolder(t *testing.T) {
 	_, _, err = two.subscribe(ctx, nil, 0, false)
 	assert.NoError(t, err, "a released stream frees its holder's share")
 }
+
+// TestBrokerHold: a stream the broker does not serve holds a share of its
+// limiter until released (once, however often release is called); beyond
+// the limit it is answered 503 with Retry-After.
+func TestBrokerHold(t *testing.T) {
+	l := NewLimiter(2, 1)
+	b := NewBroker(Options{Limiter: l})
+	r := httptest.NewRequest(http.MethodPost, "/a2a", nil).WithContext(WithHolder(context.Background(), "key-0"))
+	release, ok := b.Hold(httptest.NewRecorder(), r)
+	require.True(t, ok)
+	assert.Equal(t, 1, l.Open())
+	w := httptest.NewRecorder()
+	_, ok = b.Hold(w, r)
+	assert.False(t, ok, "the holder's second stream")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.NotEmpty(t, w.Header().Get("Retry-After"))
+	_, _, err := b.subscribe(WithHolder(context.Background(), "key-0"), nil, 0, false)
+	assert.ErrorIs(t, err, errTooManyStreams, "a held stream counts with served ones")
+	release()
+	release()
+	assert.Equal(t, 0, l.Open(), "released once")
+	release, ok = NewBroker(Options{}).Hold(httptest.NewRecorder(), r)
+	assert.True(t, ok, "a broker without a limiter holds nothing")
+	release()
+}
