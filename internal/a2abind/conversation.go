@@ -125,6 +125,10 @@ func remember(p Pipeline, c *Call, x *exchange, content, response string) {
 	}
 }
 
+// jobStarted is the answer a conversation's history keeps (and a streamed
+// conversation answers) when its handler started job id.
+func jobStarted(id string) string { return "Job " + id + " started" }
+
 // usageJSON is the JSON of the usage of the call's last invocation, nil
 // when none was reported.
 func usageJSON(c *Call) []byte {
@@ -178,7 +182,8 @@ func converse(p Pipeline, c *Call, m *message, b binding, dst []byte) ([]byte, *
 		return dst, rpcErr
 	}
 	usage := usageJSON(c)
-	if read {
+	if read { // the handler started a job: the history has the exchange
+		remember(p, c, x, m.text, jobStarted(v.ID))
 		return withUsage(b.appendTaskResult(dst, &v, nil), usage, b), nil
 	}
 	text, rest, ok := reply(raw)

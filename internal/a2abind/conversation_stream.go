@@ -81,7 +81,8 @@ func converseStream(p Pipeline, c *Call, m message, b binding, rpcErr *jsonrpc.E
 	text, rest, ok := reply(raw)
 	switch {
 	case read: // the handler started a job: the conversation's answer names it
-		text, rest = "Job "+jv.ID+" started", nil
+		text, rest = jobStarted(jv.ID), nil
+		remember(p, c, x, m.text, text)
 	case !ok:
 		v.Status, v.Text = "failed", "The conversation action answered an error"
 		p.Tasks().Record(ctx, x.workspaceID, slug, v)
