@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -379,10 +381,32 @@ func (s *Server) keepUsage(ctx context.Context, c *Call, req *ActionRequest, u c
 // consumption of the call's job (an A2A call: its derived job id): one
 // record per token kind that skus maps to a SKU of the agent's billing
 // catalog, once per call (its idempotency key is the call's, so a retried
-// call bills nothing new). It needs the controller attached to Studio;
+// call bills nothing new). NewServer refuses a SKU missing from an agent's
+// BillingCatalog. It needs the controller attached to Studio;
 // reports run after the answer, and a failed one is logged.
 func WithUsageBilling(skus conversation.BillingSKUs) Option {
 	return func(c *config) { c.usageSKUs = skus }
+}
+
+// checkUsageSKUs refuses a WithUsageBilling mapping naming a SKU that an
+// agent's billing catalog (its spec's, known before Start) does not list:
+// each of that agent's reports would fail.
+func checkUsageSKUs(skus conversation.BillingSKUs, agents []*Agent) error {
+	if skus.IsZero() {
+		return nil
+	}
+	var errs []error
+	for _, a := range agents {
+		for _, k := range [...]struct{ field, sku string }{
+			{"InputTokens", skus.InputTokens}, {"OutputTokens", skus.OutputTokens},
+			{"CacheCreationInputTokens", skus.CacheCreationInputTokens}, {"CacheReadInputTokens", skus.CacheReadInputTokens},
+		} {
+			if k.sku != "" && !slices.ContainsFunc(a.spec.BillingCatalog, func(it contracts.BillingItem) bool { return it.SKU == k.sku }) {
+				errs = append(errs, fmt.Errorf("supervaizer: WithUsageBilling: %s SKU %q is not in the billing catalog of agent %q", k.field, k.sku, a.slug))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // usageBillingTimeout bounds one billing report of a call's usage.

@@ -173,6 +173,9 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		}
 		s.bySlug[a.slug] = a
 	}
+	if err := checkUsageSKUs(cfg.usageSKUs, agents); err != nil {
+		return nil, err
+	}
 	s.primary = agents[0]
 	if cfg.primary != "" {
 		p, ok := s.bySlug[cfg.primary]
