@@ -29,6 +29,9 @@ type app struct {
 	// sendDelay is how long an approved brief waits before it is sent
 	// (RESEARCH_AGENT_SEND_DELAY).
 	sendDelay time.Duration
+	// delegate hands the gathering of sources to a remote agent
+	// (RESEARCH_AGENT_DELEGATE_URL); nil: the agent gathers them itself.
+	delegate *delegator
 
 	closeStore func() error // closes the store, or the database pool
 
@@ -84,7 +87,7 @@ func newApp(cfg config) (*app, error) {
 	a := &app{
 		logger: logger, store: st, closeStore: closeState, agent: agent, srv: srv,
 		jobs: &jobStore{st: st, now: time.Now, exclusive: store.IsExclusive(st)}, sender: &outboxSender{st: st, now: time.Now},
-		now: time.Now, sendDelay: cfg.SendDelay, bg: bg, stopBG: stop,
+		now: time.Now, sendDelay: cfg.SendDelay, delegate: newDelegator(cfg, st), bg: bg, stopBG: stop,
 	}
 	a.ctxs = &studio.ContextAssigner{Opener: srv.Studio().Context(), Save: a.saveContext}
 	a.register()

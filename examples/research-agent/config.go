@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,10 @@ const (
 	envSSEQueue  = "SUPERVAIZER_SSE_QUEUE_SIZE"
 	// envSendDelay is the agent's own business setting, hence its prefix.
 	envSendDelay = "RESEARCH_AGENT_SEND_DELAY"
+	// The remote agent the gathering of sources is delegated to (delegate.go).
+	envDelegateURL      = "RESEARCH_AGENT_DELEGATE_URL"
+	envDelegateAPIKey   = "RESEARCH_AGENT_DELEGATE_API_KEY"
+	envDelegateLoopback = "RESEARCH_AGENT_DELEGATE_ALLOW_LOOPBACK"
 )
 
 // Values of SUPERVAIZER_STORE, where the state lives when
@@ -83,6 +88,17 @@ type config struct {
 	// recalls it, as "undo send" does in a mail client. The delay counts from
 	// the approval, across restarts.
 	SendDelay time.Duration
+	// DelegateURL is RESEARCH_AGENT_DELEGATE_URL, the base URL of another
+	// A2A agent: when set, each new job hands its gathering of sources to
+	// it (one sub-task per job, delegate.go). Empty: no delegation.
+	DelegateURL string
+	// DelegateAPIKey is RESEARCH_AGENT_DELEGATE_API_KEY, sent to the remote
+	// as its X-API-Key.
+	DelegateAPIKey string
+	// DelegateLoopback is RESEARCH_AGENT_DELEGATE_ALLOW_LOOPBACK: plain HTTP
+	// to a loopback remote is allowed (a2a/client.AllowLoopback), for
+	// development and tests. Otherwise the remote must be HTTPS.
+	DelegateLoopback bool
 	// LocalMode reports SUPERVAIZER_LOCAL_MODE; the SDK reads it too.
 	LocalMode bool
 	// Getenv is handed to the SDK (supervaizer.WithEnv) for every other
@@ -135,6 +151,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		cfg.SendDelay = d
 	}
+	cfg.DelegateURL = strings.TrimSpace(getenv(envDelegateURL))
+	cfg.DelegateAPIKey = strings.TrimSpace(getenv(envDelegateAPIKey))
+	if cfg.DelegateURL != "" {
+		if u, err := url.Parse(cfg.DelegateURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return config{}, fmt.Errorf("%s=%q: want the remote agent's base URL, such as https://agent.example.com", envDelegateURL, cfg.DelegateURL)
+		}
+	}
+	loopback, err := parseBool(envDelegateLoopback, getenv(envDelegateLoopback))
+	if err != nil {
+		return config{}, err
+	}
+	cfg.DelegateLoopback = loopback
 	switch v := strings.ToLower(strings.TrimSpace(getenv(envStore))); v {
 	case "", storeFile:
 	case storeMemory:
@@ -145,12 +173,20 @@ func loadConfig(getenv func(string) string) (config, error) {
 	default:
 		return config{}, fmt.Errorf("%s=%q: use %s or %s (PostgreSQL: set %s)", envStore, v, storeFile, storeMemory, envDatabase)
 	}
-	switch v := strings.ToLower(strings.TrimSpace(getenv(envLocalMode))); v {
-	case "1", "true", "yes", "on":
-		cfg.LocalMode = true
-	case "", "0", "false", "no", "off":
-	default:
-		return config{}, fmt.Errorf("%s=%q: use true or false", envLocalMode, v)
+	if cfg.LocalMode, err = parseBool(envLocalMode, getenv(envLocalMode)); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
+}
+
+// parseBool reads the boolean variable name of value v (unset: false).
+func parseBool(name, v string) (bool, error) {
+	switch v = strings.ToLower(strings.TrimSpace(v)); v {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s=%q: use true or false", name, v)
+	}
 }

@@ -53,6 +53,12 @@ func TestLoadConfig(t *testing.T) {
 		{"bad send delay", map[string]string{envSendDelay: "30"}, config{}, "RESEARCH_AGENT_SEND_DELAY"},
 		{"negative send delay", map[string]string{envSendDelay: "-1s"}, config{}, "RESEARCH_AGENT_SEND_DELAY"},
 		{"bad store", map[string]string{envStore: "bolt"}, config{}, "SUPERVAIZER_STORE"},
+		{"delegation", map[string]string{envDelegateURL: " https://sources.example.com ", envDelegateAPIKey: " k1 "},
+			config{Addr: defaultAddr, DBPath: def, DelegateURL: "https://sources.example.com", DelegateAPIKey: "k1"}, ""},
+		{"delegation on loopback", map[string]string{envDelegateURL: "http://127.0.0.1:9001", envDelegateLoopback: "true"},
+			config{Addr: defaultAddr, DBPath: def, DelegateURL: "http://127.0.0.1:9001", DelegateLoopback: true}, ""},
+		{"bad delegate url", map[string]string{envDelegateURL: "sources.example.com"}, config{}, "RESEARCH_AGENT_DELEGATE_URL"},
+		{"bad delegate loopback", map[string]string{envDelegateLoopback: "maybe"}, config{}, "RESEARCH_AGENT_DELEGATE_ALLOW_LOOPBACK"},
 		{"memory and database", map[string]string{envStore: "memory", envDatabase: "postgres://db"}, config{}, "exclusive"},
 	}
 	for _, tt := range tests {

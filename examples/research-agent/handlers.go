@@ -95,6 +95,12 @@ func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in s
 			return fail, nil
 		}
 	}
+	var delegated *delegationRecord
+	if a.delegate != nil { // gathering the sources is delegated to the remote agent
+		delegated = a.delegate.gatherSources(ctx, scope, req.JobID, topic)
+		a.logger.LogAttrs(ctx, slog.LevelInfo, "job.start: sources delegated", slog.String("job_id", req.JobID),
+			slog.String("task_id", delegated.TaskID), slog.String("state", delegated.State))
+	}
 	draft, err := draftBrief(ctx, standInModel, topic, goal, in.depth())
 	if err != nil {
 		a.logger.LogAttrs(ctx, slog.LevelWarn, "job.start: no draft", slog.String("error", err.Error()))
@@ -104,7 +110,7 @@ func (a *app) startJob(ctx context.Context, req *supervaizer.ActionRequest, in s
 		ID: req.JobID, MissionID: req.MissionID, Scope: scope,
 		TopicID: topic, Goal: goal, Depth: in.depth(), Status: jobAwaiting,
 		Draft:    draft,
-		Governed: isGoverned,
+		Governed: isGoverned, Delegation: delegated,
 	}
 	if pol, ok := campaign.PolicyFrom(ctx); ok && pol.NoPublication {
 		rec.NoPublication = true // no input, approval or model relaxes it

@@ -71,6 +71,10 @@ type jobRecord struct {
 	// later (zero in records written before it existed: sent at once).
 	ApprovedAt time.Time `json:"approved_at,omitzero"`
 
+	// Delegation is the sub-task the gathering of sources was delegated to
+	// (RESEARCH_AGENT_DELEGATE_URL); nil when the agent gathered them itself.
+	Delegation *delegationRecord `json:"delegation,omitempty"`
+
 	// Recipients are the contacts the brief goes to, frozen at approval.
 	Recipients []string `json:"recipients,omitempty"`
 
@@ -130,6 +134,9 @@ func (j *jobRecord) state() *supervaizer.JobState {
 	review := supervaizer.Step{ID: j.reviewStepID(), Activity: "operation", Title: "Review the draft brief", Status: "completed"}
 	setup := supervaizer.Case{ID: j.setupCaseID(), Lane: laneSetup, Title: "Brief: " + j.TopicID, Status: "completed",
 		Metadata: map[string]any{"topic_id": j.TopicID, "depth": j.Depth}}
+	if d := j.Delegation; d != nil {
+		setup.Metadata["delegated_task_id"], setup.Metadata["delegated_state"] = d.TaskID, d.State
+	}
 	switch {
 	case j.Status == jobAwaiting:
 		review.Status, setup.Status = jobAwaiting, jobAwaiting

@@ -19,7 +19,10 @@
 // SUPERVAIZER_IDEMPOTENCY_LEASE go with it), SUPERVAIZER_STORE (memory keeps
 // nothing across restarts), SUPERVAIZER_LOCAL_MODE, RESEARCH_AGENT_SEND_DELAY
 // (how long an approved brief waits before it is sent; job.stop recalls it
-// meanwhile), and the variables the SDK reads
+// meanwhile), RESEARCH_AGENT_DELEGATE_URL (another A2A agent the gathering
+// of sources is delegated to, delegate.go; RESEARCH_AGENT_DELEGATE_API_KEY
+// and RESEARCH_AGENT_DELEGATE_ALLOW_LOOPBACK go with it), and the variables
+// the SDK reads
 // (SUPERVAIZER_API_KEY, SUPERVAIZER_SERVER_ID, SUPERVAIZER_PUBLIC_URL, the
 // SUPERVAIZER_WORKSPACE_AUTH_* settings, and SUPERVAIZE_API_URL,
 // SUPERVAIZE_API_KEY, SUPERVAIZE_WORKSPACE_ID to attach it to Studio).
