@@ -375,3 +375,55 @@ func TestInstanceClaimOfADeadBoot(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptResultFenced: the kept-result retry writes nothing under an old
+// epoch. A holder paused between the write path's fencing check and its write
+// finds, when it runs again, its store deadline gone: the result is kept, and
+// the retry must check the claim again. Fails on the code before this test,
+// whose retry wrote the result under the old epoch once another boot had taken
+// the instance id over (TestPostgresPausedHolder in examples/research-agent
+// saw it as "the paused holder's late write was not refused").
+func TestKeptResultFenced(t *testing.T) {
+	tests := []struct {
+		name      string
+		claimBoot string // the boot holding the instance id in the store
+		epoch     uint64
+		recorded  bool
+	}{
+		{name: "taken over: forgotten, not written", claimBoot: "boot-newcomer", epoch: 2, recorded: false},
+		{name: "still ours: written", claimBoot: "boot-paused", epoch: 1, recorded: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := sharedStore{store.NewMemory()}
+			logger := slog.New(slog.DiscardHandler)
+			h := newInstanceHolder(st, "pod-0", "boot-paused", logger)
+			h.held.Store(true)
+			h.claimed.Store(true)
+			h.epoch = 1
+			h.origin = time.Now().Add(-time.Minute) // not renewed for a minute: paused
+			owner := newInstanceHolder(st, "pod-0", tt.claimBoot, logger)
+			_, stored, err := st.PutIfAbsent(t.Context(), h.key(), owner.record(tt.epoch, false))
+			require.NoError(t, err)
+			require.True(t, stored)
+
+			l := newIdempotency(st, logger, idemConfig{})
+			l.holder = h
+			u := &unrecordedResult{Key: "rec", Pending: []byte(`{"state":"pending"}`), Done: []byte(`{"state":"done"}`),
+				JobID: "job-1", Agent: "agent", Action: "job.start"}
+			_, stored, err = st.PutIfAbsent(t.Context(), u.Key, u.Pending)
+			require.NoError(t, err)
+			require.True(t, stored)
+
+			assert.True(t, l.retryKept(t.Context(), u), "the kept result is settled")
+			raw, found, err := st.Get(t.Context(), u.Key)
+			require.NoError(t, err)
+			require.True(t, found)
+			if tt.recorded {
+				assert.Equal(t, string(u.Done), string(raw))
+			} else {
+				assert.Equal(t, string(u.Pending), string(raw), "nothing is written under the old epoch")
+			}
+		})
+	}
+}

@@ -202,6 +202,24 @@ func (l *idempotency) retryKept(ctx context.Context, u *unrecordedResult) bool {
 	attrs := []slog.Attr{slog.String("agent_slug", u.Agent), slog.String("action", u.Action)}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.storeTimeout)
 	defer cancel()
+	if l.holder != nil && l.holder.claimed.Load() {
+		// The write was kept because the store failed or this process was
+		// paused (its store deadline ran out meanwhile, possibly after the
+		// write path's own fencing check): nothing is written under an old
+		// epoch (fencing). A claim found to be another's forgets the result
+		// (the record waits for its lease on the newcomer); a store that
+		// does not answer keeps it for the next try.
+		held, err := l.holder.holds(wctx)
+		if err != nil {
+			return false
+		}
+		if !held {
+			l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: result not recorded: the instance id was taken over (epoch fencing)",
+				append(attrs, slog.String("job_id", u.JobID))...)
+			l.forget(u)
+			return true
+		}
+	}
 	swapped, err := l.store.CompareAndSwap(wctx, u.Key, u.Pending, u.Done)
 	if err == nil && !swapped {
 		// An earlier write that reported a failure may have gone through.

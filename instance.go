@@ -130,20 +130,30 @@ func (h *instanceHolder) mayTakeOver(boot string) bool {
 // still this boot's at its epoch: a holder paused past the takeover window
 // must not record under the old epoch (fencing).
 func (h *instanceHolder) stillHolds(ctx context.Context) bool {
+	held, err := h.holds(ctx)
+	return held && err == nil
+}
+
+// holds is stillHolds telling a store that did not answer (err) from a claim
+// found to be another's (false, nil).
+func (h *instanceHolder) holds(ctx context.Context) (bool, error) {
 	if h.fresh() {
-		return true
+		return true, nil
 	}
 	raw, found, err := h.store.Get(ctx, h.key())
-	if err != nil || !found {
-		return false
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, nil
 	}
 	var c instanceClaim
 	if json.Unmarshal(raw, &c) != nil {
-		return false
+		return false, nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return c.Boot == h.boot && c.Epoch == h.epoch && !c.Released
+	return c.Boot == h.boot && c.Epoch == h.epoch && !c.Released, nil
 }
 
 // claim takes the instance id, waiting at most instanceDeadAfter to tell a
