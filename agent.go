@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -507,4 +508,25 @@ func (a *Agent) campaignControl() *campaign.Control {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return a.campaign
+}
+
+// checkLanes warns about lanes the contract accepts but that are likely
+// mistakes.
+func checkLanes(logger *slog.Logger, a *Agent) {
+	if a.reg == nil {
+		return
+	}
+	seen, defaults := map[string]bool{}, 0
+	for _, l := range a.reg.Capabilities.CaseLanes {
+		if seen[l.ID] {
+			logger.Warn("duplicate case lane id", slog.String("agent_slug", a.slug), slog.String("lane", l.ID))
+		}
+		seen[l.ID] = true
+		if l.Default {
+			defaults++
+		}
+	}
+	if defaults > 1 {
+		logger.Warn("more than one default case lane", slog.String("agent_slug", a.slug), slog.Int("defaults", defaults))
+	}
 }

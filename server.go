@@ -321,27 +321,6 @@ func (s *Server) agentFor(op string) *Agent {
 	return s.agents[0]
 }
 
-// checkLanes warns about lanes the contract accepts but that are likely
-// mistakes.
-func checkLanes(logger *slog.Logger, a *Agent) {
-	if a.reg == nil {
-		return
-	}
-	seen, defaults := map[string]bool{}, 0
-	for _, l := range a.reg.Capabilities.CaseLanes {
-		if seen[l.ID] {
-			logger.Warn("duplicate case lane id", slog.String("agent_slug", a.slug), slog.String("lane", l.ID))
-		}
-		seen[l.ID] = true
-		if l.Default {
-			defaults++
-		}
-	}
-	if defaults > 1 {
-		logger.Warn("more than one default case lane", slog.String("agent_slug", a.slug), slog.Int("defaults", defaults))
-	}
-}
-
 // Start finishes the startup sequence before serving: it makes the
 // registrations final and reports what they still lack (a scheduled start
 // whose job.start has no handler, an action taken by [Agent.Idempotent] that
