@@ -363,7 +363,13 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 
 	raw, rpcErr := l.exec(ctx, req, exec)
 	if rpcErr != nil {
-		// Nothing is stored for a failed attempt: a retry runs the handler again.
+		// Nothing is stored for a failed attempt: a retry runs the handler
+		// again. Releasing the record is a write too: a process paused past
+		// the takeover window leaves it to the newcomer, which waits for its
+		// lease (fencing).
+		if l.fenced(ctx, req) {
+			return nil, rpcErr
+		}
 		if err := l.store.Delete(context.WithoutCancel(ctx), key); err != nil {
 			l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: release record", slog.String("action", req.Action), slog.Any("error", err))
 		}
@@ -372,12 +378,7 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 	done := pending
 	done.State, done.Result, done.LeaseUntil = recordDone, raw, time.Time{}
 	doneRaw, err := json.Marshal(done)
-	if err == nil && l.holder != nil && l.holder.claimed.Load() && !l.holder.stillHolds(ctx) {
-		// This process was paused past the takeover window: the newcomer
-		// holds the instance id, under a higher epoch; nothing is written
-		// under the old one (fencing). The record waits for its lease there.
-		l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: result not recorded: the instance id was taken over (epoch fencing)",
-			slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action), slog.String("job_id", req.JobID))
+	if err == nil && l.fenced(ctx, req) {
 		return nil, retryLater(req, fmt.Errorf("record result: %w", errClaimNotRenewed))
 	}
 	if err == nil {
@@ -402,6 +403,19 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 		}, err)
 	}
 	return raw, nil
+}
+
+// fenced reports, and logs, that this process may not write req's record:
+// it was paused past the takeover window, and the newcomer holds the
+// instance id under a higher epoch; nothing is written under the old one
+// (fencing). The record waits for its lease there.
+func (l *idempotency) fenced(ctx context.Context, req *ActionRequest) bool {
+	if l.holder == nil || !l.holder.claimed.Load() || l.holder.stillHolds(context.WithoutCancel(ctx)) {
+		return false
+	}
+	l.logger.LogAttrs(ctx, slog.LevelError, "idempotency: result not recorded: the instance id was taken over (epoch fencing)",
+		slog.String("agent_slug", req.AgentSlug), slog.String("action", req.Action), slog.String("job_id", req.JobID))
+	return true
 }
 
 // errRecordChanged reports a pending record replaced while its handler ran.
