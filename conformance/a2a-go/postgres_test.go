@@ -26,17 +26,7 @@ import (
 // state it reached. It runs where SUPERVAIZER_TEST_DATABASE_URL names a
 // server, as every PostgreSQL test of the repository (.ci/run sets it).
 func TestExampleInstancesPostgres(t *testing.T) {
-	url := os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "sva2ago_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		out, err := exec.Command("psql", url, "-qc", `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`).CombinedOutput()
-		assert.NoError(t, err, "psql: %s", out)
-	})
+	url, schema := postgresSchema(t)
 	bin := buildExample(t)
 	start := func(instance string) exampleClients {
 		_, c := runExample(t, bin, localEnv(t.TempDir(), "SUPERVAIZER_DATABASE_URL="+url, "SUPERVAIZER_DATABASE_SCHEMA="+schema,
@@ -80,17 +70,7 @@ func TestExampleInstancesPostgres(t *testing.T) {
 // shows it in the Task's metadata on another instance of the PostgreSQL
 // schema, and after the first instance is restarted.
 func TestConversationUsagePostgres(t *testing.T) {
-	url := os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "sva2ago_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		out, err := exec.Command("psql", url, "-qc", `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`).CombinedOutput()
-		assert.NoError(t, err, "psql: %s", out)
-	})
+	url, schema := postgresSchema(t)
 	bin := buildExample(t)
 	start := func(instance string) (*proctest.Process, exampleClients) {
 		return runExample(t, bin, localEnv(t.TempDir(), "SUPERVAIZER_DATABASE_URL="+url, "SUPERVAIZER_DATABASE_SCHEMA="+schema,
@@ -123,4 +103,23 @@ func TestConversationUsagePostgres(t *testing.T) {
 	pa.Stop(t, syscall.SIGTERM)
 	_, again := start("usage-a")
 	usage(again, "instance a restarted")
+}
+
+// postgresSchema returns SUPERVAIZER_TEST_DATABASE_URL and a schema of its
+// own for the test, dropped at its end; the test is skipped without the
+// variable (.ci/run sets it and fails when the server is missing).
+func postgresSchema(t *testing.T) (url, schema string) {
+	t.Helper()
+	url = os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema = "sva2ago_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		out, err := exec.Command("psql", url, "-qc", `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`).CombinedOutput()
+		assert.NoError(t, err, "psql: %s", out)
+	})
+	return url, schema
 }
