@@ -256,19 +256,26 @@ func dialStuck(t *testing.T, ts *httptest.Server) net.Conn {
 }
 
 // floodUntilStuck publishes 64 KiB events in lockstep with the healthy reader (so that
-// every stream has time to write each event) until the stuck stream, blocked in a write,
-// has a full queue and dropped events. It returns the latency of each Publish.
+// every stream has time to write each event) until the stuck stream is in a write and
+// has dropped events. It returns the latency of each Publish.
+//
+// Dropping alone does not show that a stream is stuck: a stream writer that the
+// scheduler left waiting drops events too, then drains its queue into the socket's
+// buffer. stuckFixture's small buffers leave room for about one event, so the stream
+// blocks in a write early and for good; publishPastStuckClient checks that its queue
+// is then full.
 func floodUntilStuck(t *testing.T, b *Broker, stuck *subscriber, healthy *bufio.Reader) []time.Duration {
 	t.Helper()
 	payload := []byte(`"` + strings.Repeat("x", 64<<10) + `"`)
 	var lat []time.Duration
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		stuck.mu.Lock()
-		dropped, queued := stuck.q.dropped, stuck.q.len()
-		stuck.mu.Unlock()
-		if dropped >= 8 {
-			assert.Equal(t, b.queueSize, queued, "a stuck stream keeps a full queue")
+		dropped, queued := stuckQueue(stuck)
+		require.LessOrEqual(t, queued, b.queueSize, "a queue holds at most QueueSize events")
+		stuck.wmu.Lock()
+		writing := stuck.writing
+		stuck.wmu.Unlock()
+		if dropped >= 8 && writing {
 			return lat
 		}
 		require.True(t, time.Now().Before(deadline), "the stuck client never fell behind")
@@ -287,11 +294,27 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
+// stuckQueue returns how many events sub's queue has dropped and holds.
+func stuckQueue(sub *subscriber) (dropped uint64, queued int) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.q.dropped, sub.q.len()
+}
+
 // stuckFixture starts a server with one client that never reads (subscribed first) and
-// one healthy client.
+// one healthy client. The stuck client's connection has small socket buffers on both
+// ends (the kernel's defaults hold megabytes), so that its stream blocks for good in a
+// write within the first events.
 func stuckFixture(t *testing.T) (*Broker, *subscriber, *bufio.Reader) {
 	t.Helper()
-	b, ts := newTestServer(t, Options{QueueSize: 16, Heartbeat: time.Hour})
+	var accepted atomic.Int32
+	b, ts := newTestServerWith(t, Options{QueueSize: 16, Heartbeat: time.Hour}, func(ts *httptest.Server) {
+		ts.Config.ConnState = func(c net.Conn, state http.ConnState) {
+			if state == http.StateNew && accepted.Add(1) == 1 {
+				assert.NoError(t, c.(*net.TCPConn).SetWriteBuffer(4096))
+			}
+		}
+	})
 	dialStuck(t, ts)
 	waitSubscribers(t, b, 1)
 	b.mu.Lock()
@@ -326,6 +349,8 @@ func publishPastStuckClient(t *testing.T) []time.Duration {
 		require.NoError(t, err)
 		require.Equal(t, strconv.FormatUint(id, 10), ev.ID)
 	}
+	dropped, queued := stuckQueue(stuck)
+	assert.Equal(t, b.queueSize, queued, "a stuck stream keeps a full queue, dropping its oldest events (%d dropped, %d streams)", dropped, b.Subscribers())
 	return lat
 }
 

@@ -28,11 +28,22 @@ func readEvent(r *bufio.Reader) (sseEvent, error) { return ssetest.Read(r) }
 // from 1 so that tests can name them.
 func newTestServer(t testing.TB, opts Options) (*Broker, *httptest.Server) {
 	t.Helper()
+	return newTestServerWith(t, opts, nil)
+}
+
+// newTestServerWith is newTestServer calling configure, when not nil, on the
+// server before it starts.
+func newTestServerWith(t testing.TB, opts Options, configure func(*httptest.Server)) (*Broker, *httptest.Server) {
+	t.Helper()
 	if opts.IDs == nil {
 		opts.IDs = NewSequence(0)
 	}
 	b := NewBroker(opts)
-	ts := httptest.NewServer(b)
+	ts := httptest.NewUnstartedServer(b)
+	if configure != nil {
+		configure(ts)
+	}
+	ts.Start()
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
