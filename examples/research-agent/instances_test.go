@@ -890,6 +890,33 @@ func (c *cluster) pendingStarts(t *testing.T, db *pgx.Conn, instance string) map
 	return out
 }
 
+// startRecords returns the stored job.start idempotency records of keys,
+// byte for byte ("" for one that is gone).
+func (c *cluster) startRecords(t *testing.T, db *pgx.Conn, keys map[int]bool) map[int]string {
+	t.Helper()
+	rows, err := db.Query(t.Context(), "SELECT key, value FROM "+pgx.Identifier{c.schema, "kv"}.Sanitize())
+	require.NoError(t, err)
+	defer rows.Close()
+	out := make(map[int]string, len(keys))
+	for k := range keys {
+		out[k] = ""
+	}
+	for rows.Next() {
+		var key, value []byte
+		require.NoError(t, rows.Scan(&key, &value))
+		parts, err := store.ParseKey(string(key))
+		if err != nil || len(parts) != 5 || parts[0] != "idempotency.ws" || parts[3] != actionStart {
+			continue
+		}
+		k, err := strconv.Atoi(strings.TrimPrefix(parts[4], "=key-"))
+		if err == nil && keys[k] {
+			out[k] = string(value)
+		}
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
 // TestPostgresRestartedInstanceTakesOverAtOnce kills, with SIGKILL, one of
 // two processes of the example sharing a PostgreSQL schema while it has
 // job.start calls in progress (frozen with SIGSTOP until the database shows
