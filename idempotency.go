@@ -322,10 +322,16 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 			return conflictResult(req)
 		}
 		abandoned := l.abandoned(&rec)
+		// A pending record of this very boot is not running: this call holds
+		// the only attempt at it in the process (flights), and a kept result
+		// answered above. A store round trip that wrote it but failed (its
+		// deadline ran out) or a release that failed left it: take it over
+		// at once rather than after the lease.
+		left := rec.State == recordPending && rec.Boot == l.boot
 		switch {
 		case rec.State == recordDone:
 			return rec.Result, nil // the stored result, byte for byte
-		case !abandoned && now.Before(rec.LeaseUntil):
+		case !abandoned && !left && now.Before(rec.LeaseUntil):
 			// Another process is running this start right now: wait for the
 			// record to change (its result, its release, a takeover) or its
 			// lease to end, then settle again.
@@ -354,7 +360,10 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 			return inProgressResult(req)
 		}
 		reason := "its lease expired"
-		if abandoned {
+		switch {
+		case left:
+			reason = "this process left it pending (a store error before its handler ran, or a failed release)"
+		case abandoned:
 			reason = "an earlier boot of this instance left it pending"
 		}
 		l.logger.LogAttrs(ctx, slog.LevelWarn, "idempotency record taken over",

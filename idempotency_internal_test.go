@@ -427,3 +427,63 @@ func TestKeptResultFenced(t *testing.T) {
 		})
 	}
 }
+
+// lateStore writes a PutIfAbsent, then reports its deadline run out, once
+// armed: the write landed but the caller never learnt it (a process paused
+// between sending the statement and reading its answer).
+type lateStore struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *lateStore) PutIfAbsent(ctx context.Context, key string, value []byte) ([]byte, bool, error) {
+	existing, stored, err := s.Store.PutIfAbsent(ctx, key, value)
+	if err == nil && s.armed.CompareAndSwap(true, false) {
+		return nil, false, context.DeadlineExceeded
+	}
+	return existing, stored, err
+}
+
+// TestIdempotencyOwnRecordLeftPending: a pending record this very process
+// left without running its handler (the store wrote it but the round trip
+// failed) is taken over by the retry at once, on an exclusive store and on a
+// shared one, with or without an instance id. On the code before, the retry
+// waited for the record to change, then answered idempotency_in_progress
+// until the lease ended (10 minutes by default) for a start that never ran.
+func TestIdempotencyOwnRecordLeftPending(t *testing.T) {
+	tests := []struct {
+		name     string
+		shared   bool
+		instance string
+	}{
+		{name: "exclusive store"},
+		{name: "shared store, no instance id", shared: true},
+		{name: "shared store, instance id", shared: true, instance: "pod-0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			late := &lateStore{Store: store.NewMemory()}
+			var st store.Store = late
+			if tt.shared {
+				st = sharedStore{late}
+			}
+			l := newIdempotency(st, slog.New(slog.DiscardHandler), idemConfig{instance: tt.instance, awaitOther: time.Minute})
+			req := idemRequest("ws-1", "k")
+			var runs atomic.Int64
+			late.armed.Store(true)
+			_, rpcErr := l.run(t.Context(), req, okExec(&runs))
+			require.NotNil(t, rpcErr, "the store round trip failed")
+			require.Zero(t, runs.Load(), "the handler did not run")
+
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			raw, rpcErr := l.run(ctx, req, okExec(&runs))
+			require.Nil(t, rpcErr)
+			assert.Contains(t, string(raw), `"status":"ok"`, "the retry runs the start at once")
+			assert.EqualValues(t, 1, runs.Load())
+			again, rpcErr := l.run(t.Context(), req, okExec(&runs))
+			require.Nil(t, rpcErr)
+			assert.Equal(t, string(raw), string(again), "and records it")
+		})
+	}
+}
