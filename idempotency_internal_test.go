@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -486,4 +487,20 @@ func TestIdempotencyOwnRecordLeftPending(t *testing.T) {
 			assert.Equal(t, string(raw), string(again), "and records it")
 		})
 	}
+}
+
+// TestStoreDeadlineSkipsInProcessStores: the stores that run in the process
+// take no per-operation deadline (a timer each, for nothing: they read no
+// context once an operation began); any other store is wrapped.
+func TestStoreDeadlineSkipsInProcessStores(t *testing.T) {
+	bolt, err := store.Open(filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bolt.Close() })
+	mem := store.NewMemory()
+	assert.Same(t, mem, withStoreDeadline(mem, time.Second))
+	assert.Same(t, bolt, withStoreDeadline(bolt, time.Second))
+	other := sharedStore{mem}
+	wrapped, ok := withStoreDeadline(other, time.Second).(*deadlineStore)
+	require.True(t, ok, "a store of unknown kind gets the deadline")
+	assert.Equal(t, time.Second, wrapped.d)
 }

@@ -170,7 +170,9 @@ func WithKeptResultLimit(n int) Option {
 // WithStoreTimeout bounds each store call the server makes while it serves a
 // request (a record read or written): a store that does not answer within d
 // fails the call, and a result whose write fails so is kept and retried
-// instead of holding the call. Default: 5 s.
+// instead of holding the call. Default: 5 s. The stores that run in the
+// process ([store.Memory], [store.Bolt]) wait on no network and take no
+// deadline.
 func WithStoreTimeout(d time.Duration) Option {
 	return func(c *config) {
 		c.check(d > 0, "the timeout must be positive", "WithStoreTimeout(%s)", d)
