@@ -9,31 +9,40 @@ import (
 
 	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/store"
 )
 
-// TestA2ATaskViewAcrossInstances: instances sharing a store keep one view,
-// the last job_state any of them validated. Instance A and instance B poll
-// the same job with supervaizer/action.invoke job.sync, each answering what
-// its own backend says; after each poll, instance C (an agent without
-// job.sync, so its tasks/get answers from the view alone) sees that poll's
-// state. A poll repeating what its instance wrote before, after the other
-// instance wrote something else, is written again: nothing an instance
-// remembers masks another instance's write.
+// TestA2ATaskViewAcrossInstances: instances sharing a store keep one view.
+// Instance A and instance B poll the same job with supervaizer/action.invoke
+// job.sync, each answering what its own backend says; after each poll,
+// instance C (an agent without job.sync, so its tasks/get answers from the
+// view alone) reads the view. A poll that changes what its instance last
+// reported is written; a poll repeating it costs A no store operation at
+// all (issue 40 item 2, A's store counts them) and leaves what the other
+// instance wrote in between: A, whose backend lags behind, never takes the
+// view back to the state it reported before.
 func TestA2ATaskViewAcrossInstances(t *testing.T) {
 	for name, open := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
 			st := open()
-			instance := func(id string, with ...string) (*supervaizer.Server, *taskJobs) {
+			counted := &countingStore{Store: st}
+			instance := func(id string, st store.Store, with ...string) (*supervaizer.Server, *taskJobs) {
 				return serveTaskAgent(t, newTaskAgent(t, with...), supervaizer.WithLocalMode(true),
 					supervaizer.WithStore(st), supervaizer.WithInstanceID(id))
 			}
-			a, jobsA := instance("a", "job.sync")
-			b, jobsB := instance("b", "job.sync")
-			c, _ := instance("c")
+			a, jobsA := instance("a", counted, "job.sync")
+			b, jobsB := instance("b", st, "job.sync")
+			c, _ := instance("c", st)
 			startTask(t, a, "job-x", "active", "")
-			jobsB.mu.Lock()
-			jobsB.jobs["job-x"] = &taskJob{mission: "mission-job-x", status: "completed"}
-			jobsB.mu.Unlock()
+			setStatus := func(jobs *taskJobs, status string) {
+				jobs.mu.Lock()
+				defer jobs.mu.Unlock()
+				if jobs.jobs["job-x"] == nil {
+					jobs.jobs["job-x"] = &taskJob{mission: "mission-job-x"}
+				}
+				jobs.jobs["job-x"].status = status
+			}
+			setStatus(jobsB, "completed")
 
 			sync := func(srv http.Handler, id string) {
 				t.Helper()
@@ -51,17 +60,28 @@ func TestA2ATaskViewAcrossInstances(t *testing.T) {
 			}
 			require.Equal(t, a2atask.StateWorking, seen(), "A's job.start")
 			for i, step := range []struct {
-				srv  http.Handler
-				want a2atask.TaskState
+				srv     http.Handler
+				set     func() // the instance's backend changes before the poll
+				want    a2atask.TaskState
+				storeOp bool // A's poll reads (and may write) the view
 			}{
-				{b, a2atask.StateCompleted},
-				{a, a2atask.StateWorking}, // A wrote this state before; B wrote since
-				{a, a2atask.StateWorking},
-				{b, a2atask.StateCompleted}, // B's state again, after A's
-				{a, a2atask.StateWorking},
+				{srv: b, want: a2atask.StateCompleted},
+				{srv: a, want: a2atask.StateCompleted}, // A repeats its job.start's state: B's write stays
+				{srv: a, want: a2atask.StateCompleted},
+				{srv: a, set: func() { setStatus(jobsA, "failed") }, want: a2atask.StateFailed, storeOp: true}, // A's state changed
+				{srv: a, want: a2atask.StateFailed},
+				{srv: b, want: a2atask.StateFailed}, // B repeats its last poll: A's write stays
+				{srv: b, set: func() { setStatus(jobsB, "stopped") }, want: a2atask.StateCanceled},
 			} {
+				if step.set != nil {
+					step.set()
+				}
+				before := counted.ops.Load()
 				sync(step.srv, "sync-"+string(rune('1'+i)))
 				assert.Equal(t, step.want, seen(), "after poll %d", i+1)
+				if step.srv == a {
+					assert.Equal(t, step.storeOp, counted.ops.Load() != before, "A's store operations in poll %d", i+1)
+				}
 			}
 			assert.Equal(t, "job.sync", jobsA.last().Action)
 		})

@@ -97,6 +97,8 @@ type View struct {
 	Events *sse.Broker
 	// counts are the health figures, kept as records change (counts.go).
 	counts *jobCounts
+	// last remembers the record each job's last result made (last.go).
+	last lastRecords
 
 	mu         sync.Mutex
 	watches    map[string]map[chan struct{}]struct{}
@@ -149,12 +151,20 @@ func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wir
 		}
 		state := t.Raw(js)
 		var kb [128]byte
-		tv.put(ctx, slug, string(appendTaskKey(kb[:0], ws, slug, id)), func(old []byte, found bool) ([]byte, bool) {
+		key := appendTaskKey(kb[:0], ws, slug, id)
+		d := digestRecord(status, text, state)
+		if tv.last.same(key, d) {
+			return read // this process's last result for the job: no round trip
+		}
+		k := string(key)
+		if tv.put(ctx, slug, k, func(old []byte, found bool) ([]byte, bool) {
 			if found && sameRecord(old, status, text, state) {
 				return nil, false // unchanged: neither built nor written
 			}
 			return encodeRecord(string(status), string(text), state), true
-		})
+		}) {
+			tv.last.remember(k, d)
+		}
 		return read
 	}
 	effects, ok := member(t, 0, "effects")
@@ -171,7 +181,9 @@ func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wir
 			continue
 		}
 		text, _ := optString(t, e, "message")
-		tv.put(ctx, slug, Key(ws, slug, job), func(old []byte, found bool) ([]byte, bool) {
+		key := Key(ws, slug, job)
+		tv.last.forget(key) // the record no longer is what a job_state made
+		tv.put(ctx, slug, key, func(old []byte, found bool) ([]byte, bool) {
 			if !found {
 				return nil, false // only jobs already in the view
 			}
@@ -188,35 +200,28 @@ func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wir
 // put writes the value next computes from the current one (found false:
 // none) under key, a job of agent slug, with compare-and-swap; next returns
 // false to write nothing. A value equal to the stored one is not written
-// again; a write updates the health figures.
+// again; a write updates the health figures. It reports whether the store
+// answered every call (the value written, or nothing to write).
 // Failures are logged: the view is a projection, never the call's outcome.
 //
-// Every update reads the stored record first; the view keeps no cache of
-// what this process last wrote or read. Instances sharing the store
-// (PostgreSQL, or several Servers on one store) write the same keys, and a
-// cache saying "this record is stored already" is wrong as soon as another
-// instance wrote in between: the newest validated state would be lost
-// (TestA2ATaskViewAcrossInstances). Caching a digest of the stored value
-// does not help, as checking it still takes the read, and comparing the
-// bytes read (sameRecord) costs less than hashing them. Only a version
-// check cheaper than a read could skip it, and no Store offers one. A
-// store.Exclusive store (memory, bbolt) is not enough either: it excludes
-// other processes, not other writers in this one (two Servers on one
-// store, or each behind its own wrapper of it).
-func (tv *View) put(ctx context.Context, slug, key string, next func(old []byte, found bool) ([]byte, bool)) {
+// Every update reads the stored record first: what another writer stored
+// in between is compared with, never overwritten blindly. Observe skips the
+// update altogether for a result that repeats this process's last one for
+// the job (last.go).
+func (tv *View) put(ctx context.Context, slug, key string, next func(old []byte, found bool) ([]byte, bool)) bool {
 	tv.counts.seeded(ctx) // before the first write: the records already there are counted once
 	for range maxViewRetries {
 		old, found, err := tv.store.Get(ctx, key)
 		if err != nil {
 			tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: read failed", slog.String("error", err.Error()))
-			return
+			return false
 		}
 		val, ok := next(old, found)
 		if !ok {
-			return
+			return true
 		}
 		if found && bytes.Equal(old, val) {
-			return // job.sync polls that return the same state cost no write
+			return true // job.sync polls that return the same state cost no write
 		}
 		var stored bool
 		if !found {
@@ -226,15 +231,16 @@ func (tv *View) put(ctx context.Context, slug, key string, next func(old []byte,
 		}
 		if err != nil {
 			tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: write failed", slog.String("error", err.Error()))
-			return
+			return false
 		}
 		if stored {
 			tv.counts.changed(slug, old, found, val)
 			tv.notify(key, val)
-			return
+			return true
 		}
 	}
 	tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: too many concurrent updates", slog.String("key", key))
+	return false
 }
 
 // Watch returns a channel closed at the next write of key by this process.
