@@ -33,6 +33,7 @@ type Validator struct {
 	rules *contracts.Validator         // ref with the compiled schemas: for the Go rules (Check)
 	fast  map[contracts.Model]*cschema // a model without one uses ref only
 	types map[contracts.Model]reflect.Type
+	known knownValid // documents the compiled schema judged valid (known.go)
 }
 
 var (
@@ -201,7 +202,7 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 		// The compiled validator judges a parse of raw, kept in t.
 		parsed = v.fast[m] != nil && t.Parse(raw)
 		sure = parsed && v.fastValidTape(m, t)
-	case v.fastValidTape(m, built):
+	case v.fastValidBuilt(m, raw, built):
 		sure = true
 		if member != nil {
 			if i, found := built.Member(0, member); found {
@@ -245,6 +246,21 @@ func (v *Validator) appendValue(dst []byte, m contracts.Model, value any, member
 		}
 	}
 	return dst, at, parsed, nil
+}
+
+// fastValidBuilt is fastValidTape of the tape t of raw, remembering the
+// documents it judged valid (knownValid): the same bytes again are not
+// walked again.
+func (v *Validator) fastValidBuilt(m contracts.Model, raw []byte, t *wire.Tape) bool {
+	d := knownDigest(m, raw)
+	if v.known.has(d) {
+		return true
+	}
+	if !v.fastValidTape(m, t) {
+		return false
+	}
+	v.known.add(d)
+	return true
 }
 
 // decodeChecked decodes raw, which passed the schema of m, and runs the Go
