@@ -109,8 +109,7 @@ func (s *Server) readCall(c *Call, ref *refusal) bool {
 	}
 	// The body is parsed once, into c.t: the envelope, the request model
 	// and the typed input are all read from it.
-	req, rpcErr := jsonrpc.Decode(c.t, body)
-	c.rpc = *req
+	rpcErr := jsonrpc.DecodeInto(c.t, body, &c.rpc)
 	if rpcErr != nil {
 		ref.status, ref.rpc = http.StatusOK, newError(rpcErr.Code, rpcErr.Message, rpcErr.Data)
 		return false

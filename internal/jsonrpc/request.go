@@ -106,15 +106,22 @@ func DecodeRequest(body []byte) (*Request, *Error) {
 // the one parse of the body, so that the params (req.ParamsNode) and what
 // they hold are read from t afterwards without scanning the bytes again.
 func Decode(t *wire.Tape, body []byte) (*Request, *Error) {
+	req := new(Request)
+	return req, DecodeInto(t, body, req)
+}
+
+// DecodeInto is [Decode] filling the caller's req (no allocation for it).
+func DecodeInto(t *wire.Tape, body []byte, req *Request) *Error {
+	*req = Request{ParamsNode: -1}
 	if !t.Parse(body) {
-		return &Request{ParamsNode: -1}, newParseError()
+		return newParseError()
 	}
 	if root := t.Nodes[0]; root.Kind != wire.Object {
 		msg := "request must be a JSON object"
 		if root.Kind == wire.Array {
 			msg = "batch requests are not supported; the request must be a JSON object"
 		}
-		return &Request{ParamsNode: -1}, newInvalidRequest([]Detail{{Loc: []any{}, Msg: msg, Type: DetailTypeTypeError}})
+		return newInvalidRequest([]Detail{{Loc: []any{}, Msg: msg, Type: DetailTypeTypeError}})
 	}
 	env := envelope{t: t, params: -1, method: -1}
 	if t.Repeated {
@@ -128,19 +135,18 @@ func Decode(t *wire.Tape, body []byte) (*Request, *Error) {
 		env.problem(keyMethod, "field required", DetailTypeMissing)
 	}
 	if len(env.problems) > 0 {
-		req := &Request{ParamsNode: -1}
 		if env.idValid {
 			req.ID = env.id
 		}
-		return req, newInvalidRequest(env.problems)
+		return newInvalidRequest(env.problems)
 	}
-	req := &Request{ID: env.id, Method: methodString(t.Str(env.method)), ParamsNode: env.params}
+	req.ID, req.Method, req.ParamsNode = env.id, methodString(t.Str(env.method)), env.params
 	if env.params >= 0 {
 		req.Params = t.Raw(env.params)
 	} else {
 		req.Params = []byte("{}")
 	}
-	return req, nil
+	return nil
 }
 
 // envelope collects the members of one request object and their problems.
