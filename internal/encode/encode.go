@@ -116,7 +116,11 @@ func Append(dst []byte, v any) (out []byte, ok bool) {
 // appended document on t (Parse's tape of out[len(dst):]); tapeOK is false
 // when it could not (the caller then parses the document).
 func AppendTape(dst []byte, v any, t *wire.Tape) (out []byte, ok, tapeOK bool) {
-	e := encoder{b: dst, ok: true, t: t, base: len(dst)}
+	// The encoder goes through the plans' function values, so it would
+	// escape: it is pooled (a value's own panic, recovered by the caller,
+	// leaves it to the collector).
+	e := encoders.Get().(*encoder)
+	*e = encoder{b: dst, ok: true, t: t, base: len(dst)}
 	if t != nil {
 		t.Begin()
 	}
@@ -124,13 +128,18 @@ func AppendTape(dst []byte, v any, t *wire.Tape) (out []byte, ok, tapeOK bool) {
 		e.null()
 	} else {
 		rv := reflect.ValueOf(v)
-		encoderOf(rv.Type())(&e, rv)
+		encoderOf(rv.Type())(e, rv)
 	}
 	if e.t != nil {
 		e.t.Finish(e.b[e.base:])
 	}
-	return e.b, e.ok, e.ok && e.t != nil
+	out, ok, tapeOK = e.b, e.ok, e.ok && e.t != nil
+	*e = encoder{} // holds nothing of the caller's while pooled
+	encoders.Put(e)
+	return out, ok, tapeOK
 }
+
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 // modelSpec describes a model that contracts.Marshal writes as its fields
 // after setting defaults (marshalOpen or marshalResult). Nothing in it is
