@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,8 +74,33 @@ const (
 // everything after the last event it delivered, so nothing retained is missed
 // or delivered twice. The log keeps the latest events within the retention
 // (count and bytes, [WithEventRetention]); older ones are deleted.
+//
+// Appends through one DB are grouped without delaying any: an append that
+// finds none in progress commits at once, alone; those that arrive while one
+// is in progress (they would wait for the counter row's lock anyway) queue
+// up, and when it ends the first of them appends all of them in one
+// statement: one counter update, one commit, one notification, ids in the
+// order they queued.
 type EventLog struct {
 	db *DB
+
+	mu    sync.Mutex
+	busy  bool          // an append is in progress
+	queue []*appendCall // appends waiting for it to end
+	// groups counts the statements that appended more than one event.
+	groups atomic.Uint64
+}
+
+// appendCall is one append, its id or error once done is closed. A call
+// woken with lead set appends group instead.
+type appendCall struct {
+	name  string
+	data  []byte
+	id    uint64
+	err   error
+	done  chan struct{}
+	lead  bool
+	group []*appendCall
 }
 
 // EventLog returns the event log kept in the database, an [*EventLog].
@@ -84,18 +111,100 @@ var _ store.EventLog = (*EventLog)(nil)
 // Append adds an event to the log and returns its id, greater than the id of
 // every event appended before it by any instance. The event is committed, and
 // the followers notified, when Append returns.
+//
+// An append that waits in a group returns ctx.Err() when ctx ends first; the
+// group's statement, run under the context of the append that leads it, may
+// still commit its event.
 func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64, error) {
-	var id int64
-	if err := l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(name), nonNil(data), l.db.channel).Scan(&id); err != nil {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	call := &appendCall{name: name, data: data}
+	l.mu.Lock()
+	if l.busy {
+		call.done = make(chan struct{})
+		l.queue = append(l.queue, call)
+		l.mu.Unlock()
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			go func() { // the group still settles: hand it on if this call leads it
+				<-call.done
+				if call.lead {
+					lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), followQueryTimeout)
+					defer cancel()
+					l.lead(lctx, call)
+				}
+			}()
+			return 0, ctx.Err()
+		}
+		if !call.lead {
+			return call.id, call.err
+		}
+	} else {
+		l.busy = true
+		l.mu.Unlock()
+		call.group = []*appendCall{call}
+	}
+	l.lead(ctx, call)
+	if call.err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
 		}
-		return 0, fmt.Errorf("postgres: append event: %w", err)
 	}
-	if l.db.appends.Add(1)%pruneEvery == 0 {
-		l.db.prune()
+	return call.id, call.err
+}
+
+// lead appends call's group, then hands the queue to its first call and
+// releases the rest of the group.
+func (l *EventLog) lead(ctx context.Context, call *appendCall) {
+	l.appendGroup(ctx, call.group)
+	l.mu.Lock()
+	next := l.queue
+	l.queue = nil
+	if len(next) == 0 {
+		l.busy = false
 	}
-	return uint64(id), nil
+	l.mu.Unlock()
+	if len(next) > 0 {
+		next[0].lead, next[0].group = true, next
+		close(next[0].done)
+	}
+	for _, c := range call.group[1:] {
+		close(c.done)
+	}
+}
+
+// appendGroup appends the events of group in one statement and sets their
+// ids, or their error.
+func (l *EventLog) appendGroup(ctx context.Context, group []*appendCall) {
+	var first int64
+	var err error
+	if len(group) == 1 {
+		err = l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(group[0].name), nonNil(group[0].data), l.db.channel).Scan(&first)
+	} else {
+		names, datas := make([][]byte, len(group)), make([][]byte, len(group))
+		for i, c := range group {
+			names[i], datas[i] = []byte(c.name), nonNil(c.data)
+		}
+		err = l.db.pool.QueryRow(ctx, l.db.sql.appendGroup.name, names, datas, int64(len(group)), l.db.channel).Scan(&first)
+		l.groups.Add(1)
+	}
+	if err != nil {
+		err = fmt.Errorf("postgres: append event: %w", err)
+	}
+	for i, c := range group {
+		c.id, c.err = uint64(first)+uint64(i), err
+		if err != nil {
+			c.id = 0
+		}
+	}
+	if err == nil {
+		n := uint64(len(group))
+		if after := l.db.appends.Add(n); after/pruneEvery != (after-n)/pruneEvery {
+			l.db.prune()
+		}
+	}
 }
 
 // Follow calls deliver for every retained event with an id greater than

@@ -269,3 +269,44 @@ func TestEventLogResumeAcrossBackends(t *testing.T) {
 	next := mem.Publish(sse.EventEffect, []byte(`{"on":"memory","n":2}`))
 	assert.Equal(t, strconv.FormatUint(next, 10), nextEffect(t, fromPg).ID)
 }
+
+// TestEventLogGroupsAppends: appends made while one is in progress go in
+// one statement, in the order they queued, each event once with its own id;
+// a follower delivers every event in id order, and each goroutine's events
+// in the order it appended them.
+func TestEventLogGroupsAppends(t *testing.T) {
+	db := openTest(t)
+	l := db.EventLog().(*EventLog)
+	c := follow(t, l, 0)
+	const workers, each = 16, 25
+	ids := make([][]uint64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				id, err := l.Append(t.Context(), "test.event", []byte(`{"w":`+strconv.Itoa(w)+`,"i":`+strconv.Itoa(i)+`}`))
+				if !assert.NoError(t, err) {
+					return
+				}
+				ids[w] = append(ids[w], id)
+			}
+		})
+	}
+	wg.Wait()
+	assert.NotZero(t, l.groups.Load(), "concurrent appends were grouped")
+	got := c.waitFor(t, workers*each)
+	requireIncreasing(t, got)
+	byID := map[uint64]string{}
+	for _, e := range got {
+		byID[e.id] = e.data
+	}
+	for w := range workers {
+		require.Len(t, ids[w], each)
+		for i, id := range ids[w] {
+			assert.Equal(t, `{"w":`+strconv.Itoa(w)+`,"i":`+strconv.Itoa(i)+`}`, byID[id], "worker %d's event %d under its id", w, i)
+			if i > 0 {
+				assert.Greater(t, id, ids[w][i-1])
+			}
+		}
+	}
+}

@@ -31,7 +31,7 @@ type statements struct {
 
 	// The event log (events.go). follow and pruned run on the followers'
 	// own connections, which are not pooled.
-	append, prune, follow, pruned statement
+	append, appendGroup, prune, follow, pruned statement
 }
 
 func newStatements(schema string) statements {
@@ -50,6 +50,15 @@ func newStatements(schema string) statements {
 	INSERT INTO ` + events + ` (id, name, data) SELECT last_id, $1, $2 FROM c RETURNING id
 )
 SELECT ins.id FROM ins, LATERAL pg_notify($3, ins.id::text) AS n`},
+		// append for $3 events at once (EventLog.appendGroup): ids first ..
+		// first + $3 - 1 in the order of the arrays, one counter update, one
+		// notification, one commit. Returns first.
+		appendGroup: statement{"sv_ev_append_group", `WITH c AS (
+	UPDATE ` + seq + ` SET last_id = greatest(last_id + 1, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint << 20) + $3 - 1 RETURNING last_id - $3 + 1 AS first
+), ins AS (
+	INSERT INTO ` + events + ` (id, name, data) SELECT c.first + e.n - 1, e.name, e.data FROM c, unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS e(name, data, n)
+)
+SELECT c.first FROM c, LATERAL pg_notify($4, (c.first + $3 - 1)::text) AS n`},
 		// Keeps the newest events within both bounds (at least the newest
 		// one) and records the last id deleted.
 		prune: statement{"sv_ev_prune", `WITH ranked AS (
@@ -93,7 +102,7 @@ SELECT EXISTS (SELECT 1 FROM ins), (SELECT value FROM ` + kv + ` WHERE key = $1)
 // pooled returns the statements prepared on every pooled connection.
 func (s statements) pooled() []statement {
 	return []statement{s.get, s.putIfAbsent, s.cas, s.del,
-		s.scanFirst, s.scanFirstBounded, s.scanNext, s.scanNextBounded, s.append, s.prune}
+		s.scanFirst, s.scanFirstBounded, s.scanNext, s.scanNextBounded, s.append, s.appendGroup, s.prune}
 }
 
 // Store is a [store.Store] kept in the table kv of a [DB]'s schema: one row per
