@@ -184,6 +184,11 @@ type deadlineStore struct {
 	d time.Duration
 }
 
+var (
+	_ store.Exclusive = (*deadlineStore)(nil)
+	_ store.Atomic    = (*deadlineStore)(nil)
+)
+
 func withStoreDeadline(s store.Store, d time.Duration) store.Store {
 	switch s.(type) {
 	case *store.Memory, *store.Bolt:
@@ -224,3 +229,12 @@ func (s *deadlineStore) Delete(ctx context.Context, key string) error {
 
 // Exclusive forwards the wrapped store's answer.
 func (s *deadlineStore) Exclusive() bool { return store.IsExclusive(s.Store) }
+
+// WriteAtomic forwards to the wrapped store ([store.WriteAtomic]: atomic
+// when it implements [store.Atomic], its fallback otherwise), under one
+// deadline for the whole write.
+func (s *deadlineStore) WriteAtomic(ctx context.Context, ops []store.Op) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.d)
+	defer cancel()
+	return store.WriteAtomic(ctx, s.Store, ops)
+}

@@ -303,13 +303,17 @@ func (o observedVerifier) VerifyWorkspace(ctx context.Context, c WorkspaceCheck)
 }
 
 // observedStore reports each operation of a store to an observer. It
-// forwards Exclusive, so that store.IsExclusive answers through it.
+// forwards Exclusive, so that store.IsExclusive answers through it, and
+// WriteAtomic.
 type observedStore struct {
 	st  store.Store
 	obs observe.Observer
 }
 
-var _ store.Exclusive = observedStore{}
+var (
+	_ store.Exclusive = observedStore{}
+	_ store.Atomic    = observedStore{}
+)
 
 func (o observedStore) done(ctx context.Context, kind string, start time.Time, err error) {
 	o.obs.Store(ctx, observe.StoreOp{Kind: kind, Start: start, Duration: time.Since(start), Err: err})
@@ -348,6 +352,16 @@ func (o observedStore) Scan(ctx context.Context, prefix string, fn func(key stri
 	err := o.st.Scan(ctx, prefix, fn)
 	o.done(ctx, observe.StoreScan, start, err)
 	return err
+}
+
+// WriteAtomic forwards to the store underneath ([store.WriteAtomic]:
+// atomic when it implements [store.Atomic], its fallback otherwise) and
+// reports one operation.
+func (o observedStore) WriteAtomic(ctx context.Context, ops []store.Op) (bool, error) {
+	start := time.Now()
+	applied, err := store.WriteAtomic(ctx, o.st, ops)
+	o.done(ctx, observe.StoreWriteAtomic, start, err)
+	return applied, err
 }
 
 func (o observedStore) Close() error { return o.st.Close() }

@@ -104,12 +104,15 @@ const (
 	StoreCompareAndSwap = "compare_and_swap"
 	StoreDelete         = "delete"
 	StoreScan           = "scan"
+	// StoreWriteAtomic is an atomic multi-write
+	// (github.com/supervaize/supervaizer-go/store.WriteAtomic).
+	StoreWriteAtomic = "write_atomic"
 )
 
 // StoreOp is one operation on the controller's store.
 type StoreOp struct {
 	// Kind is one of StoreGet, StorePutIfAbsent, StoreCompareAndSwap,
-	// StoreDelete and StoreScan.
+	// StoreDelete, StoreScan and StoreWriteAtomic.
 	Kind string
 	// Start is when the operation began; Duration how long it took.
 	Start    time.Time

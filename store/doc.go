@@ -37,4 +37,8 @@
 // Every method is safe for concurrent use. PutIfAbsent and CompareAndSwap are
 // atomic, so a read-modify-write loop over CompareAndSwap never loses an
 // update. Scan may call back into the store; Memory and Bolt scan a snapshot.
+// [WriteAtomic] applies several put-if-absent and compare-and-swap ops as one
+// write, all or none, on a store that implements [Atomic] (Memory, Bolt and
+// the PostgreSQL store do); on another store it applies them in order, the
+// first op deciding.
 package store

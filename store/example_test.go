@@ -138,3 +138,31 @@ func ExampleIsExclusive() {
 	fmt.Println(store.IsExclusive(store.NewMemory()))
 	// Output: true
 }
+
+// ExampleWriteAtomic completes a pending record and creates the record of
+// its result in one write: both or neither.
+func ExampleWriteAtomic() {
+	ctx := context.Background()
+	s := store.NewMemory()
+	defer s.Close()
+
+	pending, done := []byte(`{"state":"pending"}`), []byte(`{"state":"done"}`)
+	_, _, _ = s.PutIfAbsent(ctx, "idempotency/setup-7f3c", pending)
+
+	applied, err := store.WriteAtomic(ctx, s, []store.Op{
+		store.CompareAndSwapOp("idempotency/setup-7f3c", pending, done),
+		store.PutIfAbsentOp("jobs/job-77", []byte(`{"status":"running"}`)),
+	})
+	fmt.Println("applied:", applied, err)
+
+	// Again: the first op's condition no longer holds, so nothing is written.
+	applied, err = store.WriteAtomic(ctx, s, []store.Op{
+		store.CompareAndSwapOp("idempotency/setup-7f3c", pending, done),
+		store.PutIfAbsentOp("jobs/job-78", []byte(`{"status":"running"}`)),
+	})
+	_, found, _ := s.Get(ctx, "jobs/job-78")
+	fmt.Println("applied:", applied, err, "job-78 stored:", found)
+	// Output:
+	// applied: true <nil>
+	// applied: false <nil> job-78 stored: false
+}

@@ -37,6 +37,10 @@ const hangTimeout = 10 * time.Second
 // subtest and must return a new, empty store that no other subtest uses; Run
 // closes it when the subtest ends (a second Close returning store.ErrClosed is
 // expected). The subtests run one after another.
+//
+// The WriteAtomic subtests go through [store.WriteAtomic]: a store that
+// implements [store.Atomic] must apply all the ops or none, also under
+// concurrency; one that does not gets the fallback, whose first op decides.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
 	tests := []struct {
@@ -63,6 +67,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentCompareAndSwap", testConcurrentCompareAndSwap},
 		{"ConcurrentMixed", testConcurrentMixed},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"WriteAtomic", testWriteAtomic},
+		{"WriteAtomicDoneOrClosed", testWriteAtomicDoneOrClosed},
+		{"WriteAtomicRace", testWriteAtomicRace},
+		{"WriteAtomicAllOrNothing", testWriteAtomicAllOrNothing},
+		{"WriteAtomicTransfers", testWriteAtomicTransfers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,3 +28,13 @@ func TestRunEventLogMemory(t *testing.T) {
 		return func(*testing.T) (store.EventLog, func()) { return b.EventLog(), func() {} }
 	})
 }
+
+// plainStore hides every method but those of store.Store: the conformance
+// suite runs store.WriteAtomic's fallback on it.
+type plainStore struct{ store.Store }
+
+// TestRunWithoutAtomic runs the suite on a store that does not implement
+// store.Atomic (an author's own): the fallback of store.WriteAtomic.
+func TestRunWithoutAtomic(t *testing.T) {
+	storetest.Run(t, func(*testing.T) store.Store { return plainStore{store.NewMemory()} })
+}
