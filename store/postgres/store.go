@@ -26,6 +26,7 @@ type statement struct{ name, sql string }
 // statements are the SQL the store runs, for one schema.
 type statements struct {
 	get, putIfAbsent, cas, del  statement
+	atomicInsert, atomicCAS     statement // WriteAtomic's (atomic.go)
 	scanFirst, scanFirstBounded statement // key >= prefix
 	scanNext, scanNextBounded   statement // key > last key seen
 
@@ -88,6 +89,20 @@ SELECT EXISTS (SELECT 1 FROM ins), (SELECT value FROM ` + kv + ` WHERE key = $1)
 		// again on the new version: the comparison and the write are atomic.
 		cas: statement{"sv_kv_cas", "UPDATE " + kv + " SET value = $3 WHERE key = $1 AND value = $2"},
 		del: statement{"sv_kv_delete", "DELETE FROM " + kv + " WHERE key = $1"},
+		// WriteAtomic's ops: a put-if-absent or compare-and-swap that fails
+		// its statement with division_by_zero (22012) when its condition does
+		// not hold (no row inserted or updated), which rolls back the
+		// pipeline's implicit transaction. Plain SQL has no RAISE; 1/count(*)
+		// over the write's RETURNING is evaluated when the statement runs,
+		// and nothing else in these statements divides.
+		atomicInsert: statement{"sv_kv_atomic_insert", `WITH ins AS (
+	INSERT INTO ` + kv + ` (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING 1
+)
+SELECT 1 / count(*)::int FROM ins`},
+		atomicCAS: statement{"sv_kv_atomic_cas", `WITH upd AS (
+	UPDATE ` + kv + ` SET value = $3 WHERE key = $1 AND value = $2 RETURNING 1
+)
+SELECT 1 / count(*)::int FROM upd`},
 		scanFirst: statement{"sv_kv_scan_first",
 			"SELECT key, value FROM " + kv + " WHERE key >= $1 ORDER BY key LIMIT $2"},
 		scanFirstBounded: statement{"sv_kv_scan_first_bounded",
@@ -101,7 +116,7 @@ SELECT EXISTS (SELECT 1 FROM ins), (SELECT value FROM ` + kv + ` WHERE key = $1)
 
 // pooled returns the statements prepared on every pooled connection.
 func (s statements) pooled() []statement {
-	return []statement{s.get, s.putIfAbsent, s.cas, s.del,
+	return []statement{s.get, s.putIfAbsent, s.cas, s.del, s.atomicInsert, s.atomicCAS,
 		s.scanFirst, s.scanFirstBounded, s.scanNext, s.scanNextBounded, s.append, s.appendGroup, s.prune}
 }
 
