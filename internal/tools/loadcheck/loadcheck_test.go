@@ -152,7 +152,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
-	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline (target <= 15", "above the reused request + ed25519.Verify (target <= 10"} {
+	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline (target <= 15", "above the reused request + ed25519.Verify (target <= 10", "resident memory after the run: controller"} {
 		assert.Contains(t, out.String(), want)
 	}
 	_, line, ok := strings.Cut(out.String(), "loadcheck-json: ")
@@ -172,6 +172,23 @@ func TestRunPrintsTheTable(t *testing.T) {
 	}
 	// The realistic case answers a job_state read from the agent's store.
 	assert.Equal(t, caseSync, got.Rows[0].Case)
+}
+
+func TestParseVmRSS(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         float64
+	}{
+		{"present", "Name:\tagent\nVmPeak:\t 99 kB\nVmRSS:\t   20480 kB\nThreads:\t8\n", 20},
+		{"absent", "Name:\tagent\n", 0},
+		{"another unit", "VmRSS:\t 20 MB\n", 0},
+		{"not a number", "VmRSS:\t x kB\n", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.InDelta(t, tt.want, parseVmRSS(tt.status), 1e-9)
+		})
+	}
 }
 
 func TestParseStatCPU(t *testing.T) {

@@ -58,13 +58,15 @@ import (
 // p99 of the controller at most 1.5 times the baseline's, the server CPU of
 // a reused-token request at most 15 µs above the baseline's, and that of a
 // fresh-token request at most 10 µs above the reused one's plus
-// ed25519.Verify alone (measured by the run: verifyFloor).
+// ed25519.Verify alone (measured by the run: verifyFloor); the controller's
+// resident memory after its rounds at most 32 MiB.
 const (
 	targetReused    = 0.85
 	targetFresh     = 0.45
 	targetP99       = 1.5
 	targetCPUOver   = 15.0
 	targetFreshOver = 10.0
+	targetRSSMiB    = 32.0
 )
 
 type config struct {
@@ -311,6 +313,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 				break
 			}
 		}
+		rep.memory(sc.name, sc.ctrl.rss(), sc.base.rss())
 		if firstFailure != nil {
 			break
 		}

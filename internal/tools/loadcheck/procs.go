@@ -137,6 +137,37 @@ func (c *child) cpuTime() (time.Duration, bool) {
 	return parseStatCPU(string(b))
 }
 
+// rss returns the child's resident memory in MiB (VmRSS of
+// /proc/<pid>/status), 0 where that file does not exist.
+func (c *child) rss() float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "status"))
+	if err != nil {
+		return 0
+	}
+	return parseVmRSS(string(b))
+}
+
+// parseVmRSS reads the VmRSS line ("VmRSS:   12345 kB") of a
+// /proc/<pid>/status file, in MiB; 0 when it has none.
+func parseVmRSS(status string) float64 {
+	for line := range strings.Lines(status) {
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0
+		}
+		kb, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0
+		}
+		return kb / 1024
+	}
+	return 0
+}
+
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat: 100
 // on every Linux architecture Go supports.
 const clockTicks = 100

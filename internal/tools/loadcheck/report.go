@@ -18,6 +18,21 @@ type report struct {
 	// floor is the CPU of one ed25519.Verify of a token-sized message, in
 	// µs, measured in this process (0: not measured).
 	floor float64
+	// rss holds each case's resident memory after its rounds, in MiB:
+	// the controller's and the baseline's.
+	rss []caseMemory
+}
+
+// caseMemory is the resident memory of a case's servers after its rounds.
+type caseMemory struct {
+	Case       string  `json:"case"`
+	Controller float64 `json:"controller_rss_mib"`
+	Baseline   float64 `json:"baseline_rss_mib"`
+}
+
+// memory records the resident memory of a case's servers after its rounds.
+func (r *report) memory(name string, ctrl, base float64) {
+	r.rss = append(r.rss, caseMemory{Case: name, Controller: ctrl, Baseline: base})
 }
 
 func newReport(out io.Writer) *report {
@@ -208,6 +223,17 @@ func (r *report) summary(began time.Time) (heavy []string, err error) {
 		return nil, err
 	}
 	r.cpuTargets(rows)
+	for _, m := range r.rss {
+		if m.Controller == 0 {
+			continue
+		}
+		verdict := "met"
+		if m.Controller > targetRSSMiB {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(r.out, "%-9s resident memory after the run: controller %.1f MiB (target <= %.0f: %s), baseline %.1f MiB\n",
+			m.Case, m.Controller, targetRSSMiB, verdict, m.Baseline)
+	}
 	for _, s := range rows {
 		if s.ClientHeavy {
 			msg := fmt.Sprintf("%s %s: client %.1f µs/req > baseline server %.1f µs/req", s.Case, s.Mode, s.BaseClient.Median, s.BaseCPU.Median)
@@ -220,7 +246,7 @@ func (r *report) summary(began time.Time) (heavy []string, err error) {
 	}
 	load := loadAverage()
 	fmt.Fprintf(r.out, "finished in %v; %s\n", time.Since(began).Round(time.Second), load)
-	b, err := json.Marshal(map[string]any{"load_average": load, "rows": rows})
+	b, err := json.Marshal(map[string]any{"load_average": load, "rows": rows, "memory": r.rss})
 	if err != nil {
 		return nil, err
 	}
