@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -192,18 +193,13 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 	rounds := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(rounds, "call\tstore\tinstances\tround\trequests\treq/s\tagent CPU µs/req\tPostgreSQL CPU µs/req\tp50\tp99\t")
 	results := map[string][]backendResult{}
-	client := &http.Client{Transport: &http.Transport{
-		Proxy: nil, MaxIdleConns: 4 * cfg.concurrency, MaxIdleConnsPerHost: cfg.concurrency,
-		MaxConnsPerHost: cfg.concurrency, DisableCompression: true,
-	}, Timeout: 10 * time.Second}
-	defer client.CloseIdleConnections()
 	for _, call := range calls {
 		for _, s := range setups { // warm-up: connections, caches, the runtime
-			s.round(ctx, client, cfg.concurrency, cfg.warmup, call)
+			s.round(ctx, cfg.concurrency, cfg.warmup, call)
 		}
 		for round := 1; round <= cfg.rounds; round++ {
 			for _, s := range setups {
-				r := s.measure(ctx, client, cfg.concurrency, cfg.duration, call, dbURL)
+				r := s.measure(ctx, cfg.concurrency, cfg.duration, call, dbURL)
 				key := call.name + "\x00" + s.label()
 				results[key] = append(results[key], r)
 				fmt.Fprintf(rounds, "%s\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", call.name, s.name, s.instances, round,
@@ -291,13 +287,13 @@ func (s *backendSetup) start(ctx context.Context, bin string, base map[string]st
 
 // measure runs one round and adds the CPU time of the agent processes and
 // of the PostgreSQL processes serving them.
-func (s *backendSetup) measure(ctx context.Context, client *http.Client, concurrency int, dur time.Duration, call backendCall, dbURL string) backendResult {
+func (s *backendSetup) measure(ctx context.Context, concurrency int, dur time.Duration, call backendCall, dbURL string) backendResult {
 	var dbBefore map[int]time.Duration
 	if s.schema != "" {
 		dbBefore = s.serverCPU(ctx, dbURL)
 	}
 	before, ok1 := s.agentCPU()
-	r := backendResult{result: s.round(ctx, client, concurrency, dur, call)}
+	r := backendResult{result: s.round(ctx, concurrency, dur, call)}
 	after, ok2 := s.agentCPU()
 	if ok1 && ok2 {
 		r.cpu, r.cpuKnown = after-before, true
@@ -353,18 +349,42 @@ func (s *backendSetup) serverCPU(ctx context.Context, dbURL string) map[int]time
 }
 
 // round drives the setup for dur with concurrency workers, sending the
-// calls to its instances in turn.
-func (s *backendSetup) round(ctx context.Context, client *http.Client, concurrency int, dur time.Duration, call backendCall) result {
+// calls to its instances in turn, each worker on keep-alive connections of
+// the raw HTTP/1.1 client (one per instance), closed when the round ends.
+func (s *backendSetup) round(ctx context.Context, concurrency int, dur time.Duration, call backendCall) result {
 	var next atomic.Int64
+	var mu sync.Mutex
+	var conns []*rawConn
+	defer func() {
+		for _, c := range conns {
+			c.close()
+		}
+	}()
 	return drive(ctx, concurrency, dur, func() workerCall {
 		buf := make([]byte, 0, 4096)
+		mine := make(map[string]*rawConn, len(s.urls))
 		return func(ctx context.Context) (time.Duration, bool, error) {
 			u := s.urls[int(next.Add(1))%len(s.urls)]
+			conn := mine[u]
+			if conn == nil {
+				req, err := newRawRequest(target{name: "research agent", url: u, apiKey: researchKey}, nil)
+				if err != nil {
+					return 0, false, err
+				}
+				conn = newRawConn(req)
+				mine[u] = conn
+				mu.Lock()
+				conns = append(conns, conn)
+				mu.Unlock()
+			}
 			t0 := time.Now()
-			var err error
-			buf, err = callOK(ctx, client, target{name: "research agent", url: u, apiKey: researchKey}, call.token, call.body(), buf[:0])
-			if err != nil {
+			status, out, err := conn.doBody(call.token, call.body(), buf[:0])
+			buf = out
+			switch {
+			case err != nil:
 				return 0, false, fmt.Errorf("%s: %w", call.name, err)
+			case status != http.StatusOK || !bytes.Contains(buf, okResult):
+				return 0, false, fmt.Errorf("%s: HTTP %d: %.300s", call.name, status, buf)
 			}
 			return time.Since(t0), true, nil
 		}

@@ -27,8 +27,10 @@ const requestTimeout = 10 * time.Second
 // rawRequest is a pre-encoded POST: head, then the token, then tail (the
 // rest of the headers and the body).
 type rawRequest struct {
-	addr       string // host:port to dial
-	head, tail []byte
+	addr string // host:port to dial
+	// pre runs up to the Content-Length value, mid from its end to the
+	// token; body is the request's own body (encodeBody sends another).
+	pre, mid, body []byte
 }
 
 // newRawRequest encodes a POST of body to t, the workspace token left out.
@@ -40,18 +42,25 @@ func newRawRequest(t target, body []byte) (*rawRequest, error) {
 	if u.Scheme != "http" || u.Host == "" {
 		return nil, fmt.Errorf("%s: not an http URL: %s", t.name, t.url)
 	}
-	path := u.RequestURI()
-	head := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-Api-Key: %s\r\nContent-Length: %d\r\nX-Supervaize-Workspace-Authorization: Bearer ",
-		path, u.Host, t.apiKey, len(body))
-	tail := append([]byte("\r\n\r\n"), body...)
-	return &rawRequest{addr: u.Host, head: head, tail: tail}, nil
+	pre := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-Api-Key: %s\r\nContent-Length: ",
+		u.RequestURI(), u.Host, t.apiKey)
+	mid := []byte("\r\nX-Supervaize-Workspace-Authorization: Bearer ")
+	return &rawRequest{addr: u.Host, pre: pre, mid: mid, body: body}, nil
 }
 
 // encode appends the request carrying token to buf.
 func (r *rawRequest) encode(buf []byte, token string) []byte {
-	buf = append(buf, r.head...)
+	return r.encodeBody(buf, token, r.body)
+}
+
+// encodeBody appends the request carrying token and body to buf.
+func (r *rawRequest) encodeBody(buf []byte, token string, body []byte) []byte {
+	buf = append(buf, r.pre...)
+	buf = strconv.AppendInt(buf, int64(len(body)), 10)
+	buf = append(buf, r.mid...)
 	buf = append(buf, token...)
-	return append(buf, r.tail...)
+	buf = append(buf, "\r\n\r\n"...)
+	return append(buf, body...)
 }
 
 // rawConn is one keep-alive connection of a worker; it redials after the
@@ -68,6 +77,11 @@ func newRawConn(req *rawRequest) *rawConn { return &rawConn{req: req} }
 // do sends the request with token and returns the status and buf holding
 // the response body.
 func (c *rawConn) do(token string, buf []byte) (int, []byte, error) {
+	return c.doBody(token, c.req.body, buf)
+}
+
+// doBody is do sending body instead of the request's own.
+func (c *rawConn) doBody(token string, body, buf []byte) (int, []byte, error) {
 	if c.conn == nil {
 		conn, err := net.Dial("tcp", c.req.addr)
 		if err != nil {
@@ -80,7 +94,7 @@ func (c *rawConn) do(token string, buf []byte) (int, []byte, error) {
 			c.br.Reset(conn)
 		}
 	}
-	c.out = c.req.encode(c.out[:0], token)
+	c.out = c.req.encodeBody(c.out[:0], token, body)
 	if err := c.conn.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
 		c.close()
 		return 0, buf, err
