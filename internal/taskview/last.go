@@ -10,7 +10,10 @@ import (
 // made (written, or found stored already). A job.sync poll answering the
 // state it answered before then costs no store round trip for the view
 // (issue 40 item 2); the record is read and compared, and written when it
-// differs, only when the result differs from this process's last one.
+// differs, only when the result differs from this process's last one. The
+// first result for a job in a process (a job.start) creates the record
+// without reading it first (put-if-absent, which returns the stored record
+// when there is one): a start costs the view one store call.
 //
 // What another writer did in between (another instance on a shared store,
 // or another Server on the same store) is kept: a result that repeats this
@@ -42,6 +45,9 @@ func digestRecord(status, text, state []byte) recordDigest {
 		_, _ = h.Write(state)
 		d[i] = h.Sum64()
 	}
+	if d == (recordDigest{}) {
+		d[1] = 1 // the zero digest marks a record whose digest is forgotten
+	}
 	return d
 }
 
@@ -57,6 +63,15 @@ func (l *lastRecords) same(key []byte, d recordDigest) bool {
 	got, ok := l.m[string(key)]
 	l.mu.Unlock()
 	return ok && got == d
+}
+
+// known reports whether this process knows key's record (its digest, or
+// that it exists).
+func (l *lastRecords) known(key []byte) bool {
+	l.mu.Lock()
+	_, ok := l.m[string(key)]
+	l.mu.Unlock()
+	return ok
 }
 
 // remember records d for key.
@@ -75,9 +90,13 @@ func (l *lastRecords) remember(key string, d recordDigest) {
 	l.m[key] = d
 }
 
-// forget drops key's digest.
+// forget drops key's digest, keeping that the record exists: the next
+// result for the job is compared with the stored record (same never holds
+// for the zero digest, which digestRecord never returns).
 func (l *lastRecords) forget(key string) {
 	l.mu.Lock()
-	delete(l.m, key)
+	if _, ok := l.m[key]; ok {
+		l.m[key] = recordDigest{}
+	}
 	l.mu.Unlock()
 }

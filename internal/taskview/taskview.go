@@ -157,6 +157,18 @@ func (tv *View) Observe(ctx context.Context, ws, slug string, raw []byte, t *wir
 			return read // this process's last result for the job: no round trip
 		}
 		k := string(key)
+		if !tv.last.known(key) {
+			// The first result for the job in this process (a start, or the
+			// first poll after a restart): most often no record exists yet,
+			// so try to create it first, which reads the existing one
+			// otherwise (one round trip instead of a read and a write).
+			if done, ok := tv.create(ctx, slug, k, status, text, state); ok {
+				if done {
+					tv.last.remember(k, d)
+				}
+				return read
+			}
+		}
 		if tv.put(ctx, slug, k, func(old []byte, found bool) ([]byte, bool) {
 			if found && sameRecord(old, status, text, state) {
 				return nil, false // unchanged: neither built nor written
@@ -241,6 +253,29 @@ func (tv *View) put(ctx context.Context, slug, key string, next func(old []byte,
 	}
 	tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: too many concurrent updates", slog.String("key", key))
 	return false
+}
+
+// create stores the record of a job_state under key, a job of agent slug,
+// unless one exists. ok reports that nothing is left to do: the record was
+// created (done true), equals the stored one (done true), or the store
+// failed, which is logged (done false). ok is false when another record is
+// stored: the caller then updates it (put).
+func (tv *View) create(ctx context.Context, slug, key string, status, text, state []byte) (done, ok bool) {
+	tv.counts.seeded(ctx) // before the first write: the records already there are counted once
+	val := encodeRecord(string(status), string(text), state)
+	existing, stored, err := tv.store.PutIfAbsent(ctx, key, val)
+	switch {
+	case err != nil:
+		tv.logger.LogAttrs(ctx, slog.LevelWarn, "a2a task view: write failed", slog.String("error", err.Error()))
+		return false, true
+	case stored:
+		tv.counts.changed(slug, nil, false, val)
+		tv.notify(key, val)
+		return true, true
+	case sameRecord(existing, status, text, state):
+		return true, true
+	}
+	return false, false
 }
 
 // Watch returns a channel closed at the next write of key by this process.
