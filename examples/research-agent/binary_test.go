@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +60,28 @@ func testBinary(t *testing.T, bin string) {
 	assert.Contains(t, stderr, "mode=local")
 	assert.Contains(t, stderr, "api_key=local-dev", "the local-mode key to send")
 	assert.Contains(t, stdout, base+"/a2a", "the try-it block names the address bound")
+
+	// The try-it block's calls, sent as printed: the job it starts is the
+	// one the text message then counts (one local workspace for both).
+	bodies := regexp.MustCompile(`(?m)^  -d '(.*)'$`).FindAllStringSubmatch(stdout, -1)
+	require.Len(t, bodies, 3, stdout)
+	var answers []string
+	for _, b := range bodies {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/a2a", strings.NewReader(b[1]))
+		require.NoError(t, err)
+		req.Header.Set("X-API-Key", "local-dev")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		raw, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+		require.NotContains(t, string(raw), `"error"`, "%s", raw)
+		answers = append(answers, string(raw))
+	}
+	assert.Contains(t, answers[1], `"status":"ok"`, "job.start")
+	assert.Contains(t, answers[2], "This workspace has 1 research jobs", "the text message sees the job the curl started")
 
 	proc.Stop(t, syscall.SIGTERM)
 	assert.Contains(t, proc.Stderr.String(), `msg="controller stopped"`)

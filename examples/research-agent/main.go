@@ -126,7 +126,9 @@ func printTryIt(w io.Writer, base, apiKey string) {
 	if apiKey == supervaizer.LocalModeAPIKey {
 		key = apiKey
 	}
-	const request = `"request_id":"try-%d","actor":{"user_id":"you"},"workspace":{"id":"ws-local"},"mission_id":"mission-1","agent_slug":"research-agent"`
+	// The workspace is the one A2A calls get in local mode ("local"), so
+	// that the text message below sees the job the job.start curl starts.
+	const request = `"request_id":"try-%d","actor":{"user_id":"you"},"workspace":{"id":"local"},"mission_id":"mission-1","agent_slug":"research-agent"`
 	rpc := func(n int, method, params string) string {
 		return fmt.Sprintf(`curl -s %s/a2a -H 'X-API-Key: %s' -H 'Content-Type: application/json' \
   -d '{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}'`, base, key, n, method, params)
@@ -146,11 +148,15 @@ Research agent running in local mode (no Studio). Try it:
   # start a job (retrying with the same idempotency_key returns the same result)
   %s
 
+  # ask it about its jobs (an A2A text message, in the same local workspace)
+  %s
+
   # watch the effects
   curl -sN %s/a2a/events -H 'X-API-Key: %s'
 
 `, base, base,
 		rpc(1, supervaizer.MethodSurfaceLoad, `{"surface_request":{`+fmt.Sprintf(request, 1)+`,"surface":"job.start","input":{}}}`),
 		rpc(2, supervaizer.MethodActionInvoke, `{"action_request":{`+fmt.Sprintf(request, 2)+`,"surface":"job.start","action":"job.start","job_id":"job-1","idempotency_key":"try-job-1","input":{"topic_id":"eu-battery-market"}}}`),
+		rpc(3, "message/send", `{"message":{"kind":"message","role":"user","messageId":"try-3","parts":[{"kind":"text","text":"How many jobs are there?"}]}}`),
 		base, key)
 }
