@@ -33,3 +33,20 @@ var V int
 	assert.Contains(t, more, "more G")
 	assert.NotContains(t, more, "more u")
 }
+
+// TestMissingExamples: a name without an Example, an Example without an
+// Output comment, a method and an unused constant are reported; typed
+// constants are shown by their type's Example, an untyped one by an Example
+// that uses it.
+func TestMissingExamples(t *testing.T) {
+	missing, err := MissingExamples("testdata/examples")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{
+		"const Alone: no runnable ExampleAlone, none of its type, none using it",
+		"func Silent: ExampleSilent has no Output comment: it would not run",
+		"func Missing: no ExampleMissing",
+		"method T.M: no ExampleT_M",
+	}, missing)
+	_, err = MissingExamples(t.TempDir())
+	assert.Error(t, err, "a folder without exported names")
+}
