@@ -12,6 +12,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/internal/wire"
 )
 
 // The differential tests of the token decoding: the verifier's header checks
@@ -161,7 +163,7 @@ func tapeClaims(payload []byte) (*claims, *Error) {
 	if tc.invalid != nil {
 		return nil, tc.invalid
 	}
-	return tc.claims, nil
+	return &tc.claims, nil
 }
 
 func assertSameClaims(t *testing.T, payload []byte) {
@@ -188,9 +190,92 @@ func TestClaimsDecoderMatchesReference(t *testing.T) {
 		`{"iss":"a","aud":"b","grant_id":"g","workspace_id":"w","agent_id":"a","agent_slug":"s","server_id":"x","scopes":["r"],"exp":1,"iat":true}`,
 		`{"iss":"a","aud":"b","grant_id":"g","workspace_id":"w","agent_id":"a","agent_slug":"s","server_id":"x","scopes":["r"],"exp":1,"nbf":1e400}`,
 		`{"ISS":"a"}`, ` {"iss":"a"} `, `[]`, `"x"`, `{"iss":"a"`, "{\"iss\":\"\xff\"}", ``,
+		// Read without a tape (no backslash): unknown values of every kind,
+		// brackets inside strings, whitespace everywhere, claims of the
+		// wrong kind.
+		` { "x" : { "a" : [ "]" , { "}" : [ ] } , 1e5 , true ] } , "iss" : "a" , "aud" : [ "b" , "c" ] , "grant_id" : "g" , "workspace_id" : "w" , "agent_id" : "a" , "agent_slug" : "s" , "server_id" : "x" , "scopes" : [ "r" , "{" ] , "exp" : -1.0E+2 , "nbf" : null } `,
+		`{"iss":"a","aud":"b","grant_id":"g","workspace_id":"w","agent_id":"a","agent_slug":"s","server_id":"x","scopes":["r","q","p","o","n"],"exp":1,"y":false,"z":null}`,
+		`{"iss":"a","aud":["b",["c"]],"grant_id":"g"}`, `{"iss":"a","aud":["b",null]}`, `{"iss":"a","aud":true}`, `{"iss":["a"]}`,
+		`{"iss":"a","aud":"b","grant_id":"g","workspace_id":"w","agent_id":"a","agent_slug":"s","server_id":"x","scopes":[1],"exp":1}`,
+		`{"iss":"a","aud":"b","grant_id":"g","workspace_id":"w","agent_id":"a","agent_slug":"s","server_id":"x","scopes":["r"],"exp":{},"iat":1}`,
+		`{"iss":"a","aud":"b","grant_id":"g","workspace_id":"w","agent_id":"a","agent_slug":"s","server_id":"x","scopes":["r"],"exp":1,"iat":[]}`,
+		`{"iss":"a","aud":"b","grant_id":"g","workspace_id":"w","workspace_slug":"","agent_id":"a","agent_slug":"s","server_id":"x","scopes":["r"],"agent_workspace_ref":"é","jti":null,"exp":9223372036854775807}`,
+		"{\"iss\":\"a\u00e9\",\"aud\":\"\xc3\"}", `{}`, ` { } `, `{"iss":"a","iss":1}`, `{"iss":1,"iss":"a","aud":[]}`,
 	} {
 		assertSameClaims(t, []byte(payload))
 	}
+}
+
+// tapeOnlyClaims decodes a payload as the verifier does for a payload with
+// a backslash: on a tape, whatever the payload.
+func tapeOnlyClaims(payload []byte) (*claims, *Error) {
+	t := wire.Get()
+	defer wire.Put(t)
+	if !jsonObject(t, payload) {
+		return nil, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
+	}
+	d := claimReader{src: string(payload)}
+	d.index(t)
+	c := &claims{}
+	if e := parseClaims(&d, c, &claimStore{}); e != nil {
+		return nil, e
+	}
+	return c, nil
+}
+
+func TestClaimReaderScan(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		payload string
+		plain   bool
+	}{
+		{"a real payload", mustJSON(t, validClaims()), true},
+		{"whitespace and nesting", ` {"a" : [ {"]":"["} ] , "iss":"x"} `, true},
+		{"empty object", `{}`, true},
+		{"an escape sequence", `{"iss":"\u0061"}`, false},
+		{"an escaped key", `{"i\u0073s":"a"}`, false},
+		{"not an object", `["iss"]`, false},
+		{"a string", `"iss"`, false},
+		{"trailing bytes", `{"iss":"a"} x`, false},
+		{"unterminated", `{"iss":"a"`, false},
+		{"unterminated string", `{"iss":"a`, false},
+		{"unterminated array", `{"aud":["a"`, false},
+		{"missing colon", `{"iss" "a"}`, false},
+		{"missing comma", `{"iss":"a" "aud":"b"}`, false},
+		{"bad literal", `{"iss":tru}`, false},
+		{"empty", ``, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := claimReader{src: tt.payload}
+			assert.Equal(t, tt.plain, d.scan())
+		})
+	}
+}
+
+// FuzzClaimReader feeds UnmarshalJSON arbitrary bytes, which encoding/json
+// never does: it must not panic, and on valid JSON (what encoding/json hands
+// it) the single-pass read of a plain payload must agree with the tape.
+func FuzzClaimReader(f *testing.F) {
+	f.Add([]byte(mustJSON(f, validClaims())))
+	f.Add([]byte(`{"x":{"a":["]",{"}":[]}]},"iss":"a","aud":["b"],"scopes":["r"],"exp":1e3}`))
+	f.Add([]byte(`{"iss":"a","aud":[`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		tc := &tokenClaims{}
+		err := tc.UnmarshalJSON(payload)
+		if !json.Valid(payload) {
+			return
+		}
+		want, wantErr := tapeOnlyClaims(payload)
+		if wantErr != nil && wantErr.Code == CodeMalformed {
+			require.Error(t, err, "%q", payload)
+			return
+		}
+		require.NoError(t, err, "%q", payload)
+		require.Equal(t, wantErr, tc.invalid, "%q", payload)
+		if wantErr == nil {
+			assert.Equal(t, want, &tc.claims, "%q", payload)
+		}
+	})
 }
 
 func FuzzClaimsDecoder(f *testing.F) {

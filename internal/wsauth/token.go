@@ -88,26 +88,42 @@ func decodeSegment(seg string) ([]byte, bool) {
 }
 
 // checkFormat runs the parts of steps 4–5 that jwt/v5's parser leaves out,
-// on a token no longer than MaxTokenBytes: every segment is base64url only,
-// and the header is valid UTF-8 (encoding/json would read invalid bytes as
-// U+FFFD). The parser checks the rest: three segments, the padding and
-// trailing bits of each, and JSON.
+// on a token no longer than MaxTokenBytes: no segment holds a line break,
+// which encoding/base64, under jwt/v5's decoder, would silently skip, and
+// the header is valid UTF-8 (encoding/json would read invalid bytes as
+// U+FFFD). The parser checks the rest: three segments, the base64url
+// alphabet (strict decoding refuses every other byte), the padding and
+// trailing bits of each segment, and JSON; malformedError then says which
+// failed.
 func checkFormat(tok string) *Error {
 	h, rest, _ := strings.Cut(tok, ".")
-	p, s, ok := strings.Cut(rest, ".")
-	if !ok || strings.Contains(s, ".") {
+	_, s, ok := strings.Cut(rest, ".")
+	if !ok || strings.IndexByte(s, '.') >= 0 {
 		return failf(CodeMalformed, "expected three dot-separated segments")
 	}
-	if !base64url(h) || !base64url(p) || !base64url(s) {
+	if strings.IndexByte(tok, '\n') >= 0 || strings.IndexByte(tok, '\r') >= 0 {
 		return failf(CodeMalformed, "invalid base64url segment")
 	}
 	if !headerUTF8(h) {
-		return failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
+		return malformedError(tok)
 	}
 	return nil
 }
 
-// headerUTF8 reports whether the header segment h (base64url, checked)
+// malformedError is the error of a token (three segments, checked by
+// checkFormat) that jwt/v5's parser found malformed: a segment outside the
+// base64url alphabet, or a header or payload that does not decode to a JSON
+// object.
+func malformedError(tok string) *Error {
+	for seg := range strings.SplitSeq(tok, ".") {
+		if !base64url(seg) {
+			return failf(CodeMalformed, "invalid base64url segment")
+		}
+	}
+	return failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
+}
+
+// headerUTF8 reports whether the header segment h (without line breaks)
 // decodes to valid UTF-8, or does not decode at all (the parser then
 // reports it malformed). A header of up to 384 bytes, as every real one,
 // is decoded on the stack.
@@ -179,9 +195,11 @@ type claims struct {
 
 // tokenClaims are the claims of a token as jwt/v5's parser sees them: it
 // decodes the payload into them (UnmarshalJSON) and validates the
-// registered claims through the jwt.Claims methods.
+// registered claims through the jwt.Claims methods. One allocation holds
+// the claims and what their slices and pointers refer to (up to four
+// scopes).
 type tokenClaims struct {
-	*claims // nil unless the payload passed step 9
+	claims // zero unless the payload passed step 9
 	// object is set once the payload was read as a JSON object: a payload
 	// of JSON null never reaches UnmarshalJSON.
 	object bool
@@ -198,6 +216,16 @@ type tokenClaims struct {
 	// verifiedFor is set when the token enters the verified-token cache:
 	// the expectations (audience) it passed steps 10–11 against.
 	verifiedFor *expected
+	// store holds what the claims' slices and pointers refer to.
+	store claimStore
+}
+
+// claimStore is the storage of a claims value's optional strings and of
+// its aud and scopes when they are short.
+type claimStore struct {
+	aud                              [1]string
+	scopes                           [4]string
+	workspaceSlug, agentWorkspaceRef string
 }
 
 // inWindow reports whether, at nowSec, the token is within the validity
@@ -214,16 +242,36 @@ func (tc *tokenClaims) inWindow(nowSec, leeway int64) bool {
 
 var errNotObject = errors.New("payload is not a UTF-8 JSON object")
 
-// UnmarshalJSON reads the payload on a tape: valid UTF-8 holding one JSON
-// object, then its claims (step 9).
+// UnmarshalJSON reads the payload (step 9): valid UTF-8 holding one JSON
+// object, then its claims. encoding/json, which calls it, has checked that
+// b is one valid JSON value; a payload without a backslash is read in a
+// single pass (claimReader.scan), any other on a tape, which checks
+// everything again.
 func (tc *tokenClaims) UnmarshalJSON(b []byte) error {
+	d := claimReader{src: string(b)} // the claims' strings are substrings of this copy
+	if d.scan() {
+		if !utf8.ValidString(d.src) {
+			return errNotObject
+		}
+		tc.object = true
+		return tc.setClaims(&d)
+	}
 	t := wire.Get()
 	defer wire.Put(t)
 	if !jsonObject(t, b) {
 		return errNotObject
 	}
 	tc.object = true
-	if tc.claims, tc.invalid = parseClaims(t); tc.invalid != nil {
+	d.index(t)
+	return tc.setClaims(&d)
+}
+
+// setClaims reads the claims from d (step 9) and the dates jwt/v5 checks.
+// It returns nil: a step 9 failure is kept in tc.invalid, reported after
+// the signature check.
+func (tc *tokenClaims) setClaims(d *claimReader) error {
+	if tc.invalid = parseClaims(d, &tc.claims, &tc.store); tc.invalid != nil {
+		tc.claims = claims{}
 		return nil
 	}
 	tc.dates[0] = unixDate(tc.exp)
@@ -258,252 +306,436 @@ func (tc *tokenClaims) GetIssuedAt() (*jwt.NumericDate, error) { return tc.issue
 func (tc *tokenClaims) GetNotBefore() (*jwt.NumericDate, error) { return tc.notBefore, nil }
 
 // GetIssuer implements jwt.Claims.
-func (tc *tokenClaims) GetIssuer() (string, error) {
-	if tc.claims == nil {
-		return "", nil
-	}
-	return tc.iss, nil
-}
+func (tc *tokenClaims) GetIssuer() (string, error) { return tc.iss, nil }
 
 // GetSubject implements jwt.Claims; sub is not checked.
 func (tc *tokenClaims) GetSubject() (string, error) { return "", nil }
 
 // GetAudience implements jwt.Claims.
-func (tc *tokenClaims) GetAudience() (jwt.ClaimStrings, error) {
-	if tc.claims == nil {
-		return nil, nil
-	}
-	return tc.aud, nil
-}
+func (tc *tokenClaims) GetAudience() (jwt.ClaimStrings, error) { return tc.aud, nil }
 
-// parseClaims runs step 9 on the payload's tape (a JSON object, parsed by
-// tokenClaims.UnmarshalJSON). Types are checked strictly: string claims must be JSON
-// strings, aud a string or an array of strings, scopes a non-empty array of
-// strings, exp (required), iat and nbf (optional) JSON numbers with an
-// integral value that fits in an int64. An optional claim that is null counts
-// as absent; unknown claims are ignored; of a claim given twice, the last
-// counts (as encoding/json decodes an object into a map). The claims' strings
-// are substrings of one copy of the payload.
-func parseClaims(t *wire.Tape) (*claims, *Error) {
-	d := claimsDecoder{t: t, src: string(t.Src)}
-	d.index()
-	c := &claims{}
+// parseClaims runs step 9 on the claims of a JSON object read by d into c,
+// whose slices and pointers refer to st when they fit. Types are checked
+// strictly: string claims must be JSON strings, aud a string or an array of
+// strings, scopes a non-empty array of strings, exp (required), iat and nbf
+// (optional) JSON numbers with an integral value that fits in an int64. An
+// optional claim that is null counts as absent; unknown claims are ignored;
+// of a claim given twice, the last counts (as encoding/json decodes an
+// object into a map). Claims are checked in the order of their slots; on
+// failure c is partly filled.
+func parseClaims(d *claimReader, c *claims, st *claimStore) *Error {
 	var e *Error
-	if c.iss, e = d.str("iss"); e != nil {
-		return nil, e
+	if c.iss, e = reqStr(d, claimIss); e != nil {
+		return e
 	}
-	if c.aud, e = d.aud(); e != nil {
-		return nil, e
+	if c.aud, e = audClaim(d, st.aud[:0]); e != nil {
+		return e
 	}
-	if e = d.checkOptStr("sub"); e != nil {
-		return nil, e
+	if e = checkOptStr(d, claimSub); e != nil {
+		return e
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"grant_id", &c.grantID}, {"workspace_id", &c.workspaceID}} {
-		if *f.dst, e = d.str(f.name); e != nil {
-			return nil, e
-		}
+	if c.grantID, e = reqStr(d, claimGrantID); e != nil {
+		return e
 	}
-	if c.workspaceSlug, e = d.optStr("workspace_slug"); e != nil {
-		return nil, e
+	if c.workspaceID, e = reqStr(d, claimWorkspaceID); e != nil {
+		return e
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"agent_id", &c.agentID}, {"agent_slug", &c.agentSlug}, {"server_id", &c.serverID}} {
-		if *f.dst, e = d.str(f.name); e != nil {
-			return nil, e
-		}
+	if c.workspaceSlug, e = optStr(d, claimWorkspaceSlug, &st.workspaceSlug); e != nil {
+		return e
 	}
-	if c.scopes, e = d.strings("scopes", false, "a non-empty array of strings"); e != nil {
-		return nil, e
+	if c.agentID, e = reqStr(d, claimAgentID); e != nil {
+		return e
 	}
-	if c.agentWorkspaceRef, e = d.optStr("agent_workspace_ref"); e != nil {
-		return nil, e
+	if c.agentSlug, e = reqStr(d, claimAgentSlug); e != nil {
+		return e
 	}
-	if e = d.checkOptStr("jti"); e != nil {
-		return nil, e
+	if c.serverID, e = reqStr(d, claimServerID); e != nil {
+		return e
 	}
-	if c.exp, _, e = d.integral("exp", true); e != nil {
-		return nil, e
+	if c.scopes, e = strsClaim(d, claimScopes, st.scopes[:0], false, "a non-empty array of strings"); e != nil {
+		return e
 	}
-	if c.iat, c.hasIAT, e = d.integral("iat", false); e != nil {
-		return nil, e
+	if c.agentWorkspaceRef, e = optStr(d, claimAgentWorkspaceRef, &st.agentWorkspaceRef); e != nil {
+		return e
 	}
-	if c.nbf, c.hasNBF, e = d.integral("nbf", false); e != nil {
-		return nil, e
+	if e = checkOptStr(d, claimJTI); e != nil {
+		return e
 	}
-	return c, nil
-}
-
-// claimNames are the claims parseClaims reads.
-var claimNames = [...]string{"iss", "aud", "sub", "grant_id", "workspace_id", "workspace_slug", "agent_id",
-	"agent_slug", "server_id", "scopes", "agent_workspace_ref", "jti", "exp", "iat", "nbf"}
-
-// claimSlot returns the index of name in claimNames, -1 for another name.
-func claimSlot(name []byte) int {
-	switch string(name) {
-	case "iss":
-		return 0
-	case "aud":
-		return 1
-	case "sub":
-		return 2
-	case "grant_id":
-		return 3
-	case "workspace_id":
-		return 4
-	case "workspace_slug":
-		return 5
-	case "agent_id":
-		return 6
-	case "agent_slug":
-		return 7
-	case "server_id":
-		return 8
-	case "scopes":
-		return 9
-	case "agent_workspace_ref":
-		return 10
-	case "jti":
-		return 11
-	case "exp":
-		return 12
-	case "iat":
-		return 13
-	case "nbf":
-		return 14
+	if c.exp, _, e = integral(d, claimExp, true); e != nil {
+		return e
 	}
-	return -1
-}
-
-// claimsDecoder reads the claims of a payload's tape; src is the payload as
-// a string, of which the claims' strings are substrings.
-type claimsDecoder struct {
-	t   *wire.Tape
-	src string
-	// values holds the value node of each claim of claimNames, 0 when
-	// absent (node 0 is the payload object itself).
-	values [len(claimNames)]int32
-}
-
-// index records the value node of every claim in one pass over the
-// payload's members; of a claim given twice, the last counts, as
-// encoding/json decodes an object into a map.
-func (d *claimsDecoder) index() {
-	obj := d.t.Nodes[0]
-	for m := int32(1); m < obj.Next; m = d.t.Nodes[m+1].Next {
-		key := d.t.Key(m)
-		if d.t.Nodes[m].Esc {
-			key = d.t.Str(m)
-		}
-		if slot := claimSlot(key); slot >= 0 {
-			d.values[slot] = m + 1
-		}
+	if c.iat, c.hasIAT, e = integral(d, claimIAT, false); e != nil {
+		return e
 	}
-}
-
-// get returns the value node of claim name; a null claim counts as absent.
-func (d *claimsDecoder) get(name string) (int32, bool) {
-	slot := claimSlot([]byte(name))
-	if slot < 0 {
-		return 0, false
-	}
-	i := d.values[slot]
-	if i == 0 || d.t.Nodes[i].Kind == wire.Null {
-		return 0, false
-	}
-	return i, true
-}
-
-// stringAt returns the string at node i.
-func (d *claimsDecoder) stringAt(i int32) string {
-	nd := d.t.Nodes[i]
-	if !nd.Esc {
-		return d.src[nd.Start+1 : nd.End-1]
-	}
-	return string(d.t.Str(i))
-}
-
-// str returns the required string claim name.
-func (d *claimsDecoder) str(name string) (string, *Error) {
-	i, ok := d.get(name)
-	if !ok || d.t.Nodes[i].Kind != wire.String {
-		return "", invalidClaim(name, !ok, "a string")
-	}
-	return d.stringAt(i), nil
-}
-
-// optStr returns the optional string claim name, nil when absent.
-func (d *claimsDecoder) optStr(name string) (*string, *Error) {
-	i, ok := d.get(name)
-	if !ok {
-		return nil, nil
-	}
-	if d.t.Nodes[i].Kind != wire.String {
-		return nil, invalidClaim(name, false, "a string")
-	}
-	s := d.stringAt(i)
-	return &s, nil
-}
-
-// checkOptStr checks the optional string claim name, whose value is not
-// kept.
-func (d *claimsDecoder) checkOptStr(name string) *Error {
-	if i, ok := d.get(name); ok && d.t.Nodes[i].Kind != wire.String {
-		return invalidClaim(name, false, "a string")
+	if c.nbf, c.hasNBF, e = integral(d, claimNBF, false); e != nil {
+		return e
 	}
 	return nil
 }
 
-// aud returns the aud claim: a string, or an array of strings.
-func (d *claimsDecoder) aud() ([]string, *Error) {
-	if i, ok := d.get("aud"); ok && d.t.Nodes[i].Kind == wire.String {
-		return []string{d.stringAt(i)}, nil
+// The claims parseClaims reads, in the order it checks them: a claim's
+// slot in claimNames and in a claimSource.
+const (
+	claimIss = iota
+	claimAud
+	claimSub
+	claimGrantID
+	claimWorkspaceID
+	claimWorkspaceSlug
+	claimAgentID
+	claimAgentSlug
+	claimServerID
+	claimScopes
+	claimAgentWorkspaceRef
+	claimJTI
+	claimExp
+	claimIAT
+	claimNBF
+	numClaims
+)
+
+// claimNames are the names of the claims parseClaims reads, by slot.
+var claimNames = [numClaims]string{"iss", "aud", "sub", "grant_id", "workspace_id", "workspace_slug", "agent_id",
+	"agent_slug", "server_id", "scopes", "agent_workspace_ref", "jti", "exp", "iat", "nbf"}
+
+// claimSlot returns the slot of claim name, -1 for another name.
+func claimSlot[S string | []byte](name S) int {
+	switch string(name) {
+	case "iss":
+		return claimIss
+	case "aud":
+		return claimAud
+	case "sub":
+		return claimSub
+	case "grant_id":
+		return claimGrantID
+	case "workspace_id":
+		return claimWorkspaceID
+	case "workspace_slug":
+		return claimWorkspaceSlug
+	case "agent_id":
+		return claimAgentID
+	case "agent_slug":
+		return claimAgentSlug
+	case "server_id":
+		return claimServerID
+	case "scopes":
+		return claimScopes
+	case "agent_workspace_ref":
+		return claimAgentWorkspaceRef
+	case "jti":
+		return claimJTI
+	case "exp":
+		return claimExp
+	case "iat":
+		return claimIAT
+	case "nbf":
+		return claimNBF
 	}
-	return d.strings("aud", true, "a string or an array of strings")
+	return -1
 }
 
-// strings returns the array of strings claim name (empty only when
-// allowEmpty).
-func (d *claimsDecoder) strings(name string, allowEmpty bool, want string) ([]string, *Error) {
-	i, ok := d.get(name)
+// reqStr returns the required string claim in slot.
+func reqStr(d *claimReader, slot int) (string, *Error) {
+	k, ok := d.kind(slot)
+	if !ok || k != wire.String {
+		return "", invalidClaim(claimNames[slot], !ok, "a string")
+	}
+	return d.str(slot), nil
+}
+
+// optStr returns the optional string claim in slot, stored in *dst; nil
+// when absent.
+func optStr(d *claimReader, slot int, dst *string) (*string, *Error) {
+	k, ok := d.kind(slot)
 	if !ok {
-		return nil, invalidClaim(name, true, want)
+		return nil, nil
 	}
-	nd := d.t.Nodes[i]
-	if nd.Kind != wire.Array || nd.N == 0 && !allowEmpty {
-		return nil, invalidClaim(name, false, want)
+	if k != wire.String {
+		return nil, invalidClaim(claimNames[slot], false, "a string")
 	}
-	out := make([]string, 0, nd.N)
-	for el := i + 1; el < nd.Next; el = d.t.Nodes[el].Next {
-		if d.t.Nodes[el].Kind != wire.String {
-			return nil, invalidClaim(name, false, want)
-		}
-		out = append(out, d.stringAt(el))
-	}
-	return out, nil
+	*dst = d.str(slot)
+	return dst, nil
 }
 
-// integral returns the integer claim name; present is false for an absent
-// optional claim.
-func (d *claimsDecoder) integral(name string, required bool) (n int64, present bool, e *Error) {
-	i, ok := d.get(name)
+// checkOptStr checks the optional string claim in slot, whose value is not
+// kept.
+func checkOptStr(d *claimReader, slot int) *Error {
+	if k, ok := d.kind(slot); ok && k != wire.String {
+		return invalidClaim(claimNames[slot], false, "a string")
+	}
+	return nil
+}
+
+// audClaim returns the aud claim, a string or an array of strings, in buf
+// when it fits.
+func audClaim(d *claimReader, buf []string) ([]string, *Error) {
+	if k, ok := d.kind(claimAud); ok && k == wire.String {
+		return append(buf, d.str(claimAud)), nil
+	}
+	return strsClaim(d, claimAud, buf, true, "a string or an array of strings")
+}
+
+// strsClaim returns the array of strings claim in slot (empty only when
+// allowEmpty), in buf when it fits.
+func strsClaim(d *claimReader, slot int, buf []string, allowEmpty bool, want string) ([]string, *Error) {
+	k, ok := d.kind(slot)
+	if !ok {
+		return nil, invalidClaim(claimNames[slot], true, want)
+	}
+	if k != wire.Array {
+		return nil, invalidClaim(claimNames[slot], false, want)
+	}
+	elems, ok := d.strs(slot, buf)
+	if !ok || len(elems) == 0 && !allowEmpty {
+		return nil, invalidClaim(claimNames[slot], false, want)
+	}
+	return elems, nil
+}
+
+// integral returns the integer claim in slot; present is false for an
+// absent optional claim.
+func integral(d *claimReader, slot int, required bool) (n int64, present bool, e *Error) {
+	k, ok := d.kind(slot)
 	if !ok {
 		if required {
-			return 0, false, invalidClaim(name, true, "an integer")
+			return 0, false, invalidClaim(claimNames[slot], true, "an integer")
 		}
 		return 0, false, nil
 	}
-	nd := d.t.Nodes[i]
-	if nd.Kind == wire.Number {
-		if n, ok = parseIntegral(d.src[nd.Start:nd.End]); ok {
+	if k == wire.Number {
+		if n, ok = parseIntegral(d.number(slot)); ok {
 			return n, true, nil
 		}
 	}
-	return 0, false, invalidClaim(name, false, "an integer")
+	return 0, false, invalidClaim(claimNames[slot], false, "an integer")
+}
+
+// claimReader reads the claims of a payload (a JSON object) by slot; of a
+// claim given twice, the last counts, as encoding/json decodes an object
+// into a map. src is the payload as a string, of which the claims' strings
+// are substrings. A plain payload (no backslash, so no escape sequence) is
+// read by scan, relying on encoding/json's check that it is valid JSON;
+// any other is read from its tape (index).
+type claimReader struct {
+	src    string
+	t      *wire.Tape // nil for a plain payload
+	values [numClaims]claimValue
+}
+
+// claimValue is the value of a claim: src[start:end], quotes and brackets
+// included, and its tape node when the payload was read from a tape.
+type claimValue struct {
+	start, end int
+	node       int32
+	kind       wire.Kind
+	set        bool
+}
+
+// index records the value of every claim from the payload's tape t (of
+// src) in one pass over its members.
+func (d *claimReader) index(t *wire.Tape) {
+	d.t = t
+	obj := t.Nodes[0]
+	for m := int32(1); m < obj.Next; m = t.Nodes[m+1].Next {
+		key := t.Key(m)
+		if t.Nodes[m].Esc {
+			key = t.Str(m)
+		}
+		if slot := claimSlot(key); slot >= 0 {
+			nd := t.Nodes[m+1]
+			d.values[slot] = claimValue{start: int(nd.Start), end: int(nd.End), node: m + 1, kind: nd.Kind, set: true}
+		}
+	}
+}
+
+// scan records the value of every claim of a plain payload in one pass,
+// without a tape. It reports false when src holds a backslash or is not
+// a JSON object as expected: the tape then judges it. It never reads
+// outside src, whatever its bytes, but on bytes that are not valid JSON
+// its answer means nothing.
+func (d *claimReader) scan() bool {
+	src := d.src
+	if strings.IndexByte(src, '\\') >= 0 {
+		return false
+	}
+	i := skipSpace(src, 0)
+	if i >= len(src) || src[i] != '{' {
+		return false
+	}
+	i = skipSpace(src, i+1)
+	if i < len(src) && src[i] == '}' {
+		return skipSpace(src, i+1) == len(src)
+	}
+	for {
+		if i >= len(src) || src[i] != '"' {
+			return false
+		}
+		n := strings.IndexByte(src[i+1:], '"')
+		if n < 0 {
+			return false
+		}
+		key := src[i+1 : i+1+n]
+		i = skipSpace(src, i+n+2)
+		if i >= len(src) || src[i] != ':' {
+			return false
+		}
+		i = skipSpace(src, i+1)
+		kind, end, ok := skipValue(src, i)
+		if !ok {
+			return false
+		}
+		if slot := claimSlot(key); slot >= 0 {
+			d.values[slot] = claimValue{start: i, end: end, kind: kind, set: true}
+		}
+		if i = skipSpace(src, end); i >= len(src) {
+			return false
+		}
+		switch src[i] {
+		case ',':
+			i = skipSpace(src, i+1)
+		case '}':
+			return skipSpace(src, i+1) == len(src)
+		default:
+			return false
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte of s at or after i that is
+// not JSON whitespace.
+func skipSpace(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue returns the kind and the end of the JSON value at s[i] (in a
+// string without a backslash); ok is false when there is none.
+func skipValue(s string, i int) (kind wire.Kind, end int, ok bool) {
+	if i >= len(s) {
+		return 0, 0, false
+	}
+	switch c := s[i]; c {
+	case '"':
+		n := strings.IndexByte(s[i+1:], '"')
+		return wire.String, i + n + 2, n >= 0
+	case '{', '[':
+		kind = wire.Object
+		if c == '[' {
+			kind = wire.Array
+		}
+		depth := 0
+		for j := i; j < len(s); j++ {
+			switch s[j] {
+			case '"':
+				n := strings.IndexByte(s[j+1:], '"')
+				if n < 0 {
+					return 0, 0, false
+				}
+				j += n + 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return kind, j + 1, true
+				}
+			}
+		}
+		return 0, 0, false
+	case 't':
+		return wire.True, i + 4, strings.HasPrefix(s[i:], "true")
+	case 'f':
+		return wire.False, i + 5, strings.HasPrefix(s[i:], "false")
+	case 'n':
+		return wire.Null, i + 4, strings.HasPrefix(s[i:], "null")
+	}
+	end = i
+	for end < len(s) && numberByte[s[end]] {
+		end++
+	}
+	return wire.Number, end, end > i && (s[i] == '-' || '0' <= s[i] && s[i] <= '9')
+}
+
+// numberByte marks the bytes a JSON number is written with.
+var numberByte = func() (t [256]bool) {
+	for _, c := range []byte("0123456789+-.eE") {
+		t[c] = true
+	}
+	return t
+}()
+
+// kind returns the JSON kind of the claim in slot; ok is false when the
+// claim is absent or null.
+func (d *claimReader) kind(slot int) (k wire.Kind, ok bool) {
+	v := d.values[slot]
+	if !v.set || v.kind == wire.Null {
+		return wire.Null, false
+	}
+	return v.kind, true
+}
+
+// str returns the claim in slot, a string, decoded.
+func (d *claimReader) str(slot int) string {
+	v := d.values[slot]
+	if d.t != nil && d.t.Nodes[v.node].Esc {
+		return string(d.t.Str(v.node))
+	}
+	return d.src[v.start+1 : v.end-1]
+}
+
+// number returns the literal of the claim in slot, a number.
+func (d *claimReader) number(slot int) string {
+	v := d.values[slot]
+	return d.src[v.start:v.end]
+}
+
+// strs returns the elements of the claim in slot, an array, appended to
+// buf (empty); ok is false when an element is not a string.
+func (d *claimReader) strs(slot int, buf []string) (elems []string, ok bool) {
+	v := d.values[slot]
+	if d.t != nil {
+		nd := d.t.Nodes[v.node]
+		if int(nd.N) > cap(buf) {
+			buf = make([]string, 0, nd.N)
+		}
+		for el := v.node + 1; el < nd.Next; el = d.t.Nodes[el].Next {
+			e := d.t.Nodes[el]
+			switch {
+			case e.Kind != wire.String:
+				return nil, false
+			case e.Esc:
+				buf = append(buf, string(d.t.Str(el)))
+			default:
+				buf = append(buf, d.src[e.Start+1:e.End-1])
+			}
+		}
+		return buf, true
+	}
+	s := d.src[v.start+1 : v.end-1] // inside the brackets
+	for i := skipSpace(s, 0); i < len(s); {
+		if s[i] != '"' {
+			return nil, false
+		}
+		n := strings.IndexByte(s[i+1:], '"')
+		if n < 0 {
+			return nil, false
+		}
+		buf = append(buf, s[i+1:i+1+n])
+		if i = skipSpace(s, i+n+2); i < len(s) {
+			if s[i] != ',' {
+				return nil, false
+			}
+			i = skipSpace(s, i+1)
+		}
+	}
+	return buf, true
 }
 
 // invalidClaim builds the CodeInvalidClaims error for claim name. The message

@@ -322,7 +322,7 @@ func (v *Verifier) verify(ctx context.Context, r Request) (*Context, string, *Er
 				return nil, tok, e
 			}
 		}
-		vc, e := v.check(tc.claims, tc.verifiedFor, r)
+		vc, e := v.check(&tc.claims, tc.verifiedFor, r)
 		return vc, tok, e
 	}
 	gen := v.cache.generation()
@@ -338,7 +338,7 @@ func (v *Verifier) verify(ctx context.Context, r Request) (*Context, string, *Er
 	if e != nil {
 		return nil, tok, e
 	}
-	vc, e := v.check(tc.claims, exp, r)
+	vc, e := v.check(&tc.claims, exp, r)
 	return vc, tok, e
 }
 
@@ -364,13 +364,13 @@ func (v *Verifier) verifyToken(ctx context.Context, tok string, exp *expected) (
 			return nil, e
 		}
 		keyGen = gen
-		return key.raw, nil
+		return key.jwt, nil
 	})
 	switch {
 	case err == nil:
 		return tc, keyGen, nil
 	case errors.Is(err, jwt.ErrTokenMalformed): // step 5: base64url or JSON
-		return nil, 0, failf(CodeMalformed, "header and payload must be UTF-8 JSON objects")
+		return nil, 0, malformedError(tok)
 	}
 	if e := formatError(token, tc); e != nil {
 		return nil, 0, e

@@ -8,10 +8,13 @@ import "crypto/ed25519"
 // included) bad_signature.
 type verifyKey struct {
 	raw ed25519.PublicKey
+	// jwt is raw as the key function hands it to jwt/v5's parser, boxed
+	// once here instead of on every verification.
+	jwt any
 }
 
 // newVerifyKey wraps raw; raw must not be modified afterwards.
-func newVerifyKey(raw ed25519.PublicKey) *verifyKey { return &verifyKey{raw: raw} }
+func newVerifyKey(raw ed25519.PublicKey) *verifyKey { return &verifyKey{raw: raw, jwt: raw} }
 
 // equal reports whether k and o hold the same public key.
 func (k *verifyKey) equal(o *verifyKey) bool { return k.raw.Equal(o.raw) }
