@@ -5,7 +5,10 @@
 // compiled validator and the request decoder of internal/validate), and the
 // duplicate-key check. The reference path of package contracts, which
 // imports nothing of the SDK, reads with encoding/json and
-// santhosh-tekuri/jsonschema instead.
+// santhosh-tekuri/jsonschema instead. The payload of a workspace token is
+// the one exception: golang-jwt's parser checks it with encoding/json
+// first, and package wsauth then reads it in one pass, without a tape,
+// unless it holds an escape sequence.
 //
 // Parse accepts exactly the documents encoding/json accepts (json.Valid)
 // that are also valid UTF-8: a body it refuses is a parse error. What a
