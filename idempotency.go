@@ -146,6 +146,10 @@ type idempotency struct {
 	storeTimeout time.Duration
 	// life ends the retry loop of unrecorded results (the server's shutdown).
 	life context.Context
+	// alongside returns a write to commit with the done record of a result
+	// the handler just made (the task view's, server.go), ok false for
+	// none; done is called once it is written. nil: none.
+	alongside func(ctx context.Context, req *ActionRequest, raw []byte) (op store.Op, done func(), ok bool)
 }
 
 func newIdempotency(s store.Store, logger *slog.Logger, cfg idemConfig) *idempotency {
@@ -387,15 +391,15 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 	done := pending
 	done.State, done.Result, done.LeaseUntil = recordDone, raw, time.Time{}
 	doneRaw, err := json.Marshal(done)
+	var also alongsideWrite
+	if err == nil && l.alongside != nil {
+		also.op, also.done, also.ok = l.alongside(ctx, req, raw)
+	}
 	if err == nil && l.fenced(ctx, req) {
 		return nil, retryLater(req, fmt.Errorf("record result: %w", errClaimNotRenewed))
 	}
 	if err == nil {
-		var swapped bool
-		swapped, err = l.store.CompareAndSwap(context.WithoutCancel(ctx), key, pendingRaw, doneRaw)
-		if err == nil && !swapped {
-			err = errRecordChanged
-		}
+		err = l.recordDone(context.WithoutCancel(ctx), key, pendingRaw, doneRaw, also)
 	}
 	if err != nil {
 		if doneRaw == nil || errors.Is(err, errRecordChanged) {
@@ -412,6 +416,43 @@ func (l *idempotency) attemptWaiting(ctx context.Context, req *ActionRequest, ke
 		}, err)
 	}
 	return raw, nil
+}
+
+// alongsideWrite is a write committed with a done record (alongside).
+type alongsideWrite struct {
+	op   store.Op
+	done func()
+	ok   bool
+}
+
+// recordDone replaces the pending record under key with the done one:
+// errRecordChanged when the pending record is no longer there. A write
+// alongside goes in the same store.WriteAtomic, one commit on a shared
+// store (issue 40 item 5); when it is not applied with the record (its
+// condition failed: another writer changed it since it was read; or a store
+// without store.Atomic applied the record alone), the record is written
+// alone and the write alongside is left to its owner's usual path (the task
+// view's Observe).
+func (l *idempotency) recordDone(ctx context.Context, key string, pendingRaw, doneRaw []byte, also alongsideWrite) error {
+	if also.ok {
+		applied, err := store.WriteAtomic(ctx, l.store, []store.Op{store.CompareAndSwapOp(key, pendingRaw, doneRaw), also.op})
+		switch {
+		case applied && err == nil:
+			also.done()
+			return nil
+		case applied && errors.Is(err, store.ErrPartial):
+			return nil // the record is written (the fallback's first op)
+		case err != nil:
+			return err
+		}
+		// A condition failed, the record's or the other write's: the
+		// record's write alone tells which.
+	}
+	swapped, err := l.store.CompareAndSwap(ctx, key, pendingRaw, doneRaw)
+	if err == nil && !swapped {
+		err = errRecordChanged
+	}
+	return err
 }
 
 // fenced reports, and logs, that this process may not write req's record:

@@ -70,7 +70,7 @@ const (
 	AttrIdempotency    = attribute.Key("supervaizer.idempotency")        // ran, replayed, conflict, in_progress
 	AttrTokenOutcome   = attribute.Key("supervaizer.token.outcome")      // verified, or the workspace_authorization_* code
 	AttrStreamReason   = attribute.Key("supervaizer.event.close_reason") // spans only
-	AttrStoreOp        = attribute.Key("supervaizer.store.operation")    // get, put_if_absent, compare_and_swap, delete, scan
+	AttrStoreOp        = attribute.Key("supervaizer.store.operation")    // get, put_if_absent, compare_and_swap, delete, scan, write_atomic
 	AttrRPCSystem      = attribute.Key("rpc.system")                     // "jsonrpc"
 	AttrRPCMethod      = attribute.Key("rpc.method")                     // the JSON-RPC method
 	AttrJSONRPCCode    = attribute.Key("rpc.jsonrpc.error_code")         // the JSON-RPC error code, 0 for a result

@@ -60,7 +60,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 		call      func()
 		maxOnPath int // round trips on the request's path
 	}{
-		{"job.start", func() { start("counted") }, 6},
+		{"job.start", func() { start("counted") }, 4},
 		{"job.sync", func() { sync("counted") }, 2},
 	}
 	for _, tt := range tests {
