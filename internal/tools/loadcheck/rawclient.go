@@ -48,11 +48,6 @@ func newRawRequest(t target, body []byte) (*rawRequest, error) {
 	return &rawRequest{addr: u.Host, pre: pre, mid: mid, body: body}, nil
 }
 
-// encode appends the request carrying token to buf.
-func (r *rawRequest) encode(buf []byte, token string) []byte {
-	return r.encodeBody(buf, token, r.body)
-}
-
 // encodeBody appends the request carrying token and body to buf.
 func (r *rawRequest) encodeBody(buf []byte, token string, body []byte) []byte {
 	buf = append(buf, r.pre...)
