@@ -19,7 +19,6 @@ import (
 	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/internal/validate"
 	"github.com/supervaize/supervaizer-go/internal/wire"
-	"github.com/supervaize/supervaizer-go/store"
 )
 
 // The one way through POST /a2a (docs/architecture.md):
@@ -360,24 +359,6 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
 		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
 	return dst, nil
-}
-
-// taskViewWrite is the idempotency layer's write alongside the done record
-// of an idempotent call's result (idempotency.alongside): the task view's
-// write of the job the result reports, prepared (its read made) so that a
-// shared store commits the record and the view at once (issue 40 item 5).
-// Once it is written, the Observe above finds the result to be this
-// process's last one for the job and makes no store call; when it is not,
-// Observe writes the view as for any result. A dry run writes no view.
-func (s *Server) taskViewWrite(ctx context.Context, req *ActionRequest, raw []byte) (store.Op, func(), bool) {
-	if isDryRun(s.bySlug[req.AgentSlug], req, raw) {
-		return store.Op{}, nil, false
-	}
-	w, op, ok := s.tasks.Prepare(ctx, recordWorkspace(req), req.AgentSlug, raw)
-	if !ok {
-		return store.Op{}, nil, false
-	}
-	return op, w.Done, true
 }
 
 // actionFailed is the -32603 error of a failed action handler.

@@ -17,6 +17,7 @@ import (
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/bootid"
 	"github.com/supervaize/supervaizer-go/internal/canon"
+	"github.com/supervaize/supervaizer-go/internal/taskview"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -569,4 +570,25 @@ func markStrict(res *ActionResult, key string) {
 		rs.DedupeKeys = []string{key}
 	}
 	res.ReplaySafety = &rs
+}
+
+// taskViewWriter makes the idempotency layer's write alongside the done
+// record of an idempotent call's result (idempotency.alongside): the task
+// view's write of the job the result reports, prepared (its read made) so
+// that a shared store commits the record and the view at once (issue 40
+// item 5). Once it is written, the task view's Observe in invoke
+// (dispatch.go) finds the result to be this process's last one for the job
+// and makes no store call; when it is not, Observe writes the view as for
+// any result. A dry run writes no view.
+func taskViewWriter(tasks *taskview.View, agents map[string]*Agent) func(context.Context, *ActionRequest, []byte) (store.Op, func(), bool) {
+	return func(ctx context.Context, req *ActionRequest, raw []byte) (store.Op, func(), bool) {
+		if isDryRun(agents[req.AgentSlug], req, raw) {
+			return store.Op{}, nil, false
+		}
+		w, op, ok := tasks.Prepare(ctx, recordWorkspace(req), req.AgentSlug, raw)
+		if !ok {
+			return store.Op{}, nil, false
+		}
+		return op, w.Done, true
+	}
 }

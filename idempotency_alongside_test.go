@@ -171,6 +171,13 @@ func TestJobStartRecordAndViewAtOnce(t *testing.T) {
 					after = append(after, op)
 				}
 			}
+			if tt.fail {
+				// The kept result's retries (a compare-and-swap of the record,
+				// in the background) may already have run.
+				for len(after) > len(tt.want) && after[len(after)-1] == "compare_and_swap idempotency" {
+					after = after[:len(after)-1]
+				}
+			}
 			assert.Equal(t, tt.want, after)
 
 			log.fail.Store(false)

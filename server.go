@@ -221,7 +221,7 @@ func NewServer(agents []*Agent, opts ...Option) (*Server, error) {
 		QueueSize: cfg.sseQueue, QueueBytes: cfg.http.EventQueueBytes, WriteTimeout: cfg.http.EventWriteTimeout,
 		MaxStreams: cfg.http.MaxEventStreams, Limiter: streams, Heartbeat: cfg.sseHeartbeat, Logger: cfg.logger,
 	})
-	s.idem.alongside = s.taskViewWrite // the view's write goes with the done record (dispatch.go)
+	s.idem.alongside = taskViewWriter(s.tasks, s.bySlug) // the view's write goes with the done record (idempotency.go)
 	s.history = a2abind.NewHistory(st, cfg.conversations)
 	s.attachRuleCheckpoints(st) // rule-checkpoint runtime and resume handler (checkpoint.go)
 	p, err := s.newPreview()    // the local preview (discovery.go)
