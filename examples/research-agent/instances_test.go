@@ -859,14 +859,13 @@ func (c *cluster) awaitQuiet(t *testing.T, db *pgx.Conn, instance string) {
 	}, "%s's statements kept running while it was frozen", instance)
 }
 
-// pendingStarts returns the keys of the job.start idempotency records in
-// progress (pending) that instance owns, read from the database.
-func (c *cluster) pendingStarts(t *testing.T, db *pgx.Conn, instance string) map[int]bool {
+// startRecordsRead calls fn with the index k (of key-k) and the value of
+// every job.start idempotency record stored in the cluster's schema.
+func (c *cluster) startRecordsRead(t *testing.T, db *pgx.Conn, fn func(k int, value []byte)) {
 	t.Helper()
 	rows, err := db.Query(t.Context(), "SELECT key, value FROM "+pgx.Identifier{c.schema, "kv"}.Sanitize())
 	require.NoError(t, err)
 	defer rows.Close()
-	out := map[int]bool{}
 	for rows.Next() {
 		var key, value []byte
 		require.NoError(t, rows.Scan(&key, &value))
@@ -874,19 +873,28 @@ func (c *cluster) pendingStarts(t *testing.T, db *pgx.Conn, instance string) map
 		if err != nil || len(parts) != 5 || parts[0] != "idempotency.ws" || parts[3] != actionStart {
 			continue
 		}
+		k, err := strconv.Atoi(strings.TrimPrefix(parts[4], "=key-"))
+		require.NoError(t, err, "record key %q", key)
+		fn(k, value)
+	}
+	require.NoError(t, rows.Err())
+}
+
+// pendingStarts returns the keys of the job.start idempotency records in
+// progress (pending) that instance owns, read from the database.
+func (c *cluster) pendingStarts(t *testing.T, db *pgx.Conn, instance string) map[int]bool {
+	t.Helper()
+	out := map[int]bool{}
+	c.startRecordsRead(t, db, func(k int, value []byte) {
 		var rec struct {
 			State    string `json:"state"`
 			Instance string `json:"instance"`
 		}
 		require.NoError(t, json.Unmarshal(value, &rec))
-		if rec.State != "pending" || rec.Instance != instance {
-			continue
+		if rec.State == "pending" && rec.Instance == instance {
+			out[k] = true
 		}
-		k, err := strconv.Atoi(strings.TrimPrefix(parts[4], "=key-"))
-		require.NoError(t, err, "record key %q", key)
-		out[k] = true
-	}
-	require.NoError(t, rows.Err())
+	})
 	return out
 }
 
@@ -894,26 +902,15 @@ func (c *cluster) pendingStarts(t *testing.T, db *pgx.Conn, instance string) map
 // byte for byte ("" for one that is gone).
 func (c *cluster) startRecords(t *testing.T, db *pgx.Conn, keys map[int]bool) map[int]string {
 	t.Helper()
-	rows, err := db.Query(t.Context(), "SELECT key, value FROM "+pgx.Identifier{c.schema, "kv"}.Sanitize())
-	require.NoError(t, err)
-	defer rows.Close()
 	out := make(map[int]string, len(keys))
 	for k := range keys {
 		out[k] = ""
 	}
-	for rows.Next() {
-		var key, value []byte
-		require.NoError(t, rows.Scan(&key, &value))
-		parts, err := store.ParseKey(string(key))
-		if err != nil || len(parts) != 5 || parts[0] != "idempotency.ws" || parts[3] != actionStart {
-			continue
-		}
-		k, err := strconv.Atoi(strings.TrimPrefix(parts[4], "=key-"))
-		if err == nil && keys[k] {
+	c.startRecordsRead(t, db, func(k int, value []byte) {
+		if keys[k] {
 			out[k] = string(value)
 		}
-	}
-	require.NoError(t, rows.Err())
+	})
 	return out
 }
 
