@@ -148,9 +148,9 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 	  $(GO) test -count=1 -run 'TestBrowser(JobStartFlow|InvalidInput|Dashboard|ContactImport)' ./...
 
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
-	$(GO) run ./internal/tools/loadcheck
+	$(GO) run ./internal/tools/loadcheck -go "$(GO)"
 
 loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min)
-	$(GO) run ./internal/tools/loadcheck -backends
+	$(GO) run ./internal/tools/loadcheck -backends -go "$(GO)" -database-url "$$SUPERVAIZER_TEST_DATABASE_URL"
 
 .PHONY: help test lint apicheck apibaseline fuzz bench cover run loadcheck loadcheck-backends conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // with the conformance tag (make conformance).
 func assertValidAgentCard(tb testing.TB, card []byte) {
 	tb.Helper()
-	validators, err := cardcheck.Validators()
+	validators, err := cardcheck.Validators(os.Getenv(cardcheck.EnvSchemas))
 	require.NoError(tb, err)
 	for _, v := range validators {
 		assert.NoError(tb, v.Validate(card), "the card must be a valid AgentCard: %s", v.Name)

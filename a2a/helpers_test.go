@@ -17,7 +17,7 @@ import (
 // conformance tag (make conformance).
 func cardValidators(tb testing.TB) []cardcheck.Validator {
 	tb.Helper()
-	validators, err := cardcheck.Validators()
+	validators, err := cardcheck.Validators(os.Getenv(cardcheck.EnvSchemas))
 	require.NoError(tb, err)
 	return validators
 }

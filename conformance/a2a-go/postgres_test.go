@@ -112,7 +112,7 @@ func postgresSchema(t *testing.T) (url, schema string) {
 	t.Helper()
 	url = os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
 	if url == "" {
-		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable; .ci/run sets it, and fails when the server cannot be reached)")
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func fetch(t *testing.T, url string) []byte {
 // the published A2A JSON Schemas in a build with the conformance tag (make
 // conformance).
 func TestAgentCardValidatesAgainstA2A(t *testing.T) {
-	validators, err := cardcheck.Validators()
+	validators, err := cardcheck.Validators(os.Getenv(cardcheck.EnvSchemas))
 	require.NoError(t, err)
 	h := newHarness(t)
 	for _, path := range []string{

@@ -27,7 +27,7 @@ import (
 func TestPackageDocQuickStart(t *testing.T) {
 	url := os.Getenv("SUPERVAIZER_TEST_DATABASE_URL")
 	if url == "" {
-		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server")
+		t.Skip("SUPERVAIZER_TEST_DATABASE_URL is not set: this test needs a PostgreSQL server (.ci/run sets it, and fails when the server cannot be reached)")
 	}
 	dropSchemaIfNew(t, url, postgres.DefaultSchema)
 	t.Setenv("SUPERVAIZER_DATABASE_URL", url)

@@ -34,13 +34,16 @@ type Validator struct {
 
 // Validators returns the structural check of every version in [Versions]
 // and, in a build with the conformance tag, one validator per published A2A
-// JSON Schema. That build fails with an error when the schemas cannot be read.
-func Validators() ([]Validator, error) {
+// JSON Schema, read from the folder schemas (the tests pass the value of
+// [EnvSchemas], which the conformance target of the Makefile sets). That
+// build fails with an error when the schemas cannot be read; without the tag
+// schemas is not read.
+func Validators(schemas string) ([]Validator, error) {
 	out := make([]Validator, 0, 2*len(Versions))
 	for _, v := range Versions {
 		out = append(out, Validator{Name: "A2A " + v + " structure", Validate: func(card []byte) error { return Check(v, card) }})
 	}
-	published, err := publishedValidators()
+	published, err := publishedValidators(schemas)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +51,12 @@ func Validators() ([]Validator, error) {
 }
 
 // publishedValidators is replaced in a build with the conformance tag.
-var publishedValidators = func() ([]Validator, error) { return nil, nil }
+var publishedValidators = func(string) ([]Validator, error) { return nil, nil }
+
+// EnvSchemas names the variable the tests read the folder of the published
+// A2A JSON Schemas (a2a-<version>.schema.json) from, for [Validators]: it is
+// required in a build with the conformance tag.
+const EnvSchemas = "SUPERVAIZER_A2A_SCHEMAS"
 
 // Check reports whether card is a JSON object with the shape of an A2A
 // AgentCard of the given protocol version. The error lists every problem with

@@ -2,6 +2,7 @@ package cardcheck
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -191,7 +192,7 @@ func TestCheckCardRejectsWhatIsNotOneObject(t *testing.T) {
 }
 
 func TestValidatorsCheckEveryVersion(t *testing.T) {
-	validators, err := Validators()
+	validators, err := Validators(os.Getenv(EnvSchemas))
 	require.NoError(t, err)
 	names := map[string]bool{}
 	for _, v := range validators {

@@ -13,17 +13,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// EnvSchemas names the folder holding the published A2A JSON Schemas
-// a2a-<version>.schema.json. It is read only in a build with the conformance
-// tag, where it is required.
-const EnvSchemas = "SUPERVAIZER_A2A_SCHEMAS"
-
 func init() { publishedValidators = loadPublished }
 
 // loadPublished compiles #/definitions/AgentCard of the published schema of
-// every version in Versions, read from the folder named by EnvSchemas.
-func loadPublished() ([]Validator, error) {
-	dir := strings.TrimSpace(os.Getenv(EnvSchemas))
+// every version in Versions, read from the folder dir.
+func loadPublished(dir string) ([]Validator, error) {
+	dir = strings.TrimSpace(dir)
 	if dir == "" {
 		return nil, fmt.Errorf("cardcheck: %s must name the folder of the published A2A JSON Schemas in a build with the conformance tag (make conformance sets it)", EnvSchemas)
 	}

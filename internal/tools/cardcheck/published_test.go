@@ -3,6 +3,7 @@
 package cardcheck
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,7 +13,7 @@ import (
 // TestCardChecksAgreeWithPublishedSchemas shows that the structural checks
 // accept and reject the same cards as the published A2A JSON Schemas.
 func TestCardChecksAgreeWithPublishedSchemas(t *testing.T) {
-	published, err := loadPublished()
+	published, err := loadPublished(os.Getenv(EnvSchemas))
 	require.NoError(t, err)
 	require.Len(t, published, len(Versions))
 	for _, tc := range cardCases {

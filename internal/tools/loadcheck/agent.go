@@ -128,20 +128,19 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 		return nil, err
 	}
 
-	var env []string
+	var vars map[string]string
 	if err := guard(func() error {
 		ra.studio = svtest.NewFakeStudio(ra.tb)
 		api := svtest.NewFakeStudioAPI(ra.tb, ra.studio)
-		vars := researchEnv(ra.tb, ra.studio, api)
+		vars = researchEnv(ra.tb, ra.studio, api)
 		vars["SUPERVAIZER_ADDR"] = "127.0.0.1:0"
 		vars["SUPERVAIZER_DATA_DIR"] = filepath.Join(ra.dir, "data")
-		env = childEnv(vars)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = env
+	cmd.Env = childEnv(cmd.Environ(), vars)
 	ra.child, err = startChild(ctx, "research agent", cmd)
 	if err != nil {
 		return nil, err
@@ -179,11 +178,12 @@ func researchEnv(tb testing.TB, studio *svtest.FakeStudio, api *svtest.FakeStudi
 	return env
 }
 
-// childEnv is the environment of the agent process: this process's, without
-// any Supervaizer or Studio setting, plus vars.
-func childEnv(vars map[string]string) []string {
+// childEnv is the environment of the agent process: base (the command's
+// default, this process's), without any Supervaizer or Studio setting, plus
+// vars.
+func childEnv(base []string, vars map[string]string) []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range base {
 		if !strings.HasPrefix(kv, "SUPERVAIZE") {
 			env = append(env, kv)
 		}

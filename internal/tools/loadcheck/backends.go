@@ -49,8 +49,8 @@ import (
 // writer and checkpointer are not counted), p50 and p99, each as the median
 // and the range over the rounds, then a "loadcheck-backends-json: " line.
 //
-// The PostgreSQL rows need a server (-database-url, default
-// SUPERVAIZER_TEST_DATABASE_URL) and psql on PATH, which lists the server
+// The PostgreSQL rows need a server (-database-url; make loadcheck-backends
+// passes SUPERVAIZER_TEST_DATABASE_URL) and psql on PATH, which lists the server
 // processes and drops the schemas the run created.
 
 // backendSetup is one place the state lives, with how many instances.
@@ -133,7 +133,7 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 	pgNote := ""
 	switch {
 	case dbURL == "":
-		pgNote = "the PostgreSQL rows did not run: set SUPERVAIZER_TEST_DATABASE_URL or -database-url"
+		pgNote = "the PostgreSQL rows did not run: pass -database-url (make loadcheck-backends passes SUPERVAIZER_TEST_DATABASE_URL)"
 	default:
 		if _, err := exec.LookPath("psql"); err != nil {
 			return false, errors.New("the PostgreSQL rows need psql on PATH (it lists the server processes and drops the schemas)")
@@ -274,7 +274,7 @@ func (s *backendSetup) start(ctx context.Context, bin string, base map[string]st
 			vars["SUPERVAIZER_DATABASE_URL"] = u
 		}
 		cmd := exec.Command(bin)
-		cmd.Env = childEnv(vars)
+		cmd.Env = childEnv(cmd.Environ(), vars)
 		c, err := startChild(ctx, "research agent ("+s.label()+")", cmd)
 		if err != nil {
 			return err
@@ -442,16 +442,15 @@ func researchRequest(action, jobID, key string) contracts.ActionRequest {
 
 // buildResearchAgent builds examples/research-agent into dir and returns the
 // binary's path.
+// goTool is the go command that builds the example (the -go flag).
+var goTool = "go"
+
 func buildResearchAgent(ctx context.Context, dir string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "research-agent")
-	goTool := os.Getenv("GO")
-	if goTool == "" {
-		goTool = "go"
-	}
 	// The example is a module of its own: build it from its directory.
 	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
 	build.Dir = filepath.Join(root, "examples", "research-agent")

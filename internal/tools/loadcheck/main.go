@@ -98,7 +98,8 @@ func main() {
 	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "untimed warm-up per server, case and token mode")
 	fs.StringVar(&cases, "cases", "job.sync,fixture", "comma-separated cases to run: job.sync, fixture")
 	backends := fs.Bool("backends", false, "measure job.start and job.sync of the research agent on each store (memory, bbolt, PostgreSQL with 1 and 3 instances) instead")
-	databaseURL := fs.String("database-url", os.Getenv("SUPERVAIZER_TEST_DATABASE_URL"), "PostgreSQL URL of the -backends PostgreSQL rows")
+	databaseURL := fs.String("database-url", "", "PostgreSQL URL of the -backends PostgreSQL rows (make loadcheck-backends passes SUPERVAIZER_TEST_DATABASE_URL); without it they do not run")
+	fs.StringVar(&goTool, "go", "go", "the go command that builds examples/research-agent (the Makefile passes its $(GO))")
 	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
 	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
 	if err := fs.Parse(os.Args[1:]); err != nil {
