@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/a2atask"
+	"github.com/supervaize/supervaizer-go/campaign"
 )
 
 // CampaignControlURI identifies the campaign-control extension (spec
@@ -94,22 +95,14 @@ func (l *Lease) Expires() time.Time { return time.Unix(l.ExpiresAt, 0) }
 // the remote must never do for the campaign, whatever a model asks. Absent
 // from a call, the remote takes every constraint as true; a later call
 // cannot relax what the claim set; constraints the remote cannot enforce
-// are refused ([errcode.PolicyRefused]). Start from [StrictConstraints].
-type Constraints struct {
-	RemoteOnly          bool `json:"remote_only"`
-	NoPublication       bool `json:"no_publication"`
-	NoDestructiveGit    bool `json:"no_destructive_git"`
-	NoCredentialChanges bool `json:"no_credential_changes"`
-	NoForcePush         bool `json:"no_force_push"`
-	NoMerge             bool `json:"no_merge"`
-}
+// are refused ([errcode.PolicyRefused]). Start from [StrictConstraints]. It
+// is the envelope the serving side calls [campaign.Policy]: one type for
+// both ends of the wire.
+type Constraints = campaign.Policy
 
 // StrictConstraints returns the envelope with every constraint set, the
-// remote's default.
-func StrictConstraints() Constraints {
-	return Constraints{RemoteOnly: true, NoPublication: true, NoDestructiveGit: true,
-		NoCredentialChanges: true, NoForcePush: true, NoMerge: true}
-}
+// remote's default ([campaign.Strict]).
+func StrictConstraints() Constraints { return campaign.Strict() }
 
 // Claim asks for the control of a campaign.
 type Claim struct {
