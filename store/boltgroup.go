@@ -1,20 +1,23 @@
 package store
 
 import (
+	"context"
 	"errors"
-	"sync"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/supervaize/supervaizer-go/internal/group"
 )
 
 // committer groups the writes to a bbolt database into shared commits
-// without delaying any of them: a write that finds no commit in progress
-// commits at once, alone; the writes that arrive while a commit is in
-// progress (they would wait for bbolt's writer lock anyway) queue up, and
-// when that commit ends the first of them commits all of them in one
-// transaction, one fsync. (bbolt's own Batch groups the same way but
-// holds every batch for MaxBatchDelay first, which slows a write that is
-// alone in its batch: a one-connection job.start made 5 times slower.)
+// without delaying any of them (package internal/group): a write that finds
+// no commit in progress commits at once, alone; the writes that arrive
+// while a commit is in progress (they would wait for bbolt's writer lock
+// anyway) queue up, and when that commit ends the first of them commits all
+// of them in one transaction, one fsync. (bbolt's own Batch groups the same
+// way but holds every batch for MaxBatchDelay first, which slows a write
+// that is alone in its batch: a one-connection job.start made 5 times
+// slower.)
 //
 // A grouped write function may run more than once: when one of them fails,
 // the transaction is rolled back, the failing one runs alone and the others
@@ -22,20 +25,14 @@ import (
 // afresh on every run; a call's results are those of the committed run.
 type committer struct {
 	db    *bolt.DB
-	mu    sync.Mutex
-	busy  bool         // a commit is in progress
-	queue []*writeCall // writes waiting for it to end
+	group group.Queue[*writeCall]
 }
 
-// writeCall is one write: its function, and its results once done is
-// closed. A call woken with lead set commits group instead.
+// writeCall is one write: its function, and its results once committed.
 type writeCall struct {
 	fn      func(*bolt.Tx) error
 	changed bool
 	err     error
-	done    chan struct{}
-	lead    bool
-	group   []*writeCall
 }
 
 // write runs fn in a write transaction and returns once that transaction
@@ -44,37 +41,8 @@ type writeCall struct {
 // committed run of fn wrote.
 func (c *committer) write(fn func(*bolt.Tx) error) (changed bool, err error) {
 	call := &writeCall{fn: fn}
-	c.mu.Lock()
-	if c.busy {
-		call.done = make(chan struct{})
-		c.queue = append(c.queue, call)
-		c.mu.Unlock()
-		<-call.done
-		if !call.lead {
-			return call.changed, call.err
-		}
-	} else {
-		c.busy = true
-		c.mu.Unlock()
-		call.group = []*writeCall{call}
-	}
-	c.commit(call.group)
-	// Hand the queue to its first write, which commits it, then release
-	// the rest of this group.
-	c.mu.Lock()
-	next := c.queue
-	c.queue = nil
-	if len(next) == 0 {
-		c.busy = false
-	}
-	c.mu.Unlock()
-	if len(next) > 0 {
-		next[0].lead, next[0].group = true, next
-		close(next[0].done)
-	}
-	for _, w := range call.group[1:] {
-		close(w.done)
-	}
+	// The context never ends: a write waits for its commit.
+	_ = c.group.Do(context.Background(), call, func(_ context.Context, group []*writeCall) { c.commit(group) })
 	return call.changed, call.err
 }
 

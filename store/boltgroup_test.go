@@ -61,11 +61,7 @@ func TestCommitterGroupFailure(t *testing.T) {
 		})
 	}
 	// Every write is queued behind the first commit.
-	require.Eventually(t, func() bool {
-		b.writes.mu.Lock()
-		defer b.writes.mu.Unlock()
-		return len(b.writes.queue) == len(fns)
-	}, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.writes.group.Queued() == len(fns) }, 10*time.Second, time.Millisecond)
 	before := CommittedTxIDForTest(b)
 	close(release)
 	require.NoError(t, <-first)

@@ -7,12 +7,12 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/supervaize/supervaizer-go/internal/group"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -84,23 +84,17 @@ const (
 type EventLog struct {
 	db *DB
 
-	mu    sync.Mutex
-	busy  bool          // an append is in progress
-	queue []*appendCall // appends waiting for it to end
+	appends group.Queue[*appendCall] // internal/group
 	// groups counts the statements that appended more than one event.
 	groups atomic.Uint64
 }
 
-// appendCall is one append, its id or error once done is closed. A call
-// woken with lead set appends group instead.
+// appendCall is one append, and its id or error once appended.
 type appendCall struct {
-	name  string
-	data  []byte
-	id    uint64
-	err   error
-	done  chan struct{}
-	lead  bool
-	group []*appendCall
+	name string
+	data []byte
+	id   uint64
+	err  error
 }
 
 // EventLog returns the event log kept in the database, an [*EventLog].
@@ -120,33 +114,9 @@ func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64
 		return 0, err
 	}
 	call := &appendCall{name: name, data: data}
-	l.mu.Lock()
-	if l.busy {
-		call.done = make(chan struct{})
-		l.queue = append(l.queue, call)
-		l.mu.Unlock()
-		select {
-		case <-call.done:
-		case <-ctx.Done():
-			go func() { // the group still settles: hand it on if this call leads it
-				<-call.done
-				if call.lead {
-					lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), followQueryTimeout)
-					defer cancel()
-					l.lead(lctx, call)
-				}
-			}()
-			return 0, ctx.Err()
-		}
-		if !call.lead {
-			return call.id, call.err
-		}
-	} else {
-		l.busy = true
-		l.mu.Unlock()
-		call.group = []*appendCall{call}
+	if err := l.appends.Do(ctx, call, l.appendGroup); err != nil {
+		return 0, err
 	}
-	l.lead(ctx, call)
 	if call.err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
@@ -155,52 +125,36 @@ func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64
 	return call.id, call.err
 }
 
-// lead appends call's group, then hands the queue to its first call and
-// releases the rest of the group.
-func (l *EventLog) lead(ctx context.Context, call *appendCall) {
-	l.appendGroup(ctx, call.group)
-	l.mu.Lock()
-	next := l.queue
-	l.queue = nil
-	if len(next) == 0 {
-		l.busy = false
-	}
-	l.mu.Unlock()
-	if len(next) > 0 {
-		next[0].lead, next[0].group = true, next
-		close(next[0].done)
-	}
-	for _, c := range call.group[1:] {
-		close(c.done)
-	}
-}
-
-// appendGroup appends the events of group in one statement and sets their
-// ids, or their error.
-func (l *EventLog) appendGroup(ctx context.Context, group []*appendCall) {
+// appendGroup appends the events of calls in one statement and sets their
+// ids, or their error. The statement is bounded by followQueryTimeout too:
+// a group led on by an append whose caller gave up runs without the
+// caller's deadline.
+func (l *EventLog) appendGroup(ctx context.Context, calls []*appendCall) {
+	ctx, cancel := context.WithTimeout(ctx, followQueryTimeout)
+	defer cancel()
 	var first int64
 	var err error
-	if len(group) == 1 {
-		err = l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(group[0].name), nonNil(group[0].data), l.db.channel).Scan(&first)
+	if len(calls) == 1 {
+		err = l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(calls[0].name), nonNil(calls[0].data), l.db.channel).Scan(&first)
 	} else {
-		names, datas := make([][]byte, len(group)), make([][]byte, len(group))
-		for i, c := range group {
+		names, datas := make([][]byte, len(calls)), make([][]byte, len(calls))
+		for i, c := range calls {
 			names[i], datas[i] = []byte(c.name), nonNil(c.data)
 		}
-		err = l.db.pool.QueryRow(ctx, l.db.sql.appendGroup.name, names, datas, int64(len(group)), l.db.channel).Scan(&first)
+		err = l.db.pool.QueryRow(ctx, l.db.sql.appendGroup.name, names, datas, int64(len(calls)), l.db.channel).Scan(&first)
 		l.groups.Add(1)
 	}
 	if err != nil {
 		err = fmt.Errorf("postgres: append event: %w", err)
 	}
-	for i, c := range group {
+	for i, c := range calls {
 		c.id, c.err = uint64(first)+uint64(i), err
 		if err != nil {
 			c.id = 0
 		}
 	}
 	if err == nil {
-		n := uint64(len(group))
+		n := uint64(len(calls))
 		if after := l.db.appends.Add(n); after/pruneEvery != (after-n)/pruneEvery {
 			l.db.prune()
 		}
