@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -260,10 +261,9 @@ func dialStuck(t *testing.T, ts *httptest.Server) net.Conn {
 // has dropped events. It returns the latency of each Publish.
 //
 // Dropping alone does not show that a stream is stuck: a stream writer that the
-// scheduler left waiting drops events too, then drains its queue into the socket's
-// buffer. stuckFixture's small buffers leave room for about one event, so the stream
-// blocks in a write early and for good; publishPastStuckClient checks that its queue
-// is then full.
+// scheduler left waiting drops events too, then drains its queue. stuckFixture's
+// connection blocks the first event's write for good; publishPastStuckClient checks
+// that the queue is then full.
 func floodUntilStuck(t *testing.T, b *Broker, stuck *subscriber, healthy *bufio.Reader) []time.Duration {
 	t.Helper()
 	payload := []byte(`"` + strings.Repeat("x", 64<<10) + `"`)
@@ -302,18 +302,14 @@ func stuckQueue(sub *subscriber) (dropped uint64, queued int) {
 }
 
 // stuckFixture starts a server with one client that never reads (subscribed first) and
-// one healthy client. The stuck client's connection has small socket buffers on both
-// ends (the kernel's defaults hold megabytes), so that its stream blocks for good in a
-// write within the first events.
+// one healthy client. The stuck client's connection is a stuckConn on the server's
+// side: once its first bytes are out, a write blocks as a full socket buffer makes it
+// block, for good (the kernel's buffers, even shrunk, let a stream drain a few events
+// now and then, which made the full-queue check fail on a loaded machine).
 func stuckFixture(t *testing.T) (*Broker, *subscriber, *bufio.Reader) {
 	t.Helper()
-	var accepted atomic.Int32
 	b, ts := newTestServerWith(t, Options{QueueSize: 16, Heartbeat: time.Hour}, func(ts *httptest.Server) {
-		ts.Config.ConnState = func(c net.Conn, state http.ConnState) {
-			if state == http.StateNew && accepted.Add(1) == 1 {
-				assert.NoError(t, c.(*net.TCPConn).SetWriteBuffer(4096))
-			}
-		}
+		ts.Listener = &stuckListener{Listener: ts.Listener}
 	})
 	dialStuck(t, ts)
 	waitSubscribers(t, b, 1)
@@ -323,6 +319,86 @@ func stuckFixture(t *testing.T) (*Broker, *subscriber, *bufio.Reader) {
 	healthy := connect(t, testContext(t), ts.URL, "")
 	waitSubscribers(t, b, 2)
 	return b, stuck, healthy
+}
+
+// stuckListener hands out its first accepted connection as a stuckConn.
+type stuckListener struct {
+	net.Listener
+	accepted atomic.Int32
+}
+
+func (l *stuckListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil && l.accepted.Add(1) == 1 {
+		return &stuckConn{Conn: c, allowance: stuckAllowance, wake: make(chan struct{}), closed: make(chan struct{})}, nil
+	}
+	return c, err
+}
+
+// stuckAllowance is what a stuckConn writes before it blocks: the response
+// head and the connected event, less than one of the tests' 64 KiB events.
+const stuckAllowance = 4 << 10
+
+// stuckConn is the server's side of a client that never reads: after
+// allowance bytes every write blocks until its write deadline passes (as the
+// stream's WriteTimeout and Shutdown set it) or the connection closes.
+type stuckConn struct {
+	net.Conn
+	mu        sync.Mutex
+	allowance int
+	deadline  time.Time
+	wake      chan struct{} // closed when the deadline changes
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *stuckConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if len(p) <= c.allowance {
+		c.allowance -= len(p)
+		c.mu.Unlock()
+		return c.Conn.Write(p)
+	}
+	c.allowance = 0
+	for {
+		deadline, wake := c.deadline, c.wake
+		c.mu.Unlock()
+		var expired <-chan time.Time
+		if !deadline.IsZero() {
+			timer := time.NewTimer(time.Until(deadline))
+			expired = timer.C
+			defer timer.Stop()
+		}
+		select {
+		case <-c.closed:
+			return 0, net.ErrClosed
+		case <-expired:
+			return 0, os.ErrDeadlineExceeded
+		case <-wake:
+		}
+		c.mu.Lock()
+	}
+}
+
+func (c *stuckConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = t
+	close(c.wake)
+	c.wake = make(chan struct{})
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *stuckConn) SetDeadline(t time.Time) error {
+	if err := c.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *stuckConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
 
 // TestStuckClientDoesNotDelayPublish: while one stream is blocked in a write,
