@@ -151,17 +151,20 @@ func TestPostgresPausedHolder(t *testing.T) {
 	wg.Wait()
 
 	// Where the pause caught the call in flight decides what it does once the
-	// holder runs again: a handler that ran (a job created after the pause)
-	// has its late result write refused by the claim's epoch; a call caught
-	// in a store round trip fails it (the round trip's deadline ran out
-	// during the pause) before its handler runs. Either way it writes
-	// nothing under the old epoch: the records stay as the pause left them.
+	// holder runs again: a handler that ran to its result (a job created
+	// after the pause) or failed (its client gone) has its late write, or
+	// its record's release, refused by the claim's epoch; a call caught in a
+	// store round trip fails it (the round trip's deadline ran out during
+	// the pause) before its handler runs. Either way it writes nothing under
+	// the old epoch: the records stay as the pause left them.
+	const fencingLog = "idempotency: result not recorded: the instance id was taken over (epoch fencing)"
 	waitUntil(t, clusterTimeout, func() bool {
-		if len(holder.logged("job created", "job_id")) > createdBefore {
-			return len(holder.logged("idempotency: result not recorded: the instance id was taken over (epoch fencing)", "job_id")) > 0
-		}
-		return len(holder.logged("idempotency store failed", "error")) > 0
-	}, "the paused holder's call in flight did not settle, or its late write was not refused")
+		return len(holder.logged(fencingLog, "job_id")) > 0 || len(holder.logged("idempotency store failed", "error")) > 0
+	}, "the paused holder's call in flight did not settle")
+	if len(holder.logged("job created", "job_id")) > createdBefore {
+		waitUntil(t, clusterTimeout, func() bool { return len(holder.logged(fencingLog, "job_id")) > 0 },
+			"a handler ran after the pause: its late write was not refused")
+	}
 	assert.Equal(t, frozenRecords, c.startRecords(t, db, inFlight), "the paused holder wrote a record under the old epoch")
 	waitUntil(t, clusterTimeout, func() bool { return c.readiness(holder) == http.StatusServiceUnavailable }, "the paused holder still reports ready")
 	resp, body, err := postRPC(t.Context(), c.http, holder.url, 1, supervaizer.MethodActionInvoke,
