@@ -152,16 +152,24 @@ func TestRunPrintsTheTable(t *testing.T) {
 	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
-	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline (target <= 15", "above the reused request + ed25519.Verify (target <= 10", "resident memory after the run: controller"} {
+	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline (target <= 15", "above the reused request + ed25519.Verify (target <= 10", "resident memory after the run: controller", "before the load: controller"} {
 		assert.Contains(t, out.String(), want)
 	}
 	_, line, ok := strings.Cut(out.String(), "loadcheck-json: ")
 	require.True(t, ok, out.String())
 	var got struct {
-		Rows []summaryRow `json:"rows"`
+		Rows   []summaryRow `json:"rows"`
+		Memory []caseMemory `json:"memory"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(line), &got))
 	require.Len(t, got.Rows, 4)
+	require.Len(t, got.Memory, 2)
+	for _, m := range got.Memory {
+		// Each server's resident memory, read from /proc before and after its rounds.
+		for _, v := range []float64{m.Controller, m.Baseline, m.ControllerIdle, m.BaselineIdle} {
+			assert.Positive(t, v, "%s: %+v", m.Case, m)
+		}
+	}
 	for _, r := range got.Rows {
 		assert.Equal(t, 2, r.Rounds)
 		require.NotNil(t, r.Ratio, "%s %s", r.Case, r.Mode)

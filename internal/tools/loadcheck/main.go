@@ -59,7 +59,8 @@ import (
 // a reused-token request at most 15 µs above the baseline's, and that of a
 // fresh-token request at most 10 µs above the reused one's plus
 // ed25519.Verify alone (measured by the run: verifyFloor); the controller's
-// resident memory after its rounds at most 32 MiB.
+// resident memory after its rounds at most 32 MiB (printed beside what each
+// process held before the load).
 const (
 	targetReused    = 0.85
 	targetFresh     = 0.45
@@ -186,6 +187,9 @@ type scenario struct {
 	wantPrefix []byte
 	reused     string
 	mint       func(n int) ([]string, error)
+	// idle is each server's resident memory before the load (after the
+	// probe's one call), in MiB: the controller's and the baseline's.
+	idle [2]float64
 }
 
 // run starts every server, measures every case and mode and prints the report.
@@ -268,6 +272,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		if sc.base, err = startBaseline(name, response); err != nil {
 			return false, err
 		}
+		sc.idle = [2]float64{sc.ctrl.rss(), sc.base.rss()}
 		scenarios = append(scenarios, sc)
 	}
 
@@ -314,7 +319,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 				break
 			}
 		}
-		rep.memory(sc.name, sc.ctrl.rss(), sc.base.rss())
+		rep.memory(sc.name, sc.idle, [2]float64{sc.ctrl.rss(), sc.base.rss()})
 		if firstFailure != nil {
 			break
 		}

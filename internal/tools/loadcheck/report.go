@@ -23,16 +23,22 @@ type report struct {
 	rss []caseMemory
 }
 
-// caseMemory is the resident memory of a case's servers after its rounds.
+// caseMemory is the resident memory of a case's servers after its rounds,
+// and before them (after the one call that probed the controller's answer):
+// what a process holds before any load is not the request path's.
 type caseMemory struct {
-	Case       string  `json:"case"`
-	Controller float64 `json:"controller_rss_mib"`
-	Baseline   float64 `json:"baseline_rss_mib"`
+	Case           string  `json:"case"`
+	Controller     float64 `json:"controller_rss_mib"`
+	Baseline       float64 `json:"baseline_rss_mib"`
+	ControllerIdle float64 `json:"controller_idle_rss_mib"`
+	BaselineIdle   float64 `json:"baseline_idle_rss_mib"`
 }
 
-// memory records the resident memory of a case's servers after its rounds.
-func (r *report) memory(name string, ctrl, base float64) {
-	r.rss = append(r.rss, caseMemory{Case: name, Controller: ctrl, Baseline: base})
+// memory records the resident memory of a case's servers before its rounds
+// (idle) and after them (after), each {controller, baseline}.
+func (r *report) memory(name string, idle, after [2]float64) {
+	r.rss = append(r.rss, caseMemory{Case: name, Controller: after[0], Baseline: after[1],
+		ControllerIdle: idle[0], BaselineIdle: idle[1]})
 }
 
 func newReport(out io.Writer) *report {
@@ -231,8 +237,8 @@ func (r *report) summary(began time.Time) (heavy []string, err error) {
 		if m.Controller > targetRSSMiB {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(r.out, "%-9s resident memory after the run: controller %.1f MiB (target <= %.0f: %s), baseline %.1f MiB\n",
-			m.Case, m.Controller, targetRSSMiB, verdict, m.Baseline)
+		fmt.Fprintf(r.out, "%-9s resident memory after the run: controller %.1f MiB (target <= %.0f: %s), baseline %.1f MiB; before the load: controller %.1f MiB, baseline %.1f MiB\n",
+			m.Case, m.Controller, targetRSSMiB, verdict, m.Baseline, m.ControllerIdle, m.BaselineIdle)
 	}
 	for _, s := range rows {
 		if s.ClientHeavy {
