@@ -253,7 +253,11 @@ func (c *callContext) Value(key any) any {
 // a2ui_version differs from its agent's registration is invalid (-32603,
 // both versions logged).
 
-var keyDryRun = []byte(`"dry_run"`)
+var (
+	keyDryRun    = []byte(`"dry_run"`)
+	dryRunMember = []byte("dry_run")
+	escapeU      = []byte(`\u`)
+)
 
 // declaresDryRun reports whether the registration of a (nil: no agent) declares
 // the action id dry_run.
@@ -275,13 +279,19 @@ func dryRunProblem(a *Agent, req *ActionRequest, res *ActionResult) error {
 }
 
 // isDryRun reports whether raw, the result of req as sent (fresh or
-// replayed), is a dry-run result; a is req's agent.
-func isDryRun(a *Agent, req *ActionRequest, raw []byte) bool {
+// replayed), is a dry-run result; a is req's agent. t, when not nil, is the
+// tape of raw (its validation's): its top-level members are read instead of
+// scanning raw.
+func isDryRun(a *Agent, req *ActionRequest, raw []byte, t *wire.Tape) bool {
 	if a.declaresDryRun(req.Action) {
 		return true
 	}
-	if !bytes.Contains(raw, keyDryRun) {
-		return false // most results: no parse
+	if t != nil {
+		v, ok := t.Member(0, dryRunMember)
+		return ok && t.Nodes[v].Kind != wire.Null
+	}
+	if !bytes.Contains(raw, keyDryRun) && !bytes.Contains(raw, escapeU) {
+		return false // most results: no parse (a key spelled with \u escapes is read by the parse)
 	}
 	v, ok := jsonrpc.Member(raw, "dry_run")
 	return ok && !bytes.Equal(v, []byte("null"))

@@ -338,14 +338,14 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	if rpcErr != nil {
 		return dst[:n], rpcErr
 	}
-	if isDryRun(s.bySlug[req.AgentSlug], req, dst[n:]) { // no effect published, no task view, no figure (actions.go)
+	var tape *wire.Tape // the tape of the result, when its validation left one
+	if parsed {
+		tape = rt
+	}
+	if isDryRun(s.bySlug[req.AgentSlug], req, dst[n:], tape) { // no effect published, no task view, no figure (actions.go)
 		return dst, nil
 	}
 	if ran { // a replayed answer never brings an older job state back
-		var tape *wire.Tape
-		if parsed {
-			tape = rt
-		}
 		var job *taskview.Job
 		if a2a != nil {
 			job = &a2a.job

@@ -582,7 +582,7 @@ func markStrict(res *ActionResult, key string) {
 // any result. A dry run writes no view.
 func taskViewWriter(tasks *taskview.View, agents map[string]*Agent) func(context.Context, *ActionRequest, []byte) (store.Op, func(), bool) {
 	return func(ctx context.Context, req *ActionRequest, raw []byte) (store.Op, func(), bool) {
-		if isDryRun(agents[req.AgentSlug], req, raw) {
+		if isDryRun(agents[req.AgentSlug], req, raw, nil) {
 			return store.Op{}, nil, false
 		}
 		w, op, ok := tasks.Prepare(ctx, recordWorkspace(req), req.AgentSlug, raw)
