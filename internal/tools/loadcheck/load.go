@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -304,9 +305,12 @@ func probe(ctx context.Context, t target, body []byte, token string) ([]byte, er
 }
 
 // verifyFloor returns the CPU time of one ed25519.Verify of a message the
-// size of a workspace token's signing input, in µs (this process's CPU over
-// 2,000 verifications on one goroutine), or 0 when the CPU time cannot be
-// read: the floor of a fresh-token request.
+// size of a workspace token's signing input, in µs, or 0 when it cannot be
+// measured: the floor of a fresh-token request. It verifies on one
+// goroutine for about 200 ms of this process's CPU (getrusage, not the
+// 10 ms ticks of /proc/self/stat); the run measures it again right before
+// each fresh-token round, so that a machine whose speed drifts between
+// rounds is compared with itself.
 func verifyFloor() float64 {
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
@@ -314,19 +318,34 @@ func verifyFloor() float64 {
 	}
 	msg := bytes.Repeat([]byte("x"), 420)
 	sig := ed25519.Sign(priv, msg)
-	const n = 2000
-	before, ok := selfCPU()
+	before, ok := rusageCPU()
 	if !ok {
 		return 0
 	}
-	for range n {
-		if !ed25519.Verify(pub, msg, sig) {
+	const batch, budget = 200, 200 * time.Millisecond
+	n := 0
+	for {
+		for range batch {
+			if !ed25519.Verify(pub, msg, sig) {
+				return 0
+			}
+		}
+		n += batch
+		after, ok := rusageCPU()
+		if !ok {
 			return 0
 		}
+		if spent := after - before; spent >= budget || n >= 100*batch {
+			return float64(spent) / float64(time.Microsecond) / float64(n)
+		}
 	}
-	after, ok := selfCPU()
-	if !ok {
-		return 0
+}
+
+// rusageCPU returns this process's CPU time (user + system) from getrusage.
+func rusageCPU() (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
 	}
-	return float64(after-before) / float64(time.Microsecond) / n
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }

@@ -152,7 +152,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
-	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline (target <= 15", "above the reused request + ed25519.Verify (target <= 10", "resident memory after the run: controller", "before the load: controller"} {
+	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline (target <= 15", "above the reused request + ed25519.Verify of the same round", "(target <= 10", "resident memory after the run: controller", "before the load: controller"} {
 		assert.Contains(t, out.String(), want)
 	}
 	_, line, ok := strings.Cut(out.String(), "loadcheck-json: ")
@@ -177,6 +177,15 @@ func TestRunPrintsTheTable(t *testing.T) {
 		require.NotNil(t, r.CtrlCPU, "%s %s", r.Case, r.Mode)
 		require.NotNil(t, r.BaseClient, "%s %s: the client's CPU per request is reported", r.Case, r.Mode)
 		assert.Positive(t, r.CtrlRate.Median)
+		if r.Mode == modeFresh {
+			// Each fresh round is compared with the floor measured right before it.
+			require.NotNil(t, r.VerifyFloor, r.Case)
+			assert.Positive(t, r.VerifyFloor.Min, r.Case)
+			require.NotNil(t, r.FreshOver, r.Case)
+		} else {
+			assert.Nil(t, r.VerifyFloor, r.Case)
+			assert.Nil(t, r.FreshOver, r.Case)
+		}
 	}
 	// The realistic case answers a job_state read from the agent's store.
 	assert.Equal(t, caseSync, got.Rows[0].Case)
@@ -230,4 +239,17 @@ func TestBaselineReadsTheWrappedForm(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, want, resp.StatusCode, body)
 	}
+}
+
+// TestFreshOverUsesEachRoundsFloor: a fresh round's CPU above the reused
+// request is taken against the ed25519.Verify floor measured before that
+// round, not one measured at the start of the run.
+func TestFreshOverUsesEachRoundsFloor(t *testing.T) {
+	round := func(cpuPerReq float64) result {
+		return result{requests: 1000, cpu: time.Duration(cpuPerReq * 1000 * float64(time.Microsecond)), cpuKnown: true}
+	}
+	rw := &row{name: caseSync, mode: modeFresh,
+		ctrl:   []result{round(110), round(130), round(120)},
+		floors: []float64{55, 75, 0}} // the third round's floor could not be measured
+	assert.InDeltaSlice(t, []float64{15, 15}, rw.freshOver(40), 1e-9)
 }
