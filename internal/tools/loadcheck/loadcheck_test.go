@@ -166,9 +166,11 @@ func TestRunPrintsTheTable(t *testing.T) {
 	require.Len(t, got.Memory, 2)
 	for _, m := range got.Memory {
 		// Each server's resident memory, read from /proc before and after its rounds.
-		for _, v := range []float64{m.Controller, m.Baseline, m.ControllerIdle, m.BaselineIdle} {
+		for _, v := range []float64{m.Controller, m.Baseline, m.ControllerIdle, m.BaselineIdle,
+			m.ControllerAnon, m.BaselineAnon, m.ControllerIdleAnon, m.BaselineIdleAnon} {
 			assert.Positive(t, v, "%s: %+v", m.Case, m)
 		}
+		assert.Less(t, m.ControllerAnon, m.Controller, "the anonymous part is part of the whole: %+v", m)
 	}
 	for _, r := range got.Rows {
 		assert.Equal(t, 2, r.Rounds)
@@ -191,19 +193,22 @@ func TestRunPrintsTheTable(t *testing.T) {
 	assert.Equal(t, caseSync, got.Rows[0].Case)
 }
 
-func TestParseVmRSS(t *testing.T) {
+func TestParseStatusKB(t *testing.T) {
+	status := "Name:\tagent\nVmPeak:\t 99 kB\nVmRSS:\t   20480 kB\nRssAnon:\t    5120 kB\nRssFile:\t   15360 kB\nThreads:\t8\n"
 	tests := []struct {
-		name, status string
-		want         float64
+		name, status, field string
+		want                float64
 	}{
-		{"present", "Name:\tagent\nVmPeak:\t 99 kB\nVmRSS:\t   20480 kB\nThreads:\t8\n", 20},
-		{"absent", "Name:\tagent\n", 0},
-		{"another unit", "VmRSS:\t 20 MB\n", 0},
-		{"not a number", "VmRSS:\t x kB\n", 0},
+		{"VmRSS", status, "VmRSS", 20},
+		{"RssAnon", status, "RssAnon", 5},
+		{"not a prefix of another field", status, "Rss", 0},
+		{"absent", "Name:\tagent\n", "VmRSS", 0},
+		{"another unit", "VmRSS:\t 20 MB\n", "VmRSS", 0},
+		{"not a number", "VmRSS:\t x kB\n", "VmRSS", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.InDelta(t, tt.want, parseVmRSS(tt.status), 1e-9)
+			assert.InDelta(t, tt.want, parseStatusKB(tt.status, tt.field), 1e-9)
 		})
 	}
 }

@@ -188,8 +188,8 @@ type scenario struct {
 	reused     string
 	mint       func(n int) ([]string, error)
 	// idle is each server's resident memory before the load (after the
-	// probe's one call), in MiB: the controller's and the baseline's.
-	idle [2]float64
+	// probe's one call): the controller's and the baseline's.
+	idle [2]memReading
 }
 
 // run starts every server, measures every case and mode and prints the report.
@@ -272,7 +272,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		if sc.base, err = startBaseline(name, response); err != nil {
 			return false, err
 		}
-		sc.idle = [2]float64{sc.ctrl.rss(), sc.base.rss()}
+		sc.idle = [2]memReading{sc.ctrl.memory(), sc.base.memory()}
 		scenarios = append(scenarios, sc)
 	}
 
@@ -320,7 +320,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 				break
 			}
 		}
-		rep.memory(sc.name, sc.idle, [2]float64{sc.ctrl.rss(), sc.base.rss()})
+		rep.memory(sc.name, sc.idle, [2]memReading{sc.ctrl.memory(), sc.base.memory()})
 		if firstFailure != nil {
 			break
 		}

@@ -137,21 +137,28 @@ func (c *child) cpuTime() (time.Duration, bool) {
 	return parseStatCPU(string(b))
 }
 
-// rss returns the child's resident memory in MiB (VmRSS of
-// /proc/<pid>/status), 0 where that file does not exist.
-func (c *child) rss() float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "status"))
-	if err != nil {
-		return 0
-	}
-	return parseVmRSS(string(b))
+// memReading is a process's resident memory, in MiB: all of it (VmRSS)
+// and its anonymous part (RssAnon: the heap, stacks and runtime data, not
+// the pages of its binary and libraries mapped from files).
+type memReading struct {
+	RSS, Anon float64
 }
 
-// parseVmRSS reads the VmRSS line ("VmRSS:   12345 kB") of a
+// memory reads the child's resident memory from /proc/<pid>/status; zero
+// where that file does not exist.
+func (c *child) memory() memReading {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.cmd.Process.Pid), "status"))
+	if err != nil {
+		return memReading{}
+	}
+	return memReading{RSS: parseStatusKB(string(b), "VmRSS"), Anon: parseStatusKB(string(b), "RssAnon")}
+}
+
+// parseStatusKB reads the line of field ("VmRSS:   12345 kB") of a
 // /proc/<pid>/status file, in MiB; 0 when it has none.
-func parseVmRSS(status string) float64 {
+func parseStatusKB(status, field string) float64 {
 	for line := range strings.Lines(status) {
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		rest, ok := strings.CutPrefix(line, field+":")
 		if !ok {
 			continue
 		}

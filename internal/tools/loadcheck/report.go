@@ -22,20 +22,27 @@ type report struct {
 
 // caseMemory is the resident memory of a case's servers after its rounds,
 // and before them (after the one call that probed the controller's answer):
-// what a process holds before any load is not the request path's.
+// what a process holds before any load is not the request path's. Each
+// figure is VmRSS, and its anonymous part (RssAnon, without the pages
+// mapped from the binary and its libraries), in MiB.
 type caseMemory struct {
-	Case           string  `json:"case"`
-	Controller     float64 `json:"controller_rss_mib"`
-	Baseline       float64 `json:"baseline_rss_mib"`
-	ControllerIdle float64 `json:"controller_idle_rss_mib"`
-	BaselineIdle   float64 `json:"baseline_idle_rss_mib"`
+	Case               string  `json:"case"`
+	Controller         float64 `json:"controller_rss_mib"`
+	Baseline           float64 `json:"baseline_rss_mib"`
+	ControllerIdle     float64 `json:"controller_idle_rss_mib"`
+	BaselineIdle       float64 `json:"baseline_idle_rss_mib"`
+	ControllerAnon     float64 `json:"controller_anon_mib"`
+	BaselineAnon       float64 `json:"baseline_anon_mib"`
+	ControllerIdleAnon float64 `json:"controller_idle_anon_mib"`
+	BaselineIdleAnon   float64 `json:"baseline_idle_anon_mib"`
 }
 
 // memory records the resident memory of a case's servers before its rounds
 // (idle) and after them (after), each {controller, baseline}.
-func (r *report) memory(name string, idle, after [2]float64) {
-	r.rss = append(r.rss, caseMemory{Case: name, Controller: after[0], Baseline: after[1],
-		ControllerIdle: idle[0], BaselineIdle: idle[1]})
+func (r *report) memory(name string, idle, after [2]memReading) {
+	r.rss = append(r.rss, caseMemory{Case: name,
+		Controller: after[0].RSS, Baseline: after[1].RSS, ControllerIdle: idle[0].RSS, BaselineIdle: idle[1].RSS,
+		ControllerAnon: after[0].Anon, BaselineAnon: after[1].Anon, ControllerIdleAnon: idle[0].Anon, BaselineIdleAnon: idle[1].Anon})
 }
 
 func newReport(out io.Writer) *report {
@@ -266,8 +273,9 @@ func (r *report) summary(began time.Time) (heavy []string, err error) {
 		if m.Controller > targetRSSMiB {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(r.out, "%-9s resident memory after the run: controller %.1f MiB (target <= %.0f: %s), baseline %.1f MiB; before the load: controller %.1f MiB, baseline %.1f MiB\n",
-			m.Case, m.Controller, targetRSSMiB, verdict, m.Baseline, m.ControllerIdle, m.BaselineIdle)
+		fmt.Fprintf(r.out, "%-9s resident memory after the run: controller %.1f MiB (target <= %.0f: %s; anonymous %.1f), baseline %.1f MiB (anonymous %.1f); before the load: controller %.1f MiB (anonymous %.1f), baseline %.1f MiB (anonymous %.1f)\n",
+			m.Case, m.Controller, targetRSSMiB, verdict, m.ControllerAnon, m.Baseline, m.BaselineAnon,
+			m.ControllerIdle, m.ControllerIdleAnon, m.BaselineIdle, m.BaselineIdleAnon)
 	}
 	for _, s := range rows {
 		if s.ClientHeavy {
