@@ -152,7 +152,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
-	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline (target <= 15", "above the reused request + ed25519.Verify of the same round", "(target <= 10", "resident memory after the run: controller", "before the load: controller"} {
+	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline of the same round (target <= 15", "above the reused request + ed25519.Verify of the same round", "(target <= 10", "resident memory after the run: controller", "before the load: controller"} {
 		assert.Contains(t, out.String(), want)
 	}
 	_, line, ok := strings.Cut(out.String(), "loadcheck-json: ")
@@ -177,6 +177,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 		require.NotNil(t, r.Ratio, "%s %s", r.Case, r.Mode)
 		assert.Positive(t, r.Ratio.Median)
 		require.NotNil(t, r.CtrlCPU, "%s %s", r.Case, r.Mode)
+		require.NotNil(t, r.CPUOver, "%s %s: the CPU above the baseline, round by round", r.Case, r.Mode)
 		require.NotNil(t, r.BaseClient, "%s %s: the client's CPU per request is reported", r.Case, r.Mode)
 		assert.Positive(t, r.CtrlRate.Median)
 		if r.Mode == modeFresh {
@@ -257,4 +258,23 @@ func TestFreshOverUsesEachRoundsFloor(t *testing.T) {
 		ctrl:   []result{round(110), round(130), round(120)},
 		floors: []float64{55, 75, 0}} // the third round's floor could not be measured
 	assert.InDeltaSlice(t, []float64{15, 15}, rw.freshOver(40), 1e-9)
+}
+
+// TestCPUOverPairsRounds: the controller's CPU above the baseline is taken
+// round by round (each controller round against the baseline round run
+// right after it), not as the difference of the two medians.
+func TestCPUOverPairsRounds(t *testing.T) {
+	round := func(cpuPerReq float64) result {
+		return result{requests: 1000, cpu: time.Duration(cpuPerReq * 1000 * float64(time.Microsecond)), cpuKnown: true}
+	}
+	// The machine's speed drifts between rounds; each pair runs at one speed.
+	rw := &row{name: caseSync, mode: modeReused,
+		ctrl: []result{round(40), round(50), round(60)},
+		base: []result{round(38), round(30), round(44)}}
+	s := rw.summary()
+	require.NotNil(t, s.CPUOver)
+	assert.InDelta(t, 16, s.CPUOver.Median, 1e-9, "the median of 2, 20 and 16")
+	assert.InDelta(t, 2, s.CPUOver.Min, 1e-9)
+	assert.InDelta(t, 20, s.CPUOver.Max, 1e-9)
+	assert.InDelta(t, 12, s.CtrlCPU.Median-s.BaseCPU.Median, 1e-9, "the difference of the medians, which the line no longer prints")
 }

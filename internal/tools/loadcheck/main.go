@@ -56,7 +56,7 @@ import (
 
 // Targets on the reference 2-core machine (issue 40): throughput ratios, the
 // p99 of the controller at most 1.5 times the baseline's, the server CPU of
-// a reused-token request at most 15 µs above the baseline's, and that of a
+// a reused-token request at most 15 µs above the baseline's of the same round, and that of a
 // fresh-token request at most 10 µs above the reused one's plus
 // ed25519.Verify alone (measured before each fresh round: verifyFloor); the controller's
 // resident memory after its rounds at most 32 MiB (printed beside what each
