@@ -50,6 +50,9 @@ type checks struct {
 	problems []Problem
 	arena    pathArena
 	small    [48]string // the arena's first buffer
+	// smallClear is set once small was cleared after the arena outgrew it:
+	// small is not written again while the arena keeps its larger buffer.
+	smallClear bool
 }
 
 // checksPool keeps checks between calls: a checks holds its first path
@@ -65,22 +68,34 @@ func getChecks(v *Validator) *checks {
 }
 
 // putChecks gives c back to the pool. Its problems (which the caller may
-// still hold) are dropped from it, and the paths it built are cleared.
+// still hold) are dropped from it, and the paths it built are cleared: the
+// arena's buffer up to its length (the arena only appends, and past its
+// length the buffer is clear, as every put leaves it), and small once the
+// arena outgrew it (append copied small, which still holds the paths).
 func putChecks(c *checks) {
+	c.reset()
+	checksPool.Put(c)
+}
+
+// reset empties c for its next check (putChecks).
+func (c *checks) reset() {
 	buf := c.arena.buf
-	clear(buf[:cap(buf)])
-	clear(c.small[:])
+	clear(buf)
+	if !c.smallClear && cap(buf) > 0 && &buf[:1][0] != &c.small[0] {
+		clear(c.small[:])
+		c.smallClear = true
+	}
 	c.v, c.problems, c.arena.buf = nil, nil, nil
 	if cap(buf) <= 1024 { // do not keep a huge buffer alive
 		c.arena.buf = buf[:0]
 	}
-	checksPool.Put(c)
 }
 
 // root returns the empty path, building its extensions in c's arena.
 func (c *checks) root() path {
 	if c.arena.buf == nil {
 		c.arena.buf = c.small[:0]
+		c.smallClear = false
 	}
 	return path{arena: &c.arena}
 }
