@@ -74,28 +74,41 @@ func safe(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
+// safeBytes is safe as a table, for the loops over every byte of a key.
+var safeBytes = func() (t [256]bool) {
+	for c := range len(t) {
+		t[c] = safe(byte(c))
+	}
+	return t
+}()
+
 // escapedLen returns the length of s once escaped.
 func escapedLen(s string) int {
 	n := len(s)
 	for i := 0; i < len(s); i++ {
-		if !safe(s[i]) {
+		if !safeBytes[s[i]] {
 			n += 2
 		}
 	}
 	return n
 }
 
-// appendEscaped writes s, escaped, to b.
+// appendEscaped writes s, escaped, to b: each run of safe bytes at once.
 func appendEscaped(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if safe(c) {
-			b.WriteByte(c)
-			continue
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && safeBytes[s[i]] {
+			i++
 		}
+		b.WriteString(s[:i])
+		if i == len(s) {
+			return
+		}
+		c := s[i]
 		b.WriteByte('%')
 		b.WriteByte(upperHex[c>>4])
 		b.WriteByte(upperHex[c&0xF])
+		s = s[i+1:]
 	}
 }
 
