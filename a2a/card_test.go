@@ -13,7 +13,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a"
 	"github.com/supervaize/supervaizer-go/internal/tools/cardcheck"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
+	"github.com/supervaize/supervaizer-go/testing/golden"
 )
 
 func TestAgentCardGolden(t *testing.T) {

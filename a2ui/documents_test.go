@@ -12,7 +12,7 @@ import (
 	"github.com/supervaize/supervaizer-go/a2ui"
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/tools/contractstest"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
+	"github.com/supervaize/supervaizer-go/testing/golden"
 )
 
 func marshal(t testing.TB, v any) []byte {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/contracts"
 	"github.com/supervaize/supervaizer-go/internal/tools/contractstest"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
+	"github.com/supervaize/supervaizer-go/testing/golden"
 )
 
 // docProblem is the part of a problem a document test asserts.

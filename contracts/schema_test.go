@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
+	"github.com/supervaize/supervaizer-go/testing/golden"
 )
 
 // publishedSchema is the committed copy of contracts.Schema().

@@ -14,8 +14,8 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 	"github.com/supervaize/supervaizer-go/observe"
+	"github.com/supervaize/supervaizer-go/testing/golden"
 )
 
 // TestBindings: send, read back and cancel on each binding; the requests

@@ -16,7 +16,7 @@ import (
 	"github.com/supervaize/supervaizer-go/a2a/client"
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/errcode"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
+	"github.com/supervaize/supervaizer-go/testing/golden"
 )
 
 func dialCampaign(t *testing.T, r *campaignRemote, workspace string, more ...client.Option) *client.Client {

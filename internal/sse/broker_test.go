@@ -20,8 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/supervaize/supervaizer-go/internal/tools/golden"
 	"github.com/supervaize/supervaizer-go/internal/tools/proctest"
+	"github.com/supervaize/supervaizer-go/testing/golden"
 )
 
 func TestNewBrokerDefaults(t *testing.T) {

@@ -1,13 +1,19 @@
-// Package golden is the golden-file helper of the SDK's own tests. The
-// packages svtest itself imports (internal/jsonrpc, internal/sse, contracts,
-// …) cannot import svtest from their own tests, so they call this package.
-// It registers no command-line flag, as svtest registers none: a test
-// package is free to declare its own -update.
+// Package golden compares what a test got with a golden file in testdata/,
+// and rewrites the files when asked to. JSON compares JSON values (key order
+// and white space do not matter); Bytes compares byte for byte, for wire
+// bytes whose key order, spacing or line ends are part of what is tested (an
+// SSE stream, a canonical encoding).
 //
-// With SUPERVAIZER_UPDATE_GOLDEN=1, as svtest.Golden reads it (one command
-// updates every golden file of the module), each helper rewrites its file
-// from what the test got instead of comparing; review the diff after each
-// update.
+//	golden.JSON(t, filepath.Join("testdata", "start.golden.json"), raw)
+//	golden.Bytes(t, filepath.Join("testdata", "events.golden.txt"), stream)
+//
+// With SUPERVAIZER_UPDATE_GOLDEN=1 ([UpdateEnv], which [Update] reads, as
+// svtest.Golden does: one command updates every golden file of a module),
+// JSON and Bytes rewrite their files from what the test got instead of
+// comparing; review the diff after each update. The package registers no
+// command-line flag: a test package may declare its own -update and pass it
+// to [JSONUpdate] or [BytesUpdate]. It imports nothing of the SDK, so the
+// SDK's own packages test with it too.
 package golden
 
 import (
@@ -22,12 +28,14 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// updateEnv is the environment variable svtest.Golden reads.
-const updateEnv = "SUPERVAIZER_UPDATE_GOLDEN"
+// UpdateEnv is the environment variable that makes [JSON] and [Bytes]
+// rewrite their files instead of comparing: any value [strconv.ParseBool]
+// reads as true.
+const UpdateEnv = "SUPERVAIZER_UPDATE_GOLDEN"
 
-// Update reports whether SUPERVAIZER_UPDATE_GOLDEN is set to a true value.
+// Update reports whether [UpdateEnv] is set to a true value.
 func Update() bool {
-	on, err := strconv.ParseBool(os.Getenv(updateEnv))
+	on, err := strconv.ParseBool(os.Getenv(UpdateEnv))
 	return err == nil && on
 }
 
@@ -37,7 +45,7 @@ func Update() bool {
 // It returns whether got matched (or was written).
 func JSON(t testing.TB, path string, got []byte) bool {
 	t.Helper()
-	return checkJSON(t, path, got, Update())
+	return JSONUpdate(t, path, got, Update())
 }
 
 // Bytes compares got with the file at path byte for byte (for wire bytes
@@ -47,10 +55,13 @@ func JSON(t testing.TB, path string, got []byte) bool {
 // written).
 func Bytes(t testing.TB, path string, got []byte) bool {
 	t.Helper()
-	return checkBytes(t, path, got, Update())
+	return BytesUpdate(t, path, got, Update())
 }
 
-func checkJSON(t testing.TB, path string, got []byte, update bool) bool {
+// JSONUpdate is [JSON] with the choice made by the caller: it rewrites the
+// file when update is true, and compares otherwise, whatever the environment
+// says. Use it with a flag of your own.
+func JSONUpdate(t testing.TB, path string, got []byte, update bool) bool {
 	t.Helper()
 	if update {
 		var buf bytes.Buffer
@@ -68,7 +79,9 @@ func checkJSON(t testing.TB, path string, got []byte, update bool) bool {
 	return assert.JSONEq(t, string(want), string(got), "golden file %s differs (run the test with SUPERVAIZER_UPDATE_GOLDEN=1 to rewrite it)", path)
 }
 
-func checkBytes(t testing.TB, path string, got []byte, update bool) bool {
+// BytesUpdate is [Bytes] with the choice made by the caller, as
+// [JSONUpdate].
+func BytesUpdate(t testing.TB, path string, got []byte, update bool) bool {
 	t.Helper()
 	if update {
 		return write(t, path, got)
