@@ -5,19 +5,19 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-
-	supervaizer "github.com/supervaize/supervaizer-go"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	supervaizer "github.com/supervaize/supervaizer-go"
 	"github.com/supervaize/supervaizer-go/contracts"
+	svtest "github.com/supervaize/supervaizer-go/testing"
 )
 
-// BenchmarkJobSync measures job.sync through the SDK's whole pipeline (API
-// key, workspace token, typed request, handler, store read, result
-// validation), in memory.
-func BenchmarkJobSync(b *testing.B) {
+// startedJobSync starts job-1 on a new test server and returns the server
+// and the job.sync request of that job.
+func startedJobSync(b *testing.B) (*svtest.TestServer, contracts.ActionRequest) {
+	b.Helper()
 	_, ts := newTestServer(b)
 	start := ts.Request(actionStart, map[string]any{"topic_id": "t-1"})
 	start.JobID = "job-1"
@@ -26,6 +26,14 @@ func BenchmarkJobSync(b *testing.B) {
 	require.Equal(b, contracts.StatusOK, res.Status)
 	req := ts.Request(actionSync, nil)
 	req.JobID = "job-1"
+	return ts, req
+}
+
+// BenchmarkJobSync measures job.sync through the SDK's whole pipeline (API
+// key, workspace token, typed request, handler, store read, result
+// validation), in memory.
+func BenchmarkJobSync(b *testing.B) {
+	ts, req := startedJobSync(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := ts.Invoke(b.Context(), req); err != nil {
@@ -49,14 +57,7 @@ func BenchmarkJobState(b *testing.B) {
 // token reused (a verifier cache hit), the answer written to a recorder; no
 // client-side encoding or decoding is counted.
 func BenchmarkServeJobSync(b *testing.B) {
-	_, ts := newTestServer(b)
-	start := ts.Request(actionStart, map[string]any{"topic_id": "t-1"})
-	start.JobID = "job-1"
-	res, err := ts.Invoke(b.Context(), start)
-	require.NoError(b, err)
-	require.Equal(b, contracts.StatusOK, res.Status)
-	req := ts.Request(actionSync, nil)
-	req.JobID = "job-1"
+	ts, req := startedJobSync(b)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": supervaizer.MethodActionInvoke,
 		"params": map[string]any{"action_request": req}})
 	require.NoError(b, err)

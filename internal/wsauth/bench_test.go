@@ -69,17 +69,7 @@ func BenchmarkVerifyFloor(b *testing.B) {
 		reportCPU(b, cpu)
 	})
 	b.Run("verify_uncached", func(b *testing.B) {
-		v := newPEMVerifier(b, WithCacheSize(0))
-		r := testRequest(tok)
-		ctx := context.Background()
-		b.ReportAllocs()
-		cpu := processCPU(b)
-		for b.Loop() {
-			if _, err := v.Verify(ctx, r); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportCPU(b, cpu)
+		benchVerify(b, newPEMVerifier(b, WithCacheSize(0)), testRequest(tok))
 	})
 	// Both in alternating blocks, so that on a loaded machine both see the
 	// same contention: the difference of their CPU is the verifier's cost
@@ -115,38 +105,33 @@ func BenchmarkVerifyFloor(b *testing.B) {
 	// alternate in a one-entry cache, so every call misses, verifies and
 	// evicts the other token to cache its own.
 	b.Run("verify_fresh_cached", func(b *testing.B) {
-		v := newPEMVerifier(b, WithCacheSize(1))
-		reqs := []Request{testRequest(tok), testRequest(mintWith(b, setClaim("jti", "tok-9c1f")))}
-		ctx := context.Background()
-		b.ReportAllocs()
-		cpu := processCPU(b)
-		i := 0
-		for b.Loop() {
-			if _, err := v.Verify(ctx, reqs[i&1]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-		reportCPU(b, cpu)
+		benchVerify(b, newPEMVerifier(b, WithCacheSize(1)), testRequest(tok), testRequest(mintWith(b, setClaim("jti", "tok-9c1f"))))
 	})
 	// The reused token: a cache hit. fresh − hit − ed25519_verify is what
 	// a fresh token costs above the reused path and the signature check
 	// (the load check's measure).
 	b.Run("verify_cache_hit", func(b *testing.B) {
-		v := newPEMVerifier(b)
-		r := testRequest(tok)
-		ctx := context.Background()
-		_, err := v.Verify(ctx, r)
+		v, r := newPEMVerifier(b), testRequest(tok)
+		_, err := v.Verify(context.Background(), r)
 		require.NoError(b, err)
-		b.ReportAllocs()
-		cpu := processCPU(b)
-		for b.Loop() {
-			if _, err := v.Verify(ctx, r); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportCPU(b, cpu)
+		benchVerify(b, v, r)
 	})
+}
+
+// benchVerify verifies reqs in turn with v, each call expected to pass,
+// and reports the process CPU per call (reportCPU) beside ns/op.
+func benchVerify(b *testing.B, v *Verifier, reqs ...Request) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := processCPU(b)
+	i := 0
+	for b.Loop() {
+		if _, err := v.Verify(ctx, reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	reportCPU(b, cpu)
 }
 
 // reportCPU reports the process CPU time used since start per iteration

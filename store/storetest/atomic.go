@@ -148,24 +148,12 @@ func testWriteAtomicDoneOrClosed(t *testing.T, s store.Store) {
 func testWriteAtomicRace(t *testing.T, s store.Store) {
 	const n = 40
 	put(t, s, "lease", []byte("epoch 1"))
-	applied := make([]bool, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			mine := []byte("by " + strconv.Itoa(i))
-			ok, err := store.WriteAtomic(t.Context(), s, []store.Op{
-				store.CompareAndSwapOp("lease", []byte("epoch 1"), mine),
-				store.PutIfAbsentOp("result/"+strconv.Itoa(i), mine),
-			})
-			assert.NoError(t, err, "writer %d", i)
-			applied[i] = ok
-		})
-	}
-	noHang(t, "racing WriteAtomic", func() {
-		close(start)
-		wg.Wait()
+	applied := raceWriters(t, s, n, "racing WriteAtomic", func(i int) []store.Op {
+		mine := []byte("by " + strconv.Itoa(i))
+		return []store.Op{
+			store.CompareAndSwapOp("lease", []byte("epoch 1"), mine),
+			store.PutIfAbsentOp("result/"+strconv.Itoa(i), mine),
+		}
 	})
 	winners := 0
 	for i, ok := range applied {
@@ -198,22 +186,10 @@ func testWriteAtomicAllOrNothing(t *testing.T, s store.Store) {
 		}
 		return a, b
 	}
-	applied := make([]bool, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			a, b := pair(i)
-			mine := []byte("writer " + strconv.Itoa(i))
-			ok, err := store.WriteAtomic(t.Context(), s, []store.Op{store.PutIfAbsentOp(a, mine), store.PutIfAbsentOp(b, mine)})
-			assert.NoError(t, err, "writer %d", i)
-			applied[i] = ok
-		})
-	}
-	noHang(t, "overlapping WriteAtomic", func() {
-		close(start)
-		wg.Wait()
+	applied := raceWriters(t, s, n, "overlapping WriteAtomic", func(i int) []store.Op {
+		a, b := pair(i)
+		mine := []byte("writer " + strconv.Itoa(i))
+		return []store.Op{store.PutIfAbsentOp(a, mine), store.PutIfAbsentOp(b, mine)}
 	})
 	holders := map[string]bool{}
 	for _, e := range scanAll(t, s, "pair/") {
@@ -281,4 +257,27 @@ func testWriteAtomicTransfers(t *testing.T, s store.Store) {
 	b, _ := strconv.Atoi(string(get(t, s, "account/b")))
 	assert.Equal(t, 1000, a+b, "units lost or created")
 	assert.Equal(t, 1000, a, "as many transfers each way")
+}
+
+// raceWriters runs n writers of WriteAtomic on s at once, writer i with the
+// ops of ops(i), each expected to answer without error, and returns which
+// applied; it fails the test (what names the race) when they hang.
+func raceWriters(t *testing.T, s store.Store, n int, what string, ops func(i int) []store.Op) []bool {
+	t.Helper()
+	applied := make([]bool, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			ok, err := store.WriteAtomic(t.Context(), s, ops(i))
+			assert.NoError(t, err, "writer %d", i)
+			applied[i] = ok
+		})
+	}
+	noHang(t, what, func() {
+		close(start)
+		wg.Wait()
+	})
+	return applied
 }
