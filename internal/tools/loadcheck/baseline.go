@@ -1,9 +1,15 @@
 package main
 
 import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // baselineAction is the action request the baseline decodes, into plain
@@ -48,8 +54,23 @@ type baselineRequest struct {
 // net/http that reads the body (bounded), decodes it with encoding/json and
 // writes a fixed response (the controller's own answer to the same call, so
 // both send the same bytes).
-func baselineHandler(response []byte) http.Handler {
+func baselineHandler(response []byte) http.Handler { return verifyingBaselineHandler(response, nil) }
+
+// workspaceHeader carries the workspace token ("Bearer <JWS>").
+const workspaceHeader = "X-Supervaize-Workspace-Authorization"
+
+// verifyingBaselineHandler is the baseline that also checks, with
+// ed25519.Verify and key, the signature of each request's workspace token
+// before answering (401 when it is missing or does not verify); a nil key
+// checks nothing. It parses no claims and caches nothing: what it costs above
+// the baseline is one signature check under the same load, the fresh-token
+// floor as the server sees it.
+func verifyingBaselineHandler(response []byte, key ed25519.PublicKey) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if key != nil && !signatureVerifies(key, r.Header.Get(workspaceHeader)) {
+			http.Error(w, "invalid workspace token", http.StatusUnauthorized)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<20))
 		if err != nil {
 			http.Error(w, "cannot read the body", http.StatusBadRequest)
@@ -71,4 +92,42 @@ func baselineHandler(response []byte) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(response)
 	})
+}
+
+// signatureVerifies reports whether header is "Bearer " and a compact JWS
+// whose signature (its third segment, base64url without padding) key
+// verifies over the first two segments.
+func signatureVerifies(key ed25519.PublicKey, header string) bool {
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok {
+		return false
+	}
+	dot := strings.LastIndexByte(token, '.')
+	if dot < 0 || strings.Count(token[:dot], ".") != 1 {
+		return false
+	}
+	var sig [ed25519.SignatureSize + 2]byte // room to notice a longer segment
+	n, err := base64.RawURLEncoding.Decode(sig[:], []byte(token[dot+1:]))
+	if err != nil || n != ed25519.SignatureSize {
+		return false
+	}
+	return ed25519.Verify(key, []byte(token[:dot]), sig[:n])
+}
+
+// parseVerifyKey reads an Ed25519 public key from PEM (SubjectPublicKeyInfo),
+// as the controller's SUPERVAIZER_WORKSPACE_AUTH_PUBLIC_KEY holds it.
+func parseVerifyKey(pemText []byte) (ed25519.PublicKey, error) {
+	block, _ := pem.Decode(pemText)
+	if block == nil {
+		return nil, errors.New("no PEM block in the verify key")
+	}
+	k, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, errors.New("the verify key is not an Ed25519 public key")
+	}
+	return pub, nil
 }

@@ -152,7 +152,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
-	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline of the same round (target <= 15", "above the reused request + ed25519.Verify of the same round", "(target <= 10", "resident memory after the run: controller", "before the load: controller"} {
+	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline of the same round (target <= 15", "above the reused request + ed25519.Verify of the same round", "(target <= 10", "baseline+Verify", "above the reused request + ed25519.Verify under the same load", "of the baseline's req/s (the ceiling of the fresh ratio)", "resident memory after the run: controller", "before the load: controller"} {
 		assert.Contains(t, out.String(), want)
 	}
 	_, line, ok := strings.Cut(out.String(), "loadcheck-json: ")
@@ -185,9 +185,19 @@ func TestRunPrintsTheTable(t *testing.T) {
 			require.NotNil(t, r.VerifyFloor, r.Case)
 			assert.Positive(t, r.VerifyFloor.Min, r.Case)
 			require.NotNil(t, r.FreshOver, r.Case)
+			// And with the verifying baseline of the same round.
+			require.NotNil(t, r.VerifyingRate, r.Case)
+			assert.Positive(t, r.VerifyingRate.Min, r.Case)
+			require.NotNil(t, r.VerifyingCPU, r.Case)
+			require.NotNil(t, r.RatioVerifying, r.Case)
+			require.NotNil(t, r.VerifyingRatio, r.Case)
+			require.NotNil(t, r.VerifyLoaded, r.Case)
+			require.NotNil(t, r.FreshOverLoaded, r.Case)
 		} else {
 			assert.Nil(t, r.VerifyFloor, r.Case)
 			assert.Nil(t, r.FreshOver, r.Case)
+			assert.Nil(t, r.VerifyingRate, r.Case)
+			assert.Nil(t, r.FreshOverLoaded, r.Case)
 		}
 	}
 	// The realistic case answers a job_state read from the agent's store.
@@ -277,4 +287,65 @@ func TestCPUOverPairsRounds(t *testing.T) {
 	assert.InDelta(t, 2, s.CPUOver.Min, 1e-9)
 	assert.InDelta(t, 20, s.CPUOver.Max, 1e-9)
 	assert.InDelta(t, 12, s.CtrlCPU.Median-s.BaseCPU.Median, 1e-9, "the difference of the medians, which the line no longer prints")
+}
+
+// TestFreshOverLoadedUsesEachRoundsVerifyingBaseline: under load, a fresh
+// round's CPU above the reused request is taken against that round's
+// signature check, the verifying baseline's CPU above the baseline's.
+func TestFreshOverLoadedUsesEachRoundsVerifyingBaseline(t *testing.T) {
+	round := func(requests int, cpuPerReq float64) result {
+		return result{requests: requests, elapsed: time.Second, cpuKnown: true,
+			cpu: time.Duration(cpuPerReq * float64(requests) * float64(time.Microsecond))}
+	}
+	rw := &row{name: caseSync, mode: modeFresh,
+		ctrl:      []result{round(1000, 120), round(1000, 130), round(1000, 125)},
+		base:      []result{round(3000, 30), round(3000, 32), round(3000, 31)},
+		verifying: []result{round(1250, 80), round(2000, 84), {}}} // the third round's verifying baseline did not run
+	assert.InDeltaSlice(t, []float64{20, 28}, rw.freshOverLoaded(50), 1e-9, "120-50-(80-30), 130-50-(84-32)")
+	s := rw.summary()
+	require.NotNil(t, s.VerifyLoaded)
+	assert.InDelta(t, 51, s.VerifyLoaded.Median, 1e-9, "the median of 50 and 52")
+	assert.InDelta(t, 82, s.VerifyingCPU.Median, 1e-9)
+	assert.InDelta(t, 1625, s.VerifyingRate.Median, 1e-9)
+	assert.InDelta(t, 0.65, s.RatioVerifying.Median, 1e-9, "the median of 1000/1250 and 1000/2000")
+	assert.InDelta(t, 0.5417, s.VerifyingRatio.Median, 1e-3, "the median of 1250/3000 and 2000/3000")
+}
+
+// TestVerifyingBaselineChecksTheSignature: the verifying baseline answers
+// only a request whose workspace token's signature verifies with its key.
+func TestVerifyingBaselineChecksTheSignature(t *testing.T) {
+	key, err := parseVerifyKey([]byte(fixture.PublicKeyPEM()))
+	require.NoError(t, err)
+	srv := httptest.NewServer(verifyingBaselineHandler([]byte(`{"ok":1}`), key))
+	t.Cleanup(srv.Close)
+	good := mustToken(t)
+	head, sig, _ := strings.Cut(good[strings.IndexByte(good, '.')+1:], ".")
+	tampered := good[:strings.IndexByte(good, '.')+1] + head + "x." + sig
+	for name, tc := range map[string]struct {
+		header string
+		want   int
+	}{
+		"valid":                {"Bearer " + good, http.StatusOK},
+		"no header":            {"", http.StatusUnauthorized},
+		"no Bearer":            {good, http.StatusUnauthorized},
+		"payload changed":      {"Bearer " + tampered, http.StatusUnauthorized},
+		"signature cut":        {"Bearer " + good[:len(good)-4], http.StatusUnauthorized},
+		"two segments":         {"Bearer " + good[strings.IndexByte(good, '.')+1:], http.StatusUnauthorized},
+		"signature not base64": {"Bearer " + good[:strings.LastIndexByte(good, '.')+1] + "!!", http.StatusUnauthorized},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":1,"method":"supervaizer/action.invoke","params":{"agent_slug":"a","action":"job.sync"}}`
+			req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+			require.NoError(t, err)
+			if tc.header != "" {
+				req.Header.Set(workspaceHeader, tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tc.want, resp.StatusCode)
+		})
+	}
+	_, err = parseVerifyKey([]byte("not PEM"))
+	assert.Error(t, err)
 }

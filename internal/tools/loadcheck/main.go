@@ -13,7 +13,12 @@
 // request (a full Ed25519 verification each time; the tokens are minted
 // before the round so the signing cost stays out of it). The baseline is a
 // bare net/http + encoding/json JSON-RPC endpoint in a process of its own
-// that decodes the same body and writes the controller's own answer.
+// that decodes the same body and writes the controller's own answer. Fresh
+// rounds also drive a verifying baseline, the same endpoint checking each
+// token's signature with ed25519.Verify and the fake Studio's public key
+// (nothing else: no claims, no cache), with the same never-seen tokens: its
+// CPU above the baseline's is one signature check under that load, and its
+// rate over the baseline's the ceiling of the fresh-token ratio.
 //
 // Rounds are interleaved (controller, baseline, controller, …) with the same
 // concurrency and duration. For every case and mode it prints requests per
@@ -38,6 +43,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
@@ -87,10 +93,11 @@ const (
 
 func main() {
 	var (
-		cfg      config
-		serve    string
-		response string
-		cases    string
+		cfg       config
+		serve     string
+		response  string
+		verifyKey string
+		cases     string
 	)
 	fs := flag.NewFlagSet("loadcheck", flag.ContinueOnError)
 	fs.IntVar(&cfg.concurrency, "concurrency", 32, "concurrent requests (keep-alive connections) per server")
@@ -103,11 +110,12 @@ func main() {
 	fs.StringVar(&goTool, "go", "go", "the go command that builds examples/research-agent (the Makefile passes its $(GO))")
 	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
 	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
+	fs.StringVar(&verifyKey, "verify-key", "", "internal: the file holding the PEM public key the verifying baseline checks each token's signature with")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if serve != "" {
-		if err := runChild(serve, response); err != nil {
+		if err := runChild(serve, response, verifyKey); err != nil {
 			fmt.Fprintln(os.Stderr, "loadcheck -serve:", err)
 			os.Exit(2)
 		}
@@ -145,7 +153,7 @@ func main() {
 }
 
 // runChild is the -serve mode.
-func runChild(mode, responseFile string) error {
+func runChild(mode, responseFile, verifyKeyFile string) error {
 	interrupt := make(chan os.Signal, 1)
 	signal.Notify(interrupt, os.Interrupt)
 	switch mode {
@@ -154,7 +162,17 @@ func runChild(mode, responseFile string) error {
 		if err != nil {
 			return err
 		}
-		return serveChild(baselineHandler(response), os.Stdin, os.Stdout, interrupt)
+		var key ed25519.PublicKey
+		if verifyKeyFile != "" {
+			pemText, err := os.ReadFile(verifyKeyFile)
+			if err != nil {
+				return err
+			}
+			if key, err = parseVerifyKey(pemText); err != nil {
+				return err
+			}
+		}
+		return serveChild(verifyingBaselineHandler(response, key), os.Stdin, os.Stdout, interrupt)
 	case serveFixture:
 		srv, err := fixture.NewController()
 		if err != nil {
@@ -182,6 +200,10 @@ const (
 type scenario struct {
 	name       string
 	ctrl, base *child
+	// verifying is the baseline that also checks each token's signature
+	// (verifyingBaselineHandler), measured in the fresh-token rounds.
+	verifying  *child
+	keyPEM     string
 	ctrlTarget target
 	body       []byte
 	wantPrefix []byte
@@ -215,13 +237,22 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			err = rerr
 		}
 	}()
-	// startBaseline serves response from a baseline process.
-	startBaseline := func(name string, response []byte) (*child, error) {
+	// startBaseline serves response from a baseline process; with keyPEM,
+	// one that verifies each token's signature with that key.
+	startBaseline := func(name string, response []byte, keyPEM string) (*child, error) {
 		file := filepath.Join(tmp, "response-"+name+".json")
 		if err := os.WriteFile(file, response, 0o600); err != nil {
 			return nil, err
 		}
-		c, err := startChild(ctx, "baseline "+name, exec.Command(self, "-serve", serveBaseline, "-response", file))
+		args, label := []string{"-serve", serveBaseline, "-response", file}, "baseline "+name
+		if keyPEM != "" {
+			keyFile := filepath.Join(tmp, "verify-key-"+name+".pem")
+			if err := os.WriteFile(keyFile, []byte(keyPEM), 0o600); err != nil {
+				return nil, err
+			}
+			args, label = append(args, "-verify-key", keyFile), "verifying baseline "+name
+		}
+		c, err := startChild(ctx, label, exec.Command(self, args...))
 		if err != nil {
 			return nil, err
 		}
@@ -240,6 +271,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			}
 			cleanups = append(cleanups, ra.close)
 			sc.ctrl, sc.ctrlTarget, sc.body, sc.mint = ra.child, ra.target(), ra.syncBody(), ra.tokens
+			sc.keyPEM = ra.studio.PublicKeyPEM()
 			toks, err := ra.tokens(1)
 			if err != nil {
 				return false, err
@@ -257,6 +289,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 				return false, err
 			}
 			sc.ctrl, sc.ctrlTarget, sc.body, sc.mint = c, target{name: "controller", url: c.url + "/a2a", apiKey: fixture.APIKey}, fixture.Body(), fixture.Tokens
+			sc.keyPEM = fixture.PublicKeyPEM()
 		}
 		// The controller's answer is the baseline's fixed response, so both
 		// servers send the same bytes; its prefix (up to "result") is what
@@ -269,7 +302,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", name, err)
 		}
-		if sc.base, err = startBaseline(name, response); err != nil {
+		if sc.base, err = startBaseline(name, response, ""); err != nil {
+			return false, err
+		}
+		if sc.verifying, err = startBaseline(name, response, sc.keyPEM); err != nil {
 			return false, err
 		}
 		sc.idle = [2]memReading{sc.ctrl.memory(), sc.base.memory()}
@@ -291,15 +327,19 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			row := rep.row(sc.name, mode)
 			ctrl := server{target: sc.ctrlTarget, proc: sc.ctrl}
 			base := server{target: target{name: "baseline", url: sc.base.url + "/a2a", apiKey: sc.ctrlTarget.apiKey}, proc: sc.base}
-			// Warm up both servers (connections, the verifier cache, the runtime).
+			verifying := server{target: target{name: "verifying baseline", url: sc.verifying.url + "/a2a", apiKey: sc.ctrlTarget.apiKey}, proc: sc.verifying}
+			// Warm up the servers (connections, the verifier cache, the runtime).
 			d.run(ctx, ctrl.target, cfg.warmup, reusedToken(sc.reused))
 			d.run(ctx, base.target, cfg.warmup, reusedToken(sc.reused))
+			if mode == modeFresh {
+				d.run(ctx, verifying.target, cfg.warmup, reusedToken(sc.reused))
+			}
 			for round := 1; round <= cfg.rounds && firstFailure == nil; round++ {
 				var tokens tokenSource = reusedToken(sc.reused)
+				var pool []string
 				if mode == modeFresh {
 					// The best reused-token round bounds the fresh-token rate.
-					pool, err := sc.mint(poolSize(rep.bestRate(sc.name, modeReused), cfg.duration))
-					if err != nil {
+					if pool, err = sc.mint(poolSize(rep.bestRate(sc.name, modeReused), cfg.duration)); err != nil {
 						return false, err
 					}
 					tokens = &tokenPool{tokens: pool}
@@ -309,8 +349,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 				c := measure(ctx, d, ctrl, cfg.duration, tokens)
 				// The baseline ignores the token; it gets one of the same size.
 				b := measure(ctx, d, base, cfg.duration, reusedToken(sc.reused))
-				row.add(round, c, b)
-				for _, f := range []error{c.failure, b.failure} {
+				var v result
+				if mode == modeFresh {
+					// The same never-seen tokens: one signature check each.
+					v = measure(ctx, d, verifying, cfg.duration, &tokenPool{tokens: pool})
+				}
+				row.add(round, c, b, v)
+				for _, f := range []error{c.failure, b.failure, v.failure} {
 					if f != nil && firstFailure == nil {
 						firstFailure = f
 					}
@@ -346,6 +391,8 @@ const legend = `cases: job.sync = examples/research-agent answering job.sync on 
 modes: reused = one workspace token for every request (a verifier cache hit);
        fresh = a never-seen token per request (a full Ed25519 verification each time)
 baseline: bare net/http + encoding/json, decoding the same body and sending the controller's own answer
+baseline+Verify (fresh rounds): the same baseline, also checking each token's signature with ed25519.Verify
+         (no claims, no cache), driven with the same never-seen tokens
 columns: req/s over the round; CPU µs/req = the server process's CPU time (/proc/<pid>/stat) per request;
          client CPU µs/req = this process's (the raw HTTP/1.1 client's) CPU time per request of the same round,
          which must stay below the baseline server's or the run fails;

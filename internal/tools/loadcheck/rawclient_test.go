@@ -126,7 +126,7 @@ func TestClientHeavierThanBaselineFails(t *testing.T) {
 		return result{requests: 1000, elapsed: time.Second, latencies: []time.Duration{time.Millisecond},
 			cpu: serverCPU, cpuKnown: true, clientCPU: clientCPU, clientCPUKnown: true}
 	}
-	rw.add(1, round(60*time.Millisecond, 20*time.Millisecond), round(30*time.Millisecond, 40*time.Millisecond))
+	rw.add(1, round(60*time.Millisecond, 20*time.Millisecond), round(30*time.Millisecond, 40*time.Millisecond), result{})
 	heavy, err := rep.summary(time.Now())
 	require.NoError(t, err)
 	require.Len(t, heavy, 1)
@@ -135,7 +135,7 @@ func TestClientHeavierThanBaselineFails(t *testing.T) {
 
 	out.Reset()
 	rep = newReport(&out)
-	rep.row("fixture", modeReused).add(1, round(60*time.Millisecond, 20*time.Millisecond), round(30*time.Millisecond, 10*time.Millisecond))
+	rep.row("fixture", modeReused).add(1, round(60*time.Millisecond, 20*time.Millisecond), round(30*time.Millisecond, 10*time.Millisecond), result{})
 	heavy, err = rep.summary(time.Now())
 	require.NoError(t, err)
 	assert.Empty(t, heavy)

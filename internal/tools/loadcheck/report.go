@@ -56,6 +56,10 @@ type row struct {
 	rep        *report
 	name, mode string
 	ctrl, base []result
+	// verifying holds, for a fresh-token row, the round of the verifying
+	// baseline (bare net/http + one ed25519.Verify per token) run right
+	// after each baseline round; a round with no requests was not run.
+	verifying []result
 	// floors are, for a fresh-token row, the CPU of one ed25519.Verify of
 	// a token-sized message measured in this process right before each
 	// round, in µs (0: not measured).
@@ -81,14 +85,23 @@ func (r *report) bestRate(name, mode string) float64 {
 	return best
 }
 
-// add records and prints one round pair.
-func (rw *row) add(round int, ctrl, base result) {
+// add records and prints one round: the controller's, the baseline's and,
+// when it ran (requests > 0), the verifying baseline's.
+func (rw *row) add(round int, ctrl, base, verifying result) {
 	rw.ctrl = append(rw.ctrl, ctrl)
 	rw.base = append(rw.base, base)
-	for _, x := range []struct {
+	rw.verifying = append(rw.verifying, verifying)
+	servers := []struct {
 		server string
 		r      result
-	}{{"controller", ctrl}, {"baseline", base}} {
+	}{{"controller", ctrl}, {"baseline", base}}
+	if verifying.requests > 0 {
+		servers = append(servers, struct {
+			server string
+			r      result
+		}{"baseline+Verify", verifying})
+	}
+	for _, x := range servers {
 		cpu, client := "n/a", "n/a"
 		if v, ok := x.r.cpuPerRequest(); ok {
 			cpu = fmt.Sprintf("%.1f", v)
@@ -167,6 +180,20 @@ type summaryRow struct {
 	// the reused request's (median) and that round's floor, in µs.
 	VerifyFloor *spread `json:"verify_floor_us,omitempty"`
 	FreshOver   *spread `json:"fresh_cpu_us_above_reused_and_verify,omitempty"`
+	// For fresh tokens, the verifying baseline: its rate and CPU per
+	// request, its rate over the baseline's (VerifyingRatio: what a server
+	// doing nothing but the signature check reaches, the ceiling of the
+	// fresh-token ratio), the controller's rate over its rate (same round),
+	// VerifyLoaded its CPU above the baseline's of the same round (one
+	// ed25519.Verify under the same load), and FreshOverLoaded each round's
+	// controller CPU above the reused request's (median) and that round's
+	// VerifyLoaded, in µs.
+	VerifyingRate   *spread `json:"verifying_baseline_rps,omitempty"`
+	VerifyingCPU    *spread `json:"verifying_baseline_cpu_us_per_req,omitempty"`
+	VerifyingRatio  *spread `json:"verifying_baseline_ratio,omitempty"`
+	RatioVerifying  *spread `json:"ratio_to_verifying_baseline,omitempty"`
+	VerifyLoaded    *spread `json:"verify_under_load_us,omitempty"`
+	FreshOverLoaded *spread `json:"fresh_cpu_us_above_reused_and_verify_under_load,omitempty"`
 }
 
 func (rw *row) summary() summaryRow {
@@ -222,7 +249,39 @@ func (rw *row) summary() summaryRow {
 		}
 	}
 	s.VerifyFloor = spreadOf(floors)
+	var vr, vc, vbase, vratio, loaded []float64
+	for i, v := range rw.verifying {
+		if v.requests == 0 {
+			continue
+		}
+		vr = append(vr, v.rate())
+		if b := rw.base[i].rate(); b > 0 {
+			vbase = append(vbase, v.rate()/b)
+		}
+		if v.rate() > 0 {
+			vratio = append(vratio, rw.ctrl[i].rate()/v.rate())
+		}
+		if c, ok := v.cpuPerRequest(); ok {
+			vc = append(vc, c)
+		}
+		if l, ok := rw.verifyLoaded(i); ok {
+			loaded = append(loaded, l)
+		}
+	}
+	s.VerifyingRate, s.VerifyingCPU, s.RatioVerifying, s.VerifyLoaded = spreadOf(vr), spreadOf(vc), spreadOf(vratio), spreadOf(loaded)
+	s.VerifyingRatio = spreadOf(vbase)
 	return s
+}
+
+// verifyLoaded returns round i's verifying-baseline CPU per request above
+// the baseline's: one signature check under the load of that round.
+func (rw *row) verifyLoaded(i int) (float64, bool) {
+	if i >= len(rw.verifying) || rw.verifying[i].requests == 0 {
+		return 0, false
+	}
+	v, vok := rw.verifying[i].cpuPerRequest()
+	b, bok := rw.base[i].cpuPerRequest()
+	return v - b, vok && bok
 }
 
 // freshOver returns, per round of the fresh-token row fresh, the controller
@@ -236,6 +295,21 @@ func (rw *row) freshOver(reusedCPU float64) []float64 {
 			continue
 		}
 		over = append(over, v-reusedCPU-rw.floors[i])
+	}
+	return over
+}
+
+// freshOverLoaded returns, per round of the fresh-token row, the controller
+// CPU above reusedCPU and the round's own signature check under load
+// (verifyLoaded); rounds without a verifying-baseline round are left out.
+func (rw *row) freshOverLoaded(reusedCPU float64) []float64 {
+	var over []float64
+	for i, c := range rw.ctrl {
+		v, ok := c.cpuPerRequest()
+		l, lok := rw.verifyLoaded(i)
+		if ok && lok {
+			over = append(over, v-reusedCPU-l)
+		}
 	}
 	return over
 }
@@ -335,9 +409,14 @@ func (r *report) cpuTargets(rows []summaryRow) {
 		re := cpu[[2]string{c, modeReused}]
 		fmt.Fprintf(r.out, "%-9s reused: %s µs above the baseline of the same round (target <= %.0f: %s)\n",
 			c, re.CPUOver.format("%.1f"), targetCPUOver, verdict(re.CPUOver.Median, targetCPUOver))
-		if fr, ok := cpu[[2]string{c, modeFresh}]; ok && fr.FreshOver != nil {
+		fr, ok := cpu[[2]string{c, modeFresh}]
+		if ok && fr.FreshOver != nil {
 			fmt.Fprintf(r.out, "%-9s fresh:  %s µs above the reused request + ed25519.Verify of the same round (%s µs) (target <= %.0f: %s)\n",
 				c, fr.FreshOver.format("%.1f"), fr.VerifyFloor.format("%.1f"), targetFreshOver, verdict(fr.FreshOver.Median, targetFreshOver))
+		}
+		if ok && fr.FreshOverLoaded != nil {
+			fmt.Fprintf(r.out, "%-9s fresh:  %s µs above the reused request + ed25519.Verify under the same load (%s µs: bare net/http verifying each token's signature, above the baseline of the same round); that server reaches %s of the baseline's req/s (the ceiling of the fresh ratio), the controller %s of its req/s\n",
+				c, fr.FreshOverLoaded.format("%.1f"), fr.VerifyLoaded.format("%.1f"), fr.VerifyingRatio.format("%.2f"), fr.RatioVerifying.format("%.2f"))
 		}
 	}
 }
@@ -360,6 +439,7 @@ func (r *report) freshOver(rows []summaryRow) {
 		for _, rw := range r.rows {
 			if rw.name == s.Case && rw.mode == modeFresh {
 				s.FreshOver = spreadOf(rw.freshOver(cpu))
+				s.FreshOverLoaded = spreadOf(rw.freshOverLoaded(cpu))
 			}
 		}
 	}
