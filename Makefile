@@ -60,7 +60,7 @@ test: lint ## Vet, staticcheck, gofmt, unit and end-to-end tests of every module
 	done && \
 	if [ -s "$$skipped" ]; then printf '\nmake test: every test passed; these did not run (skipped):\n'; cat "$$skipped"; else echo "make test: every test passed and every test ran"; fi
 
-lint: ## go vet and staticcheck (every module, and the conformance builds), gofmt, and go.mod/go.sum tidy (every module)
+lint: ## go vet and staticcheck (every module, and the conformance, minimal and test-tool builds), gofmt, and go.mod/go.sum tidy (every module)
 	@for m in $(MODULES); do \
 	  echo "== go vet ./... and staticcheck ./... in $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; \
@@ -69,6 +69,7 @@ lint: ## go vet and staticcheck (every module, and the conformance builds), gofm
 	$(STATICCHECK) -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
 	cd $(EXAMPLE) && $(GO) vet -tags conformance . && $(STATICCHECK) -tags conformance .
 	cd $(EXAMPLE) && $(GO) vet -tags minimal . && $(STATICCHECK) -tags minimal .
+	cd $(EXAMPLE) && $(GO) vet -tags crashpoint,pprof . && $(STATICCHECK) -tags crashpoint,pprof .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 
 fuzz: ## Run every fuzz target of FUZZPKGS (default ./...) for FUZZTIME (default 30s) each; stops at a failing input (written to testdata/fuzz)
@@ -147,8 +148,8 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 	cd e2e/preview && SUPERVAIZER_TEST_BROWSER=$${SUPERVAIZER_TEST_BROWSER:-1} SUPERVAIZER_SCREENSHOTS=$(CURDIR)/docs/images \
 	  $(GO) test -count=1 -run 'TestBrowser(JobStartFlow|InvalidInput|Dashboard|ContactImport)' ./...
 
-loadcheck: ## Loopback load check: /a2a against a bare net/http baseline
-	$(GO) run ./internal/tools/loadcheck -go "$(GO)"
+loadcheck: ## Loopback load check: /a2a against a bare net/http baseline (PROFILE=dir: a CPU profile of every server and round there)
+	$(GO) run ./internal/tools/loadcheck -go "$(GO)" $(if $(PROFILE),-profile "$(PROFILE)")
 
 loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min)
 	$(GO) run ./internal/tools/loadcheck -backends -go "$(GO)" -database-url "$$SUPERVAIZER_TEST_DATABASE_URL"

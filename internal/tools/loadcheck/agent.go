@@ -111,8 +111,9 @@ func moduleRoot() (string, error) {
 }
 
 // startResearchAgent builds the example, starts it attached to a new fake
-// Studio and starts one job.
-func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
+// Studio and starts one job. With profiled, the example is built with -tags
+// pprof and serves its profiles on a free loopback port (profile.go).
+func startResearchAgent(ctx context.Context, profiled bool) (_ *researchAgent, err error) {
 	ra := &researchAgent{tb: &harnessTB{}}
 	defer func() {
 		if err != nil {
@@ -123,7 +124,11 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := buildResearchAgent(ctx, ra.dir)
+	var tags []string
+	if profiled {
+		tags = []string{"-tags", "pprof"}
+	}
+	bin, err := buildResearchAgent(ctx, ra.dir, tags...)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +140,9 @@ func startResearchAgent(ctx context.Context) (_ *researchAgent, err error) {
 		vars = researchEnv(ra.tb, ra.studio, api)
 		vars["SUPERVAIZER_ADDR"] = "127.0.0.1:0"
 		vars["SUPERVAIZER_DATA_DIR"] = filepath.Join(ra.dir, "data")
+		if profiled {
+			vars["RESEARCH_AGENT_PPROF_ADDR"] = "127.0.0.1:0"
+		}
 		return nil
 	}); err != nil {
 		return nil, err

@@ -440,19 +440,19 @@ func researchRequest(action, jobID, key string) contracts.ActionRequest {
 	}
 }
 
-// buildResearchAgent builds examples/research-agent into dir and returns the
-// binary's path.
 // goTool is the go command that builds the example (the -go flag).
 var goTool = "go"
 
-func buildResearchAgent(ctx context.Context, dir string) (string, error) {
+// buildResearchAgent builds examples/research-agent into dir, with the build
+// flags given (-tags pprof for -profile), and returns the binary's path.
+func buildResearchAgent(ctx context.Context, dir string, flags ...string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "research-agent")
 	// The example is a module of its own: build it from its directory.
-	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".")
+	build := exec.CommandContext(ctx, goTool, append(append([]string{"build"}, flags...), "-o", bin, ".")...)
 	build.Dir = filepath.Join(root, "examples", "research-agent")
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build examples/research-agent: %w\n%s", err, out)

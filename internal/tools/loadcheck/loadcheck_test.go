@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -348,4 +349,35 @@ func TestVerifyingBaselineChecksTheSignature(t *testing.T) {
 	}
 	_, err = parseVerifyKey([]byte("not PEM"))
 	assert.Error(t, err)
+}
+
+// TestRunWritesProfiles: with -profile, each measured round writes the CPU
+// profile of its server: the research agent (built with -tags pprof) and
+// the -serve children (-pprof, which the fixture controller takes too), and
+// the report says where they are.
+func TestRunWritesProfiles(t *testing.T) {
+	var out bytes.Buffer
+	dir := filepath.Join(t.TempDir(), "profiles") // created by the run
+	cfg := config{concurrency: 2, duration: time.Second, rounds: 1, warmup: 10 * time.Millisecond,
+		cases: []string{caseSync}, profileDir: dir}
+	failed, err := run(context.Background(), cfg, &out)
+	require.NoError(t, err, out.String())
+	assert.False(t, failed, out.String())
+	want := []string{"job.sync-reused-controller-round1.pb.gz", "job.sync-reused-baseline-round1.pb.gz",
+		"job.sync-fresh-controller-round1.pb.gz", "job.sync-fresh-baseline-round1.pb.gz", "job.sync-fresh-verifying-baseline-round1.pb.gz"}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		require.Greater(t, len(b), 2, e.Name())
+		assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s: a CPU profile is gzip-compressed protobuf", e.Name())
+	}
+	assert.ElementsMatch(t, want, got)
+	assert.Contains(t, out.String(), "profiles: 5 CPU profiles (one per server and measured round) in "+dir)
+	_, last, ok := strings.Cut(out.String(), "loadcheck-json: ")
+	require.True(t, ok)
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(last), "\n")+1, "the JSON line stays the last one")
 }

@@ -33,7 +33,11 @@
 //
 // Usage:
 //
-//	go run ./internal/tools/loadcheck [-concurrency 32] [-duration 3s] [-rounds 3] [-cases job.sync,fixture]
+//	go run ./internal/tools/loadcheck [-concurrency 32] [-duration 3s] [-rounds 3] [-cases job.sync,fixture] [-profile DIR]
+//
+// With -profile DIR, every server serves net/http/pprof on a loopback port
+// and each measured round writes its server's CPU profile to DIR (see
+// profile.go).
 //
 // With -backends it measures the research agent on each store instead (see
 // backends.go; make loadcheck-backends):
@@ -58,6 +62,7 @@ import (
 	"time"
 
 	"github.com/supervaize/supervaizer-go/internal/tools/loadcheck/fixture"
+	"github.com/supervaize/supervaizer-go/internal/tools/pprofserve"
 )
 
 // Targets on the reference 2-core machine (issue 40): throughput ratios, the
@@ -82,6 +87,9 @@ type config struct {
 	rounds      int
 	warmup      time.Duration
 	cases       []string
+	// profileDir, when set, receives the CPU profile of every server over
+	// each measured round (-profile; profile.go).
+	profileDir string
 }
 
 // Child modes (-serve): the baseline with a fixed response, the fixture
@@ -97,6 +105,7 @@ func main() {
 		serve     string
 		response  string
 		verifyKey string
+		pprofAddr string
 		cases     string
 	)
 	fs := flag.NewFlagSet("loadcheck", flag.ContinueOnError)
@@ -110,12 +119,14 @@ func main() {
 	fs.StringVar(&goTool, "go", "go", "the go command that builds examples/research-agent (the Makefile passes its $(GO))")
 	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
 	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
+	fs.StringVar(&cfg.profileDir, "profile", "", "write the CPU profile of every server over each measured round to this folder (created if needed); -duration must be whole seconds")
+	fs.StringVar(&pprofAddr, "pprof", "", "internal: serve net/http/pprof on this loopback host:port")
 	fs.StringVar(&verifyKey, "verify-key", "", "internal: the file holding the PEM public key the verifying baseline checks each token's signature with")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if serve != "" {
-		if err := runChild(serve, response, verifyKey); err != nil {
+		if err := runChild(serve, response, verifyKey, pprofAddr); err != nil {
 			fmt.Fprintln(os.Stderr, "loadcheck -serve:", err)
 			os.Exit(2)
 		}
@@ -132,6 +143,10 @@ func main() {
 	if cfg.concurrency < 1 || cfg.concurrency > 1024 || cfg.duration <= 0 || cfg.duration > 10*time.Minute ||
 		cfg.rounds < 1 || cfg.rounds > 100 || cfg.warmup < 0 {
 		fmt.Fprintln(os.Stderr, "loadcheck: need 1 <= -concurrency <= 1024, 0 < -duration <= 10m, 1 <= -rounds <= 100, -warmup >= 0")
+		os.Exit(2)
+	}
+	if cfg.profileDir != "" && (*backends || cfg.duration < time.Second || cfg.duration%time.Second != 0) {
+		fmt.Fprintln(os.Stderr, "loadcheck: -profile needs a -duration of whole seconds (a CPU profile lasts whole seconds) and does not apply to -backends")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -153,7 +168,12 @@ func main() {
 }
 
 // runChild is the -serve mode.
-func runChild(mode, responseFile, verifyKeyFile string) error {
+func runChild(mode, responseFile, verifyKeyFile, pprofAddr string) error {
+	if pprofAddr != "" {
+		if err := pprofserve.Serve(pprofAddr, os.Stderr); err != nil {
+			return fmt.Errorf("-pprof %q: %w", pprofAddr, err)
+		}
+	}
 	interrupt := make(chan os.Signal, 1)
 	signal.Notify(interrupt, os.Interrupt)
 	switch mode {
@@ -237,6 +257,15 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			err = rerr
 		}
 	}()
+	// With -profile, every -serve child serves its profiles on a free
+	// loopback port.
+	var pprofArgs []string
+	if cfg.profileDir != "" {
+		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
+			return false, err
+		}
+		pprofArgs = []string{"-pprof", "127.0.0.1:0"}
+	}
 	// startBaseline serves response from a baseline process; with keyPEM,
 	// one that verifies each token's signature with that key.
 	startBaseline := func(name string, response []byte, keyPEM string) (*child, error) {
@@ -244,7 +273,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		if err := os.WriteFile(file, response, 0o600); err != nil {
 			return nil, err
 		}
-		args, label := []string{"-serve", serveBaseline, "-response", file}, "baseline "+name
+		args, label := append([]string{"-serve", serveBaseline, "-response", file}, pprofArgs...), "baseline "+name
 		if keyPEM != "" {
 			keyFile := filepath.Join(tmp, "verify-key-"+name+".pem")
 			if err := os.WriteFile(keyFile, []byte(keyPEM), 0o600); err != nil {
@@ -265,7 +294,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		sc := &scenario{name: name}
 		switch name {
 		case caseSync:
-			ra, err := startResearchAgent(ctx)
+			ra, err := startResearchAgent(ctx, cfg.profileDir != "")
 			if err != nil {
 				return false, err
 			}
@@ -278,7 +307,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			}
 			sc.reused = toks[0]
 		case caseFixture:
-			c, err := startChild(ctx, "fixture controller", exec.Command(self, "-serve", serveFixture))
+			c, err := startChild(ctx, "fixture controller", exec.Command(self, append([]string{"-serve", serveFixture}, pprofArgs...)...))
 			if err != nil {
 				return false, err
 			}
@@ -321,6 +350,21 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 
 	rep := newReport(out)
 	var firstFailure error
+	profiles := 0
+	// measureRound measures one round of s; with -profile, it also writes
+	// the CPU profile of s's process over the round.
+	measureRound := func(d *driver, s server, label, name, mode string, round int, tokens tokenSource) (result, error) {
+		if cfg.profileDir == "" {
+			return measure(ctx, d, s, cfg.duration, tokens), nil
+		}
+		wait := startProfile(ctx, s.proc, cfg.duration, profileFile(cfg.profileDir, name, mode, label, round))
+		r := measure(ctx, d, s, cfg.duration, tokens)
+		if err := wait(); err != nil {
+			return r, err
+		}
+		profiles++
+		return r, nil
+	}
 	for _, sc := range scenarios {
 		d := newDriver(cfg.concurrency, sc.body, sc.wantPrefix)
 		for _, mode := range []string{modeReused, modeFresh} {
@@ -346,13 +390,21 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 					// The floor of this round, measured right before it.
 					row.floors = append(row.floors, verifyFloor())
 				}
-				c := measure(ctx, d, ctrl, cfg.duration, tokens)
+				c, err := measureRound(d, ctrl, "controller", sc.name, mode, round, tokens)
+				if err != nil {
+					return false, err
+				}
 				// The baseline ignores the token; it gets one of the same size.
-				b := measure(ctx, d, base, cfg.duration, reusedToken(sc.reused))
+				b, err := measureRound(d, base, "baseline", sc.name, mode, round, reusedToken(sc.reused))
+				if err != nil {
+					return false, err
+				}
 				var v result
 				if mode == modeFresh {
 					// The same never-seen tokens: one signature check each.
-					v = measure(ctx, d, verifying, cfg.duration, &tokenPool{tokens: pool})
+					if v, err = measureRound(d, verifying, "verifying baseline", sc.name, mode, round, &tokenPool{tokens: pool}); err != nil {
+						return false, err
+					}
 				}
 				row.add(round, c, b, v)
 				for _, f := range []error{c.failure, b.failure, v.failure} {
@@ -369,6 +421,11 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		if firstFailure != nil {
 			break
 		}
+	}
+	if profiles > 0 {
+		fmt.Fprintf(out, "profiles: %d CPU profiles (one per server and measured round) in %s; e.g. go tool pprof -top %s\n"+
+			"the profiler costs the servers some CPU: read a profiled run for where the time goes, not for its figures\n\n",
+			profiles, cfg.profileDir, profileFile(cfg.profileDir, scenarios[0].name, modeReused, "controller", 1))
 	}
 	heavy, err := rep.summary(began)
 	if err != nil {

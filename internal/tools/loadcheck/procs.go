@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/supervaize/supervaizer-go/internal/tools/pprofserve"
 )
 
 // Every server under test runs in a process of its own, so that the CPU time
@@ -33,6 +35,10 @@ type child struct {
 	in   io.WriteCloser // closing it asks the child to stop
 	done chan error
 	logs *tail
+	// pprof receives the base URL of the child's profiles when it
+	// announces them (-profile); pprofURL keeps it once read.
+	pprof    chan string
+	pprofURL string
 }
 
 // startupTimeout bounds how long a child may take to start listening.
@@ -45,7 +51,7 @@ var listening = regexp.MustCompile(`(?:^listening |url=)(http://127\.0\.0\.1:[0-
 // startChild runs cmd and waits until it announces its loopback URL on
 // stdout or stderr.
 func startChild(ctx context.Context, name string, cmd *exec.Cmd) (*child, error) {
-	c := &child{name: name, cmd: cmd, done: make(chan error, 1), logs: &tail{}}
+	c := &child{name: name, cmd: cmd, done: make(chan error, 1), logs: &tail{}, pprof: make(chan string, 1)}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -74,6 +80,12 @@ func startChild(ctx context.Context, name string, cmd *exec.Cmd) (*child, error)
 				if m := listening.FindStringSubmatch(line); m != nil {
 					select {
 					case urls <- m[1]:
+					default:
+					}
+				}
+				if m := pprofserve.Announced.FindStringSubmatch(line); m != nil {
+					select {
+					case c.pprof <- m[1]:
 					default:
 					}
 				}

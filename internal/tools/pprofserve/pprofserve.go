@@ -1,0 +1,53 @@
+// Package pprofserve serves net/http/pprof on a loopback address, for the
+// load check's profiled runs (go run ./internal/tools/loadcheck -profile
+// DIR): the load check's -serve children and the research agent's -tags
+// pprof build serve their profiles with it. Nothing in the library imports
+// it.
+package pprofserve
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"regexp"
+	"time"
+)
+
+// Announced matches the line [Serve] writes; its group is the base URL of
+// the profiles (http://HOST:PORT).
+var Announced = regexp.MustCompile(`pprof: serving profiles on (http://[^/\s]+)/debug/pprof/`)
+
+// errNotLoopback is returned for an address whose host is not a loopback IP
+// address.
+var errNotLoopback = errors.New("need a loopback IP address (127.0.0.1:PORT or [::1]:PORT): profiles are never served on another interface")
+
+// Serve listens on addr, a host:port whose host is a loopback IP address
+// (port 0: a free one), serves net/http/pprof there in the background, and
+// writes "pprof: serving profiles on http://HOST:PORT/debug/pprof/" to
+// announce. It refuses any other address before listening.
+func Serve(addr string, announce io.Writer) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("need host:port: %w", err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return errNotLoopback
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	_, err = fmt.Fprintf(announce, "pprof: serving profiles on http://%s/debug/pprof/\n", ln.Addr())
+	return err
+}
