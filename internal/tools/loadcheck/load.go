@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -110,7 +109,7 @@ func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens to
 		mu    sync.Mutex
 		conns []*rawConn
 	)
-	before, ok1 := selfCPU()
+	before, ok1 := rusageCPU()
 	res := drive(ctx, d.concurrency, dur, func() workerCall {
 		buf := make([]byte, 0, 4096)
 		conn := newRawConn(req)
@@ -128,7 +127,7 @@ func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens to
 			return time.Since(t0), true, err
 		}
 	})
-	after, ok2 := selfCPU()
+	after, ok2 := rusageCPU()
 	if ok1 && ok2 {
 		res.clientCPU, res.clientCPUKnown = after-before, true
 	}
@@ -139,16 +138,6 @@ func (d *driver) run(ctx context.Context, t target, dur time.Duration, tokens to
 		res.cutShort = true
 	}
 	return res
-}
-
-// selfCPU returns the CPU time this process has used so far, from
-// /proc/self/stat, as the servers' is read.
-func selfCPU() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	return parseStatCPU(string(b))
 }
 
 // workerCall sends one request of a worker: it returns the request's
@@ -341,7 +330,9 @@ func verifyFloor() float64 {
 	}
 }
 
-// rusageCPU returns this process's CPU time (user + system) from getrusage.
+// rusageCPU returns this process's CPU time (user + system) from getrusage:
+// the client's CPU of a round and the ed25519.Verify floor. A server's is
+// read from /proc/<pid>/stat (child.cpuTime), another process's.
 func rusageCPU() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

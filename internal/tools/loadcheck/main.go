@@ -354,16 +354,16 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 	// measureRound measures one round of s; with -profile, it also writes
 	// the CPU profile of s's process over the round.
 	measureRound := func(d *driver, s server, label, name, mode string, round int, tokens tokenSource) (result, error) {
-		if cfg.profileDir == "" {
-			return measure(ctx, d, s, cfg.duration, tokens), nil
+		var wait func() error
+		if cfg.profileDir != "" {
+			wait = startProfile(ctx, s.proc, cfg.duration, profileFile(cfg.profileDir, name, mode, label, round))
 		}
-		wait := startProfile(ctx, s.proc, cfg.duration, profileFile(cfg.profileDir, name, mode, label, round))
 		r := measure(ctx, d, s, cfg.duration, tokens)
-		if err := wait(); err != nil {
-			return r, err
+		if wait == nil {
+			return r, nil
 		}
 		profiles++
-		return r, nil
+		return r, wait()
 	}
 	for _, sc := range scenarios {
 		d := newDriver(cfg.concurrency, sc.body, sc.wantPrefix)

@@ -91,15 +91,13 @@ func (rw *row) add(round int, ctrl, base, verifying result) {
 	rw.ctrl = append(rw.ctrl, ctrl)
 	rw.base = append(rw.base, base)
 	rw.verifying = append(rw.verifying, verifying)
-	servers := []struct {
+	type serverRound struct {
 		server string
 		r      result
-	}{{"controller", ctrl}, {"baseline", base}}
+	}
+	servers := []serverRound{{"controller", ctrl}, {"baseline", base}}
 	if verifying.requests > 0 {
-		servers = append(servers, struct {
-			server string
-			r      result
-		}{"baseline+Verify", verifying})
+		servers = append(servers, serverRound{"baseline+Verify", verifying})
 	}
 	for _, x := range servers {
 		cpu, client := "n/a", "n/a"
@@ -284,31 +282,34 @@ func (rw *row) verifyLoaded(i int) (float64, bool) {
 	return v - b, vok && bok
 }
 
-// freshOver returns, per round of the fresh-token row fresh, the controller
-// CPU above reusedCPU (the reused-token request's median) and the round's
-// own ed25519.Verify floor; rounds without a floor are left out.
+// freshOver returns, per round of the fresh-token row, the controller CPU
+// above reusedCPU (the reused-token request's median) and the round's own
+// ed25519.Verify floor; rounds without a floor are left out.
 func (rw *row) freshOver(reusedCPU float64) []float64 {
-	var over []float64
-	for i, c := range rw.ctrl {
-		v, ok := c.cpuPerRequest()
-		if !ok || i >= len(rw.floors) || rw.floors[i] <= 0 {
-			continue
+	return rw.aboveReused(reusedCPU, func(i int) (float64, bool) {
+		if i >= len(rw.floors) || rw.floors[i] <= 0 {
+			return 0, false
 		}
-		over = append(over, v-reusedCPU-rw.floors[i])
-	}
-	return over
+		return rw.floors[i], true
+	})
 }
 
-// freshOverLoaded returns, per round of the fresh-token row, the controller
-// CPU above reusedCPU and the round's own signature check under load
-// (verifyLoaded); rounds without a verifying-baseline round are left out.
+// freshOverLoaded is freshOver against the round's own signature check
+// under load (verifyLoaded); rounds without a verifying-baseline round are
+// left out.
 func (rw *row) freshOverLoaded(reusedCPU float64) []float64 {
+	return rw.aboveReused(reusedCPU, rw.verifyLoaded)
+}
+
+// aboveReused returns, per round whose floor is known, the controller CPU
+// above reusedCPU and that round's floor.
+func (rw *row) aboveReused(reusedCPU float64, floor func(round int) (float64, bool)) []float64 {
 	var over []float64
 	for i, c := range rw.ctrl {
 		v, ok := c.cpuPerRequest()
-		l, lok := rw.verifyLoaded(i)
-		if ok && lok {
-			over = append(over, v-reusedCPU-l)
+		f, fok := floor(i)
+		if ok && fok {
+			over = append(over, v-reusedCPU-f)
 		}
 	}
 	return over
