@@ -352,7 +352,7 @@ func TestVerifyingBaselineChecksTheSignature(t *testing.T) {
 }
 
 // TestRunWritesProfiles: with -profile, each measured round writes the CPU
-// profile of its server: the research agent (built with -tags pprof) and
+// profile of its server, and each case the heap profile of its controller after the run: the research agent (built with -tags pprof) and
 // the -serve children (-pprof, which the fixture controller takes too), and
 // the report says where they are.
 func TestRunWritesProfiles(t *testing.T) {
@@ -364,7 +364,8 @@ func TestRunWritesProfiles(t *testing.T) {
 	require.NoError(t, err, out.String())
 	assert.False(t, failed, out.String())
 	want := []string{"job.sync-reused-controller-round1.pb.gz", "job.sync-reused-baseline-round1.pb.gz",
-		"job.sync-fresh-controller-round1.pb.gz", "job.sync-fresh-baseline-round1.pb.gz", "job.sync-fresh-verifying-baseline-round1.pb.gz"}
+		"job.sync-fresh-controller-round1.pb.gz", "job.sync-fresh-baseline-round1.pb.gz", "job.sync-fresh-verifying-baseline-round1.pb.gz",
+		"job.sync-controller-heap.pb.gz"}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var got []string
@@ -377,6 +378,7 @@ func TestRunWritesProfiles(t *testing.T) {
 	}
 	assert.ElementsMatch(t, want, got)
 	assert.Contains(t, out.String(), "profiles: 5 CPU profiles (one per server and measured round) in "+dir)
+	assert.Contains(t, out.String(), "heap: 1 heap profiles (each case's controller, when its memory after the run is read) in "+dir)
 	_, last, ok := strings.Cut(out.String(), "loadcheck-json: ")
 	require.True(t, ok)
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(last), "\n")+1, "the JSON line stays the last one")

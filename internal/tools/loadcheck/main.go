@@ -350,7 +350,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 
 	rep := newReport(out)
 	var firstFailure error
-	profiles := 0
+	profiles, heaps := 0, 0
 	// measureRound measures one round of s; with -profile, it also writes
 	// the CPU profile of s's process over the round.
 	measureRound := func(d *driver, s server, label, name, mode string, round int, tokens tokenSource) (result, error) {
@@ -418,6 +418,12 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			}
 		}
 		rep.memory(sc.name, sc.idle, [2]memReading{sc.ctrl.memory(), sc.base.memory()})
+		if cfg.profileDir != "" {
+			if err := fetchHeap(ctx, sc.ctrl, heapFile(cfg.profileDir, sc.name)); err != nil {
+				return false, err
+			}
+			heaps++
+		}
 		if firstFailure != nil {
 			break
 		}
@@ -426,6 +432,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		fmt.Fprintf(out, "profiles: %d CPU profiles (one per server and measured round) in %s; e.g. go tool pprof -top %s\n"+
 			"the profiler costs the servers some CPU: read a profiled run for where the time goes, not for its figures\n\n",
 			profiles, cfg.profileDir, profileFile(cfg.profileDir, scenarios[0].name, modeReused, "controller", 1))
+	}
+	if heaps > 0 {
+		fmt.Fprintf(out, "heap: %d heap profiles (each case's controller, when its memory after the run is read) in %s; e.g. go tool pprof -sample_index=inuse_space -top %s\n\n",
+			heaps, cfg.profileDir, heapFile(cfg.profileDir, scenarios[0].name))
 	}
 	heavy, err := rep.summary(began)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,29 +52,48 @@ func startProfile(ctx context.Context, c *child, dur time.Duration, file string)
 }
 
 func fetchProfile(ctx context.Context, c *child, dur time.Duration, file string) error {
+	secs := int(dur / time.Second)
+	return fetchPprof(ctx, c, "CPU profile", fmt.Sprintf("profile?seconds=%d", secs), dur+30*time.Second, file)
+}
+
+// heapFile names the heap profile of a case's controller after its last
+// round.
+func heapFile(dir, name string) string {
+	return filepath.Join(dir, name+"-controller-heap.pb.gz")
+}
+
+// fetchHeap writes c's heap profile (what is live since its last garbage
+// collection, and what it allocated since it started) to file. It is taken
+// when the memory after the run is read: what the controller holds then.
+func fetchHeap(ctx context.Context, c *child, file string) error {
+	return fetchPprof(ctx, c, "heap profile", "heap", 30*time.Second, file)
+}
+
+// fetchPprof writes the gzip-compressed profile c serves at
+// /debug/pprof/<query> to file.
+func fetchPprof(ctx context.Context, c *child, what, query string, timeout time.Duration, file string) error {
 	base, err := c.pprofBase()
 	if err != nil {
 		return err
 	}
-	secs := int(dur / time.Second)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/"+query, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Timeout: dur + 30*time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: CPU profile: %w", c.name, err)
+		return fmt.Errorf("%s: %s: %w", c.name, what, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("%s: CPU profile: %w", c.name, err)
+		return fmt.Errorf("%s: %s: %w", c.name, what, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: CPU profile: %s: %s", c.name, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("%s: %s: %s: %s", c.name, what, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
-		return errors.New(c.name + ": CPU profile: not a gzip-compressed profile")
+		return fmt.Errorf("%s: %s: not a gzip-compressed profile", c.name, what)
 	}
 	return os.WriteFile(file, body, 0o644)
 }
