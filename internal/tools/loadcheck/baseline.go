@@ -106,12 +106,18 @@ func signatureVerifies(key ed25519.PublicKey, header string) bool {
 	if dot < 0 || strings.Count(token[:dot], ".") != 1 {
 		return false
 	}
-	var sig [ed25519.SignatureSize + 2]byte // room to notice a longer segment
-	n, err := base64.RawURLEncoding.Decode(sig[:], []byte(token[dot+1:]))
+	// A 64-byte signature is exactly 86 characters: any other length is
+	// refused before decoding (Decode writes past a too-small destination).
+	seg := token[dot+1:]
+	if len(seg) != base64.RawURLEncoding.EncodedLen(ed25519.SignatureSize) {
+		return false
+	}
+	var sig [ed25519.SignatureSize]byte
+	n, err := base64.RawURLEncoding.Decode(sig[:], []byte(seg))
 	if err != nil || n != ed25519.SignatureSize {
 		return false
 	}
-	return ed25519.Verify(key, []byte(token[:dot]), sig[:n])
+	return ed25519.Verify(key, []byte(token[:dot]), sig[:])
 }
 
 // parseVerifyKey reads an Ed25519 public key from PEM (SubjectPublicKeyInfo),

@@ -66,7 +66,7 @@ func startController(t *testing.T) *httptest.Server {
 	return ts
 }
 
-func mustToken(t *testing.T) string {
+func mustToken(t testing.TB) string {
 	t.Helper()
 	tokens, err := fixture.Tokens(1)
 	require.NoError(t, err)
@@ -352,9 +352,10 @@ func TestVerifyingBaselineChecksTheSignature(t *testing.T) {
 }
 
 // TestRunWritesProfiles: with -profile, each measured round writes the CPU
-// profile of its server, and each case the heap profile of its controller after the run: the research agent (built with -tags pprof) and
-// the -serve children (-pprof, which the fixture controller takes too), and
-// the report says where they are.
+// profile of its server (the research agent, built with -tags pprof, and
+// the -serve children, with -pprof, which the fixture controller takes
+// too), each case the heap profile of its controller after the run, and the
+// report says where they are.
 func TestRunWritesProfiles(t *testing.T) {
 	var out bytes.Buffer
 	dir := filepath.Join(t.TempDir(), "profiles") // created by the run
