@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"runtime"
 	"testing"
 	"time"
 
@@ -15,8 +16,10 @@ func TestServeRefusesAnyAddressButLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "localhost:0", "192.0.2.1:0", "[::]:0", "127.0.0.1"} {
 		t.Run(addr, func(t *testing.T) {
 			var out bytes.Buffer
+			rate := runtime.MemProfileRate
 			require.Error(t, Serve(addr, &out))
 			assert.Empty(t, out.String(), "nothing is announced")
+			assert.Equal(t, rate, runtime.MemProfileRate, "the heap sampling is left as it was")
 		})
 	}
 }
@@ -43,6 +46,11 @@ func TestServeAnnouncesAndServesTheProfiles(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	require.Greater(t, len(body), 2)
 	assert.Equal(t, []byte{0x1f, 0x8b}, body[:2], "a CPU profile: gzip-compressed protobuf")
+	assert.Equal(t, HeapSampleRate, runtime.MemProfileRate, "heap profiles sample every 4 KiB")
+	status, body = get("/debug/pprof/heap")
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	require.Greater(t, len(body), 2)
+	assert.Equal(t, []byte{0x1f, 0x8b}, body[:2], "a heap profile: gzip-compressed protobuf")
 	status, _ = get("/")
 	assert.Equal(t, http.StatusNotFound, status, "only the profiles")
 }
