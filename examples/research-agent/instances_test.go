@@ -626,8 +626,9 @@ func TestPostgresThreeProcesses(t *testing.T) {
 // of a burst of job.start calls (one new key each; at least 300, and on
 // until the kill), at a moment it has starts in progress: the victim is
 // frozen with SIGSTOP until the database shows such a start (a pending
-// idempotency record of its instance id), then killed. The clients retry every call that got no answer, with the same
-// key, as Studio does; the balancer takes the dead instance out of rotation.
+// idempotency record of its instance id), then killed. The clients retry
+// every call that got no answer, with the same key, as Studio does; the
+// balancer takes the dead instance out of rotation.
 //
 //   - Every start is acknowledged, and each answer (those the victim gave
 //     before dying included) is replayed byte for byte afterwards by both

@@ -379,7 +379,7 @@ func TestRunWritesProfiles(t *testing.T) {
 	}
 	assert.ElementsMatch(t, want, got)
 	assert.Contains(t, out.String(), "profiles: 5 CPU profiles (one per server and measured round) in "+dir)
-	assert.Contains(t, out.String(), "heap: 1 heap profiles (each case's controller, when its memory after the run is read) in "+dir)
+	assert.Contains(t, out.String(), "heap profiles: 1 (one per case: its controller's, when its memory after the run is read) in "+dir)
 	_, last, ok := strings.Cut(out.String(), "loadcheck-json: ")
 	require.True(t, ok)
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(last), "\n")+1, "the JSON line stays the last one")

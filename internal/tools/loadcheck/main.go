@@ -434,7 +434,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			profiles, cfg.profileDir, profileFile(cfg.profileDir, scenarios[0].name, modeReused, "controller", 1))
 	}
 	if heaps > 0 {
-		fmt.Fprintf(out, "heap: %d heap profiles (each case's controller, when its memory after the run is read) in %s; e.g. go tool pprof -sample_index=inuse_space -top %s\n\n",
+		fmt.Fprintf(out, "heap profiles: %d (one per case: its controller's, when its memory after the run is read) in %s; e.g. go tool pprof -sample_index=inuse_space -top %s\n\n",
 			heaps, cfg.profileDir, heapFile(cfg.profileDir, scenarios[0].name))
 	}
 	heavy, err := rep.summary(began)
