@@ -265,19 +265,10 @@ func testWriteAtomicTransfers(t *testing.T, s store.Store) {
 func raceWriters(t *testing.T, s store.Store, n int, what string, ops func(i int) []store.Op) []bool {
 	t.Helper()
 	applied := make([]bool, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			ok, err := store.WriteAtomic(t.Context(), s, ops(i))
-			assert.NoError(t, err, "writer %d", i)
-			applied[i] = ok
-		})
-	}
-	noHang(t, what, func() {
-		close(start)
-		wg.Wait()
+	together(t, n, what, func(i int) {
+		ok, err := store.WriteAtomic(t.Context(), s, ops(i))
+		assert.NoError(t, err, "writer %d", i)
+		applied[i] = ok
 	})
 	return applied
 }

@@ -146,6 +146,25 @@ func noHang(t *testing.T, what string, f func()) {
 	}
 }
 
+// together runs f(0) … f(n-1) in n goroutines released at the same moment,
+// and fails the test (what names the race) when they do not all return
+// within hangTimeout.
+func together(t *testing.T, n int, what string, f func(i int)) {
+	t.Helper()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			f(i)
+		})
+	}
+	noHang(t, what, func() {
+		close(start)
+		wg.Wait()
+	})
+}
+
 func testGetMissing(t *testing.T, s store.Store) {
 	requireMissing(t, s, "missing")
 	put(t, s, "a", []byte("1"))
@@ -522,18 +541,9 @@ func testConcurrentPutIfAbsent(t *testing.T, s store.Store) {
 		err      error
 	}
 	outcomes := make([]outcome, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			existing, stored, err := s.PutIfAbsent(t.Context(), "race", []byte("goroutine "+strconv.Itoa(i)))
-			outcomes[i] = outcome{existing, stored, err}
-		})
-	}
-	noHang(t, "racing PutIfAbsent", func() {
-		close(start)
-		wg.Wait()
+	together(t, n, "racing PutIfAbsent", func(i int) {
+		existing, stored, err := s.PutIfAbsent(t.Context(), "race", []byte("goroutine "+strconv.Itoa(i)))
+		outcomes[i] = outcome{existing, stored, err}
 	})
 	winner := get(t, s, "race")
 	winners := 0
@@ -557,19 +567,10 @@ func testConcurrentCompareAndSwap(t *testing.T, s store.Store) {
 	const n = 50
 	put(t, s, "lease", []byte("epoch 1"))
 	swapped := make([]bool, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			ok, err := s.CompareAndSwap(t.Context(), "lease", []byte("epoch 1"), []byte("epoch 2 by "+strconv.Itoa(i)))
-			assert.NoError(t, err, "goroutine %d", i)
-			swapped[i] = ok
-		})
-	}
-	noHang(t, "racing CompareAndSwap", func() {
-		close(start)
-		wg.Wait()
+	together(t, n, "racing CompareAndSwap", func(i int) {
+		ok, err := s.CompareAndSwap(t.Context(), "lease", []byte("epoch 1"), []byte("epoch 2 by "+strconv.Itoa(i)))
+		assert.NoError(t, err, "goroutine %d", i)
+		swapped[i] = ok
 	})
 	winners := 0
 	for i, ok := range swapped {
@@ -680,34 +681,25 @@ func testConcurrentWriters(t *testing.T, s store.Store) {
 		own             []byte
 	}
 	outcomes := make([]outcome, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ctx := t.Context()
-			<-start
-			key := fmt.Sprintf("writer/%02d", i)
-			mine := []byte("value " + strconv.Itoa(i))
-			// Half the keys exist already: their PutIfAbsent writes nothing.
-			if i%2 == 0 {
-				key = "writer/shared"
-			}
-			existing, stored, err := s.PutIfAbsent(ctx, key, mine)
-			if !assert.NoError(t, err) {
-				return
-			}
-			own, found, err := s.Get(ctx, key)
-			assert.NoError(t, err)
-			assert.True(t, found, "%s not visible after PutIfAbsent returned", key)
-			swapped, err := s.CompareAndSwap(ctx, "swap", []byte("v0"), mine)
-			assert.NoError(t, err)
-			assert.NoError(t, s.Delete(ctx, "gone"))
-			outcomes[i] = outcome{stored: stored, swapped: swapped, existing: existing, own: own}
-		})
-	}
-	noHang(t, "concurrent writers", func() {
-		close(start)
-		wg.Wait()
+	together(t, n, "concurrent writers", func(i int) {
+		ctx := t.Context()
+		key := fmt.Sprintf("writer/%02d", i)
+		mine := []byte("value " + strconv.Itoa(i))
+		// Half the keys exist already: their PutIfAbsent writes nothing.
+		if i%2 == 0 {
+			key = "writer/shared"
+		}
+		existing, stored, err := s.PutIfAbsent(ctx, key, mine)
+		if !assert.NoError(t, err) {
+			return
+		}
+		own, found, err := s.Get(ctx, key)
+		assert.NoError(t, err)
+		assert.True(t, found, "%s not visible after PutIfAbsent returned", key)
+		swapped, err := s.CompareAndSwap(ctx, "swap", []byte("v0"), mine)
+		assert.NoError(t, err)
+		assert.NoError(t, s.Delete(ctx, "gone"))
+		outcomes[i] = outcome{stored: stored, swapped: swapped, existing: existing, own: own}
 	})
 	shared := get(t, s, "writer/shared")
 	sharedWinners, swaps := 0, 0

@@ -33,6 +33,13 @@ import (
 // reads as true.
 const UpdateEnv = "SUPERVAIZER_UPDATE_GOLDEN"
 
+// rewriteHint and createHint end the messages of a difference and of a
+// missing file: how to rewrite or create the file.
+const (
+	rewriteHint = "(run the test with " + UpdateEnv + "=1 to rewrite it)"
+	createHint  = "(run the test with " + UpdateEnv + "=1 to create it)"
+)
+
 // Update reports whether [UpdateEnv] is set to a true value.
 func Update() bool {
 	on, err := strconv.ParseBool(os.Getenv(UpdateEnv))
@@ -41,8 +48,8 @@ func Update() bool {
 
 // JSON compares got with the JSON file at path (assert.JSONEq: key order and
 // white space do not matter) and reports a difference with t.Errorf. Under
-// SUPERVAIZER_UPDATE_GOLDEN ([Update]) it writes got instead, indented, creating the directory.
-// It returns whether got matched (or was written).
+// SUPERVAIZER_UPDATE_GOLDEN ([Update]) it writes got instead, indented,
+// creating the directory. It returns whether got matched (or was written).
 func JSON(t testing.TB, path string, got []byte) bool {
 	t.Helper()
 	return JSONUpdate(t, path, got, Update())
@@ -51,8 +58,8 @@ func JSON(t testing.TB, path string, got []byte) bool {
 // Bytes compares got with the file at path byte for byte (for wire bytes
 // whose key order, spacing or line ends are part of what is tested) and
 // reports the first line that differs with t.Errorf. With
-// SUPERVAIZER_UPDATE_GOLDEN ([Update]) it writes got as it is. It returns whether got matched (or was
-// written).
+// SUPERVAIZER_UPDATE_GOLDEN ([Update]) it writes got as it is. It returns
+// whether got matched (or was written).
 func Bytes(t testing.TB, path string, got []byte) bool {
 	t.Helper()
 	return BytesUpdate(t, path, got, Update())
@@ -76,7 +83,7 @@ func JSONUpdate(t testing.TB, path string, got []byte, update bool) bool {
 	if !ok {
 		return false
 	}
-	return assert.JSONEq(t, string(want), string(got), "golden file %s differs (run the test with SUPERVAIZER_UPDATE_GOLDEN=1 to rewrite it)", path)
+	return assert.JSONEq(t, string(want), string(got), "golden file %s differs "+rewriteHint, path)
 }
 
 // BytesUpdate is [Bytes] with the choice made by the caller, as
@@ -94,8 +101,7 @@ func BytesUpdate(t testing.TB, path string, got []byte, update bool) bool {
 		return true
 	}
 	n, wantLine, gotLine := firstDifferentLine(want, got)
-	t.Errorf("golden file %s differs from line %d on (run the test with SUPERVAIZER_UPDATE_GOLDEN=1 to rewrite it)\nwant: %q\ngot:  %q",
-		path, n, wantLine, gotLine)
+	t.Errorf("golden file %s differs from line %d on "+rewriteHint+"\nwant: %q\ngot:  %q", path, n, wantLine, gotLine)
 	return false
 }
 
@@ -103,7 +109,7 @@ func read(t testing.TB, path string) ([]byte, bool) {
 	t.Helper()
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Errorf("golden: %v (run the test with SUPERVAIZER_UPDATE_GOLDEN=1 to create it)", err)
+		t.Errorf("golden: %v "+createHint, err)
 		return nil, false
 	}
 	return want, true
