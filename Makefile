@@ -151,7 +151,7 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 loadcheck: ## Loopback load check: /a2a against a bare net/http baseline (PROFILE=dir: a CPU profile of every server and round there)
 	$(GO) run ./internal/tools/loadcheck -go "$(GO)" $(if $(PROFILE),-profile "$(PROFILE)")
 
-loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min)
-	$(GO) run ./internal/tools/loadcheck -backends -go "$(GO)" -database-url "$$SUPERVAIZER_TEST_DATABASE_URL"
+loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min; PROFILE=dir: CPU profiles of the agents)
+	$(GO) run ./internal/tools/loadcheck -backends -go "$(GO)" -database-url "$$SUPERVAIZER_TEST_DATABASE_URL" $(if $(PROFILE),-profile "$(PROFILE)")
 
 .PHONY: help test lint apicheck apibaseline fuzz bench cover run loadcheck loadcheck-backends conformance conformance-a2a conformance-a2a-js browser-test screenshots conformance-slug

@@ -109,7 +109,16 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 		}
 	}()
 
-	bin, err := buildResearchAgent(ctx, tmp)
+	// With -profile, the agents are built with -tags pprof and serve their
+	// profiles on a free loopback port each (profile.go).
+	var tags []string
+	if cfg.profileDir != "" {
+		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
+			return false, err
+		}
+		tags = []string{"-tags", "pprof"}
+	}
+	bin, err := buildResearchAgent(ctx, tmp, tags...)
 	if err != nil {
 		return false, err
 	}
@@ -121,6 +130,9 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 		studio = svtest.NewFakeStudio(tb)
 		api := svtest.NewFakeStudioAPI(tb, studio)
 		base = researchEnv(tb, studio, api)
+		if cfg.profileDir != "" {
+			base["RESEARCH_AGENT_PPROF_ADDR"] = "127.0.0.1:0"
+		}
 		return nil
 	}); err != nil {
 		return false, err
@@ -193,13 +205,21 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 	rounds := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(rounds, "call\tstore\tinstances\tround\trequests\treq/s\tagent CPU µs/req\tPostgreSQL CPU µs/req\tp50\tp99\t")
 	results := map[string][]backendResult{}
+	profiles := 0
 	for _, call := range calls {
 		for _, s := range setups { // warm-up: connections, caches, the runtime
 			s.round(ctx, cfg.concurrency, cfg.warmup, call)
 		}
 		for round := 1; round <= cfg.rounds; round++ {
 			for _, s := range setups {
-				r := s.measure(ctx, cfg.concurrency, cfg.duration, call, dbURL)
+				profile := ""
+				if cfg.profileDir != "" {
+					profile = profileFile(cfg.profileDir, call.name, fmt.Sprintf("%s-x%d", s.name, s.instances), "agent", round)
+				}
+				r := s.measure(ctx, cfg.concurrency, cfg.duration, call, dbURL, profile)
+				if profile != "" && r.failure == nil {
+					profiles++
+				}
 				key := call.name + "\x00" + s.label()
 				results[key] = append(results[key], r)
 				fmt.Fprintf(rounds, "%s\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", call.name, s.name, s.instances, round,
@@ -214,6 +234,11 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 		}
 	}
 	rounds.Flush()
+	if profiles > 0 {
+		fmt.Fprintf(out, "\nprofiles: %d CPU profiles (each setup's first instance, per call and measured round) in %s; e.g. go tool pprof -top %s\n"+
+			"the profiler costs the agents some CPU: read a profiled run for where the time goes, not for its figures\n",
+			profiles, cfg.profileDir, profileFile(cfg.profileDir, calls[0].name, fmt.Sprintf("%s-x%d", setups[0].name, setups[0].instances), "agent", 1))
+	}
 
 	fmt.Fprintln(out)
 	sum := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -286,15 +311,24 @@ func (s *backendSetup) start(ctx context.Context, bin string, base map[string]st
 }
 
 // measure runs one round and adds the CPU time of the agent processes and
-// of the PostgreSQL processes serving them.
-func (s *backendSetup) measure(ctx context.Context, concurrency int, dur time.Duration, call backendCall, dbURL string) backendResult {
+// of the PostgreSQL processes serving them. With profile, the CPU profile of
+// the first instance over the round is written there; a failure to write it
+// fails the round.
+func (s *backendSetup) measure(ctx context.Context, concurrency int, dur time.Duration, call backendCall, dbURL, profile string) backendResult {
 	var dbBefore map[int]time.Duration
 	if s.schema != "" {
 		dbBefore = s.serverCPU(ctx, dbURL)
 	}
+	wait := func() error { return nil }
+	if profile != "" {
+		wait = startProfile(ctx, s.children[0], dur, profile)
+	}
 	before, ok1 := s.agentCPU()
 	r := backendResult{result: s.round(ctx, concurrency, dur, call)}
 	after, ok2 := s.agentCPU()
+	if err := wait(); err != nil && r.failure == nil {
+		r.failure = err
+	}
 	if ok1 && ok2 {
 		r.cpu, r.cpuKnown = after-before, true
 	}

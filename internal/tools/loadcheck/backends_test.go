@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,4 +118,26 @@ func TestRunBackendsPrintsTheRows(t *testing.T) {
 			assert.NotNil(t, byName[name].DBCPU, name)
 		}
 	})
+}
+
+// TestRunBackendsWritesProfiles: with -profile, each measured round writes
+// the CPU profile of its setup's first agent, and the report names them.
+// The memory and bbolt rows only: the PostgreSQL ones profile alike.
+func TestRunBackendsWritesProfiles(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	cfg := config{concurrency: 2, duration: time.Second, rounds: 1, warmup: 10 * time.Millisecond, profileDir: dir}
+	failed, err := runBackends(context.Background(), cfg, "", &out)
+	require.NoError(t, err)
+	require.False(t, failed, out.String())
+	for _, name := range []string{"job.start-memory-x1", "job.start-bbolt-x1", "job.sync-memory-x1", "job.sync-bbolt-x1"} {
+		b, err := os.ReadFile(filepath.Join(dir, name+"-agent-round1.pb.gz"))
+		require.NoError(t, err, name)
+		require.Greater(t, len(b), 2, name)
+		assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s: a gzip-compressed profile", name)
+	}
+	assert.Contains(t, out.String(), "profiles: 4 CPU profiles (each setup's first instance, per call and measured round) in "+dir)
+	_, line, ok := strings.Cut(out.String(), "loadcheck-backends-json: ")
+	require.True(t, ok, "the JSON line stays last")
+	assert.NotContains(t, line, "profiles:")
 }

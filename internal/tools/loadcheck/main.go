@@ -119,7 +119,7 @@ func main() {
 	fs.StringVar(&goTool, "go", "go", "the go command that builds examples/research-agent (the Makefile passes its $(GO))")
 	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
 	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
-	fs.StringVar(&cfg.profileDir, "profile", "", "write the CPU profile of every server over each measured round to this folder (created if needed); -duration must be whole seconds")
+	fs.StringVar(&cfg.profileDir, "profile", "", "write the CPU profile of every server (with -backends: of each setup's first agent) over each measured round to this folder (created if needed); -duration must be whole seconds")
 	fs.StringVar(&pprofAddr, "pprof", "", "internal: serve net/http/pprof on this loopback host:port")
 	fs.StringVar(&verifyKey, "verify-key", "", "internal: the file holding the PEM public key the verifying baseline checks each token's signature with")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -145,8 +145,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "loadcheck: need 1 <= -concurrency <= 1024, 0 < -duration <= 10m, 1 <= -rounds <= 100, -warmup >= 0")
 		os.Exit(2)
 	}
-	if cfg.profileDir != "" && (*backends || cfg.duration < time.Second || cfg.duration%time.Second != 0) {
-		fmt.Fprintln(os.Stderr, "loadcheck: -profile needs a -duration of whole seconds (a CPU profile lasts whole seconds) and does not apply to -backends")
+	if cfg.profileDir != "" && (cfg.duration < time.Second || cfg.duration%time.Second != 0) {
+		fmt.Fprintln(os.Stderr, "loadcheck: -profile needs a -duration of whole seconds (a CPU profile lasts whole seconds)")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
