@@ -30,8 +30,10 @@ import (
 //
 // It fails when a call prepares a statement (every statement of the store
 // is prepared once per connection, when the connection opens) or runs one
-// that is not prepared, and when a call takes more round trips than the
-// bounds below, which are today's counts.
+// that is not prepared, when a call takes more round trips than the bounds
+// below, which are today's counts, and when the instance's follower reads
+// the call's event back: it delivers the events its own instance appended
+// from memory.
 func TestPostgresRoundTrips(t *testing.T) {
 	studio := svtest.NewFakeStudio(t)
 	env := pgEnv(t, studio)
@@ -87,6 +89,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 			}
 			require.NotEmpty(t, onPath)
 			require.LessOrEqual(t, len(onPath), tt.maxOnPath, "round trips of %s: %s", tt.name, tripNames(onPath))
+			require.Empty(t, followers, "the follower read back an event of its own instance: %s", tripNames(followers))
 		})
 	}
 }

@@ -145,7 +145,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	db.pool = pool
 	db.connConfig = cfg.ConnConfig
 	db.store = &Store{db: db}
-	db.events = &EventLog{db: db}
+	db.events = &EventLog{db: db, local: newLocalGroups()}
 	return db, nil
 }
 

@@ -68,9 +68,13 @@ const (
 // after it, and one that resumes on an in-process stream with an id from this
 // log receives what that stream took after it.
 //
-// The insert notifies a channel of the schema (LISTEN/NOTIFY) on commit;
-// followers wake up and read the new events from the table, in id order. A
-// follower that loses its connection reconnects, with a backoff, and reads
+// The insert notifies a channel of the schema (LISTEN/NOTIFY) on commit,
+// naming the last id it committed; followers wake up and read the new events
+// from the table, in id order. A notification of events a follower has
+// already read needs no read, and a follower delivers the events its own
+// EventLog appended from memory when nothing was committed in between
+// (eventlocal.go): under load, a follower reads only other instances' events.
+// A follower that loses its connection reconnects, with a backoff, and reads
 // everything after the last event it delivered, so nothing retained is missed
 // or delivered twice. The log keeps the latest events within the retention
 // (count and bytes, [WithEventRetention]); older ones are deleted.
@@ -87,6 +91,12 @@ type EventLog struct {
 	appends group.Queue[*appendCall] // internal/group
 	// groups counts the statements that appended more than one event.
 	groups atomic.Uint64
+
+	// local keeps the events of the latest appends for this log's followers
+	// (eventlocal.go); fromMemory counts the events they delivered from it,
+	// and reads the queries they made.
+	local             *localGroups
+	fromMemory, reads atomic.Uint64
 }
 
 // appendCall is one append, and its id or error once appended.
@@ -134,17 +144,19 @@ func (l *EventLog) appendGroup(ctx context.Context, calls []*appendCall) {
 	defer cancel()
 	var first int64
 	var err error
+	token, suffix := l.local.keep(calls)
 	if len(calls) == 1 {
-		err = l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(calls[0].name), nonNil(calls[0].data), l.db.channel).Scan(&first)
+		err = l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(calls[0].name), nonNil(calls[0].data), l.db.channel, suffix).Scan(&first)
 	} else {
 		names, datas := make([][]byte, len(calls)), make([][]byte, len(calls))
 		for i, c := range calls {
 			names[i], datas[i] = []byte(c.name), nonNil(c.data)
 		}
-		err = l.db.pool.QueryRow(ctx, l.db.sql.appendGroup.name, names, datas, int64(len(calls)), l.db.channel).Scan(&first)
+		err = l.db.pool.QueryRow(ctx, l.db.sql.appendGroup.name, names, datas, int64(len(calls)), l.db.channel, suffix).Scan(&first)
 		l.groups.Add(1)
 	}
 	if err != nil {
+		l.local.drop(token)
 		err = fmt.Errorf("postgres: append event: %w", err)
 	}
 	for i, c := range calls {
@@ -254,22 +266,69 @@ func (f *follower) run(ctx context.Context) (connected bool, err error) {
 	if err != nil {
 		return connected, err
 	}
+	read := true
+	// prev is the last id named by the previous notification on this
+	// connection, 0 before the first (eventlocal.go).
+	var prev uint64
 	for {
-		if err := f.catchUp(ctx, conn); err != nil {
-			return true, err
-		}
-		f.setHealthy(true)
-		if f.caughtUp != nil {
-			f.caughtUp()
-			f.caughtUp = nil
+		if read {
+			if err := f.catchUp(ctx, conn); err != nil {
+				return true, err
+			}
+			f.setHealthy(true)
+			if f.caughtUp != nil {
+				f.caughtUp()
+				f.caughtUp = nil
+			}
 		}
 		wctx, cancel := context.WithTimeout(ctx, followPoll)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
 			return true, err
 		}
+		if n == nil { // no notification for followPoll: read anyway
+			read = true
+			continue
+		}
+		note, ok := parseNotification(n.Payload)
+		switch {
+		case !ok: // not an append's: read, and the chain starts again
+			read, prev = true, 0
+			continue
+		case note.last <= f.cursor:
+			// Delivered: appends commit in id order and notify on commit,
+			// so the read that returned the cursor returned this append's
+			// events (under load, most notifications arrive while the read
+			// of an earlier one returns them).
+			read = false
+		default:
+			read = !f.fromMemory(note, prev)
+		}
+		prev = note.last
 	}
+}
+
+// fromMemory delivers the events of the append note names from its
+// EventLog's memory and reports whether it did: only an append of this
+// EventLog, still kept, that follows the cursor with nothing committed in
+// between (prev, the id the notification before it named, is the cursor).
+func (f *follower) fromMemory(note notification, prev uint64) bool {
+	l := f.l
+	if prev == 0 || prev != f.cursor || note.origin != l.local.origin {
+		return false
+	}
+	names, datas, ok := l.local.lookup(note.token)
+	if !ok || uint64(len(names)) > note.last-f.cursor {
+		return false
+	}
+	first := note.last - uint64(len(names)) + 1
+	for i := range names {
+		f.cursor = first + uint64(i)
+		f.deliver(f.cursor, names[i], datas[i])
+	}
+	l.fromMemory.Add(uint64(len(names)))
+	return true
 }
 
 // catchUp delivers every committed event after the cursor.
@@ -290,6 +349,7 @@ func (f *follower) catchUp(ctx context.Context, conn *pgx.Conn) error {
 // page delivers the next page of events after the cursor and returns how many
 // it read.
 func (f *follower) page(ctx context.Context, conn *pgx.Conn) (int, error) {
+	f.l.reads.Add(1)
 	rows, err := conn.Query(ctx, f.l.db.sql.follow.sql, int64(f.cursor), followPage)
 	if err != nil {
 		return 0, err

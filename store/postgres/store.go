@@ -50,7 +50,7 @@ func newStatements(schema string) statements {
 ), ins AS (
 	INSERT INTO ` + events + ` (id, name, data) SELECT last_id, $1, $2 FROM c RETURNING id
 )
-SELECT ins.id FROM ins, LATERAL pg_notify($3, ins.id::text) AS n`},
+SELECT ins.id FROM ins, LATERAL pg_notify($3, ins.id::text || $4) AS n`},
 		// append for $3 events at once (EventLog.appendGroup): ids first ..
 		// first + $3 - 1 in the order of the arrays, one counter update, one
 		// notification, one commit. Returns first.
@@ -59,7 +59,7 @@ SELECT ins.id FROM ins, LATERAL pg_notify($3, ins.id::text) AS n`},
 ), ins AS (
 	INSERT INTO ` + events + ` (id, name, data) SELECT c.first + e.n - 1, e.name, e.data FROM c, unnest($1::bytea[], $2::bytea[]) WITH ORDINALITY AS e(name, data, n)
 )
-SELECT c.first FROM c, LATERAL pg_notify($4, (c.first + $3 - 1)::text) AS n`},
+SELECT c.first FROM c, LATERAL pg_notify($4, (c.first + $3 - 1)::text || $5) AS n`},
 		// Keeps the newest events within both bounds (at least the newest
 		// one) and records the last id deleted.
 		prune: statement{"sv_ev_prune", `WITH ranked AS (
