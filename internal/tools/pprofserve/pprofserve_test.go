@@ -46,7 +46,7 @@ func TestServeAnnouncesAndServesTheProfiles(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	require.Greater(t, len(body), 2)
 	assert.Equal(t, []byte{0x1f, 0x8b}, body[:2], "a CPU profile: gzip-compressed protobuf")
-	assert.Equal(t, HeapSampleRate, runtime.MemProfileRate, "heap profiles sample every 4 KiB")
+	assert.Equal(t, HeapSampleRate, runtime.MemProfileRate, "heap profiles sample every 32 KiB")
 	status, body = get("/debug/pprof/heap")
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	require.Greater(t, len(body), 2)
