@@ -97,6 +97,27 @@ func TestEventLogFollowerReadsWhatItDoesNotKeep(t *testing.T) {
 	assert.Equal(t, uint64(1), l.fromMemory.Load(), "the last event from memory, the large one read")
 }
 
+// TestEventLogKeepsNothingWithoutFollower: an EventLog that no Follow call
+// reads keeps nothing of its appends in memory.
+func TestEventLogKeepsNothingWithoutFollower(t *testing.T) {
+	db := openTest(t)
+	l := db.events
+	kept := func() (uint64, int) {
+		l.local.mu.Lock()
+		defer l.local.mu.Unlock()
+		return l.local.next, l.local.bytes
+	}
+	appendN(t, l, "alone", 3)
+	n, size := kept()
+	assert.Zero(t, n)
+	assert.Zero(t, size)
+	c := follow(t, l, 0)
+	appendSeen(t, l, `{"i":3}`, c)
+	n, _ = kept()
+	assert.Equal(t, uint64(1), n, "kept once a follower runs")
+	assert.Len(t, c.waitFor(t, 4), 4)
+}
+
 func TestLocalGroupsKeep(t *testing.T) {
 	g := newLocalGroups()
 	data := []byte(`{"n":1}`)

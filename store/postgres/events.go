@@ -97,6 +97,9 @@ type EventLog struct {
 	// and reads the queries they made.
 	local             *localGroups
 	fromMemory, reads atomic.Uint64
+	// following counts the Follow calls running: without one, appends keep
+	// nothing in memory.
+	following atomic.Int32
 }
 
 // appendCall is one append, and its id or error once appended.
@@ -144,7 +147,11 @@ func (l *EventLog) appendGroup(ctx context.Context, calls []*appendCall) {
 	defer cancel()
 	var first int64
 	var err error
-	token, suffix := l.local.keep(calls)
+	var token uint64
+	var suffix string
+	if l.following.Load() > 0 {
+		token, suffix = l.local.keep(calls)
+	}
 	if len(calls) == 1 {
 		err = l.db.pool.QueryRow(ctx, l.db.sql.append.name, []byte(calls[0].name), nonNil(calls[0].data), l.db.channel, suffix).Scan(&first)
 	} else {
@@ -186,6 +193,8 @@ func (l *EventLog) appendGroup(ctx context.Context, calls []*appendCall) {
 // and must not block for long: the notifications wait meanwhile.
 func (l *EventLog) Follow(ctx context.Context, after uint64, deliver func(id uint64, name string, data []byte), caughtUp func()) error {
 	f := follower{l: l, cursor: after, deliver: deliver, caughtUp: caughtUp}
+	l.following.Add(1)
+	defer l.following.Add(-1)
 	defer f.setHealthy(true) // a follower that ended is no longer behind
 	backoff := followMinBackoff
 	for {
