@@ -9,9 +9,10 @@ import (
 )
 
 // A follower of the event log reads back from the table the events every
-// instance appends, its own included. Reading its own is a round trip per
-// append and the same work again on the server, for events it already holds:
-// under load it doubled the database work of an action. So each append's
+// instance appends, its own included. Reading its own is a query per append
+// group, on the follower's connection and on the server, for events its
+// EventLog already holds (at one connection, a fifth of the server's CPU per
+// job.sync of the research agent; docs/performance.md). So each append's
 // notification names, after the last id it committed, the appending EventLog
 // (a random origin) and a token under which that EventLog keeps the group's
 // events in memory (localGroups). A follower of the same EventLog that knows
