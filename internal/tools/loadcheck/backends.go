@@ -242,17 +242,20 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 
 	fmt.Fprintln(out)
 	sum := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(sum, "call\tstore\tinstances\treq/s\tagent CPU µs/req\tPostgreSQL CPU µs/req\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(sum, "call\tstore\tinstances\treq/s\treq/s × memory\tagent CPU µs/req\tagent CPU × memory\tPostgreSQL CPU µs/req\tp50 ms\tp99 ms\t")
 	var rows []backendSummary
 	for _, call := range calls {
+		memory := results[call.name+"\x00"+setups[0].label()] // setups[0] is the memory store
 		for _, s := range setups {
-			row := summarizeBackend(call.name, s, results[call.name+"\x00"+s.label()])
+			row := summarizeBackend(call.name, s, results[call.name+"\x00"+s.label()], memory)
 			rows = append(rows, row)
-			fmt.Fprintf(sum, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", row.Call, row.Store, row.Instances, row.Rate.format("%.0f"),
-				row.AgentCPU.format("%.0f"), row.DBCPU.format("%.0f"), row.P50.format("%.2f"), row.P99.format("%.2f"))
+			fmt.Fprintf(sum, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Call, row.Store, row.Instances, row.Rate.format("%.0f"),
+				row.RateToMemory.format("%.2f"), row.AgentCPU.format("%.0f"), row.AgentCPUToMemory.format("%.2f"),
+				row.DBCPU.format("%.0f"), row.P50.format("%.2f"), row.P99.format("%.2f"))
 		}
 	}
 	sum.Flush()
+	printRelativeLines(out, rows)
 	b, err := json.Marshal(rows)
 	if err != nil {
 		return false, err
@@ -432,19 +435,34 @@ type backendSummary struct {
 	Instances int     `json:"instances"`
 	Rounds    int     `json:"rounds"`
 	Rate      *spread `json:"rps,omitempty"`
-	AgentCPU  *spread `json:"agent_cpu_us_per_req,omitempty"`
-	DBCPU     *spread `json:"postgres_cpu_us_per_req,omitempty"`
-	P50       *spread `json:"p50_ms,omitempty"`
-	P99       *spread `json:"p99_ms,omitempty"`
+	// RateToMemory and AgentCPUToMemory divide each round's figure by the
+	// memory store's in the same round (rounds interleave the setups, so a
+	// machine that slows for a while slows both): nil for the memory row.
+	RateToMemory     *spread `json:"rps_to_memory,omitempty"`
+	AgentCPU         *spread `json:"agent_cpu_us_per_req,omitempty"`
+	AgentCPUToMemory *spread `json:"agent_cpu_to_memory,omitempty"`
+	DBCPU            *spread `json:"postgres_cpu_us_per_req,omitempty"`
+	P50              *spread `json:"p50_ms,omitempty"`
+	P99              *spread `json:"p99_ms,omitempty"`
 }
 
-// summarizeBackend sums up the rounds of one call on one setup.
-func summarizeBackend(call string, s *backendSetup, rs []backendResult) backendSummary {
-	var rate, agent, db, p50, p99 []float64
-	for _, r := range rs {
+// summarizeBackend sums up the rounds of one call on one setup; memory
+// holds the memory store's rounds of the same call.
+func summarizeBackend(call string, s *backendSetup, rs, memory []backendResult) backendSummary {
+	var rate, agent, db, p50, p99, rateRel, cpuRel []float64
+	for i, r := range rs {
 		rate = append(rate, r.rate())
-		if v, ok := r.cpuPerRequest(); ok {
+		v, ok := r.cpuPerRequest()
+		if ok {
 			agent = append(agent, v)
+		}
+		if s.name != "memory" && i < len(memory) {
+			if m := memory[i].rate(); m > 0 {
+				rateRel = append(rateRel, r.rate()/m)
+			}
+			if m, mok := memory[i].cpuPerRequest(); ok && mok && m > 0 {
+				cpuRel = append(cpuRel, v/m)
+			}
 		}
 		if r.dbCPUKnown && r.requests > 0 {
 			db = append(db, float64(r.dbCPU.Microseconds())/float64(r.requests))
@@ -453,7 +471,49 @@ func summarizeBackend(call string, s *backendSetup, rs []backendResult) backendS
 		p99 = append(p99, msf(percentile(r.latencies, 0.99)))
 	}
 	return backendSummary{Call: call, Store: s.name, Instances: s.instances, Rounds: len(rs),
-		Rate: spreadOf(rate), AgentCPU: spreadOf(agent), DBCPU: spreadOf(db), P50: spreadOf(p50), P99: spreadOf(p99)}
+		Rate: spreadOf(rate), RateToMemory: spreadOf(rateRel), AgentCPU: spreadOf(agent), AgentCPUToMemory: spreadOf(cpuRel),
+		DBCPU: spreadOf(db), P50: spreadOf(p50), P99: spreadOf(p99)}
+}
+
+// relativeLine is one of issue 40's -backends lines read against the
+// memory-store row of the issue's own table (memory: job.start 9,505 req/s;
+// job.sync 18,727 req/s and 57 µs of agent CPU per call): a figure of that
+// machine divided by its memory row, which a run on another machine can be
+// held to through its own memory row.
+type relativeLine struct {
+	call, store string
+	instances   int
+	cpu         bool    // the agent CPU per call, else the rate
+	want        float64 // at least (rate) or at most (CPU), × the memory row
+	text        string  // the line and its arithmetic
+}
+
+var relativeLines = []relativeLine{
+	{"job.start", "bbolt", 1, false, 3000.0 / 9505, "≥ 3,000 req/s of 9,505"},
+	{"job.start", "postgres", 1, false, 1750.0 / 9505, "≥ 1,750 req/s of 9,505"},
+	{"job.sync", "postgres", 1, false, 5000.0 / 18727, "≥ 5,000 req/s of 18,727"},
+	{"job.sync", "postgres", 1, true, 120.0 / 57, "≤ 120 µs of 57"},
+}
+
+// printRelativeLines prints, for the rows the issue's lines name, this
+// run's figure relative to its memory row next to the issue's line read the
+// same way. It decides nothing: the issue's lines are absolute.
+func printRelativeLines(out io.Writer, rows []backendSummary) {
+	fmt.Fprintln(out, "\nissue 40's -backends lines read against the memory store's row (the issue's table: job.start 9,505 req/s, job.sync 18,727 req/s and 57 µs),"+
+		"\nnext to this run's rows against its own memory row, round by round (median [min–max]):")
+	for _, l := range relativeLines {
+		for _, r := range rows {
+			if r.Call != l.call || r.Store != l.store || r.Instances != l.instances {
+				continue
+			}
+			what, got, cmp := "req/s", r.RateToMemory, "≥"
+			if l.cpu {
+				what, got, cmp = "agent CPU", r.AgentCPUToMemory, "≤"
+			}
+			fmt.Fprintf(out, "  %s %s x%d %s: %s × memory (issue: %s, %s %.2f ×)\n",
+				l.call, l.store, l.instances, what, got.format("%.2f"), l.text, cmp, l.want)
+		}
+	}
 }
 
 // perReq formats a CPU time per request in microseconds.

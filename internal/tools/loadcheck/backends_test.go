@@ -105,6 +105,16 @@ func TestRunBackendsPrintsTheRows(t *testing.T) {
 	for _, want := range []string{"job.start memory x1", "job.start bbolt x1", "job.sync memory x1", "job.sync bbolt x1"} {
 		assert.Contains(t, got, want)
 	}
+	for name, r := range byName {
+		if r.Store == "memory" {
+			assert.Nil(t, r.RateToMemory, name)
+		} else {
+			assert.NotNil(t, r.RateToMemory, "%s: its rate against the memory row", name)
+		}
+	}
+	assert.Contains(t, out.String(), "issue 40's -backends lines read against the memory store's row")
+	assert.Contains(t, out.String(), "  job.start bbolt x1 req/s: ")
+	assert.Contains(t, out.String(), "(issue: ≥ 3,000 req/s of 9,505, ≥ 0.32 ×)")
 	t.Run("postgres", func(t *testing.T) {
 		if dbURL == "" {
 			assert.Contains(t, out.String(), "the PostgreSQL rows did not run")
@@ -116,6 +126,9 @@ func TestRunBackendsPrintsTheRows(t *testing.T) {
 		// short it may read 0; that it is measured at all is what counts.
 		for _, name := range []string{"job.start postgres x1", "job.start postgres x3", "job.sync postgres x1", "job.sync postgres x3"} {
 			assert.NotNil(t, byName[name].DBCPU, name)
+		}
+		for _, line := range []string{"  job.start postgres x1 req/s: ", "  job.sync postgres x1 req/s: ", "  job.sync postgres x1 agent CPU: "} {
+			assert.Contains(t, out.String(), line)
 		}
 	})
 }
@@ -140,4 +153,31 @@ func TestRunBackendsWritesProfiles(t *testing.T) {
 	_, line, ok := strings.Cut(out.String(), "loadcheck-backends-json: ")
 	require.True(t, ok, "the JSON line stays last")
 	assert.NotContains(t, line, "profiles:")
+}
+
+// TestSummarizeBackendAgainstMemory: a row's figures against the memory
+// store's are taken round by round, so that a round in which the machine
+// slowed both compares like with like; the memory row has none.
+func TestSummarizeBackendAgainstMemory(t *testing.T) {
+	round := func(requests int, cpuMicros int64) backendResult {
+		return backendResult{result: result{requests: requests, elapsed: time.Second,
+			cpu: time.Duration(cpuMicros*int64(requests)) * time.Microsecond, cpuKnown: true}}
+	}
+	memory := []backendResult{round(1000, 50), round(500, 100), round(1000, 50)}
+	pg := []backendResult{round(250, 125), round(200, 200), round(300, 150)}
+	row := summarizeBackend("job.sync", &backendSetup{name: "postgres", instances: 1}, pg, memory)
+	require.NotNil(t, row.RateToMemory)
+	assert.Equal(t, spread{Median: 0.3, Min: 0.25, Max: 0.4}, *row.RateToMemory, "250/1000, 200/500, 300/1000")
+	require.NotNil(t, row.AgentCPUToMemory)
+	assert.Equal(t, spread{Median: 2.5, Min: 2, Max: 3}, *row.AgentCPUToMemory, "125/50, 200/100, 150/50")
+	assert.Equal(t, 250.0, row.Rate.Median)
+
+	mem := summarizeBackend("job.sync", &backendSetup{name: "memory", instances: 1}, memory, memory)
+	assert.Nil(t, mem.RateToMemory)
+	assert.Nil(t, mem.AgentCPUToMemory)
+
+	// A memory round without CPU leaves that round out of the CPU figure.
+	memory[1].cpuKnown = false
+	row = summarizeBackend("job.sync", &backendSetup{name: "postgres", instances: 1}, pg, memory)
+	assert.Equal(t, spread{Median: 2.75, Min: 2.5, Max: 3}, *row.AgentCPUToMemory)
 }
