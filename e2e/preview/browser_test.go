@@ -318,18 +318,24 @@ func TestBrowserJobStartFlow(t *testing.T) {
 	require.Equal(t, []string{"setup"}, lanes)
 	shot(t, ctx, "preview-jobs.png")
 
-	// job.sync on demand reloads the view with the synced state.
+	// job.sync on demand reloads the page with the synced state: wait for
+	// the new document (the mark set on this one is gone). The jobs view
+	// also redraws itself on each effect of the event stream, so its
+	// controls are clicked in the page, not through a node id a redraw may
+	// have replaced meanwhile ("Could not find node with given id").
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Click(sel+` button.sync`),
+		chromedp.Evaluate(`document.body.dataset.beforeSync = 'true'`, nil),
+		chromedp.Evaluate(`document.querySelector('`+sel+` button.sync').click()`, nil),
+		chromedp.WaitVisible(`body[data-ready="true"]:not([data-before-sync])`),
 		chromedp.WaitVisible(sel+` .lane[data-lane="setup"] .case`),
 	))
 
 	// The awaiting step opens its surface: the DocumentReview of the draft.
 	var review string
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Click(sel+` a.open-awaiting`),
-		ready(),
+		chromedp.Evaluate(`document.querySelector('`+sel+` a.open-awaiting').click()`, nil),
 		chromedp.WaitVisible(`#review-value`),
+		ready(),
 		chromedp.Text(`#review-value`, &review),
 	))
 	require.Contains(t, review, "eu-battery-market")
