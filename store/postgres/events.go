@@ -312,17 +312,17 @@ func (f *follower) run(ctx context.Context) (connected bool, err error) {
 			// of an earlier one returns them).
 			read = false
 		default:
-			read = !f.fromMemory(note, prev)
+			read = !f.deliverKept(note, prev)
 		}
 		prev = note.last
 	}
 }
 
-// fromMemory delivers the events of the append note names from its
+// deliverKept delivers the events of the append note names from its
 // EventLog's memory and reports whether it did: only an append of this
 // EventLog, still kept, that follows the cursor with nothing committed in
 // between (prev, the id the notification before it named, is the cursor).
-func (f *follower) fromMemory(note notification, prev uint64) bool {
+func (f *follower) deliverKept(note notification, prev uint64) bool {
 	l := f.l
 	if prev == 0 || prev != f.cursor || note.origin != l.local.origin {
 		return false

@@ -205,7 +205,10 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 	rounds := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(rounds, "call\tstore\tinstances\tround\trequests\treq/s\tagent CPU µs/req\tPostgreSQL CPU µs/req\tp50\tp99\t")
 	results := map[string][]backendResult{}
-	profiles := 0
+	// agentProfile names the CPU profile of s's first agent over a round.
+	agentProfile := func(call string, s *backendSetup, round int) string {
+		return profileFile(cfg.profileDir, call, strings.ReplaceAll(s.label(), " ", "-"), "agent", round)
+	}
 	for _, call := range calls {
 		for _, s := range setups { // warm-up: connections, caches, the runtime
 			s.round(ctx, cfg.concurrency, cfg.warmup, call)
@@ -214,12 +217,9 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 			for _, s := range setups {
 				profile := ""
 				if cfg.profileDir != "" {
-					profile = profileFile(cfg.profileDir, call.name, fmt.Sprintf("%s-x%d", s.name, s.instances), "agent", round)
+					profile = agentProfile(call.name, s, round)
 				}
 				r := s.measure(ctx, cfg.concurrency, cfg.duration, call, dbURL, profile)
-				if profile != "" && r.failure == nil {
-					profiles++
-				}
 				key := call.name + "\x00" + s.label()
 				results[key] = append(results[key], r)
 				fmt.Fprintf(rounds, "%s\t%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", call.name, s.name, s.instances, round,
@@ -234,10 +234,10 @@ func runBackends(ctx context.Context, cfg config, dbURL string, out io.Writer) (
 		}
 	}
 	rounds.Flush()
-	if profiles > 0 {
+	if cfg.profileDir != "" { // every round ran: a failed one returned above
 		fmt.Fprintf(out, "\nprofiles: %d CPU profiles (each setup's first instance, per call and measured round) in %s; e.g. go tool pprof -top %s\n"+
 			"the profiler costs the agents some CPU: read a profiled run for where the time goes, not for its figures\n",
-			profiles, cfg.profileDir, profileFile(cfg.profileDir, calls[0].name, fmt.Sprintf("%s-x%d", setups[0].name, setups[0].instances), "agent", 1))
+			len(calls)*cfg.rounds*len(setups), cfg.profileDir, agentProfile(calls[0].name, setups[0], 1))
 	}
 
 	fmt.Fprintln(out)
