@@ -20,18 +20,27 @@ func codeOf(t testing.TB, err error) Code {
 	return e.Code
 }
 
+// verifyToCache verifies tok twice, as a token enters the cache on its
+// second verification.
+func verifyToCache(t testing.TB, v *Verifier, tok string) {
+	t.Helper()
+	for range 2 {
+		_, err := v.Verify(context.Background(), testRequest(tok))
+		require.NoError(t, err)
+	}
+}
+
 func TestCacheHitSkipsSignatureButRechecksRequest(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock(testNow)
 	v := newPEMVerifier(t, WithClock(clock.Now))
 	tok := mintWith(t, nil)
-	_, err := v.Verify(context.Background(), testRequest(tok))
-	require.NoError(t, err)
+	verifyToCache(t, v, tok)
 	require.Equal(t, 1, v.cache.len())
 
 	// Swap the trusted key: a hit no longer checks the signature, a miss does.
 	v.pemKey = newVerifyKey(otherKey.pub)
-	_, err = v.Verify(context.Background(), testRequest(tok))
+	_, err := v.Verify(context.Background(), testRequest(tok))
 	assert.NoError(t, err, "a cache hit must not verify the signature again")
 	assert.Equal(t, CodeBadSignature, codeOf(t, func() error {
 		_, err := v.Verify(context.Background(), testRequest(mintWith(t, setClaim("jti", "another"))))
@@ -71,8 +80,8 @@ func TestCacheHitFollowsDirectoryChanges(t *testing.T) {
 	v, err := New(pemSettings(t), testServerID, dir, WithClock(func() time.Time { return testNow }))
 	require.NoError(t, err)
 	tok := mintWith(t, nil)
-	_, err = v.Verify(context.Background(), testRequest(tok))
-	require.NoError(t, err)
+	verifyToCache(t, v, tok)
+	require.Equal(t, 1, v.cache.len())
 
 	dir.mu.Lock()
 	dir.ids[testAgentSlug] = "studio-agent-99"
@@ -127,13 +136,12 @@ func TestSetAudienceClearsCache(t *testing.T) {
 	t.Parallel()
 	v := newPEMVerifier(t)
 	tok := mintWith(t, nil)
-	_, err := v.Verify(context.Background(), testRequest(tok))
-	require.NoError(t, err)
+	verifyToCache(t, v, tok)
 	require.Equal(t, 1, v.cache.len())
 
 	v.SetAudience("supervaizer-server:studio-server-2")
 	assert.Equal(t, 0, v.cache.len())
-	_, err = v.Verify(context.Background(), testRequest(tok))
+	_, err := v.Verify(context.Background(), testRequest(tok))
 	assert.Equal(t, CodeWrongAudience, codeOf(t, err))
 	assert.Equal(t, 0, v.cache.len())
 
@@ -142,14 +150,64 @@ func TestSetAudienceClearsCache(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+func TestCacheAdmitsOnSecondVerification(t *testing.T) {
+	t.Parallel()
+	v := newPEMVerifier(t, WithCacheSize(3))
+	tok := mintWith(t, nil)
+	_, err := v.Verify(context.Background(), testRequest(tok))
+	require.NoError(t, err)
+	assert.Equal(t, 0, v.cache.len(), "a token verified once is not cached")
+
+	// The second verification is a full one too: it checks the signature.
+	v.pemKey = newVerifyKey(otherKey.pub)
+	_, err = v.Verify(context.Background(), testRequest(tok))
+	assert.Equal(t, CodeBadSignature, codeOf(t, err))
+	v.pemKey = newVerifyKey(mainKey.pub)
+	_, err = v.Verify(context.Background(), testRequest(tok))
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.cache.len(), "the second successful verification caches the token")
+
+	// Tokens used once each neither take an entry nor evict the reused one.
+	for i := range 50 {
+		_, err := v.Verify(context.Background(), testRequest(mintWith(t, setClaim("jti", fmt.Sprint("once-", i)))))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, v.cache.len())
+	key := tokenKey(tok)
+	_, _, ok := v.cache.get(key)
+	assert.True(t, ok, "the reused token is still cached")
+}
+
+func TestCacheClearForgetsTokensSeenOnce(t *testing.T) {
+	t.Parallel()
+	c := newTokenCache(4)
+	c.put([32]byte{1}, &tokenClaims{}, 0, 1, c.generation()) // seen once
+	c.clear()
+	c.put([32]byte{1}, &tokenClaims{}, 0, 1, c.generation())
+	assert.Equal(t, 0, c.len(), "seen once since the clear")
+	c.put([32]byte{1}, &tokenClaims{}, 0, 1, c.generation())
+	assert.Equal(t, 1, c.len())
+}
+
+func TestCacheSeenTableSize(t *testing.T) {
+	t.Parallel()
+	for size, want := range map[int]int{1: 2, 3: 8, 4: 8, DefaultCacheSize: 2 * DefaultCacheSize, 1 << 20: maxSeenSlots} {
+		assert.Len(t, newTokenCache(size).seen, want, "cache size %d", size)
+	}
+}
+
 func TestCacheDropsInsertionsFromBeforeAClear(t *testing.T) {
 	t.Parallel()
 	c := newTokenCache(4)
 	gen := c.generation()
 	c.clear()
-	c.put([32]byte{1}, &tokenClaims{}, 0, 1, gen)
+	for range 2 {
+		c.put([32]byte{1}, &tokenClaims{}, 0, 1, gen)
+	}
 	assert.Equal(t, 0, c.len())
-	c.put([32]byte{1}, &tokenClaims{}, 0, 1, c.generation())
+	for range 2 {
+		c.put([32]byte{1}, &tokenClaims{}, 0, 1, c.generation())
+	}
 	assert.Equal(t, 1, c.len())
 }
 
@@ -157,8 +215,7 @@ func TestCacheBounded(t *testing.T) {
 	t.Parallel()
 	v := newPEMVerifier(t, WithCacheSize(3))
 	for i := range 10 {
-		_, err := v.Verify(context.Background(), testRequest(mintWith(t, setClaim("jti", fmt.Sprint(i)))))
-		require.NoError(t, err)
+		verifyToCache(t, v, mintWith(t, setClaim("jti", fmt.Sprint(i))))
 		assert.LessOrEqual(t, v.cache.len(), 3)
 	}
 	assert.Equal(t, 3, v.cache.len())
@@ -166,11 +223,17 @@ func TestCacheBounded(t *testing.T) {
 
 func TestCacheEvictsSoonestExpiring(t *testing.T) {
 	t.Parallel()
-	c := newTokenCache(evictionSample) // every entry is sampled
-	for i := range evictionSample {
-		c.put([32]byte{byte(i)}, &tokenClaims{}, 0, int64(100+i), c.generation())
+	c := newTokenCache(evictionSample)         // every entry is sampled
+	put := func(key [32]byte, expires int64) { // twice: admitted on the second
+		for range 2 {
+			c.put(key, &tokenClaims{}, 0, expires, c.generation())
+		}
 	}
-	c.put([32]byte{0xff}, &tokenClaims{}, 0, 1, c.generation())
+	for i := range evictionSample {
+		put([32]byte{byte(i)}, int64(100+i))
+	}
+	require.Equal(t, evictionSample, c.len())
+	put([32]byte{0xff}, 1)
 	_, _, ok := c.get([32]byte{0})
 	assert.False(t, ok, "the entry expiring first is evicted")
 	for i := 1; i < evictionSample; i++ {

@@ -28,10 +28,13 @@
 // # Caching
 //
 // A successful signature and the token-intrinsic claim checks are cached per
-// token (keyed by the token's SHA-256). Every time-dependent and per-request
-// check still runs on a cache hit, and a hit counts only while the JWKS key
-// that verified the token is still trusted; the cache can only save work,
-// never turn a failure into a success.
+// token (keyed by the token's SHA-256), from the token's second
+// verification on: the first only records a 64-bit tag of its key, so a
+// token used once (a caller minting one per call) takes no entry and evicts
+// none. Every time-dependent and per-request check still runs on a cache
+// hit, and a hit counts only while the JWKS key that verified the token is
+// still trusted; the cache can only save work, never turn a failure into a
+// success.
 //
 // The package never logs a token or puts it in an error; logs carry at most a
 // short SHA-256 fingerprint.

@@ -452,8 +452,8 @@ func TestVerifyAttackJWKSRemoval(t *testing.T) {
 			clock := newTestClock(testNow)
 			v := newJWKSVerifier(t, srv.url(), clock.Now)
 			tok := mintWith(t, nil)
-			_, err := v.Verify(t.Context(), testRequest(tok))
-			require.NoError(t, err)
+			verifyToCache(t, v, tok)
+			require.Equal(t, 1, v.cache.len())
 
 			status := tt.status
 			if status == 0 {
@@ -464,7 +464,7 @@ func TestVerifyAttackJWKSRemoval(t *testing.T) {
 			_, _ = v.Verify(t.Context(), testRequest(mintWith(t, setHeader("kid", "trigger"))))
 			require.Equal(t, int64(2), srv.fetches.Load())
 
-			_, err = v.Verify(t.Context(), testRequest(tok))
+			_, err := v.Verify(t.Context(), testRequest(tok))
 			if tt.want == "" {
 				assert.NoError(t, err)
 				return
@@ -600,8 +600,11 @@ func TestVerifyContextIsACopy(t *testing.T) {
 	t.Parallel()
 	v := newPEMVerifier(t)
 	r := testRequest(mintWith(t, nil))
-	first, err := v.Verify(context.Background(), r)
+	_, err := v.Verify(context.Background(), r)
 	require.NoError(t, err)
+	first, err := v.Verify(context.Background(), r) // the verification that caches the claims
+	require.NoError(t, err)
+	require.Equal(t, 1, v.cache.len())
 	first.Scopes[0] = "mutated"
 	*first.WorkspaceSlug = "mutated"
 	*first.AgentWorkspaceRef = "mutated"
@@ -664,8 +667,8 @@ func TestVerifyTimeBoundaries(t *testing.T) {
 				clock := newTestClock(testNow)
 				v, err := New(s, testServerID, newTestDir(), WithClock(clock.Now), WithCacheSize(size))
 				require.NoError(t, err)
-				_, err = v.Verify(context.Background(), testRequest(tok))
-				require.NoError(t, err)
+				verifyToCache(t, v, tok)
+				require.Equal(t, min(size, 1), v.cache.len())
 				clock.Set(tt.now)
 				_, err = v.Verify(context.Background(), testRequest(tok))
 				if tt.want == "" {
