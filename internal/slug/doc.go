@@ -10,7 +10,9 @@
 //
 // Step 2 of the slug algorithm normalizes the name to NFKD, then transliterates each remaining
 // non-ASCII code point of the Basic Multilingual Plane with the table of
-// github.com/gosimple/unidecode (Apache License 2.0): Latin, Greek, Cyrillic, Armenian, Hebrew,
+// github.com/gosimple/unidecode (Apache License 2.0; a copy generated from it, translit_table.go,
+// whose license is LICENSE.unidecode, so that no table of pointers is left for the garbage
+// collector to scan): Latin, Greek, Cyrillic, Armenian, Hebrew,
 // Arabic, the Indic scripts, Thai, Georgian, Hangul, kana, CJK ideographs, and most symbols.
 // Sixteen code points on which that table and text-unidecode would give different slugs follow
 // text-unidecode (see override in translit.go): kana written in Kunrei style (し → si, つ → tu),

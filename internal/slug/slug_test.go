@@ -270,67 +270,6 @@ func TestTransliterate(t *testing.T) {
 	}
 }
 
-// transliterateRuneByRune is appendTransliterated without spans: one rune at a time.
-func transliterateRuneByRune(s string) string {
-	var b []byte
-	for _, r := range s {
-		if r < utf8.RuneSelf {
-			b = append(b, byte(r))
-		} else {
-			b = append(b, transliterate(r)...)
-		}
-	}
-	return string(b)
-}
-
-// TestTransliterateSpans checks that a span passed to the library in one call transliterates
-// as its runes one by one, whether or not it holds overrides, ASCII, and runes without a
-// transliteration.
-func TestTransliterateSpans(t *testing.T) {
-	spans := []string{
-		"北京", "東京タワー", "しち一", "a北しb京", "\u3400北\u3400", "\uA500ẟ\uA501", "ЄвроЄ",
-		"서울", norm.NFKD.String("서울"), "ẞ€✓", "\U0001F600北", "x\u282A?]y", "[\u3400]", "€",
-		"Agent 北京 2", "",
-	}
-	for r := rune(0x80); r < 0x3000; r += 7 {
-		spans = append(spans, string([]rune{r, r + 1, 'a', r + 2, 0x3400, r + 3}))
-	}
-	for _, s := range spans {
-		got := appendTransliterated(nil, s)
-		assert.Equal(t, transliterateRuneByRune(s), string(got), "%+q", s)
-		for _, c := range got {
-			assert.Less(t, c, byte(utf8.RuneSelf), "%+q gives non-ASCII %q", s, got)
-		}
-	}
-}
-
-func FuzzTransliterate(f *testing.F) {
-	for _, s := range []string{"北京", "東京 タワー", "a\u3400b", "x\u282A?]y", "Є€一し", "Ærø"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if !utf8.ValidString(s) {
-			return
-		}
-		if got, want := string(appendTransliterated(nil, s)), transliterateRuneByRune(s); got != want {
-			t.Fatalf("appendTransliterated(%+q) = %q, rune by rune %q", s, got, want)
-		}
-	})
-}
-
-func TestHTML4Entities(t *testing.T) {
-	assert.Len(t, html4Entities, 252)
-	for name, r := range html4Entities {
-		assert.Regexp(t, `^[A-Za-z][A-Za-z0-9]*$`, name)
-		assert.True(t, utf8.ValidRune(r) && r >= 0x22, "%s: %U", name, r)
-	}
-	assert.Equal(t, 'é', html4Entities["eacute"])
-	assert.Equal(t, '″', html4Entities["Prime"])
-	assert.Equal(t, '′', html4Entities["prime"])
-	assert.NotContains(t, html4Entities, "apos")
-	assert.NotContains(t, html4Entities, "AMP")
-}
-
 func FuzzMake(f *testing.F) {
 	for _, s := range []string{
 		"Research Agent", "L'Équipe 2", "Caf&eacute;", "1,000 agents", "&#x&#1633;;",
