@@ -148,8 +148,8 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 	cd e2e/preview && SUPERVAIZER_TEST_BROWSER=$${SUPERVAIZER_TEST_BROWSER:-1} SUPERVAIZER_SCREENSHOTS=$(CURDIR)/docs/images \
 	  $(GO) test -count=1 -run 'TestBrowser(JobStartFlow|InvalidInput|Dashboard|ContactImport)' ./...
 
-loadcheck: ## Loopback load check: /a2a against a bare net/http baseline (PROFILE=dir: a CPU profile of every server and round there)
-	$(GO) run ./internal/tools/loadcheck -go "$(GO)" $(if $(PROFILE),-profile "$(PROFILE)")
+loadcheck: ## Loopback load check: /a2a against a bare net/http baseline (PROFILE=dir: a CPU profile of every server and round there; AGENT_TAGS=minimal: the research agent built as make run builds it here)
+	$(GO) run ./internal/tools/loadcheck -go "$(GO)" $(if $(PROFILE),-profile "$(PROFILE)") $(if $(AGENT_TAGS),-agent-tags "$(AGENT_TAGS)")
 
 loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min; PROFILE=dir: CPU profiles of the agents)
 	$(GO) run ./internal/tools/loadcheck -backends -go "$(GO)" -database-url "$$SUPERVAIZER_TEST_DATABASE_URL" $(if $(PROFILE),-profile "$(PROFILE)")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,10 +111,29 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// startResearchAgent builds the example, starts it attached to a new fake
-// Studio and starts one job. With profiled, the example is built with -tags
-// pprof and serves its profiles on a free loopback port (profile.go).
-func startResearchAgent(ctx context.Context, profiled bool) (_ *researchAgent, err error) {
+// agentBuildFlags returns the go build flags of the research agent: its
+// build tags (comma-separated, may be empty), and pprof when profiled.
+func agentBuildFlags(profiled bool, tags string) []string {
+	var all []string
+	for t := range strings.SplitSeq(tags, ",") {
+		if t = strings.TrimSpace(t); t != "" && !slices.Contains(all, t) {
+			all = append(all, t)
+		}
+	}
+	if profiled && !slices.Contains(all, "pprof") {
+		all = append(all, "pprof")
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return []string{"-tags", strings.Join(all, ",")}
+}
+
+// startResearchAgent builds the example with the build tags tags
+// (comma-separated, may be empty), starts it attached to a new fake Studio
+// and starts one job. With profiled, the example is also built with the
+// pprof tag and serves its profiles on a free loopback port (profile.go).
+func startResearchAgent(ctx context.Context, profiled bool, tags string) (_ *researchAgent, err error) {
 	ra := &researchAgent{tb: &harnessTB{}}
 	defer func() {
 		if err != nil {
@@ -124,11 +144,7 @@ func startResearchAgent(ctx context.Context, profiled bool) (_ *researchAgent, e
 	if err != nil {
 		return nil, err
 	}
-	var tags []string
-	if profiled {
-		tags = []string{"-tags", "pprof"}
-	}
-	bin, err := buildResearchAgent(ctx, ra.dir, tags...)
+	bin, err := buildResearchAgent(ctx, ra.dir, agentBuildFlags(profiled, tags)...)
 	if err != nil {
 		return nil, err
 	}

@@ -90,6 +90,9 @@ type config struct {
 	// profileDir, when set, receives the CPU profile of every server over
 	// each measured round (-profile; profile.go).
 	profileDir string
+	// agentTags are the build tags of the research agent of the job.sync
+	// case (-agent-tags), comma-separated; none by default.
+	agentTags string
 }
 
 // Child modes (-serve): the baseline with a fixed response, the fixture
@@ -120,6 +123,7 @@ func main() {
 	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
 	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
 	fs.StringVar(&cfg.profileDir, "profile", "", "write the CPU profile of every server (with -backends: of each setup's first agent) over each measured round to this folder (created if needed); -duration must be whole seconds")
+	fs.StringVar(&cfg.agentTags, "agent-tags", "", "build tags of examples/research-agent in the job.sync case, comma-separated: minimal builds it as make run does when no database or telemetry is configured, as here (no pgx, OpenTelemetry or Prometheus linked in); default none, the build go build makes")
 	fs.StringVar(&pprofAddr, "pprof", "", "internal: serve net/http/pprof on this loopback host:port")
 	fs.StringVar(&verifyKey, "verify-key", "", "internal: the file holding the PEM public key the verifying baseline checks each token's signature with")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -147,6 +151,10 @@ func main() {
 	}
 	if cfg.profileDir != "" && (cfg.duration < time.Second || cfg.duration%time.Second != 0) {
 		fmt.Fprintln(os.Stderr, "loadcheck: -profile needs a -duration of whole seconds (a CPU profile lasts whole seconds)")
+		os.Exit(2)
+	}
+	if *backends && cfg.agentTags != "" {
+		fmt.Fprintln(os.Stderr, "loadcheck: -agent-tags applies to the job.sync case, not to -backends (its PostgreSQL rows need the default build)")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -229,6 +237,8 @@ type scenario struct {
 	wantPrefix []byte
 	reused     string
 	mint       func(n int) ([]string, error)
+	// build names the controller's build tags when it has any (-agent-tags).
+	build string
 	// idle is each server's resident memory before the load (after the
 	// probe's one call): the controller's and the baseline's.
 	idle [2]memReading
@@ -294,12 +304,15 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		sc := &scenario{name: name}
 		switch name {
 		case caseSync:
-			ra, err := startResearchAgent(ctx, cfg.profileDir != "")
+			ra, err := startResearchAgent(ctx, cfg.profileDir != "", cfg.agentTags)
 			if err != nil {
 				return false, err
 			}
 			cleanups = append(cleanups, ra.close)
 			sc.ctrl, sc.ctrlTarget, sc.body, sc.mint = ra.child, ra.target(), ra.syncBody(), ra.tokens
+			if cfg.agentTags != "" {
+				sc.build = "-tags " + cfg.agentTags
+			}
 			sc.keyPEM = ra.studio.PublicKeyPEM()
 			toks, err := ra.tokens(1)
 			if err != nil {
@@ -417,7 +430,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 				break
 			}
 		}
-		rep.memory(sc.name, sc.idle, [2]memReading{sc.ctrl.memory(), sc.base.memory()})
+		rep.memory(sc.name, sc.build, sc.idle, [2]memReading{sc.ctrl.memory(), sc.base.memory()})
 		if cfg.profileDir != "" {
 			if err := fetchHeap(ctx, sc.ctrl, heapFile(cfg.profileDir, sc.name)); err != nil {
 				return false, err
@@ -454,7 +467,8 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 
 // legend explains the rows and columns of the report.
 const legend = `cases: job.sync = examples/research-agent answering job.sync on a started job (its real handler,
-         bbolt store and job_state, about 1.5 KB); fixture = the small fixture controller (typed job.start, one effect)
+         bbolt store and job_state, about 1.5 KB; built as go build builds it, or with the -agent-tags tags);
+         fixture = the small fixture controller (typed job.start, one effect)
 modes: reused = one workspace token for every request (a verifier cache hit);
        fresh = a never-seen token per request (a full Ed25519 verification each time)
 baseline: bare net/http + encoding/json, decoding the same body and sending the controller's own answer

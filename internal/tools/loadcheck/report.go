@@ -35,12 +35,16 @@ type caseMemory struct {
 	BaselineAnon       float64 `json:"baseline_anon_mib"`
 	ControllerIdleAnon float64 `json:"controller_idle_anon_mib"`
 	BaselineIdleAnon   float64 `json:"baseline_idle_anon_mib"`
+	// Build is the controller's build tags ("-tags minimal"), when it has
+	// any (-agent-tags).
+	Build string `json:"controller_build,omitempty"`
 }
 
 // memory records the resident memory of a case's servers before its rounds
-// (idle) and after them (after), each {controller, baseline}.
-func (r *report) memory(name string, idle, after [2]memReading) {
-	r.rss = append(r.rss, caseMemory{Case: name,
+// (idle) and after them (after), each {controller, baseline}; build names
+// the controller's build tags, if any.
+func (r *report) memory(name, build string, idle, after [2]memReading) {
+	r.rss = append(r.rss, caseMemory{Case: name, Build: build,
 		Controller: after[0].RSS, Baseline: after[1].RSS, ControllerIdle: idle[0].RSS, BaselineIdle: idle[1].RSS,
 		ControllerAnon: after[0].Anon, BaselineAnon: after[1].Anon, ControllerIdleAnon: idle[0].Anon, BaselineIdleAnon: idle[1].Anon})
 }
@@ -357,8 +361,12 @@ func (r *report) summary(began time.Time) (heavy []string, err error) {
 		if m.Controller > targetRSSMiB {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(r.out, "%-9s resident memory after the run: controller %.1f MiB (target <= %.0f: %s; anonymous %.1f), baseline %.1f MiB (anonymous %.1f); before the load: controller %.1f MiB (anonymous %.1f), baseline %.1f MiB (anonymous %.1f)\n",
-			m.Case, m.Controller, targetRSSMiB, verdict, m.ControllerAnon, m.Baseline, m.BaselineAnon,
+		build := ""
+		if m.Build != "" {
+			build = " (controller built with " + m.Build + ")"
+		}
+		fmt.Fprintf(r.out, "%-9s resident memory after the run%s: controller %.1f MiB (target <= %.0f: %s; anonymous %.1f), baseline %.1f MiB (anonymous %.1f); before the load: controller %.1f MiB (anonymous %.1f), baseline %.1f MiB (anonymous %.1f)\n",
+			m.Case, build, m.Controller, targetRSSMiB, verdict, m.ControllerAnon, m.Baseline, m.BaselineAnon,
 			m.ControllerIdle, m.ControllerIdleAnon, m.BaselineIdle, m.BaselineIdleAnon)
 	}
 	for _, s := range rows {
