@@ -60,7 +60,7 @@ test: lint ## Vet, staticcheck, gofmt, unit and end-to-end tests of every module
 	done && \
 	if [ -s "$$skipped" ]; then printf '\nmake test: every test passed; these did not run (skipped):\n'; cat "$$skipped"; else echo "make test: every test passed and every test ran"; fi
 
-lint: ## go vet and staticcheck (every module, and the conformance, minimal and test-tool builds), gofmt, and go.mod/go.sum tidy (every module)
+lint: ## go vet and staticcheck (every module, and the conformance, minimal and test-tool builds), gofmt, go.mod/go.sum tidy (every module), and no tracked executable or file over 2 MB
 	@for m in $(MODULES); do \
 	  echo "== go vet ./... and staticcheck ./... in $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; \
@@ -71,6 +71,9 @@ lint: ## go vet and staticcheck (every module, and the conformance, minimal and 
 	cd $(EXAMPLE) && $(GO) vet -tags minimal . && $(STATICCHECK) -tags minimal .
 	cd $(EXAMPLE) && $(GO) vet -tags crashpoint,pprof . && $(STATICCHECK) -tags crashpoint,pprof .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
+	@bad=$$(git ls-files -z 2>/dev/null | xargs -0 -r sh -c 'elf=$$(printf "\177ELF"); for f; do [ -f "$$f" ] || continue; \
+	  if [ "$$(head -c 4 "$$f")" = "$$elf" ] || [ "$$(wc -c < "$$f")" -gt 2000000 ]; then echo "$$f"; fi; done' sh); \
+	test -z "$$bad" || { echo "$$bad"; echo "tracked files above are executables or larger than 2 MB: build outputs go untracked (.gitignore)"; exit 1; }
 
 fuzz: ## Run every fuzz target of FUZZPKGS (default ./...) for FUZZTIME (default 30s) each; stops at a failing input (written to testdata/fuzz)
 	@out=$$(mktemp); trap 'rm -f $$out' EXIT; \
