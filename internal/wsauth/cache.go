@@ -23,11 +23,11 @@ const evictionSample = 8
 //
 // A token enters the cache on its second verification, not its first: the
 // first only records a 64-bit tag of its key in seen, a direct-mapped table
-// of twice the cache's size (a "doorkeeper"). Studio reuses a workspace
-// token for its lifetime, so a reused token costs one signature check more
-// than with admission on first sight; a token used once (a caller minting
-// one per call) then never takes an entry, never evicts a reused token, and
-// leaves nothing on the heap (an entry holds about 1 KB). A tag overwritten
+// of twice the cache's size (a "doorkeeper"). A token reused for its
+// lifetime (5 to 15 minutes, as the spec recommends) costs one signature
+// check more than with admission on first sight; a token used once (a
+// caller minting one per call) never takes an entry, never evicts a reused
+// token, and leaves nothing on the heap (an entry holds about 1 KB). A tag overwritten
 // by another token's before the second verification only delays the
 // admission; a tag that matches another token's (two keys equal in 64 bits
 // at the same slot) only admits a token that was itself fully verified.
