@@ -379,8 +379,8 @@ func TestVerifyingBaselineChecksTheSignature(t *testing.T) {
 // TestRunWritesProfiles: with -profile, each measured round writes the CPU
 // profile of its server (the research agent, built with -tags pprof, and
 // the -serve children, with -pprof, which the fixture controller takes
-// too), each case the heap profile of its controller after the run, and the
-// report says where they are.
+// too), each case the heap profile of its controller after the run and its
+// runtime memory statistics, and the report says where they are.
 func TestRunWritesProfiles(t *testing.T) {
 	var out bytes.Buffer
 	dir := filepath.Join(t.TempDir(), "profiles") // created by the run
@@ -391,7 +391,7 @@ func TestRunWritesProfiles(t *testing.T) {
 	assert.False(t, failed, out.String())
 	want := []string{"job.sync-reused-controller-round1.pb.gz", "job.sync-reused-baseline-round1.pb.gz",
 		"job.sync-fresh-controller-round1.pb.gz", "job.sync-fresh-baseline-round1.pb.gz", "job.sync-fresh-verifying-baseline-round1.pb.gz",
-		"job.sync-controller-heap.pb.gz"}
+		"job.sync-controller-heap.pb.gz", "job.sync-controller-memstats.txt"}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var got []string
@@ -400,11 +400,18 @@ func TestRunWritesProfiles(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		require.NoError(t, err)
 		require.Greater(t, len(b), 2, e.Name())
+		if strings.HasSuffix(e.Name(), ".txt") {
+			for _, stat := range []string{"# runtime.MemStats\n", "\n# HeapInuse = ", "\n# HeapReleased = ", "\n# NextGC = "} {
+				assert.Contains(t, string(b), stat, e.Name())
+			}
+			continue
+		}
 		assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s: a CPU profile is gzip-compressed protobuf", e.Name())
 	}
 	assert.ElementsMatch(t, want, got)
 	assert.Contains(t, out.String(), "profiles: 5 CPU profiles (one per server and measured round) in "+dir)
 	assert.Contains(t, out.String(), "heap profiles: 1 (one per case: its controller's, when its memory after the run is read) in "+dir)
+	assert.Contains(t, out.String(), "and the runtime's memory statistics at the same moment (HeapInuse, HeapIdle, HeapReleased, NextGC, …), e.g. "+memStatsFile(dir, caseSync))
 	_, last, ok := strings.Cut(out.String(), "loadcheck-json: ")
 	require.True(t, ok)
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(last), "\n")+1, "the JSON line stays the last one")

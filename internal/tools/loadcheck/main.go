@@ -432,7 +432,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 		}
 		rep.memory(sc.name, sc.build, sc.idle, [2]memReading{sc.ctrl.memory(), sc.base.memory()})
 		if cfg.profileDir != "" {
-			if err := fetchHeap(ctx, sc.ctrl, heapFile(cfg.profileDir, sc.name)); err != nil {
+			if err := fetchHeap(ctx, sc.ctrl, heapFile(cfg.profileDir, sc.name), memStatsFile(cfg.profileDir, sc.name)); err != nil {
 				return false, err
 			}
 			heaps++
@@ -447,8 +447,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (failed bool, err error
 			profiles, cfg.profileDir, profileFile(cfg.profileDir, scenarios[0].name, modeReused, "controller", 1))
 	}
 	if heaps > 0 {
-		fmt.Fprintf(out, "heap profiles: %d (one per case: its controller's, when its memory after the run is read) in %s; e.g. go tool pprof -sample_index=inuse_space -top %s\n\n",
-			heaps, cfg.profileDir, heapFile(cfg.profileDir, scenarios[0].name))
+		fmt.Fprintf(out, "heap profiles: %d (one per case: its controller's, when its memory after the run is read) in %s; e.g. go tool pprof -sample_index=inuse_space -top %s\n"+
+			"and the runtime's memory statistics at the same moment (HeapInuse, HeapIdle, HeapReleased, NextGC, …), e.g. %s\n\n",
+			heaps, cfg.profileDir, heapFile(cfg.profileDir, scenarios[0].name), memStatsFile(cfg.profileDir, scenarios[0].name))
 	}
 	heavy, err := rep.summary(began)
 	if err != nil {

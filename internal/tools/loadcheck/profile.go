@@ -62,11 +62,44 @@ func heapFile(dir, name string) string {
 	return filepath.Join(dir, name+"-controller-heap.pb.gz")
 }
 
+// memStatsFile names the runtime memory statistics of a case's controller
+// after its last round.
+func memStatsFile(dir, name string) string {
+	return filepath.Join(dir, name+"-controller-memstats.txt")
+}
+
 // fetchHeap writes c's heap profile (what is live since its last garbage
-// collection, and what it allocated since it started) to file. It is taken
-// when the memory after the run is read: what the controller holds then.
-func fetchHeap(ctx context.Context, c *child, file string) error {
-	return fetchPprof(ctx, c, "heap profile", "heap", 30*time.Second, file)
+// collection, and what it allocated since it started) to file, and the
+// runtime's memory statistics (runtime.MemStats: the heap the runtime keeps,
+// the next collection's goal, …; the tail of /debug/pprof/heap?debug=1) to
+// stats. It is taken when the memory after the run is read: what the
+// controller holds then.
+func fetchHeap(ctx context.Context, c *child, file, stats string) error {
+	if err := fetchPprof(ctx, c, "heap profile", "heap", 30*time.Second, file); err != nil {
+		return err
+	}
+	base, err := c.pprofBase()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap?debug=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: memory statistics: %w", c.name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s: memory statistics: %w", c.name, err)
+	}
+	_, ms, ok := strings.Cut(string(body), "\n# runtime.MemStats\n")
+	if resp.StatusCode != http.StatusOK || !ok {
+		return fmt.Errorf("%s: memory statistics: %s: no runtime.MemStats in the text heap profile", c.name, resp.Status)
+	}
+	return os.WriteFile(stats, []byte("# runtime.MemStats\n"+ms), 0o644)
 }
 
 // fetchPprof writes the gzip-compressed profile c serves at
