@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/xlsx"
+	"github.com/supervaize/supervaizer-go/internal/xlsx/xlsxtest"
 )
 
 // xlsxFile is a real XLSX workbook made by the reader's library.
 func xlsxFile(tb testing.TB, rows [][]any) []byte {
 	tb.Helper()
-	data, err := xlsx.Build(rows)
+	data, err := xlsxtest.Build(rows)
 	require.NoError(tb, err)
 	return data
 }

@@ -8,12 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/supervaize/supervaizer-go/internal/xlsx/xlsxtest"
 )
 
-// workbook makes a real XLSX file with the library (Build).
-func workbook(t testing.TB, rows [][]any) []byte {
+// build makes a real XLSX file with the spreadsheet library (xlsxtest.Build).
+func build(t testing.TB, rows [][]any) []byte {
 	t.Helper()
-	data, err := Build(rows)
+	data, err := xlsxtest.Build(rows)
 	require.NoError(t, err)
 	return data
 }
@@ -22,7 +24,7 @@ var roomy = Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 100}
 
 func TestRead(t *testing.T) {
 	day := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
-	data := workbook(t, [][]any{
+	data := build(t, [][]any{
 		{"email", "age", "vip", "since"},
 		{"ada@example.com", 36, true, day},
 		{},
@@ -68,7 +70,7 @@ func TestReadRefuses(t *testing.T) {
 	}{
 		{"a zip bomb", bomb.Bytes(), roomy, ErrTooLarge},
 		{"a part larger than its header says", liar.Bytes(), Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 100}, ErrMalformed},
-		{"more rows than the limit", workbook(t, [][]any{{"a"}, {1}, {2}, {3}}), Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 3}, ErrTooManyRows},
+		{"more rows than the limit", build(t, [][]any{{"a"}, {1}, {2}, {3}}), Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 3}, ErrTooManyRows},
 		{"a CSV file", []byte("email\nada@example.com\n"), roomy, ErrMalformed},
 		{"an empty file", nil, roomy, ErrMalformed},
 		{"a zip that is no workbook", zipOf(t, "hello.txt", "hi"), roomy, ErrMalformed},
@@ -78,7 +80,7 @@ func TestReadRefuses(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 		})
 	}
-	_, err = Read(workbook(t, [][]any{{"a"}}), Limits{})
+	_, err = Read(build(t, [][]any{{"a"}}), Limits{})
 	require.Error(t, err, "limits must be positive")
 }
 
@@ -113,7 +115,7 @@ func TestDate(t *testing.T) {
 
 // FuzzRead: no input makes Read panic or exceed its limits.
 func FuzzRead(f *testing.F) {
-	f.Add(workbook(f, [][]any{{"email", "age"}, {"ada@example.com", 36}}))
+	f.Add(build(f, [][]any{{"email", "age"}, {"ada@example.com", 36}}))
 	f.Add([]byte("PK\x03\x04"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rows, err := Read(data, Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 50})
