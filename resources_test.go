@@ -703,6 +703,7 @@ func TestResourceImportRejections(t *testing.T) {
 		{"xlsx where the document lists csv only", "leads", "PK\x03\x04", "xlsx", 415, []string{"unsupported_import_format"}, nil},
 		{"xlsx that is not a workbook", "contacts", "PK\x03\x04", "xlsx", 422, []string{"import_rejected", "malformed_xlsx"}, []int{0}},
 		{"xlsx zip bomb", "contacts", string(zipBomb(t, resource.DefaultImportMaxUnzippedBytes+1)), "xlsx", 413, []string{"import_too_large"}, nil},
+		{"xlsx with cells far right", "contacts", string(xlsxCellsFarRight(t)), "xlsx", 413, []string{"import_too_large"}, nil},
 		{"xlsx with too many rows", "contacts", string(xlsxFile(t, append([][]any{{"email"}},
 			slices.Repeat([][]any{{"a@x.test"}}, resource.DefaultImportMaxRows+1)...))), "xlsx", 413, []string{"import_too_large"}, nil},
 	}

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -18,6 +19,20 @@ import (
 func xlsxFile(tb testing.TB, rows [][]any) []byte {
 	tb.Helper()
 	data, err := xlsxtest.Build(rows)
+	require.NoError(tb, err)
+	return data
+}
+
+// xlsxCellsFarRight is a workbook whose 160 data rows each hold one cell at
+// column XFD: each row holds the 16,383 empty cells before it, more cells in
+// all than an import reads (DefaultImportMaxRows × 256).
+func xlsxCellsFarRight(tb testing.TB) []byte {
+	tb.Helper()
+	cells := map[string]any{"A1": "email"}
+	for r := 2; r <= 161; r++ {
+		cells[fmt.Sprintf("XFD%d", r)] = "far"
+	}
+	data, err := xlsxtest.BuildCells(cells)
 	require.NoError(tb, err)
 	return data
 }

@@ -118,7 +118,10 @@ func (e ImportRowError) Error() string {
 // with the same checks as a CSV file: the upload within MaxBytes, what it
 // unzips to within MaxUnzippedBytes (checked before anything is inflated, so
 // a zip bomb is refused with [contracts.ErrorImportTooLarge]), at most
-// MaxRows data rows. Cells are read as stored, not as displayed: numbers
+// MaxRows data rows, and at most 256 cells a row on average (MaxRows + 1
+// rows × 256 cells in all, the empty cells before a row's last one
+// included: a cell at column XFD, written in a few bytes, makes its row hold
+// 16,384; past that, [contracts.ErrorImportTooLarge]). Cells are read as stored, not as displayed: numbers
 // unrounded, booleans as 1/0, and a date cell in a date column as
 // YYYY-MM-DD. A row may end before the header does (empty trailing cells).
 //
@@ -294,10 +297,15 @@ func parseCSV(columns []contracts.ImportColumn, data []byte, maxRows int) (*pars
 // parseXLSX checks the first worksheet of an XLSX file against columns, as
 // parseCSV a CSV file; the workbook is bounded by lim before it is read.
 func parseXLSX(columns []contracts.ImportColumn, data []byte, lim ImportLimits) (*parsed, *opError) {
-	rows, err := xlsx.Read(data, xlsx.Limits{MaxUnzippedBytes: lim.MaxUnzippedBytes, MaxRows: lim.MaxRows + 1})
+	maxCells := (lim.MaxRows + 1) * xlsx.DefaultCellsPerRow
+	rows, err := xlsx.Read(data, xlsx.Limits{MaxUnzippedBytes: lim.MaxUnzippedBytes, MaxRows: lim.MaxRows + 1, MaxCells: maxCells})
 	switch {
 	case errors.Is(err, xlsx.ErrTooLarge):
 		return nil, tooLarge(fmt.Sprintf("the XLSX file unzips to more than %d bytes", lim.MaxUnzippedBytes))
+	case errors.Is(err, xlsx.ErrTooManyCells):
+		// A cell far right makes its row hold every empty cell before it.
+		return nil, tooLarge(fmt.Sprintf("the XLSX file's first worksheet holds more than %d cells (%d a row on average, the empty ones before a row's last cell included)",
+			maxCells, xlsx.DefaultCellsPerRow))
 	case errors.Is(err, xlsx.ErrTooManyRows):
 		return nil, tooLarge(fmt.Sprintf("the file has more than %d data rows", lim.MaxRows))
 	case err != nil:

@@ -3,6 +3,7 @@ package xlsx
 import (
 	"archive/zip"
 	"bytes"
+	"fmt"
 	"math"
 	"os/exec"
 	"strconv"
@@ -232,6 +233,27 @@ func TestReadRefusesMalformed(t *testing.T) {
 	}
 	_, err := Read(handMade{sheetData: `<row r="101"><c r="A101"><v>1</v></c></row>`}.bytes(t), roomy)
 	require.ErrorIs(t, err, ErrTooManyRows, "a row number past the limit, before any empty row is made")
+}
+
+// TestReadBoundsCells: a cell far right makes its row hold every empty cell
+// before it, in a few bytes of XML; the cells held in all are bounded.
+func TestReadBoundsCells(t *testing.T) {
+	var far strings.Builder
+	for r := 1; r <= 40; r++ {
+		fmt.Fprintf(&far, `<row r="%d"><c r="XFD%d"><v>1</v></c></row>`, r, r)
+	}
+	data := handMade{sheetData: far.String()}.bytes(t)
+	_, err := Read(data, Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 100}) // 100 × 256 cells
+	require.ErrorIs(t, err, ErrTooManyCells)
+	rows, err := Read(data, Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 100, MaxCells: 40 << 14})
+	require.NoError(t, err)
+	require.Len(t, rows, 40)
+	assert.Len(t, rows[39], 1<<14)
+	_, err = Read(data, Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 100, MaxCells: 40<<14 - 1})
+	require.ErrorIs(t, err, ErrTooManyCells, "one cell short")
+	rows, err = Read(build(t, [][]any{{"a", "b"}, {1, 2}}), Limits{MaxUnzippedBytes: 1 << 20, MaxRows: 2, MaxCells: 4})
+	require.NoError(t, err, "exactly at the limit")
+	assert.Len(t, rows, 2)
 }
 
 // TestNoProgramLinksTheLibrary: the spreadsheet library is a test

@@ -36,14 +36,23 @@ import (
 var (
 	ErrTooLarge    = errors.New("xlsx: the workbook unzips to more than the limit")
 	ErrTooManyRows = errors.New("xlsx: the worksheet has more rows than the limit")
-	ErrMalformed   = errors.New("xlsx: not a readable XLSX workbook")
+	// ErrTooManyCells: the rows would hold more cells than Limits.MaxCells.
+	ErrTooManyCells = errors.New("xlsx: the worksheet holds more cells than the limit")
+	ErrMalformed    = errors.New("xlsx: not a readable XLSX workbook")
 )
 
-// Limits bound a workbook. Both must be positive.
+// Limits bound a workbook. MaxUnzippedBytes and MaxRows must be positive.
 type Limits struct {
 	MaxUnzippedBytes int64 // total uncompressed size of the archive's parts
 	MaxRows          int   // rows of the first worksheet, header included
+	// MaxCells bounds the cells Read returns in all, the empty ones before
+	// a cell of a row included (a cell at column XFD is the 16,384th of its
+	// row, written in a few bytes); zero means MaxRows × DefaultCellsPerRow.
+	MaxCells int
 }
+
+// DefaultCellsPerRow is the cells per row of the default Limits.MaxCells.
+const DefaultCellsPerRow = 256
 
 // maxSheetRows is the number of rows of a worksheet (1,048,576): a row
 // number above it is malformed.
@@ -57,7 +66,8 @@ const maxSheetCols = 1 << 14
 // written, numbers as stored (no display format applied), booleans as 1 or
 // 0, dates as their serial number (see [Date]). Trailing empty cells of a row
 // are absent; an empty row between two rows is an empty slice. Errors wrap
-// ErrTooLarge, ErrTooManyRows or ErrMalformed and never quote a cell.
+// ErrTooLarge, ErrTooManyRows, ErrTooManyCells or ErrMalformed and never
+// quote a cell.
 func Read(data []byte, lim Limits) ([][]string, error) {
 	if lim.MaxUnzippedBytes <= 0 || lim.MaxRows <= 0 {
 		return nil, fmt.Errorf("xlsx: invalid limits %+v", lim)
@@ -86,7 +96,11 @@ func Read(data []byte, lim Limits) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readSheet(sheet, sst, lim.MaxRows)
+	maxCells := lim.MaxCells
+	if maxCells <= 0 {
+		maxCells = lim.MaxRows * DefaultCellsPerRow
+	}
+	return readSheet(sheet, sst, lim.MaxRows, maxCells)
 }
 
 // workbook is an archive's parts, by name.
@@ -318,7 +332,7 @@ func (c *cell) value(sst []string) string {
 // readSheet reads the rows of a worksheet part: a row is its cells from the
 // first column to its last non-empty one (or formula), the gaps empty; the
 // rows missing between two rows are empty.
-func readSheet(f *zip.File, sst []string, maxRows int) ([][]string, error) {
+func readSheet(f *zip.File, sst []string, maxRows, maxCells int) ([][]string, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrMalformed, reason(err))
@@ -355,10 +369,11 @@ func readSheet(f *zip.File, sst []string, maxRows int) ([][]string, error) {
 				for len(out) < n-1 {
 					out = append(out, []string{})
 				}
-				cells, err := readRow(d, el, sst, n)
+				cells, err := readRow(d, el, sst, n, maxCells)
 				if err != nil {
 					return nil, err
 				}
+				maxCells -= len(cells)
 				out, row = append(out, cells), n
 			}
 		case xml.EndElement:
@@ -369,8 +384,9 @@ func readSheet(f *zip.File, sst []string, maxRows int) ([][]string, error) {
 	}
 }
 
-// readRow reads the cells of the row start opened (row number n).
-func readRow(d *xml.Decoder, start xml.StartElement, sst []string, n int) ([]string, error) {
+// readRow reads the cells of the row start opened (row number n), at most
+// maxCells of them.
+func readRow(d *xml.Decoder, start xml.StartElement, sst []string, n, maxCells int) ([]string, error) {
 	cells := []string{}
 	col := 0
 	for {
@@ -397,6 +413,9 @@ func readRow(d *xml.Decoder, start xml.StartElement, sst []string, n int) ([]str
 				}
 			}
 			if v := c.value(sst); v != "" || c.F != nil {
+				if max(col, len(cells)+1) > maxCells {
+					return nil, fmt.Errorf("%w: row %d", ErrTooManyCells, n)
+				}
 				for len(cells) < col-1 {
 					cells = append(cells, "")
 				}

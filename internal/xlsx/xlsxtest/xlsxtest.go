@@ -33,6 +33,23 @@ func Build(rows [][]any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// BuildCells writes the cells given by reference ("A1", "XFD40") to a sheet
+// named Sheet1, as an XLSX workbook.
+func BuildCells(cells map[string]any) ([]byte, error) {
+	f := excelize.NewFile()
+	defer f.Close()
+	for ref, v := range cells {
+		if err := f.SetCellValue("Sheet1", ref, v); err != nil {
+			return nil, err
+		}
+	}
+	buf, err := f.WriteToBuffer()
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // Read returns the library's reading of the first worksheet of data (in the
 // order of the workbook's sheet list): each row's raw cell values, as
 // package xlsx documents them.
