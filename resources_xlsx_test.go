@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/supervaize/supervaizer-go/contracts"
-	"github.com/supervaize/supervaizer-go/internal/xlsx/xlsxtest"
+	"github.com/supervaize/supervaizer-go/internal/tools/xlsxtest"
 )
 
 // xlsxFile is a real XLSX workbook made by the reader's library.

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/supervaize/supervaizer-go/internal/xlsx/xlsxtest"
+	"github.com/supervaize/supervaizer-go/internal/tools/xlsxtest"
 )
 
 // requireAsLibrary reads data with Read and with the spreadsheet library
@@ -262,7 +262,7 @@ func TestReadBoundsCells(t *testing.T) {
 func TestNoProgramLinksTheLibrary(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/supervaize/supervaizer-go/...").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	const xlsxtestPath = "github.com/supervaize/supervaizer-go/internal/xlsx/xlsxtest"
+	const xlsxtestPath = "github.com/supervaize/supervaizer-go/internal/tools/xlsxtest"
 	seen := false
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, imports, _ := strings.Cut(line, " ")

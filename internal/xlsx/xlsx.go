@@ -12,7 +12,7 @@
 // what an import needs (the workbook's sheet list and relationships, the
 // shared strings, the cells of the first worksheet) as
 // github.com/xuri/excelize/v2 reads them, which the tests hold it to
-// (package xlsxtest, which only tests import). Linking that library into
+// (internal/tools/xlsxtest, which only tests import). Linking that library into
 // every program that imports the SDK cost 2.5 MB of binary and 1.3 MB of
 // memory kept live from its initialization.
 package xlsx

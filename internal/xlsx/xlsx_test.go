@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/supervaize/supervaizer-go/internal/xlsx/xlsxtest"
+	"github.com/supervaize/supervaizer-go/internal/tools/xlsxtest"
 )
 
 // build makes a real XLSX file with the spreadsheet library (xlsxtest.Build).
