@@ -96,11 +96,16 @@ func Read(data []byte, lim Limits) ([][]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	rc, _, err := wb.open(sheet)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
 	maxCells := lim.MaxCells
 	if maxCells <= 0 {
 		maxCells = lim.MaxRows * DefaultCellsPerRow
 	}
-	return readSheet(sheet, sst, lim.MaxRows, maxCells)
+	return readSheet(rc, sst, lim.MaxRows, maxCells)
 }
 
 // workbook is an archive's parts, by name.
@@ -172,12 +177,12 @@ func (w workbook) workbookPath() (string, error) {
 	return "xl/workbook.xml", nil
 }
 
-// firstSheet returns the part of the first sheet of the workbook's sheet
-// list.
-func (w workbook) firstSheet() (*zip.File, error) {
+// firstSheet returns the name of the part of the first sheet of the
+// workbook's sheet list.
+func (w workbook) firstSheet() (string, error) {
 	wbPath, err := w.workbookPath()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	var book struct {
 		Sheets []struct {
@@ -185,13 +190,13 @@ func (w workbook) firstSheet() (*zip.File, error) {
 		} `xml:"sheets>sheet"`
 	}
 	if _, ok := w.parts[wbPath]; !ok {
-		return nil, fmt.Errorf("%w: no workbook part", ErrMalformed)
+		return "", fmt.Errorf("%w: no workbook part", ErrMalformed)
 	}
 	if err := w.decode(wbPath, &book); err != nil {
-		return nil, err
+		return "", err
 	}
 	if len(book.Sheets) == 0 {
-		return nil, fmt.Errorf("%w: the workbook has no worksheet", ErrMalformed)
+		return "", fmt.Errorf("%w: the workbook has no worksheet", ErrMalformed)
 	}
 	var id string
 	for _, a := range book.Sheets[0].Attrs {
@@ -203,7 +208,7 @@ func (w workbook) firstSheet() (*zip.File, error) {
 	relsPath := path.Join(dir, "_rels", path.Base(wbPath)+".rels")
 	rels, err := w.relationships(relsPath)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	for _, r := range rels {
 		if r.ID != id {
@@ -213,11 +218,11 @@ func (w workbook) firstSheet() (*zip.File, error) {
 		if strings.HasPrefix(r.Target, "/") {
 			target = strings.TrimPrefix(path.Clean(r.Target), "/")
 		}
-		if f, ok := w.parts[target]; ok {
-			return f, nil
+		if _, ok := w.parts[target]; ok {
+			return target, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: the first worksheet's part is missing", ErrMalformed)
+	return "", fmt.Errorf("%w: the first worksheet's part is missing", ErrMalformed)
 }
 
 // stringItem is an <si> of the shared strings, or a cell's <is>: its text
@@ -272,7 +277,7 @@ func unescape(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		if i+7 <= len(s) && s[i] == '_' && s[i+1] == 'x' && s[i+6] == '_' {
-			if v, err := strconv.ParseUint(s[i+2:i+6], 16, 16); err == nil && hexDigits(s[i+2:i+6]) {
+			if v, err := strconv.ParseUint(s[i+2:i+6], 16, 16); err == nil { // four hexadecimal digits: no sign, no underscore in base 16
 				if v == 0x5F {
 					b.WriteByte('_')
 				} else if r := rune(v); utf8.ValidRune(r) {
@@ -286,18 +291,6 @@ func unescape(s string) string {
 		i++
 	}
 	return b.String()
-}
-
-// hexDigits reports whether s holds only hexadecimal digits (ParseUint
-// also takes an underscore between digits in some forms; not here).
-func hexDigits(s string) bool {
-	for i := range len(s) {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }
 
 // cell is a <c> of a worksheet row.
@@ -329,16 +322,11 @@ func (c *cell) value(sst []string) string {
 	return c.V // n, b (1 or 0), e, d, str: as stored
 }
 
-// readSheet reads the rows of a worksheet part: a row is its cells from the
+// readSheet reads the rows of a worksheet part from r: a row is its cells from the
 // first column to its last non-empty one (or formula), the gaps empty; the
 // rows missing between two rows are empty.
-func readSheet(f *zip.File, sst []string, maxRows, maxCells int) ([][]string, error) {
-	rc, err := f.Open()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrMalformed, reason(err))
-	}
-	defer rc.Close()
-	d := xml.NewDecoder(rc)
+func readSheet(r io.Reader, sst []string, maxRows, maxCells int) ([][]string, error) {
+	d := xml.NewDecoder(r)
 	var out [][]string
 	inData, row := false, 0
 	for {
@@ -430,31 +418,20 @@ func readRow(d *xml.Decoder, start xml.StartElement, sst []string, n, maxCells i
 }
 
 // column returns the column number (1 for A) of a cell reference such as
-// "C12", or 0 when ref is not one.
+// "C12", or 0 when ref is not one (letters, then digits) or names a column
+// beyond XFD.
 func column(ref string) int {
-	col, i := 0, 0
-	for ; i < len(ref); i++ {
-		c := ref[i]
-		switch {
-		case 'A' <= c && c <= 'Z':
-			col = col*26 + int(c-'A') + 1
-		case 'a' <= c && c <= 'z':
-			col = col*26 + int(c-'a') + 1
-		default:
-			goto digits
-		}
-		if col > maxSheetCols {
-			return 0
-		}
-	}
-digits:
-	if i == 0 || i == len(ref) {
+	letters := len(ref) - len(strings.TrimLeft(ref, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"))
+	digits := ref[letters:]
+	if letters == 0 || letters > 3 || digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return 0
 	}
-	for j := i; j < len(ref); j++ {
-		if ref[j] < '0' || ref[j] > '9' {
-			return 0
-		}
+	col := 0
+	for _, c := range ref[:letters] {
+		col = col*26 + int(c|0x20-'a') + 1 // lower-case the letter
+	}
+	if col > maxSheetCols {
+		return 0
 	}
 	return col
 }

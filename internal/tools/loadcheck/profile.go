@@ -78,26 +78,14 @@ func fetchHeap(ctx context.Context, c *child, file, stats string) error {
 	if err := fetchPprof(ctx, c, "heap profile", "heap", 30*time.Second, file); err != nil {
 		return err
 	}
-	base, err := c.pprofBase()
+	const what = "memory statistics"
+	body, err := getPprof(ctx, c, what, "heap?debug=1", 30*time.Second)
 	if err != nil {
 		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap?debug=1", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		return fmt.Errorf("%s: memory statistics: %w", c.name, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s: memory statistics: %w", c.name, err)
 	}
 	_, ms, ok := strings.Cut(string(body), "\n# runtime.MemStats\n")
-	if resp.StatusCode != http.StatusOK || !ok {
-		return fmt.Errorf("%s: memory statistics: %s: no runtime.MemStats in the text heap profile", c.name, resp.Status)
+	if !ok {
+		return fmt.Errorf("%s: %s: no runtime.MemStats in the text heap profile", c.name, what)
 	}
 	return os.WriteFile(stats, []byte("# runtime.MemStats\n"+ms), 0o644)
 }
@@ -105,28 +93,38 @@ func fetchHeap(ctx context.Context, c *child, file, stats string) error {
 // fetchPprof writes the gzip-compressed profile c serves at
 // /debug/pprof/<query> to file.
 func fetchPprof(ctx context.Context, c *child, what, query string, timeout time.Duration, file string) error {
-	base, err := c.pprofBase()
+	body, err := getPprof(ctx, c, what, query, timeout)
 	if err != nil {
 		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/"+query, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Timeout: timeout}).Do(req)
-	if err != nil {
-		return fmt.Errorf("%s: %s: %w", c.name, what, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s: %s: %w", c.name, what, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s: %s", c.name, what, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
 		return fmt.Errorf("%s: %s: not a gzip-compressed profile", c.name, what)
 	}
 	return os.WriteFile(file, body, 0o644)
+}
+
+// getPprof returns what c serves at /debug/pprof/<query> (what names it in
+// errors).
+func getPprof(ctx context.Context, c *child, what, query string, timeout time.Duration) ([]byte, error) {
+	base, err := c.pprofBase()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/"+query, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.name, what, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.name, what, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s: %s: %s", c.name, what, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
 }

@@ -26,11 +26,7 @@ func Build(rows [][]any) ([]byte, error) {
 			return nil, err
 		}
 	}
-	buf, err := f.WriteToBuffer()
-	if err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return bytesOf(f)
 }
 
 // BuildCells writes the cells given by reference ("A1", "XFD40") to a sheet
@@ -43,6 +39,11 @@ func BuildCells(cells map[string]any) ([]byte, error) {
 			return nil, err
 		}
 	}
+	return bytesOf(f)
+}
+
+// bytesOf returns the XLSX file of workbook f.
+func bytesOf(f *excelize.File) ([]byte, error) {
 	buf, err := f.WriteToBuffer()
 	if err != nil {
 		return nil, err
