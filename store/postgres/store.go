@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/supervaize/supervaizer-go/internal/group"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -25,7 +27,9 @@ type statement struct{ name, sql string }
 
 // statements are the SQL the store runs, for one schema.
 type statements struct {
-	get, putIfAbsent, cas, del  statement
+	get, getGroup               statement
+	putIfAbsent, putGroup       statement
+	cas, del                    statement
 	atomicInsert, atomicCAS     statement // WriteAtomic's (atomic.go)
 	scanFirst, scanFirstBounded statement // key >= prefix
 	scanNext, scanNextBounded   statement // key > last key seen
@@ -76,6 +80,9 @@ WHERE EXISTS (SELECT 1 FROM del)`},
 		pruned: statement{"sv_ev_pruned", "SELECT through FROM " + pruned},
 
 		get: statement{"sv_kv_get", "SELECT value FROM " + kv + " WHERE key = $1"},
+		// get for several keys at once (Store.getGroup): one row per key
+		// stored, in no particular order.
+		getGroup: statement{"sv_kv_get_group", "SELECT key, value FROM " + kv + " WHERE key = ANY($1::bytea[])"},
 		// One round trip in the common cases. The final SELECT reads the
 		// snapshot taken when the statement started, so it misses a row that
 		// a concurrent transaction committed meanwhile: the insert then did
@@ -84,6 +91,17 @@ WHERE EXISTS (SELECT 1 FROM del)`},
 	INSERT INTO ` + kv + ` (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM ins), (SELECT value FROM ` + kv + ` WHERE key = $1)`},
+		// putIfAbsent for several distinct keys at once (Store.putGroup):
+		// one row per key, whether this statement stored it, and the value
+		// the statement's snapshot holds otherwise (NULL when committed by a
+		// transaction it does not see). Rows are inserted in key order, the
+		// order every statement that writes several keys locks them in.
+		putGroup: statement{"sv_kv_put_if_absent_group", `WITH input AS (
+	SELECT * FROM unnest($1::bytea[], $2::bytea[]) AS t(key, value)
+), ins AS (
+	INSERT INTO ` + kv + ` (key, value) SELECT key, value FROM input ORDER BY key ON CONFLICT (key) DO NOTHING RETURNING key
+)
+SELECT i.key, i.key IN (SELECT key FROM ins), ` + kv + `.value FROM input i LEFT JOIN ` + kv + ` ON ` + kv + `.key = i.key`},
 		// Under READ COMMITTED an UPDATE that finds its row changed by a
 		// concurrent transaction waits for it and evaluates the WHERE clause
 		// again on the new version: the comparison and the write are atomic.
@@ -116,7 +134,7 @@ SELECT 1 / count(*)::int FROM upd`},
 
 // pooled returns the statements prepared on every pooled connection.
 func (s statements) pooled() []statement {
-	return []statement{s.get, s.putIfAbsent, s.cas, s.del, s.atomicInsert, s.atomicCAS,
+	return []statement{s.get, s.getGroup, s.putIfAbsent, s.putGroup, s.cas, s.del, s.atomicInsert, s.atomicCAS,
 		s.scanFirst, s.scanFirstBounded, s.scanNext, s.scanNextBounded, s.append, s.appendGroup, s.prune}
 }
 
@@ -124,13 +142,25 @@ func (s statements) pooled() []statement {
 // key, keys and values as bytea, so that any byte string is stored as is and
 // keys sort byte by byte. Get it from [DB.Store].
 //
-// Each method is one statement in its own READ COMMITTED transaction (no
-// retry on serialization failures is ever needed). PutIfAbsent is an INSERT …
+// Each method is one statement in a READ COMMITTED transaction (no retry on
+// serialization failures is ever needed), its own or, for concurrent Get and
+// PutIfAbsent calls, its group's (below). PutIfAbsent is an INSERT …
 // ON CONFLICT DO NOTHING; CompareAndSwap is an UPDATE whose WHERE clause
 // compares the current value, which PostgreSQL re-checks on the latest
 // version of a row that a concurrent transaction changed; both are atomic
 // across every instance that shares the database. A write that returned is
 // committed, hence as durable as the server's configuration makes commits.
+//
+// Gets through one DB are grouped without delaying any, as the event log's
+// appends are: a Get that finds none in progress reads at once, alone; those
+// that arrive while one is in progress queue up, and when it ends the first
+// of them reads all of their keys in one statement. Each Get still reads what
+// was committed when it was called, or later: its statement starts after the
+// call. Under concurrent load that is one round trip, and one write to the
+// server's socket, for many reads. PutIfAbsent calls are grouped the same
+// way, in one statement and one commit: each is still atomic, and one that
+// returned is committed. Of several in a group for the same key, the first
+// in the queue stores its value and the others find it.
 //
 // Scan reads pages of keys in ascending order, each page a statement of its
 // own, and calls fn with no connection held: every key that exists, unchanged,
@@ -139,6 +169,35 @@ func (s statements) pooled() []statement {
 type Store struct {
 	db     *DB
 	closed atomic.Bool
+
+	gets group.Queue[*getCall] // internal/group
+	puts group.Queue[*putCall]
+	// getGroups and putGroups count the statements that read or wrote more
+	// than one key.
+	getGroups, putGroups atomic.Uint64
+}
+
+// putCall is one PutIfAbsent, and its outcome once the group ran.
+type putCall struct {
+	key   string
+	value []byte
+	// stored, or else existing: the value found, nil when a transaction the
+	// statement did not see committed the key meanwhile.
+	stored   bool
+	existing []byte
+	err      error
+	retry    bool // as getCall's
+}
+
+// getCall is one Get, and what it read once the group ran.
+type getCall struct {
+	key   string
+	value []byte
+	found bool
+	err   error
+	// retry: the group failed because the context of the Get that led it
+	// ended; this Get, whose own context may not have, reads again alone.
+	retry bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -177,15 +236,82 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	if err := s.begin(ctx, key); err != nil {
 		return nil, false, err
 	}
+	call := &getCall{key: key}
+	if err := s.gets.Do(ctx, call, s.getGroup); err != nil {
+		return nil, false, err // ctx ended while the Get waited for its group
+	}
+	if call.retry && ctx.Err() == nil {
+		call.value, call.found, call.err = s.getOne(ctx, key)
+	}
+	if call.err != nil {
+		return nil, false, s.fail(ctx, "get", call.err)
+	}
+	return call.value, call.found, nil
+}
+
+// getOne reads one key in a statement of its own.
+func (s *Store) getOne(ctx context.Context, key string) ([]byte, bool, error) {
 	var v []byte
 	err := s.db.pool.QueryRow(ctx, s.db.sql.get.name, []byte(key)).Scan(&v)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, false, nil
 	case err != nil:
-		return nil, false, s.fail(ctx, "get", err)
+		return nil, false, err
 	}
 	return nonNil(v), true, nil
+}
+
+// getGroup reads the keys of calls, one statement for all, under the context
+// of the Get that leads the group. When that statement fails because this
+// context ended, the other Gets read again alone (getCall.retry): a caller
+// that gave up never fails another's read.
+func (s *Store) getGroup(ctx context.Context, calls []*getCall) {
+	if len(calls) == 1 {
+		c := calls[0]
+		c.value, c.found, c.err = s.getOne(ctx, c.key)
+		return
+	}
+	s.getGroups.Add(1)
+	keys := make([][]byte, len(calls))
+	for i, c := range calls {
+		keys[i] = []byte(c.key)
+	}
+	err := s.readGroup(ctx, keys, calls)
+	if err == nil {
+		return
+	}
+	retry := ctx.Err() != nil
+	for _, c := range calls {
+		c.value, c.found, c.err, c.retry = nil, false, err, retry
+	}
+}
+
+// readGroup runs getGroup's statement and sets the value of every call whose
+// key it returned.
+func (s *Store) readGroup(ctx context.Context, keys [][]byte, calls []*getCall) error {
+	byKey := make(map[string][]*getCall, len(calls))
+	for _, c := range calls {
+		byKey[c.key] = append(byKey[c.key], c)
+	}
+	rows, err := s.db.pool.Query(ctx, s.db.sql.getGroup.name, keys)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		for i, c := range byKey[string(k)] {
+			if i > 0 { // the same key read twice: each Get owns its value
+				v = bytes.Clone(v)
+			}
+			c.value, c.found = nonNil(v), true
+		}
+	}
+	return rows.Err()
 }
 
 // PutIfAbsent implements [store.Store.PutIfAbsent].
@@ -194,19 +320,20 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, value []byte) ([]by
 		return nil, false, err
 	}
 	for {
-		var (
-			stored   bool
-			existing []byte
-		)
-		err := s.db.pool.QueryRow(ctx, s.db.sql.putIfAbsent.name, []byte(key), nonNil(value)).Scan(&stored, &existing)
-		if err != nil {
-			return nil, false, s.fail(ctx, "put if absent", err)
+		call := &putCall{key: key, value: nonNil(value)}
+		if err := s.puts.Do(ctx, call, s.putGroup); err != nil {
+			return nil, false, err // ctx ended while the call waited for its group
 		}
-		if stored {
+		if call.retry && ctx.Err() == nil {
+			call.stored, call.existing, call.err = s.putOne(ctx, key, call.value)
+		}
+		switch {
+		case call.err != nil:
+			return nil, false, s.fail(ctx, "put if absent", call.err)
+		case call.stored:
 			return nil, true, nil
-		}
-		if existing != nil {
-			return existing, false, nil
+		case call.existing != nil:
+			return call.existing, false, nil
 		}
 		// The key was committed by a transaction the statement's snapshot
 		// does not see; read it with a new snapshot. Should it be deleted
@@ -216,6 +343,79 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, value []byte) ([]by
 			return existing, false, err
 		}
 	}
+}
+
+// putOne runs one put-if-absent in a statement of its own.
+func (s *Store) putOne(ctx context.Context, key string, value []byte) (stored bool, existing []byte, err error) {
+	err = s.db.pool.QueryRow(ctx, s.db.sql.putIfAbsent.name, []byte(key), value).Scan(&stored, &existing)
+	return stored, existing, err
+}
+
+// putGroup runs the put-if-absent of calls in one statement, under the
+// context of the call that leads the group (see getGroup). A key that several
+// calls put is written once, by the first: the others find its value.
+func (s *Store) putGroup(ctx context.Context, calls []*putCall) {
+	if len(calls) == 1 {
+		c := calls[0]
+		c.stored, c.existing, c.err = s.putOne(ctx, c.key, c.value)
+		return
+	}
+	s.putGroups.Add(1)
+	first := make(map[string]*putCall, len(calls))
+	keys, values := make([][]byte, 0, len(calls)), make([][]byte, 0, len(calls))
+	for _, c := range calls {
+		if _, ok := first[c.key]; !ok {
+			first[c.key] = c
+			keys, values = append(keys, []byte(c.key)), append(values, c.value)
+		}
+	}
+	err := s.writeGroup(ctx, keys, values, first)
+	retry := err != nil && ctx.Err() != nil
+	for _, c := range calls {
+		f := first[c.key]
+		switch {
+		case err != nil:
+			c.stored, c.existing, c.err, c.retry = false, nil, err, retry
+		case f == c:
+		case f.stored:
+			c.existing = bytes.Clone(f.value)
+		default:
+			c.existing = bytes.Clone(f.existing)
+		}
+	}
+}
+
+// writeGroup runs putGroup's statement for distinct keys and sets the outcome
+// of the call that puts each.
+func (s *Store) writeGroup(ctx context.Context, keys, values [][]byte, byKey map[string]*putCall) error {
+	rows, err := s.db.pool.Query(ctx, s.db.sql.putGroup.name, keys, values)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var (
+			k, existing []byte
+			stored      bool
+		)
+		if err := rows.Scan(&k, &stored, &existing); err != nil {
+			return err
+		}
+		c := byKey[string(k)]
+		if c == nil {
+			return fmt.Errorf("a row for a key not put (%d bytes)", len(k))
+		}
+		c.stored, c.existing = stored, existing
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != len(keys) {
+		return fmt.Errorf("%d rows for %d keys", n, len(keys))
+	}
+	return nil
 }
 
 // CompareAndSwap implements [store.Store.CompareAndSwap].
