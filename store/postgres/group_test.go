@@ -271,3 +271,55 @@ func TestConcurrentCallsGroup(t *testing.T) {
 	assert.NotZero(t, s.getGroups.Load(), "concurrent Gets were grouped")
 	assert.NotZero(t, s.putGroups.Load(), "concurrent puts were grouped")
 }
+
+// TestGroupsSplitIntoStatements: a group beyond maxGroupKeys keys, or
+// maxGroupBytes of values, runs as several statements, each call with its
+// own outcome; a value larger than maxGroupBytes goes alone.
+func TestGroupsSplitIntoStatements(t *testing.T) {
+	db := openTest(t)
+	s := db.store
+	ctx := t.Context()
+	savedKeys, savedBytes := maxGroupKeys, maxGroupBytes
+	t.Cleanup(func() { maxGroupKeys, maxGroupBytes = savedKeys, savedBytes })
+	maxGroupKeys, maxGroupBytes = 2, 10
+
+	// Puts: a, b (one statement: 2 keys), big (alone: 11 bytes), c, a again
+	// (c alone: the duplicate of a finds its value, written earlier in the group).
+	puts := []struct{ key, value string }{{"a", "1"}, {"b", "2"}, {"big", "0123456789X"}, {"c", "3"}, {"a", "again"}}
+	type put struct {
+		existing string
+		stored   bool
+		err      error
+	}
+	gotPuts := make([]put, len(puts))
+	release := holdQueue(t, s, true)
+	var wg sync.WaitGroup
+	for i, p := range puts {
+		wg.Go(func() {
+			existing, stored, err := s.PutIfAbsent(ctx, p.key, []byte(p.value))
+			gotPuts[i] = put{string(existing), stored, err}
+		})
+		queued(t, s, true, i+1)
+	}
+	release()
+	wg.Wait()
+	assert.Equal(t, []put{{"", true, nil}, {"", true, nil}, {"", true, nil}, {"", true, nil}, {"1", false, nil}}, gotPuts)
+	assert.Equal(t, uint64(1), s.putGroups.Load(), "a and b in one statement; big and c each alone")
+
+	// Gets: five keys, at most two a statement.
+	getKeys := []string{"a", "b", "big", "c", "missing"}
+	gotGets := make([]string, len(getKeys))
+	release = holdQueue(t, s, false)
+	for i, k := range getKeys {
+		wg.Go(func() {
+			v, found, err := s.Get(ctx, k)
+			assert.NoError(t, err)
+			gotGets[i] = fmt.Sprint(found, ":", string(v))
+		})
+		queued(t, s, false, i+1)
+	}
+	release()
+	wg.Wait()
+	assert.Equal(t, []string{"true:1", "true:2", "true:0123456789X", "true:3", "false:"}, gotGets)
+	assert.Equal(t, uint64(2), s.getGroups.Load(), "{a, b}, {big, c}, then missing alone")
+}

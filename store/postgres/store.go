@@ -262,36 +262,52 @@ func (s *Store) getOne(ctx context.Context, key string) ([]byte, bool, error) {
 	return nonNil(v), true, nil
 }
 
-// getGroup reads the keys of calls, one statement for all, under the context
-// of the Get that leads the group. When that statement fails because this
-// context ended, the other Gets read again alone (getCall.retry): a caller
-// that gave up never fails another's read.
+// Bounds of one grouped statement: a group larger than that runs as several
+// statements, so that a call never fails grouped where it would succeed
+// alone (PostgreSQL refuses a message of 1 GB or more).
+// Tests lower them.
+var (
+	maxGroupKeys  = 1024     // keys per statement
+	maxGroupBytes = 16 << 20 // values per put statement, unless one alone is larger
+)
+
+// getGroup reads the keys of calls, one statement for up to maxGroupKeys,
+// under the context of the Get that leads the group. When a statement fails
+// because this context ended, its other Gets read again alone
+// (getCall.retry): a caller that gave up never fails another's read.
 func (s *Store) getGroup(ctx context.Context, calls []*getCall) {
+	for len(calls) > 0 {
+		n := min(len(calls), maxGroupKeys)
+		s.readChunk(ctx, calls[:n])
+		calls = calls[n:]
+	}
+}
+
+// readChunk runs one statement of getGroup.
+func (s *Store) readChunk(ctx context.Context, calls []*getCall) {
+	var err error
 	if len(calls) == 1 {
 		c := calls[0]
-		c.value, c.found, c.err = s.getOne(ctx, c.key)
-		return
+		c.value, c.found, err = s.getOne(ctx, c.key)
+	} else {
+		s.getGroups.Add(1)
+		err = s.readGroup(ctx, calls)
 	}
-	s.getGroups.Add(1)
-	keys := make([][]byte, len(calls))
-	for i, c := range calls {
-		keys[i] = []byte(c.key)
-	}
-	err := s.readGroup(ctx, keys, calls)
-	if err == nil {
-		return
-	}
-	retry := ctx.Err() != nil
-	for _, c := range calls {
-		c.value, c.found, c.err, c.retry = nil, false, err, retry
+	if err != nil {
+		retry := ctx.Err() != nil
+		for _, c := range calls {
+			c.value, c.found, c.err, c.retry = nil, false, err, retry
+		}
 	}
 }
 
 // readGroup runs getGroup's statement and sets the value of every call whose
 // key it returned.
-func (s *Store) readGroup(ctx context.Context, keys [][]byte, calls []*getCall) error {
+func (s *Store) readGroup(ctx context.Context, calls []*getCall) error {
+	keys := make([][]byte, len(calls))
 	byKey := make(map[string][]*getCall, len(calls))
-	for _, c := range calls {
+	for i, c := range calls {
+		keys[i] = []byte(c.key)
 		byKey[c.key] = append(byKey[c.key], c)
 	}
 	rows, err := s.db.pool.Query(ctx, s.db.sql.getGroup.name, keys)
@@ -351,32 +367,33 @@ func (s *Store) putOne(ctx context.Context, key string, value []byte) (stored bo
 	return stored, existing, err
 }
 
-// putGroup runs the put-if-absent of calls in one statement, under the
-// context of the call that leads the group (see getGroup). A key that several
-// calls put is written once, by the first: the others find its value.
+// putGroup runs the put-if-absent of calls, one statement for up to
+// maxGroupKeys keys and maxGroupBytes of values, under the context of the
+// call that leads the group (see getGroup). A key that several calls put is
+// written once, by the first: the others find its value.
 func (s *Store) putGroup(ctx context.Context, calls []*putCall) {
-	if len(calls) == 1 {
-		c := calls[0]
-		c.stored, c.existing, c.err = s.putOne(ctx, c.key, c.value)
-		return
-	}
-	s.putGroups.Add(1)
 	first := make(map[string]*putCall, len(calls))
-	keys, values := make([][]byte, 0, len(calls)), make([][]byte, 0, len(calls))
+	firsts := make([]*putCall, 0, len(calls))
 	for _, c := range calls {
 		if _, ok := first[c.key]; !ok {
 			first[c.key] = c
-			keys, values = append(keys, []byte(c.key)), append(values, c.value)
+			firsts = append(firsts, c)
 		}
 	}
-	err := s.writeGroup(ctx, keys, values, first)
-	retry := err != nil && ctx.Err() != nil
+	for len(firsts) > 0 {
+		n, size := 0, 0
+		for n < len(firsts) && n < maxGroupKeys && (n == 0 || size+len(firsts[n].value) <= maxGroupBytes) {
+			size += len(firsts[n].value)
+			n++
+		}
+		s.writeChunk(ctx, firsts[:n])
+		firsts = firsts[n:]
+	}
 	for _, c := range calls {
-		f := first[c.key]
-		switch {
-		case err != nil:
-			c.stored, c.existing, c.err, c.retry = false, nil, err, retry
+		switch f := first[c.key]; {
 		case f == c:
+		case f.err != nil:
+			c.err, c.retry = f.err, f.retry
 		case f.stored:
 			c.existing = bytes.Clone(f.value)
 		default:
@@ -385,9 +402,33 @@ func (s *Store) putGroup(ctx context.Context, calls []*putCall) {
 	}
 }
 
-// writeGroup runs putGroup's statement for distinct keys and sets the outcome
-// of the call that puts each.
-func (s *Store) writeGroup(ctx context.Context, keys, values [][]byte, byKey map[string]*putCall) error {
+// writeChunk runs one statement of putGroup, for calls of distinct keys.
+func (s *Store) writeChunk(ctx context.Context, calls []*putCall) {
+	var err error
+	if len(calls) == 1 {
+		c := calls[0]
+		c.stored, c.existing, err = s.putOne(ctx, c.key, c.value)
+	} else {
+		s.putGroups.Add(1)
+		err = s.writeGroup(ctx, calls)
+	}
+	if err != nil {
+		retry := ctx.Err() != nil
+		for _, c := range calls {
+			c.stored, c.existing, c.err, c.retry = false, nil, err, retry
+		}
+	}
+}
+
+// writeGroup runs putGroup's statement for calls of distinct keys and sets
+// the outcome of each.
+func (s *Store) writeGroup(ctx context.Context, calls []*putCall) error {
+	keys, values := make([][]byte, len(calls)), make([][]byte, len(calls))
+	byKey := make(map[string]*putCall, len(calls))
+	for i, c := range calls {
+		keys[i], values[i] = []byte(c.key), c.value
+		byKey[c.key] = c
+	}
 	rows, err := s.db.pool.Query(ctx, s.db.sql.putGroup.name, keys, values)
 	if err != nil {
 		return err
