@@ -20,13 +20,13 @@ func holdQueue(t *testing.T, s *Store, puts bool) (release func()) {
 	go func() {
 		defer close(done)
 		if puts {
-			_ = s.puts.Do(context.Background(), &putCall{key: "held", value: []byte("v")}, func(context.Context, []*putCall) {
+			_ = s.puts.Do(context.Background(), &putCall{ctx: context.Background(), key: "held", value: []byte("v")}, func(context.Context, []*putCall) {
 				close(started)
 				<-gate
 			})
 			return
 		}
-		_ = s.gets.Do(context.Background(), &getCall{key: "held"}, func(context.Context, []*getCall) {
+		_ = s.gets.Do(context.Background(), &getCall{ctx: context.Background(), key: "held"}, func(context.Context, []*getCall) {
 			close(started)
 			<-gate
 		})
@@ -161,7 +161,7 @@ func TestGroupLeaderGivesUp(t *testing.T) {
 
 	t.Run("get", func(t *testing.T) {
 		release := holdQueue(t, s, false)
-		leader := &getCall{key: "k"}
+		leader := &getCall{ctx: ctx, key: "k"}
 		leaderDone := make(chan struct{})
 		go func() {
 			defer close(leaderDone)
@@ -188,7 +188,7 @@ func TestGroupLeaderGivesUp(t *testing.T) {
 
 	t.Run("put", func(t *testing.T) {
 		release := holdQueue(t, s, true)
-		leader := &putCall{key: "lead", value: []byte("l")}
+		leader := &putCall{ctx: ctx, key: "lead", value: []byte("l")}
 		leaderDone := make(chan struct{})
 		go func() {
 			defer close(leaderDone)
@@ -322,4 +322,46 @@ func TestGroupsSplitIntoStatements(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, []string{"true:1", "true:2", "true:0123456789X", "true:3", "false:"}, gotGets)
 	assert.Equal(t, uint64(2), s.getGroups.Load(), "{a, b}, {big, c}, then missing alone")
+}
+
+// TestGroupLeavesOutCallsGivenUp: a PutIfAbsent whose caller gave up while it
+// waited for its group returns the context's error and writes nothing, and
+// a call whose context ended before its group ran never reads as "not
+// found".
+func TestGroupLeavesOutCallsGivenUp(t *testing.T) {
+	db := openTest(t)
+	s := db.store
+	ctx := t.Context()
+
+	release := holdQueue(t, s, true)
+	gone, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { _, _, err := s.PutIfAbsent(gone, "gone", []byte("v")); errc <- err }()
+	queued(t, s, true, 1)
+	var stored bool
+	var perr error
+	done := make(chan struct{})
+	go func() { defer close(done); _, stored, perr = s.PutIfAbsent(ctx, "kept", []byte("k")) }()
+	queued(t, s, true, 2)
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	release()
+	<-done
+	require.NoError(t, perr)
+	assert.True(t, stored)
+	_, found, err := s.Get(ctx, "gone")
+	require.NoError(t, err)
+	assert.False(t, found, "nothing is written for a call given up before its group ran")
+
+	// A call that leads its own group with a context that ended meanwhile.
+	ended, cancelEnded := context.WithCancel(ctx)
+	cancelEnded()
+	call := &getCall{ctx: ended, key: "kept"}
+	s.getGroup(context.WithoutCancel(ended), []*getCall{call})
+	assert.ErrorIs(t, call.err, context.Canceled)
+	assert.False(t, call.found)
+	put := &putCall{ctx: ended, key: "other", value: []byte("o")}
+	s.putGroup(context.WithoutCancel(ended), []*putCall{put})
+	assert.ErrorIs(t, put.err, context.Canceled)
+	assert.False(t, put.stored)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -160,7 +161,11 @@ func (s statements) pooled() []statement {
 // server's socket, for many reads. PutIfAbsent calls are grouped the same
 // way, in one statement and one commit: each is still atomic, and one that
 // returned is committed. Of several in a group for the same key, the first
-// in the queue stores its value and the others find it.
+// in the queue stores its value and the others find it. A call whose context
+// ends while it waits for its group returns the context's error and is left
+// out of the group's statement; one whose context ends during the statement
+// returns the error too, and its value may have been stored, as with any
+// write the caller gave up on.
 //
 // Scan reads pages of keys in ascending order, each page a statement of its
 // own, and calls fn with no connection held: every key that exists, unchanged,
@@ -179,6 +184,7 @@ type Store struct {
 
 // putCall is one PutIfAbsent, and its outcome once the group ran.
 type putCall struct {
+	ctx   context.Context // as getCall's
 	key   string
 	value []byte
 	// stored, or else existing: the value found, nil when a transaction the
@@ -191,6 +197,7 @@ type putCall struct {
 
 // getCall is one Get, and what it read once the group ran.
 type getCall struct {
+	ctx   context.Context // the caller's: a call whose caller gave up is left out
 	key   string
 	value []byte
 	found bool
@@ -236,7 +243,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	if err := s.begin(ctx, key); err != nil {
 		return nil, false, err
 	}
-	call := &getCall{key: key}
+	call := &getCall{ctx: ctx, key: key}
 	if err := s.gets.Do(ctx, call, s.getGroup); err != nil {
 		return nil, false, err // ctx ended while the Get waited for its group
 	}
@@ -276,6 +283,7 @@ var (
 // because this context ended, its other Gets read again alone
 // (getCall.retry): a caller that gave up never fails another's read.
 func (s *Store) getGroup(ctx context.Context, calls []*getCall) {
+	calls = slices.DeleteFunc(calls, func(c *getCall) bool { c.err = c.ctx.Err(); return c.err != nil })
 	for len(calls) > 0 {
 		n := min(len(calls), maxGroupKeys)
 		s.readChunk(ctx, calls[:n])
@@ -336,7 +344,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, value []byte) ([]by
 		return nil, false, err
 	}
 	for {
-		call := &putCall{key: key, value: nonNil(value)}
+		call := &putCall{ctx: ctx, key: key, value: nonNil(value)}
 		if err := s.puts.Do(ctx, call, s.putGroup); err != nil {
 			return nil, false, err // ctx ended while the call waited for its group
 		}
@@ -370,8 +378,11 @@ func (s *Store) putOne(ctx context.Context, key string, value []byte) (stored bo
 // putGroup runs the put-if-absent of calls, one statement for up to
 // maxGroupKeys keys and maxGroupBytes of values, under the context of the
 // call that leads the group (see getGroup). A key that several calls put is
-// written once, by the first: the others find its value.
+// written once, by the first: the others find its value. A call whose
+// caller gave up while it waited in the queue is left out: nothing is
+// written for it.
 func (s *Store) putGroup(ctx context.Context, calls []*putCall) {
+	calls = slices.DeleteFunc(calls, func(c *putCall) bool { c.err = c.ctx.Err(); return c.err != nil })
 	first := make(map[string]*putCall, len(calls))
 	firsts := make([]*putCall, 0, len(calls))
 	for _, c := range calls {
