@@ -108,6 +108,10 @@ type appendCall struct {
 	data []byte
 	id   uint64
 	err  error
+	// retry: the group failed because the context of the append that led
+	// it ended; this append, whose own context may not have, runs again
+	// alone.
+	retry bool
 }
 
 // EventLog returns the event log kept in the database, an [*EventLog].
@@ -121,7 +125,8 @@ var _ store.EventLog = (*EventLog)(nil)
 //
 // An append that waits in a group returns ctx.Err() when ctx ends first; the
 // group's statement, run under the context of the append that leads it, may
-// still commit its event.
+// still commit its event. When that statement fails because the leading
+// append's context ended, the other appends of the group run again alone.
 func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -129,6 +134,9 @@ func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64
 	call := &appendCall{name: name, data: data}
 	if err := l.appends.Do(ctx, call, l.appendGroup); err != nil {
 		return 0, err
+	}
+	if call.retry && ctx.Err() == nil {
+		l.appendGroup(ctx, []*appendCall{call})
 	}
 	if call.err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -141,9 +149,11 @@ func (l *EventLog) Append(ctx context.Context, name string, data []byte) (uint64
 // appendGroup appends the events of calls in one statement and sets their
 // ids, or their error. The statement is bounded by followQueryTimeout too:
 // a group led on by an append whose caller gave up runs without the
-// caller's deadline.
-func (l *EventLog) appendGroup(ctx context.Context, calls []*appendCall) {
-	ctx, cancel := context.WithTimeout(ctx, followQueryTimeout)
+// caller's deadline. When it fails because the leading append's context
+// ended, the other appends run again alone (appendCall.retry): a caller
+// that gave up never fails another's append.
+func (l *EventLog) appendGroup(leadCtx context.Context, calls []*appendCall) {
+	ctx, cancel := context.WithTimeout(leadCtx, followQueryTimeout)
 	defer cancel()
 	var first int64
 	var err error
@@ -166,8 +176,9 @@ func (l *EventLog) appendGroup(ctx context.Context, calls []*appendCall) {
 		l.local.drop(token)
 		err = fmt.Errorf("postgres: append event: %w", err)
 	}
+	retry := err != nil && leadCtx.Err() != nil
 	for i, c := range calls {
-		c.id, c.err = uint64(first)+uint64(i), err
+		c.id, c.err, c.retry = uint64(first)+uint64(i), err, retry
 		if err != nil {
 			c.id = 0
 		}

@@ -365,3 +365,47 @@ func TestGroupLeavesOutCallsGivenUp(t *testing.T) {
 	assert.ErrorIs(t, put.err, context.Canceled)
 	assert.False(t, put.stored)
 }
+
+// TestEventLogGroupLeaderGivesUp: when a group's statement fails because the
+// context of the append leading it ended, the other appends of the group
+// run again alone and commit their events.
+func TestEventLogGroupLeaderGivesUp(t *testing.T) {
+	db := openTest(t)
+	l := db.EventLog().(*EventLog)
+	ctx := t.Context()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	gate, started, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(held)
+		_ = l.appends.Do(ctx, &appendCall{name: "held"}, func(context.Context, []*appendCall) { close(started); <-gate })
+	}()
+	<-started
+	leader := &appendCall{name: "test.leader", data: []byte(`{}`)}
+	leaderDone := make(chan struct{})
+	go func() {
+		defer close(leaderDone)
+		_ = l.appends.Do(ctx, leader, func(_ context.Context, calls []*appendCall) { l.appendGroup(ended, calls) })
+	}()
+	require.Eventually(t, func() bool { return l.appends.Queued() == 1 }, 5*time.Second, time.Millisecond)
+	var (
+		id   uint64
+		aerr error
+	)
+	done := make(chan struct{})
+	go func() { defer close(done); id, aerr = l.Append(ctx, "test.member", []byte(`{"n":1}`)) }()
+	require.Eventually(t, func() bool { return l.appends.Queued() == 2 }, 5*time.Second, time.Millisecond)
+	close(gate)
+	<-held
+	<-leaderDone
+	<-done
+	require.Error(t, leader.err, "the leader's statement ran under an ended context")
+	assert.True(t, leader.retry)
+	require.NoError(t, aerr, "the other append ran again alone")
+	assert.NotZero(t, id)
+	c := follow(t, l, id-1)
+	got := c.waitFor(t, 1)
+	assert.Equal(t, id, got[0].id)
+	assert.JSONEq(t, `{"n":1}`, got[0].data)
+}
