@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	svtest "github.com/supervaize/supervaizer-go/testing"
@@ -25,8 +26,9 @@ import (
 // the round trips on the request's path (each Sync of the extended
 // protocol, each simple Query) with the statements they run, and the reads
 // of the event log followers the call's events wake (their own
-// connections, off the request's path). docs/performance.md reports the
-// counts.
+// connections, off the request's path), then what 16 concurrent job.sync
+// calls send (fewer round trips than 16 alone: they share statements).
+// docs/performance.md reports the counts.
 //
 // It fails when a call prepares a statement (every statement of the store
 // is prepared once per connection, when the connection opens) or runs one
@@ -46,14 +48,14 @@ func TestPostgresRoundTrips(t *testing.T) {
 		req.JobID, req.IdempotencyKey = id, id
 		require.Equal(t, "ok", h.client.invoke(req).Status)
 	}
-	sync := func(id string) {
+	syncCall := func(id string) {
 		require.Equal(t, "ok", h.client.invoke(jobRequest(t, wsA, actionSync, id, nil)).Status)
 	}
 
 	// Warm up: the pool's connections open and prepare their statements.
 	for i := range 3 {
 		start(fmt.Sprintf("warm-%d", i))
-		sync(fmt.Sprintf("warm-%d", i))
+		syncCall(fmt.Sprintf("warm-%d", i))
 	}
 	proxy.quiet()
 
@@ -63,7 +65,7 @@ func TestPostgresRoundTrips(t *testing.T) {
 		maxOnPath int // round trips on the request's path
 	}{
 		{"job.start", func() { start("counted") }, 4},
-		{"job.sync", func() { sync("counted") }, 2},
+		{"job.sync", func() { syncCall("counted") }, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +94,46 @@ func TestPostgresRoundTrips(t *testing.T) {
 			require.Empty(t, followers, "the follower read back an event of its own instance: %s", tripNames(followers))
 		})
 	}
+
+	// Concurrent calls share statements: the store's reads and the event
+	// appends that arrive while one of their kind is in progress run in one
+	// statement when it ends (store/postgres). Alone, each job.sync takes 2
+	// round trips; how many fewer n concurrent ones take depends on how they
+	// overlap, so the test requires fewer and reports the count.
+	t.Run("concurrent job.sync", func(t *testing.T) {
+		const n = 16
+		proxy.record()
+		gate := make(chan struct{})
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				<-gate
+				raw, rerr := h.client.invokeRaw(jobRequest(t, wsA, actionSync, "counted", nil))
+				assert.Nil(t, rerr)
+				assert.Contains(t, string(raw), `"status":"ok"`)
+			})
+		}
+		close(gate)
+		wg.Wait()
+		proxy.quiet()
+		var onPath []pgTrip
+		grouped := 0
+		for _, trip := range proxy.stop() {
+			if trip.follower {
+				continue
+			}
+			onPath = append(onPath, trip)
+			for _, st := range trip.statements {
+				if strings.HasSuffix(st, "_group") {
+					grouped++
+				}
+			}
+		}
+		t.Logf("%d concurrent job.sync: %d round trips on the requests' path (%d alone), %d of them grouped statements",
+			n, len(onPath), 2*n, grouped)
+		require.Less(t, len(onPath), 2*n, "concurrent calls share statements: %s", tripNames(onPath))
+		require.NotZero(t, grouped)
+	})
 }
 
 // tripNames lists the round trips: the statements each ran, or its simple
