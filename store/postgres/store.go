@@ -152,14 +152,16 @@ func (s statements) pooled() []statement {
 // across every instance that shares the database. A write that returned is
 // committed, hence as durable as the server's configuration makes commits.
 //
-// Gets through one DB are grouped without delaying any, as the event log's
-// appends are: a Get that finds none in progress reads at once, alone; those
+// Gets through one DB are grouped, with no wait added to fill a group, as the
+// event log's appends are: a Get that finds none in progress reads at once, alone; those
 // that arrive while one is in progress queue up, and when it ends the first
 // of them reads all of their keys in one statement. Each Get still reads what
 // was committed when it was called, or later: its statement starts after the
 // call. Under concurrent load that is one round trip, and one write to the
-// server's socket, for many reads. PutIfAbsent calls are grouped the same
-// way, in one statement and one commit: each is still atomic, and one that
+// server's socket, for many reads; the price is that one read statement runs
+// at a time per DB, so a read of a very large value delays the reads queued
+// behind it while it lasts. PutIfAbsent calls are grouped the same way, in
+// one statement and one commit: each is still atomic, and one that
 // returned is committed. Of several in a group for the same key, the first
 // in the queue stores its value and the others find it. A call whose context
 // ends while it waits for its group returns the context's error and is left
