@@ -409,3 +409,29 @@ func TestEventLogGroupLeaderGivesUp(t *testing.T) {
 	assert.Equal(t, id, got[0].id)
 	assert.JSONEq(t, `{"n":1}`, got[0].data)
 }
+
+// TestLargePutRunsBesideGroups: a put whose value is larger than
+// maxGroupedValue does not queue behind the put in progress: it runs alone,
+// beside the groups.
+func TestLargePutRunsBesideGroups(t *testing.T) {
+	db := openTest(t)
+	s := db.store
+	ctx := t.Context()
+	saved := maxGroupedValue
+	t.Cleanup(func() { maxGroupedValue = saved })
+	maxGroupedValue = 8
+
+	release := holdQueue(t, s, true)
+	defer release()
+	// Queued, the put would wait for release: its deadline would end it.
+	putCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, stored, err := s.PutIfAbsent(putCtx, "large", []byte("more than eight bytes"))
+	require.NoError(t, err, "put while another put's group is in progress")
+	assert.True(t, stored)
+	assert.Zero(t, s.puts.Queued())
+	got, found, err := s.Get(ctx, "large")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, "more than eight bytes", string(got))
+}

@@ -161,7 +161,8 @@ func (s statements) pooled() []statement {
 // server's socket, for many reads; the price is that one read statement runs
 // at a time per DB, so a read of a very large value delays the reads queued
 // behind it while it lasts. PutIfAbsent calls are grouped the same way, in
-// one statement and one commit: each is still atomic, and one that
+// one statement and one commit (but for a value over 1 MiB, which is put
+// alone, beside the groups): each is still atomic, and one that
 // returned is committed. Of several in a group for the same key, the first
 // in the queue stores its value and the others find it. A call whose context
 // ends while it waits for its group returns the context's error and is left
@@ -278,6 +279,9 @@ func (s *Store) getOne(ctx context.Context, key string) ([]byte, bool, error) {
 var (
 	maxGroupKeys  = 1024     // keys per statement
 	maxGroupBytes = 16 << 20 // values per put statement, unless one alone is larger
+	// maxGroupedValue is the largest value a grouped put carries: a larger
+	// one is put alone, beside the groups, so that it holds up no other put.
+	maxGroupedValue = 1 << 20
 )
 
 // getGroup reads the keys of calls, one statement for up to maxGroupKeys,
@@ -347,7 +351,11 @@ func (s *Store) PutIfAbsent(ctx context.Context, key string, value []byte) ([]by
 	}
 	for {
 		call := &putCall{ctx: ctx, key: key, value: nonNil(value)}
-		if err := s.puts.Do(ctx, call, s.putGroup); err != nil {
+		if len(value) > maxGroupedValue {
+			// Alone, beside the groups: it would hold up the puts queued
+			// behind it while its value is sent.
+			call.stored, call.existing, call.err = s.putOne(ctx, key, call.value)
+		} else if err := s.puts.Do(ctx, call, s.putGroup); err != nil {
 			return nil, false, err // ctx ended while the call waited for its group
 		}
 		if call.retry && ctx.Err() == nil {
