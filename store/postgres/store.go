@@ -153,9 +153,9 @@ func (s statements) pooled() []statement {
 // committed, hence as durable as the server's configuration makes commits.
 //
 // Gets through one DB are grouped, with no wait added to fill a group, as the
-// event log's appends are: a Get that finds none in progress reads at once, alone; those
-// that arrive while one is in progress queue up, and when it ends the first
-// of them reads all of their keys in one statement. Each Get still reads what
+// event log's appends are: a Get that finds none in progress reads at once,
+// alone; those that arrive while one is in progress queue up, and when it
+// ends the first of them reads all of their keys in one statement. Each Get still reads what
 // was committed when it was called, or later: its statement starts after the
 // call. Under concurrent load that is one round trip, and one write to the
 // server's socket, for many reads; the price is that one read statement runs
@@ -185,6 +185,18 @@ type Store struct {
 	getGroups, putGroups atomic.Uint64
 }
 
+// getCall is one Get, and what it read once the group ran.
+type getCall struct {
+	ctx   context.Context // the caller's: a call whose caller gave up is left out
+	key   string
+	value []byte
+	found bool
+	err   error
+	// retry: the group failed because the context of the Get that led it
+	// ended; this Get, whose own context may not have, reads again alone.
+	retry bool
+}
+
 // putCall is one PutIfAbsent, and its outcome once the group ran.
 type putCall struct {
 	ctx   context.Context // as getCall's
@@ -196,18 +208,6 @@ type putCall struct {
 	existing []byte
 	err      error
 	retry    bool // as getCall's
-}
-
-// getCall is one Get, and what it read once the group ran.
-type getCall struct {
-	ctx   context.Context // the caller's: a call whose caller gave up is left out
-	key   string
-	value []byte
-	found bool
-	err   error
-	// retry: the group failed because the context of the Get that led it
-	// ended; this Get, whose own context may not have, reads again alone.
-	retry bool
 }
 
 var _ store.Store = (*Store)(nil)
