@@ -234,6 +234,15 @@ func (cx *Call) leaseKey() string { return leaseKey(cx.WS, cx.Slug, cx.P.Campaig
 // now is the time leases are measured against, in Unix seconds.
 func campaignNow() int64 { return time.Now().Unix() }
 
+// leaseEnd is the expires_at of a lease granted now for ttl seconds: the end
+// rounded up to the whole second, so that the lease lasts at least ttl
+// seconds. A lease expires when the clock reaches expires_at (a Unix second):
+// now + ttl in whole seconds would leave a 1-second lease claimed late in a
+// second a few milliseconds.
+func leaseEnd(ttl int64) int64 {
+	return time.Now().Add(time.Duration(ttl)*time.Second-1).Unix() + 1
+}
+
 // updateLease applies fn to the lease record of key atomically (the
 // store's PutIfAbsent and CompareAndSwap): on a concurrent change, on this
 // instance or another, fn runs again on the new record.
@@ -314,7 +323,7 @@ func (s *Service) claimControl(cx *Call) (any, *jsonrpc.Error) {
 	}
 	now := campaignNow()
 	l, err := s.updateLease(cx.Ctx, cx.leaseKey(), func(cur *Lease) (*Lease, *jsonrpc.Error) {
-		next := &Lease{ControllerID: cx.P.ControllerID, Epoch: 1, ExpiresAt: now + *cx.P.TTLSeconds, Policy: pol}
+		next := &Lease{ControllerID: cx.P.ControllerID, Epoch: 1, ExpiresAt: leaseEnd(*cx.P.TTLSeconds), Policy: pol}
 		switch {
 		case cur == nil:
 		case !cur.Released && cur.ExpiresAt > now && cur.ControllerID != cx.P.ControllerID:
@@ -384,7 +393,7 @@ func (s *Service) renewControl(cx *Call) (any, *jsonrpc.Error) {
 			return nil, err
 		}
 		next := *cur
-		next.ExpiresAt = now + *cx.P.TTLSeconds
+		next.ExpiresAt = leaseEnd(*cx.P.TTLSeconds)
 		return &next, nil
 	})
 	if err != nil {

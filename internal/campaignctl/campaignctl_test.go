@@ -2,6 +2,7 @@ package campaignctl
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,4 +81,21 @@ func FuzzDecode(f *testing.F) {
 		require.Equal(t, "r", sm.RequestID)
 		require.NotNil(t, sm.ControllerEpoch)
 	})
+}
+
+// TestLeaseEndCoversTheTTL: a lease lasts at least its ttl_seconds, at most
+// one second more, whatever the fraction of the second it is granted in
+// (expires_at is a whole Unix second, and the lease expires when the clock
+// reaches it).
+func TestLeaseEndCoversTheTTL(t *testing.T) {
+	for _, ttl := range []int64{1, 2, 60, maxLeaseTTL} {
+		for range 20 {
+			before := time.Now()
+			end := time.Unix(leaseEnd(ttl), 0)
+			after := time.Now()
+			require.GreaterOrEqual(t, end.Sub(before), time.Duration(ttl)*time.Second, "ttl %d", ttl)
+			require.LessOrEqual(t, end.Sub(after), time.Duration(ttl+1)*time.Second, "ttl %d", ttl)
+			time.Sleep(13 * time.Millisecond) // another fraction of the second
+		}
+	}
 }
