@@ -110,11 +110,10 @@ func (t tokenVerifier) VerifyWorkspace(ctx context.Context, c WorkspaceCheck) (*
 		}
 		return nil, err
 	}
-	return &contracts.VerifiedWorkspaceContext{
-		GrantID: vc.GrantID, WorkspaceID: vc.WorkspaceID, WorkspaceSlug: vc.WorkspaceSlug,
-		AgentID: vc.AgentID, AgentSlug: vc.AgentSlug, ServerID: vc.ServerID,
-		Scopes: vc.Scopes, AgentWorkspaceRef: vc.AgentWorkspaceRef,
-	}, nil
+	// The verifier's context is this call's own (nothing in it is shared
+	// with its cache), and has the public type's fields: converted, not
+	// copied (a field added to one and not the other fails to compile).
+	return (*contracts.VerifiedWorkspaceContext)(vc), nil
 }
 
 // resolveAuthorization configures workspace verification and decides whether

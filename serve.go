@@ -356,6 +356,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (_ []byte, st
 		n, err := body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
+			// Closed once read to its end: net/http then reuses the
+			// connection without draining the body after the handler (a
+			// read and an allocation per request).
+			_ = r.Body.Close()
 			return buf, 0, ""
 		}
 		if err != nil {

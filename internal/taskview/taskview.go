@@ -75,18 +75,32 @@ func appendIdemKeyPart[S string | []byte](dst []byte, v S) []byte {
 
 // appendKeyEscaped appends s escaped as store.Key escapes each part: ASCII
 // letters, digits and "-._~" as is, every other byte as %XX (upper case).
+// Each run of bytes kept as is is appended at once.
 func appendKeyEscaped[S string | []byte](dst []byte, s S) []byte {
 	const upperHex = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			dst = append(dst, c)
-			continue
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && keySafe[s[i]] {
+			i++
 		}
+		dst = append(dst, s[:i]...)
+		if i == len(s) {
+			return dst
+		}
+		c := s[i]
 		dst = append(dst, '%', upperHex[c>>4], upperHex[c&0xF])
+		s = s[i+1:]
 	}
 	return dst
 }
+
+// keySafe marks the bytes a key part keeps as they are.
+var keySafe = func() (t [256]bool) {
+	for c := range len(t) {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+	}
+	return t
+}()
 
 // View is the task view.
 type View struct {
