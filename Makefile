@@ -51,6 +51,8 @@ test: lint ## Vet, staticcheck, gofmt, unit and end-to-end tests of every module
 	  echo "== go test -race ./... in $$m"; \
 	  (cd $$m && $(GO) test -race -count=1 -json ./...) | $(GO) run ./internal/tools/testreport -summary "$$skipped" || exit 1; \
 	done && \
+	echo "== go test -race -tags telemetry -run '^TestTelemetry' in $(EXAMPLE) (the tests of its OpenTelemetry exporters, built in with that tag only)" && \
+	(cd $(EXAMPLE) && $(GO) test -race -count=1 -tags telemetry -run '^TestTelemetry' -json .) | $(GO) run ./internal/tools/testreport -summary "$$skipped" || exit 1; \
 	for m in $(MODULES); do \
 	  echo "== go test -run '^TestLimit' ./... in $$m (timing and memory limits: limits_test.go files, built only without -race)"; \
 	  (cd $$m && $(GO) test -count=1 -run '^TestLimit' ./...) | { grep -v -e 'no test files' -e 'no tests to run' || true; } || exit 1; \
@@ -60,7 +62,7 @@ test: lint ## Vet, staticcheck, gofmt, unit and end-to-end tests of every module
 	done && \
 	if [ -s "$$skipped" ]; then printf '\nmake test: every test passed; these did not run (skipped):\n'; cat "$$skipped"; else echo "make test: every test passed and every test ran"; fi
 
-lint: ## go vet and staticcheck (every module, and the conformance, minimal and test-tool builds), gofmt, go.mod/go.sum tidy (every module), and no tracked executable or file over 2 MB
+lint: ## go vet and staticcheck (every module, and the conformance, telemetry and test-tool builds), gofmt, go.mod/go.sum tidy (every module), and no tracked executable or file over 2 MB
 	@for m in $(MODULES); do \
 	  echo "== go vet ./... and staticcheck ./... in $$m"; (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	  (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; \
@@ -68,7 +70,7 @@ lint: ## go vet and staticcheck (every module, and the conformance, minimal and 
 	$(GO) vet -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
 	$(STATICCHECK) -tags conformance $(CONFORMANCE_A2A_PKGS) ./internal/slug
 	cd $(EXAMPLE) && $(GO) vet -tags conformance . && $(STATICCHECK) -tags conformance .
-	cd $(EXAMPLE) && $(GO) vet -tags minimal . && $(STATICCHECK) -tags minimal .
+	cd $(EXAMPLE) && $(GO) vet -tags telemetry . && $(STATICCHECK) -tags telemetry .
 	cd $(EXAMPLE) && $(GO) vet -tags crashpoint,pprof . && $(STATICCHECK) -tags crashpoint,pprof .
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt would change the files above"; exit 1; }
 	@bad=$$(git ls-files -z 2>/dev/null | xargs -0 -r sh -c 'elf=$$(printf "\177ELF"); for f; do [ -f "$$f" ] || continue; \
@@ -135,11 +137,11 @@ cover: ## Test coverage per package, every module
 
 # run builds the example and execs it (not go run, which exits 1 on an
 # interrupt even when the program stopped cleanly): Ctrl-C ends with the
-# agent's own exit status. It builds only what the run needs: the minimal
-# example (-tags minimal: no PostgreSQL driver, no OpenTelemetry, no gRPC)
-# unless the environment asks for a database or telemetry; make test builds
-# and tests both builds.
-RUN_TAGS = $(if $(SUPERVAIZER_DATABASE_URL)$(SUPERVAIZER_METRICS_ADDR)$(OTEL_EXPORTER_OTLP_ENDPOINT)$(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),,-tags minimal)
+# agent's own exit status. It builds only what the run needs: the
+# OpenTelemetry exporters (-tags telemetry, which brings gRPC and protobuf)
+# only when the environment asks for telemetry; make test builds and tests
+# both builds.
+RUN_TAGS = $(if $(SUPERVAIZER_METRICS_ADDR)$(OTEL_EXPORTER_OTLP_ENDPOINT)$(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT),-tags telemetry)
 run: ## Run examples/research-agent on 127.0.0.1:8080 in local mode (no Studio needed)
 	@mkdir -p .bin && $(GO) build -C $(EXAMPLE) $(RUN_TAGS) -o $(CURDIR)/.bin/research-agent .
 	SUPERVAIZER_LOCAL_MODE=$${SUPERVAIZER_LOCAL_MODE:-true} exec .bin/research-agent
@@ -151,7 +153,7 @@ screenshots: ## Regenerate docs/images/preview-*.png from the browser tests
 	cd e2e/preview && SUPERVAIZER_TEST_BROWSER=$${SUPERVAIZER_TEST_BROWSER:-1} SUPERVAIZER_SCREENSHOTS=$(CURDIR)/docs/images \
 	  $(GO) test -count=1 -run 'TestBrowser(JobStartFlow|InvalidInput|Dashboard|ContactImport)' ./...
 
-loadcheck: ## Loopback load check: /a2a against a bare net/http baseline (PROFILE=dir: a CPU profile of every server and round there; AGENT_TAGS=minimal: the research agent built as make run builds it here)
+loadcheck: ## Loopback load check: /a2a against a bare net/http baseline (PROFILE=dir: a CPU profile of every server and round there; AGENT_TAGS=telemetry: the research agent built with its OpenTelemetry exporters)
 	$(GO) run ./internal/tools/loadcheck -go "$(GO)" $(if $(PROFILE),-profile "$(PROFILE)") $(if $(AGENT_TAGS),-agent-tags "$(AGENT_TAGS)")
 
 loadcheck-backends: ## job.start (new key per call) and job.sync of the research agent on memory, bbolt, PostgreSQL x1 and x3 (SUPERVAIZER_TEST_DATABASE_URL, psql; about 2 min; PROFILE=dir: CPU profiles of the agents)

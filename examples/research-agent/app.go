@@ -165,7 +165,7 @@ func (a *app) Close() error { return a.closeStore() }
 // together), memory with SUPERVAIZER_STORE=memory, else the local bbolt file.
 func openState(cfg config, logger *slog.Logger) (store.Store, supervaizer.Option, func() error, error) {
 	if cfg.DatabaseURL != "" {
-		return openDatabase(cfg, logger) // state_postgres.go; the minimal build has none
+		return openDatabase(cfg, logger) // state_postgres.go
 	}
 	if cfg.Memory {
 		st := store.NewMemory()

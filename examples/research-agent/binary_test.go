@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -22,13 +24,13 @@ import (
 // from local mode, a data directory and port 0, reads the address it bound
 // from its log, waits until it serves its
 // discovery document, then stops it with SIGTERM and expects a clean exit.
-// Both builds: the full one, and the minimal one make run builds (-tags
-// minimal: no PostgreSQL driver, no OpenTelemetry).
+// Both builds: the default one (make run's unless telemetry is asked for),
+// and the one with the OpenTelemetry exporters (-tags telemetry).
 func TestBinary(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		flags []string
-	}{{"full", nil}, {"minimal", []string{"-tags", "minimal"}}} {
+	}{{"default", nil}, {"telemetry", []string{"-tags", "telemetry"}}} {
 		t.Run(tc.name, func(t *testing.T) { testBinary(t, proctest.Build(t, "research-agent", tc.flags...)) })
 	}
 }
@@ -87,24 +89,54 @@ func testBinary(t *testing.T, bin string) {
 	assert.Contains(t, proc.Stderr.String(), `msg="controller stopped"`)
 }
 
-// TestMinimalBuild: the build make run uses compiles no package of the
-// PostgreSQL driver, OpenTelemetry, gRPC or Prometheus (what made the first
-// make run slow), and a run that asks for them stops, naming the build that
-// has them.
-func TestMinimalBuild(t *testing.T) {
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-tags", "minimal", ".").CombinedOutput()
+// TestDefaultBuild: the build without the telemetry tag (go build, make run
+// when no telemetry is configured) compiles no package of OpenTelemetry,
+// gRPC, protobuf or Prometheus (their package initialisation alone costs
+// about 5 MiB of resident memory, and they made the first make run slow),
+// and has the PostgreSQL store; a run that asks for telemetry stops, naming
+// the build that has it.
+func TestDefaultBuild(t *testing.T) {
+	heavy := regexp.MustCompile(`(?m)^(go\.opentelemetry\.io/|google\.golang\.org/(grpc|protobuf)\b|github\.com/prometheus/|github\.com/supervaize/supervaizer-go/otel\b)`)
+	postgres := regexp.MustCompile(`(?m)^github\.com/supervaize/supervaizer-go/store/postgres$`)
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	heavy := regexp.MustCompile(`(?m)^(github\.com/jackc/|go\.opentelemetry\.io/|google\.golang\.org/grpc|github\.com/prometheus/|github\.com/supervaize/supervaizer-go/(otel|store/postgres)\b)`)
-	assert.Empty(t, heavy.FindAllString(string(out), -1), "packages the minimal build must leave out")
-	full, err := exec.CommandContext(t.Context(), "go", "list", "-deps", ".").CombinedOutput()
+	assert.Empty(t, heavy.FindAllString(string(out), -1), "packages the default build must leave out")
+	assert.Regexp(t, postgres, string(out), "the default build has the PostgreSQL store")
+	full, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-tags", "telemetry", ".").CombinedOutput()
 	require.NoError(t, err, "%s", full)
-	assert.NotEmpty(t, heavy.FindAllString(string(full), -1), "the full build has them: the pattern matches")
+	assert.NotEmpty(t, heavy.FindAllString(string(full), -1), "the telemetry build has them: the pattern matches")
 
-	bin := proctest.Build(t, "research-agent-minimal", "-tags", "minimal")
-	for _, env := range []string{"SUPERVAIZER_DATABASE_URL=postgres://127.0.0.1:1/none", "SUPERVAIZER_METRICS_ADDR=127.0.0.1:0"} {
+	bin := proctest.Build(t, "research-agent")
+	for _, env := range []string{"SUPERVAIZER_METRICS_ADDR=127.0.0.1:0", "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1"} {
 		proc := proctest.Start(t, bin, []string{"SUPERVAIZER_LOCAL_MODE=true", "SUPERVAIZER_DATA_DIR=" + t.TempDir(),
 			"SUPERVAIZER_ADDR=127.0.0.1:0", env})
 		require.Error(t, proc.Wait(t), env)
-		assert.Contains(t, proc.Output(), "build without -tags minimal", env)
+		assert.Contains(t, proc.Output(), "build with -tags telemetry", env)
 	}
+}
+
+// TestTaggedTestsRunInMakeTest: make test runs the tests built with the
+// telemetry tag only as go test -tags telemetry -run '^TestTelemetry'. Every
+// test of a file with that build constraint must then have that prefix, or
+// it would never run.
+func TestTaggedTestsRunInMakeTest(t *testing.T) {
+	files, err := filepath.Glob("*_test.go")
+	require.NoError(t, err)
+	testFunc := regexp.MustCompile(`(?m)^func (Test\w*)\(`)
+	var tagged []string
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if !strings.HasPrefix(string(src), "//go:build telemetry\n") {
+			continue
+		}
+		for _, m := range testFunc.FindAllStringSubmatch(string(src), -1) {
+			tagged = append(tagged, m[1])
+			assert.True(t, strings.HasPrefix(m[1], "TestTelemetry"), "%s in %s: make test runs only ^TestTelemetry with -tags telemetry", m[1], f)
+		}
+	}
+	assert.NotEmpty(t, tagged, "the telemetry tests")
+	makefile, err := os.ReadFile("../../Makefile")
+	require.NoError(t, err)
+	assert.Contains(t, string(makefile), "-tags telemetry -run '^TestTelemetry'", "make test's run of the telemetry tests")
 }

@@ -5,11 +5,13 @@
 //
 // Run it in local mode, with no Studio and no configuration:
 //
-//	make run    # SUPERVAIZER_LOCAL_MODE=true go run -C examples/research-agent -tags minimal .
+//	make run    # SUPERVAIZER_LOCAL_MODE=true go run -C examples/research-agent .
 //
-// The minimal build (-tags minimal) leaves out the PostgreSQL driver and
-// OpenTelemetry; make run builds it unless SUPERVAIZER_DATABASE_URL,
-// SUPERVAIZER_METRICS_ADDR or an OTLP endpoint is set.
+// The OpenTelemetry exporters (OTLP traces, Prometheus /metrics) are built
+// in with -tags telemetry only: they bring gRPC and protobuf, whose package
+// initialisation alone costs the process about 5 MiB of memory, used or not.
+// make run adds the tag when SUPERVAIZER_METRICS_ADDR or an OTLP endpoint is
+// set; a build without it that is asked for telemetry stops and says so.
 //
 // It is configured from the environment only: SUPERVAIZER_ADDR (default
 // 127.0.0.1:8080), SUPERVAIZER_DATA_DIR (default: the agent's own folder in

@@ -39,8 +39,8 @@ func (t *telemetry) Shutdown(ctx context.Context) error {
 
 // setupTelemetry configures the observer from the environment: nothing at
 // all when neither SUPERVAIZER_METRICS_ADDR nor an OTLP endpoint is set, so
-// a run without them needs no OpenTelemetry (the minimal build, make run,
-// has none: telemetry_minimal.go). The metrics server listens at once and
+// a run without them needs no OpenTelemetry (the build without the
+// telemetry tag has none: telemetry_off.go). The metrics server listens at once and
 // logs the address it bound. In local mode it stays local as the controller
 // does (spec item 68): it listens only on a loopback address (a startup
 // error names the address otherwise) and answers 403 to a request whose

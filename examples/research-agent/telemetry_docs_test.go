@@ -1,3 +1,5 @@
+//go:build telemetry
+
 package main
 
 import (
@@ -26,9 +28,9 @@ import (
 // lines, in a ```text block.
 const (
 	observabilityDoc   = "../../docs/observability.md"
-	metricsSampleBegin = "<!-- begin metrics sample: TestMetricsSampleInDocs (examples/research-agent) compares it with a scrape; SUPERVAIZER_UPDATE_DOCS=1 rewrites it -->"
+	metricsSampleBegin = "<!-- begin metrics sample: TestTelemetryMetricsSampleInDocs (examples/research-agent) compares it with a scrape; SUPERVAIZER_UPDATE_DOCS=1 rewrites it -->"
 	metricsSampleEnd   = "<!-- end metrics sample -->"
-	// updateDocsEnv makes TestMetricsSampleInDocs rewrite the sample instead
+	// updateDocsEnv makes TestTelemetryMetricsSampleInDocs rewrite the sample instead
 	// of comparing (any value strconv.ParseBool reads as true); the test
 	// kit registers no test flag.
 	updateDocsEnv = "SUPERVAIZER_UPDATE_DOCS"
@@ -62,7 +64,7 @@ func normaliseMetrics(s string) string {
 	return scopeVersion.ReplaceAllString(s, `otel_scope_version="<version>"`)
 }
 
-func TestNormaliseMetrics(t *testing.T) {
+func TestTelemetryNormaliseMetrics(t *testing.T) {
 	tests := []struct {
 		name, in, want string
 	}{
@@ -148,14 +150,14 @@ func seriesSum(exposition, name string) int {
 	return total
 }
 
-// TestMetricsSampleInDocs runs the binary as a standalone deployment
+// TestTelemetryMetricsSampleInDocs runs the binary as a standalone deployment
 // (workspace authorization required, tokens from the test kit's fake
 // Studio) with SUPERVAIZER_METRICS_ADDR, makes the calls
 // docs/observability.md lists before its sample of /metrics, scrapes
 // /metrics and requires the scrape, normalised by normaliseMetrics, to be
 // the sample byte for byte. With SUPERVAIZER_UPDATE_DOCS=1 it rewrites the
 // sample instead.
-func TestMetricsSampleInDocs(t *testing.T) {
+func TestTelemetryMetricsSampleInDocs(t *testing.T) {
 	studio := svtest.NewFakeStudio(t)
 	env := studioEnv(studio, t.TempDir())
 	env["SUPERVAIZER_STUDIO_AGENT_ID"] = studio.StudioAgentID(agentSlug)
@@ -166,7 +168,7 @@ func TestMetricsSampleInDocs(t *testing.T) {
 		list = append(list, k+"="+v)
 	}
 	slices.Sort(list)
-	proc := proctest.Start(t, proctest.Build(t, "research-agent"), list)
+	proc := proctest.Start(t, proctest.Build(t, "research-agent", "-tags", "telemetry"), list)
 	base := proc.AwaitURL(t)
 	var scrapeURL string
 	proc.AwaitServing(t, "the metrics URL", func() bool {
@@ -252,7 +254,7 @@ func TestMetricsSampleInDocs(t *testing.T) {
 	}
 	if sample := doc[from:to]; sample != got {
 		t.Errorf("the sample of /metrics in %s is not what the example serves after the documented calls.\n"+
-			"If the change is intended, run: %s=1 go test -run TestMetricsSampleInDocs . (in examples/research-agent), and review the diff.\n%s",
+			"If the change is intended, run: %s=1 go test -run TestTelemetryMetricsSampleInDocs . (in examples/research-agent), and review the diff.\n%s",
 			observabilityDoc, updateDocsEnv, lineDiff(sample, got))
 	}
 }

@@ -1,3 +1,5 @@
+//go:build telemetry
+
 package main
 
 import (
@@ -12,13 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMetricsLocalMode: in local mode the metrics listener stays local, as
+// TestTelemetryMetricsLocalMode: in local mode the metrics listener stays local, as
 // the controller does (issue 35 row 10, spec item 68): an address that is not
 // a loopback one is refused at startup, naming it, and a request whose Host
 // is not a loopback name or address is answered 403. Outside local mode both
 // are allowed. On the code before the fix SUPERVAIZER_METRICS_ADDR=0.0.0.0:x
 // was accepted in local mode and /metrics answered any Host.
-func TestMetricsLocalMode(t *testing.T) {
+func TestTelemetryMetricsLocalMode(t *testing.T) {
 	tests := []struct {
 		name      string
 		addr      string

@@ -1,3 +1,5 @@
+//go:build telemetry
+
 package main
 
 import (
@@ -37,11 +39,11 @@ func documentedMetrics(t *testing.T) []string {
 	return names
 }
 
-// TestMetricsEndpoint runs the binary with SUPERVAIZER_METRICS_ADDR, makes
+// TestTelemetryMetricsEndpoint runs the binary with SUPERVAIZER_METRICS_ADDR, makes
 // a job.start, its replay and an event stream, and finds every documented
 // metric in a scrape of /metrics.
-func TestMetricsEndpoint(t *testing.T) {
-	proc := proctest.Start(t, proctest.Build(t, "research-agent"), []string{
+func TestTelemetryMetricsEndpoint(t *testing.T) {
+	proc := proctest.Start(t, proctest.Build(t, "research-agent", "-tags", "telemetry"), []string{
 		"SUPERVAIZER_LOCAL_MODE=true",
 		"SUPERVAIZER_DATA_DIR=" + t.TempDir(),
 		"SUPERVAIZER_ADDR=127.0.0.1:0",

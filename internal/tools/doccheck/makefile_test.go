@@ -56,23 +56,23 @@ func TestMakeTestListIsPerRun(t *testing.T) {
 	assert.NotRegexp(t, `-summary /`, out, "a fixed path")
 }
 
-// TestMakeRunBuildsTheMinimalExample: make run builds the example with
-// -tags minimal, without the PostgreSQL driver and OpenTelemetry a local run
-// does not need (the example's TestMinimalBuild checks what that build
-// leaves out), unless the environment asks for a database or telemetry.
-func TestMakeRunBuildsTheMinimalExample(t *testing.T) {
+// TestMakeRunBuildsTelemetryOnlyWhenAsked: make run builds the example with
+// -tags telemetry (the OpenTelemetry exporters, with gRPC and protobuf) only
+// when the environment asks for telemetry (the example's TestDefaultBuild
+// checks what the build without the tag leaves out).
+func TestMakeRunBuildsTelemetryOnlyWhenAsked(t *testing.T) {
 	for _, tc := range []struct {
-		vars    []string
-		minimal bool
+		vars      []string
+		telemetry bool
 	}{
-		{nil, true},
+		{nil, false},
 		{[]string{"SUPERVAIZER_DATABASE_URL=postgres://db/x"}, false},
-		{[]string{"SUPERVAIZER_METRICS_ADDR=127.0.0.1:9464"}, false},
-		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}, false},
-		{[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces"}, false},
+		{[]string{"SUPERVAIZER_METRICS_ADDR=127.0.0.1:9464"}, true},
+		{[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"}, true},
+		{[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces"}, true},
 	} {
 		out := runMake(t, append([]string{"-n", "run"}, tc.vars...)...)
 		require.Regexp(t, `go build -C examples/research-agent .*-o \S+/\.bin/research-agent \.`, out)
-		assert.Equal(t, tc.minimal, strings.Contains(out, "-tags minimal"), "%v:\n%s", tc.vars, out)
+		assert.Equal(t, tc.telemetry, strings.Contains(out, "-tags telemetry"), "%v:\n%s", tc.vars, out)
 	}
 }

@@ -154,9 +154,9 @@ func TestAgentBuildFlags(t *testing.T) {
 	}{
 		{false, "", nil},
 		{true, "", []string{"-tags", "pprof"}},
-		{false, "minimal", []string{"-tags", "minimal"}},
-		{true, "minimal", []string{"-tags", "minimal,pprof"}},
-		{true, " minimal , pprof,minimal,", []string{"-tags", "minimal,pprof"}},
+		{false, "telemetry", []string{"-tags", "telemetry"}},
+		{true, "telemetry", []string{"-tags", "telemetry,pprof"}},
+		{true, " telemetry , pprof,telemetry,", []string{"-tags", "telemetry,pprof"}},
 		{false, ",", nil},
 	}
 	for _, tt := range tests {
@@ -164,18 +164,18 @@ func TestAgentBuildFlags(t *testing.T) {
 	}
 }
 
-// TestRunPrintsTheTable runs both cases, the research agent built as make
-// run builds it here (-agent-tags minimal; TestRunWritesProfiles runs the
-// default build).
+// TestRunPrintsTheTable runs both cases, the research agent built with its
+// OpenTelemetry exporters (-agent-tags telemetry; TestRunWritesProfiles runs
+// the default build).
 func TestRunPrintsTheTable(t *testing.T) {
 	var out bytes.Buffer
 	cfg := config{concurrency: 2, duration: 100 * time.Millisecond, rounds: 2, warmup: 10 * time.Millisecond,
-		cases: []string{caseSync, caseFixture}, agentTags: "minimal"}
+		cases: []string{caseSync, caseFixture}, agentTags: "telemetry"}
 	failed, err := run(context.Background(), cfg, &out)
 	require.NoError(t, err)
 	assert.False(t, failed, out.String())
 	for _, want := range []string{"job.sync", "fixture", "reused", "fresh", "controller", "baseline", "req/s", "CPU µs/req", "client CPU µs/req", "p50", "p99", "ratio", ">= 0.85", ">= 0.45", "server CPU targets", "ed25519.Verify alone", "above the baseline of the same round (target <= 15", "above the reused request + ed25519.Verify of the same round", "(target <= 10", "baseline+Verify", "above the reused request + ed25519.Verify under the same load", "of the baseline's req/s (the ceiling of the fresh ratio)", "resident memory after the run: controller", "before the load: controller",
-		"job.sync  resident memory after the run (controller built with -tags minimal): controller",
+		"job.sync  resident memory after the run (controller built with -tags telemetry): controller",
 		"fixture   resident memory after the run: controller"} {
 		assert.Contains(t, out.String(), want)
 	}
@@ -188,7 +188,7 @@ func TestRunPrintsTheTable(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(line), &got))
 	require.Len(t, got.Rows, 4)
 	require.Len(t, got.Memory, 2)
-	assert.Equal(t, "-tags minimal", got.Memory[0].Build)
+	assert.Equal(t, "-tags telemetry", got.Memory[0].Build)
 	assert.Empty(t, got.Memory[1].Build, "the fixture controller is built with the load check")
 	for _, m := range got.Memory {
 		// Each server's resident memory, read from /proc before and after its rounds.

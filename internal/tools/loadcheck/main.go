@@ -123,7 +123,7 @@ func main() {
 	fs.StringVar(&serve, "serve", "", "internal: serve the baseline or the fixture controller in this process")
 	fs.StringVar(&response, "response", "", "internal: the file holding the baseline's response")
 	fs.StringVar(&cfg.profileDir, "profile", "", "write the CPU profile of every server (with -backends: of each setup's first agent) over each measured round to this folder (created if needed); -duration must be whole seconds")
-	fs.StringVar(&cfg.agentTags, "agent-tags", "", "build tags of examples/research-agent in the job.sync case, comma-separated: minimal builds it as make run does when no database or telemetry is configured, as here (no pgx, OpenTelemetry or Prometheus linked in); default none, the build go build makes")
+	fs.StringVar(&cfg.agentTags, "agent-tags", "", "build tags of examples/research-agent in the job.sync case, comma-separated: telemetry builds it with its OpenTelemetry exporters (gRPC, protobuf and Prometheus linked in, unused here), as make run does when telemetry is configured; default none, the build go build and make run make")
 	fs.StringVar(&pprofAddr, "pprof", "", "internal: serve net/http/pprof on this loopback host:port")
 	fs.StringVar(&verifyKey, "verify-key", "", "internal: the file holding the PEM public key the verifying baseline checks each token's signature with")
 	if err := fs.Parse(os.Args[1:]); err != nil {

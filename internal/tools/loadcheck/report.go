@@ -35,7 +35,7 @@ type caseMemory struct {
 	BaselineAnon       float64 `json:"baseline_anon_mib"`
 	ControllerIdleAnon float64 `json:"controller_idle_anon_mib"`
 	BaselineIdleAnon   float64 `json:"baseline_idle_anon_mib"`
-	// Build is the controller's build tags ("-tags minimal"), when it has
+	// Build is the controller's build tags ("-tags telemetry"), when it has
 	// any (-agent-tags).
 	Build string `json:"controller_build,omitempty"`
 }
