@@ -304,7 +304,11 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 	}
 	defer func() { call.tape = nil }() // t goes back to its pool after this call
 	ctx = call
-	start := time.Now()
+	var start time.Time // read only for the debug line below: no clock read otherwise
+	debug := s.logger.Enabled(ctx, slog.LevelDebug)
+	if debug {
+		start = time.Now()
+	}
 	n := len(dst)
 	var effects []byte
 	ran := false // the handler ran for this call, its answer not a replay
@@ -356,8 +360,10 @@ func (s *Server) invoke(c *Call, req *ActionRequest, t *wire.Tape, input int32, 
 		}
 	}
 	s.publishEffects(ctx, req, dst[n:], effects)
-	s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
-		slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
+	if debug {
+		s.logger.LogAttrs(ctx, slog.LevelDebug, "action invoked", slog.String("agent_slug", req.AgentSlug),
+			slog.String("action", req.Action), slog.String("request_id", req.RequestID), slog.Duration("elapsed", time.Since(start)))
+	}
 	return dst, nil
 }
 
