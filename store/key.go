@@ -3,12 +3,12 @@ package store
 import (
 	"fmt"
 	"strings"
+
+	"github.com/supervaize/supervaizer-go/internal/keyesc"
 )
 
 // Separator separates the parts of a key built by [Key].
 const Separator = '/'
-
-const upperHex = "0123456789ABCDEF"
 
 // Key builds a hierarchical key from its parts, for example
 // Key("idempotency", agentSlug, action, idempotencyKey). Each part is escaped
@@ -69,35 +69,25 @@ func ParseKey(key string) ([]string, error) {
 }
 
 // safe reports whether c is kept as is by Key (RFC 3986 unreserved).
-func safe(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-// safeBytes is safe as a table, for the loops over every byte of a key.
-var safeBytes = func() (t [256]bool) {
-	for c := range len(t) {
-		t[c] = safe(byte(c))
-	}
-	return t
-}()
+func safe(c byte) bool { return keyesc.Safe[c] }
 
 // escapedLen returns the length of s once escaped.
 func escapedLen(s string) int {
 	n := len(s)
 	for i := 0; i < len(s); i++ {
-		if !safeBytes[s[i]] {
+		if !keyesc.Safe[s[i]] {
 			n += 2
 		}
 	}
 	return n
 }
 
-// appendEscaped writes s, escaped, to b: each run of safe bytes at once.
+// appendEscaped writes s, escaped, to b: each run of safe bytes at once
+// (keyesc.Append, written to a Builder so that Key allocates once).
 func appendEscaped(b *strings.Builder, s string) {
 	for len(s) > 0 {
 		i := 0
-		for i < len(s) && safeBytes[s[i]] {
+		for i < len(s) && keyesc.Safe[s[i]] {
 			i++
 		}
 		b.WriteString(s[:i])
@@ -106,8 +96,8 @@ func appendEscaped(b *strings.Builder, s string) {
 		}
 		c := s[i]
 		b.WriteByte('%')
-		b.WriteByte(upperHex[c>>4])
-		b.WriteByte(upperHex[c&0xF])
+		b.WriteByte(keyesc.UpperHex[c>>4])
+		b.WriteByte(keyesc.UpperHex[c&0xF])
 		s = s[i+1:]
 	}
 }

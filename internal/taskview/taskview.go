@@ -17,6 +17,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/a2atask"
 	"github.com/supervaize/supervaizer-go/internal/encode"
+	"github.com/supervaize/supervaizer-go/internal/keyesc"
 	"github.com/supervaize/supervaizer-go/internal/sse"
 	"github.com/supervaize/supervaizer-go/internal/wire"
 	"github.com/supervaize/supervaizer-go/store"
@@ -52,11 +53,11 @@ func Key(workspaceID, slug, jobID string) string {
 // The escaping is store.Key's documented one (ParseKey reverses it and keys
 // already stored depend on it, so it cannot change).
 func appendTaskKey[S string | []byte](dst []byte, workspaceID, slug string, jobID S) []byte {
-	dst = appendKeyEscaped(dst, taskNamespace)
+	dst = keyesc.Append(dst, taskNamespace)
 	dst = append(dst, store.Separator)
 	dst = appendIdemKeyPart(dst, workspaceID)
 	dst = append(dst, store.Separator)
-	dst = appendKeyEscaped(dst, slug)
+	dst = keyesc.Append(dst, slug)
 	dst = append(dst, store.Separator)
 	return appendIdemKeyPart(dst, jobID)
 }
@@ -66,41 +67,12 @@ func appendTaskKey[S string | []byte](dst []byte, workspaceID, slug string, jobI
 func appendIdemKeyPart[S string | []byte](dst []byte, v S) []byte {
 	if len(v) > MaxLiteralKeyPart {
 		d := sha256.Sum256([]byte(v))
-		dst = appendKeyEscaped(dst, "#")
+		dst = keyesc.Append(dst, "#")
 		return hex.AppendEncode(dst, d[:]) // lower-case hex: nothing to escape
 	}
-	dst = appendKeyEscaped(dst, "=")
-	return appendKeyEscaped(dst, v)
+	dst = keyesc.Append(dst, "=")
+	return keyesc.Append(dst, v)
 }
-
-// appendKeyEscaped appends s escaped as store.Key escapes each part: ASCII
-// letters, digits and "-._~" as is, every other byte as %XX (upper case).
-// Each run of bytes kept as is is appended at once.
-func appendKeyEscaped[S string | []byte](dst []byte, s S) []byte {
-	const upperHex = "0123456789ABCDEF"
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && keySafe[s[i]] {
-			i++
-		}
-		dst = append(dst, s[:i]...)
-		if i == len(s) {
-			return dst
-		}
-		c := s[i]
-		dst = append(dst, '%', upperHex[c>>4], upperHex[c&0xF])
-		s = s[i+1:]
-	}
-	return dst
-}
-
-// keySafe marks the bytes a key part keeps as they are.
-var keySafe = func() (t [256]bool) {
-	for c := range len(t) {
-		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
-	}
-	return t
-}()
 
 // View is the task view.
 type View struct {

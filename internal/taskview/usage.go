@@ -7,6 +7,7 @@ import (
 
 	"github.com/supervaize/supervaizer-go/conversation"
 	"github.com/supervaize/supervaizer-go/internal/encode"
+	"github.com/supervaize/supervaizer-go/internal/keyesc"
 	"github.com/supervaize/supervaizer-go/store"
 )
 
@@ -19,11 +20,11 @@ const usageNamespace = "a2a.usage.ws"
 // usageKey is the store key of the usage sum of a job.
 func usageKey(workspaceID, slug, jobID string) string {
 	var buf [128]byte
-	dst := appendKeyEscaped(buf[:0], usageNamespace)
+	dst := keyesc.Append(buf[:0], usageNamespace)
 	dst = append(dst, store.Separator)
 	dst = appendIdemKeyPart(dst, workspaceID)
 	dst = append(dst, store.Separator)
-	dst = appendKeyEscaped(dst, slug)
+	dst = keyesc.Append(dst, slug)
 	dst = append(dst, store.Separator)
 	return string(appendIdemKeyPart(dst, jobID))
 }
